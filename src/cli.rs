@@ -1,0 +1,438 @@
+//! The command line, and nothing else: clap derive definitions for every subcommand.
+//! The docs-contract test parses every `specrun …` line the plugin's markdown shows with
+//! these same definitions, so a renamed flag breaks that test.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "specrun",
+    version,
+    about = "Drive a planned spec (specs/<name>/tasks.md) to done: tasks, state, evidence and the hooks that enforce them",
+    propagate_version = true
+)]
+pub struct Cli {
+    /// Work as if started in DIR (the project root is the nearest ancestor holding specs/ or .git).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Selects the spec: a name under specs/, or a path to a spec directory. Default: specs/.current-spec.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SpecArg {
+    /// Spec name (under specs/) or path to a spec directory; default: specs/.current-spec.
+    #[arg(long, value_name = "NAME|PATH")]
+    pub spec: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the read-only JSON fact surface of the active spec.
+    Snapshot(SnapshotArgs),
+    /// Read and tick tasks in tasks.md.
+    #[command(subcommand)]
+    Tasks(TasksCommand),
+    /// Read and change .specrun-state.json under its lock.
+    #[command(subcommand)]
+    State(StateCommand),
+    /// Human dashboard: progress, caps, halt and the command that resumes.
+    Status(StatusArgs),
+    /// Claude Code hook entry points (read the hook JSON on stdin).
+    Hook(HookArgs),
+    /// Run a verification command and record evidence bound to the working tree.
+    #[command(subcommand)]
+    Verify(VerifyCommand),
+    /// Record and inspect self-critique records.
+    #[command(subcommand)]
+    Critique(CritiqueCommand),
+    /// Prepare Claude Code's native /goal driver.
+    Goal(GoalArgs),
+    /// The coordinator's autopilot contract as JSON.
+    LastMile(LastMileArgs),
+    /// Check the installation, Claude Code and the project.
+    Doctor(DoctorArgs),
+    /// Task transitions whose preconditions are checked in code.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Follow-up items found while executing.
+    #[command(subcommand)]
+    Followup(FollowupCommand),
+    /// Append a learning to .progress.md.
+    Learn(LearnArgs),
+    /// Clear a halt (raising the cap that caused it) and print the command that continues.
+    Resume(ResumeArgs),
+    /// Cancel the execution; nothing is deleted.
+    Cancel(CancelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Print {"total","completed","pending","nextIndex"} of a tasks.md.
+    Count {
+        /// Path to a tasks.md; default: the active spec's.
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        spec: SpecArg,
+    },
+    /// List every task.
+    List(TasksReadArgs),
+    /// Show the next unchecked task (and its parallel group).
+    Next(TasksReadArgs),
+    /// Show one task's block.
+    Show {
+        id: String,
+        #[command(flatten)]
+        read: TasksReadArgs,
+    },
+    /// Tick (or with --undo untick) exactly one checkbox, preserving every other byte.
+    Check {
+        id: String,
+        /// Untick instead of tick.
+        #[arg(long)]
+        undo: bool,
+        #[command(flatten)]
+        spec: SpecArg,
+        /// Path to a tasks.md instead of the spec's.
+        #[arg(long, value_name = "PATH")]
+        file: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TasksReadArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Path to a tasks.md instead of the spec's.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StateCommand {
+    /// Merge a JSON patch into a state file (objects recurse; `$unset` deletes dot paths).
+    Merge {
+        file: PathBuf,
+        /// The patch as JSON text, or - to read it from stdin.
+        patch: String,
+    },
+    /// Print the state (or the value at a dot path) as JSON.
+    Get { file: PathBuf, path: Option<String> },
+    /// Write the execution fields, keeping every other field of the file.
+    Init(StateInitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateInitArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    #[arg(long, value_name = "N")]
+    pub max_task_iterations: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub max_global_iterations: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub max_output_tokens: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub max_minutes: Option<u64>,
+    #[arg(long, value_name = "N")]
+    pub max_stall_stops: Option<u64>,
+    /// The Claude Code session that owns this execution (the guard ignores other sessions).
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    /// Quick mode: no questions to the user.
+    #[arg(long)]
+    pub quick: bool,
+    /// Recovery mode: failed tasks get fix tasks.
+    #[arg(long)]
+    pub recovery_mode: bool,
+    #[arg(long, value_enum)]
+    pub driver: Option<Driver>,
+    /// Replace a corrupt state file (the old one is kept as <file>.corrupt-<timestamp>).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Driver {
+    NativeGoal,
+    StopHook,
+    Manual,
+}
+
+impl Driver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Driver::NativeGoal => "native-goal",
+            Driver::StopHook => "stop-hook",
+            Driver::Manual => "manual",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    pub event: HookEvent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookEvent {
+    Stop,
+    SubagentStop,
+    SessionStart,
+    PreToolUse,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VerifyCommand {
+    /// Run C with sh -c in the project root and record the evidence.
+    Run {
+        #[arg(long, value_name = "C")]
+        command: String,
+        /// Evidence slot (verificationBlocks.<P>); default execution.
+        #[arg(long, value_name = "P")]
+        phase: Option<String>,
+        /// Record as task evidence (taskEvidence.<ID>).
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        /// Kill the command's process group after SECS seconds (exit 124).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<u64>,
+    },
+    /// Say whether evidence is fresh, stale, failed or missing (exit 0 only for fresh and passing).
+    Status {
+        #[arg(long, value_name = "P")]
+        phase: Option<String>,
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CritiqueCommand {
+    /// Validate a self-critique record and write it under the spec's critique/.
+    Record {
+        #[arg(long, value_name = "ID")]
+        task: String,
+        #[arg(long, value_enum)]
+        stage: CritiqueStage,
+        /// The record as a JSON file, or - for stdin (default: stdin).
+        #[arg(long, value_name = "F")]
+        file: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+    },
+    /// Say which critique records exist for a task.
+    Status {
+        #[arg(long, value_name = "ID")]
+        task: String,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CritiqueStage {
+    PostCode,
+    PostTest,
+}
+
+impl CritiqueStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CritiqueStage::PostCode => "post-code",
+            CritiqueStage::PostTest => "post-test",
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct GoalArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Turn budget to name in the goal condition (a positive integer).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_turns: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct LastMileArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Append the result to .specrun/events.jsonl.
+    #[arg(long)]
+    pub record: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Start an attempt at the current task (or a member of the current parallel group).
+    Start(TaskVerbArgs),
+    /// Complete a task once its evidence and critique records are in order.
+    Complete {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        /// Tick the task's checkbox as part of completing it.
+        #[arg(long)]
+        check: bool,
+    },
+    /// Record a failed attempt (halts at maxTaskIterations).
+    Fail {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// In recovery mode, write the fix task into tasks.md.
+        #[arg(long)]
+        insert: bool,
+    },
+    /// Return the tree to the attempt's start commit, saving the discarded work to a ref first.
+    Rollback {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        /// Roll back even when changes lie outside the task's Files.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct TaskVerbArgs {
+    pub id: String,
+    #[command(flatten)]
+    pub spec: SpecArg,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FollowupCommand {
+    /// Add a follow-up.
+    Add {
+        #[arg(long, value_enum)]
+        category: FollowupCategory,
+        #[arg(long, value_enum)]
+        priority: FollowupPriority,
+        #[arg(long, value_name = "T")]
+        title: String,
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[arg(long, value_name = "FILE", num_args = 1..)]
+        files: Vec<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List follow-ups.
+    List {
+        /// Only open ones.
+        #[arg(long)]
+        open: bool,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Resolve a follow-up.
+    Resolve {
+        fid: String,
+        #[arg(long, value_name = "T")]
+        note: String,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum FollowupCategory {
+    Verify,
+    Refac,
+    Idea,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FollowupPriority {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    pub text: String,
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+    #[command(flatten)]
+    pub spec: SpecArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// New maxGlobalIterations.
+    #[arg(long, value_name = "N")]
+    pub raise_global: Option<u64>,
+    /// New maxTaskIterations.
+    #[arg(long, value_name = "N")]
+    pub raise_task: Option<u64>,
+    /// New budget.maxOutputTokens.
+    #[arg(long, value_name = "N")]
+    pub raise_tokens: Option<u64>,
+    /// New budget.maxMinutes.
+    #[arg(long, value_name = "N")]
+    pub raise_minutes: Option<u64>,
+    /// Bind the execution to this Claude Code session.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    #[arg(long)]
+    pub json: bool,
+}

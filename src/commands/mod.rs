@@ -1,0 +1,83 @@
+//! One module per subcommand. Each takes its parsed arguments and returns the exit code
+//! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Cli, Command};
+use crate::error::{Error, Result};
+use crate::project::{Project, Spec};
+use crate::store;
+use crate::tasks::{self, TaskList};
+
+pub mod cancel;
+pub mod critique;
+pub mod doctor;
+pub mod followup;
+pub mod goal;
+pub mod hook;
+pub mod last_mile;
+pub mod learn;
+pub mod resume;
+pub mod snapshot;
+pub mod state;
+pub mod status;
+pub mod task;
+pub mod tasks_cmd;
+pub mod verify;
+
+pub fn dispatch(cli: Cli) -> Result<i32> {
+    let cwd = cli.cwd.as_deref();
+    match cli.command {
+        // Hooks resolve their own directory from stdin and never fail.
+        Command::Hook(args) => Ok(hook::run(args.event, cwd)),
+        Command::Snapshot(args) => snapshot::run(&Project::discover(cwd)?, args),
+        Command::Tasks(cmd) => tasks_cmd::run(&Project::discover(cwd)?, cmd),
+        Command::State(cmd) => state::run(cwd, cmd),
+        Command::Status(args) => status::run(&Project::discover(cwd)?, args),
+        Command::Verify(cmd) => verify::run(&Project::discover(cwd)?, cmd),
+        Command::Critique(cmd) => critique::run(&Project::discover(cwd)?, cmd),
+        Command::Goal(args) => goal::run(&Project::discover(cwd)?, args),
+        Command::LastMile(args) => last_mile::run(&Project::discover(cwd)?, args),
+        Command::Doctor(args) => doctor::run(&Project::discover(cwd)?, args),
+        Command::Task(cmd) => task::run(&Project::discover(cwd)?, cmd),
+        Command::Followup(cmd) => followup::run(&Project::discover(cwd)?, cmd),
+        Command::Learn(args) => learn::run(&Project::discover(cwd)?, args),
+        Command::Resume(args) => resume::run(&Project::discover(cwd)?, args),
+        Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
+    }
+}
+
+/// A tasks.md read and parsed.
+pub struct LoadedTasks {
+    pub path: PathBuf,
+    pub text: String,
+    pub list: TaskList,
+}
+
+pub fn load_tasks_file(path: &Path) -> Result<LoadedTasks> {
+    let text = store::read_text(path, "tasks file")?;
+    let list = tasks::parse(&text);
+    Ok(LoadedTasks {
+        path: path.to_path_buf(),
+        text,
+        list,
+    })
+}
+
+/// The tasks.md named by `--file`, else the spec's.
+pub fn resolve_tasks_path(project: &Project, spec: Option<&str>, file: Option<&Path>) -> Result<PathBuf> {
+    match file {
+        Some(f) => Ok(project.cwd.join(f)),
+        None => Ok(project.require_spec(spec)?.tasks_path()),
+    }
+}
+
+/// The spec and its tasks; a missing spec directory is named as such.
+pub fn load_spec_tasks(project: &Project, spec: Option<&str>) -> Result<(Spec, LoadedTasks)> {
+    let spec = project.require_spec(spec)?;
+    if !spec.dir.is_dir() {
+        return Err(Error::missing("spec directory", &spec.dir));
+    }
+    let loaded = load_tasks_file(&spec.tasks_path())?;
+    Ok((spec, loaded))
+}

@@ -1,0 +1,8 @@
+//! Not built yet (see the open issues).
+
+use crate::error::{Error, Result};
+use crate::project::Project;
+
+pub fn run(_project: &Project, _args: crate::cli::ResumeArgs) -> Result<i32> {
+    Err(Error::Usage("`resume` is not implemented yet".into()))
+}

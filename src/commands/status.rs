@@ -1,0 +1,146 @@
+//! `specrun status`: the dashboard for a person resuming by hand. Fits 80 columns.
+
+use serde_json::{json, Value};
+
+use crate::cli::StatusArgs;
+use crate::error::Result;
+use crate::output;
+use crate::project::Project;
+use crate::state::{self, View};
+
+use super::snapshot::{collect, Facts, StateRead};
+
+const WIDTH: usize = 80;
+const BAR: usize = 30;
+
+pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
+    let facts = collect(project, args.spec.spec.as_deref())?;
+    if args.json {
+        let mut doc = facts.to_json(project);
+        doc["resumeCommand"] = json!(resume(&facts));
+        doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
+        output::json_pretty(&doc);
+    } else {
+        output::raw(&render(&facts));
+    }
+    Ok(0)
+}
+
+fn resume(facts: &Facts) -> Option<String> {
+    let spec = facts.spec.as_ref()?;
+    let doc = facts.state_doc()?;
+    View(doc).halt()?;
+    Some(state::resume_command(&spec.name, View(doc)))
+}
+
+/// The most recent evidence record: the execution block, else the newest task evidence.
+fn last_evidence(facts: &Facts) -> Option<&Value> {
+    let doc = facts.state_doc()?;
+    let mut records: Vec<&Value> = Vec::new();
+    for key in ["verificationBlocks", "taskEvidence"] {
+        if let Some(map) = doc.get(key).and_then(Value::as_object) {
+            records.extend(map.values().filter(|v| v.is_object()));
+        }
+    }
+    records
+        .into_iter()
+        .max_by_key(|r| r.get("startedAt").and_then(Value::as_str).unwrap_or("").to_string())
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn bar(done: usize, total: usize) -> String {
+    let filled = if total == 0 { 0 } else { done * BAR / total };
+    format!("[{}{}]", "#".repeat(filled), "-".repeat(BAR - filled))
+}
+
+pub fn render(facts: &Facts) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let (gates, action) = facts.gates_and_action();
+    match &facts.spec {
+        None => lines.push("specrun: no active spec".into()),
+        Some(spec) => {
+            let phase = match &facts.state {
+                StateRead::Valid(doc) => View(doc).phase().unwrap_or("unknown").to_string(),
+                StateRead::Invalid(_) => "state unreadable".into(),
+                StateRead::Absent => "not started".into(),
+            };
+            lines.push(format!("spec      {}   phase {phase}", spec.name));
+            if let Some(list) = &facts.tasks {
+                let c = list.counts();
+                let pct = if c.total == 0 { 0 } else { c.completed * 100 / c.total };
+                lines.push(format!("progress  {} {}/{} ({pct}%)", bar(c.completed, c.total), c.completed, c.total));
+                if let Some(t) = list.next() {
+                    lines.push(format!("current   {} {}", t.label(), t.title));
+                }
+            }
+            if let StateRead::Invalid(e) = &facts.state {
+                lines.push(format!("state     {e}"));
+            }
+            if let Some(doc) = facts.state_doc() {
+                let v = View(doc);
+                lines.push(format!(
+                    "iters     task {}/{}   global {}/{}",
+                    v.task_iteration(),
+                    v.max_task_iterations(),
+                    v.global_iteration(),
+                    v.max_global_iterations()
+                ));
+                let tokens = match v.max_output_tokens() {
+                    Some(max) => format!("{}/{max}", v.output_tokens()),
+                    None => format!("{} (no cap)", v.output_tokens()),
+                };
+                let minutes = v.max_minutes().map(|m| format!("   minutes cap {m}")).unwrap_or_default();
+                lines.push(format!("tokens    out {tokens}{minutes}   driver {}", v.driver()));
+                if v.halt().is_some() {
+                    lines.push(format!("HALTED    {}", v.halt_reason().unwrap_or("(no reason recorded)")));
+                    lines.push(format!("resume    {}", state::resume_command(&spec.name, v)));
+                }
+            }
+            if let Some(ev) = last_evidence(facts) {
+                let code = ev.get("exitCode").and_then(Value::as_i64).map(|c| c.to_string()).unwrap_or("?".into());
+                let cmd = ev.get("command").and_then(Value::as_str).unwrap_or("?");
+                let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
+                lines.push(format!("evidence  exit {code} at {at}: {cmd}"));
+            }
+        }
+    }
+    if !gates.is_empty() {
+        lines.push(format!("gates     {}", gates.join(", ")));
+    }
+    lines.push(format!("next      {action}"));
+    let mut out = String::new();
+    for l in lines {
+        // Continuation lines are indented under the label column.
+        let mut first = true;
+        let mut rest = l.as_str();
+        while !rest.is_empty() {
+            let width = if first { WIDTH } else { WIDTH - 10 };
+            let take: String = rest.chars().take(width).collect();
+            let cut = if take.chars().count() < width {
+                take.len()
+            } else {
+                take.rfind(' ').filter(|&i| i > 20).unwrap_or(take.len())
+            };
+            let (head, tail) = rest.split_at(cut);
+            if first {
+                out.push_str(head);
+            } else {
+                out.push_str("          ");
+                out.push_str(&clip(head.trim_start(), width));
+            }
+            out.push('\n');
+            rest = tail.trim_start();
+            first = false;
+        }
+    }
+    out
+}

@@ -1,0 +1,145 @@
+//! `specrun tasks count|list|next|show|check`.
+
+use serde_json::{json, Value};
+
+use crate::cli::{TasksCommand, TasksReadArgs};
+use crate::commands::{load_tasks_file, resolve_tasks_path};
+use crate::error::{Error, Result};
+use crate::output;
+use crate::project::Project;
+use crate::store;
+use crate::tasks::{self, Task, TaskList};
+
+pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
+    match cmd {
+        TasksCommand::Count { file, spec } => {
+            let path = resolve_tasks_path(project, spec.spec.as_deref(), file.as_deref())?;
+            let loaded = load_tasks_file(&path)?;
+            output::json_line(&json!(loaded.list.counts()));
+            Ok(0)
+        }
+        TasksCommand::List(args) => {
+            let list = read(project, &args)?;
+            if args.json {
+                output::json_pretty(&json!({"counts": list.counts(), "tasks": list.tasks}));
+            } else {
+                for t in &list.tasks {
+                    output::line(&summary_line(t));
+                }
+                let c = list.counts();
+                output::line(&format!("{}/{} done", c.completed, c.total));
+            }
+            Ok(0)
+        }
+        TasksCommand::Next(args) => {
+            let list = read(project, &args)?;
+            let group: Vec<&Task> = list.parallel_group(list.next_index());
+            if args.json {
+                let next = list.next();
+                let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
+                output::json_pretty(&json!({"next": next, "parallelGroup": ids, "counts": list.counts()}));
+            } else {
+                match list.next() {
+                    None => output::line("all tasks are checked"),
+                    Some(t) => {
+                        output::line(&detail(t));
+                        if group.len() > 1 {
+                            let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
+                            output::line(&format!("parallel group: {}", ids.join(", ")));
+                        }
+                    }
+                }
+            }
+            // No next task is a well-formed "no".
+            Ok(if list.next().is_some() { 0 } else { 1 })
+        }
+        TasksCommand::Show { id, read: args } => {
+            let list = read(project, &args)?;
+            let path = resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+            let task = list.find(&id).map_err(|e| Error::Task {
+                path,
+                message: e.to_string(),
+            })?;
+            if args.json {
+                output::json_pretty(&json!(task));
+            } else {
+                output::line(&detail(task));
+            }
+            Ok(0)
+        }
+        TasksCommand::Check {
+            id,
+            undo,
+            spec,
+            file,
+        } => {
+            let path = resolve_tasks_path(project, spec.spec.as_deref(), file.as_deref())?;
+            let (changed, label, title) = check(&path, &id, !undo)?;
+            let mark = if undo { "[ ]" } else { "[x]" };
+            let verb = if changed { "now" } else { "already" };
+            output::line(&format!("{label} {title}: {verb} {mark}"));
+            Ok(0)
+        }
+    }
+}
+
+/// Set task `id`'s checkbox under the tasks file's lock. Returns whether the file changed.
+pub fn check(path: &std::path::Path, id: &str, checked: bool) -> Result<(bool, String, String)> {
+    store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
+        let list = tasks::parse(&text);
+        let task = list.find(id).map_err(|e| Error::Task {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let out = (task.label(), task.title.clone());
+        match tasks::set_checked(&text, task, checked) {
+            Some(new_text) => Ok((Some(new_text), (true, out.0, out.1))),
+            None => Ok((None, (false, out.0, out.1))),
+        }
+    })
+}
+
+fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
+    let path = resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+    Ok(load_tasks_file(&path)?.list)
+}
+
+fn markers(t: &Task) -> String {
+    t.markers.iter().map(|m| format!("[{m}] ")).collect()
+}
+
+pub fn summary_line(t: &Task) -> String {
+    let mark = if t.checked { "[x]" } else { "[ ]" };
+    format!("{mark} {} {}{}", t.label(), markers(t), t.title)
+}
+
+pub fn detail(t: &Task) -> String {
+    let mut out = vec![summary_line(t)];
+    let field = |name: &str, v: &Option<String>| v.as_ref().map(|v| format!("  {name}: {v}"));
+    out.extend(field("Do", &t.do_));
+    if !t.files.is_empty() {
+        out.push(format!("  Files: {}", t.files.join(", ")));
+    }
+    out.extend(field("Done when", &t.done_when));
+    out.extend(field("Verify", &t.verify));
+    out.extend(field("Commit", &t.commit));
+    if !t.depends.is_empty() {
+        out.push(format!("  Depends: {}", t.depends.join(", ")));
+    }
+    out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
+    out.join("\n")
+}
+
+/// The `current` object of snapshot: one task's facts.
+pub fn task_json(t: &Task) -> Value {
+    json!({
+        "id": t.label(),
+        "title": t.title,
+        "markers": t.markers,
+        "lineStart": t.line_start,
+        "lineEnd": t.line_end,
+        "verify": t.verify,
+        "files": t.files,
+        "depends": t.depends,
+    })
+}

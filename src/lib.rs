@@ -1,0 +1,49 @@
+//! specrun: the deterministic half of a spec-driven Claude Code plugin.
+//!
+//! `run` parses the command line and hands off to one module per subcommand under
+//! `commands/`. Pure core modules (`tasks`, `state`, …) take data and return data; `store`,
+//! `project`, `git`, `events` and `output` are the I/O edges.
+
+pub mod cli;
+pub mod commands;
+pub mod critique;
+pub mod error;
+pub mod events;
+pub mod evidence;
+pub mod git;
+pub mod goal;
+pub mod guard;
+pub mod last_mile;
+pub mod output;
+pub mod project;
+pub mod state;
+pub mod store;
+pub mod tasks;
+pub mod transcript;
+
+use clap::Parser;
+
+pub use error::{Error, Result};
+
+/// Exit codes: 0 ok, 1 a well-formed negative answer, 2 usage or runtime error.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_NO: i32 = 1;
+pub const EXIT_ERROR: i32 = 2;
+
+pub fn run() -> i32 {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let code = if err.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+            let _ = err.print();
+            return code;
+        }
+    };
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            output::error(&err.to_string());
+            EXIT_ERROR
+        }
+    }
+}

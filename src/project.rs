@@ -1,0 +1,256 @@
+//! Where things are: the project root, the active spec, and the paths inside it. Every
+//! path the binary writes is derived here and checked to stay inside the project root.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::store;
+
+pub const SPECS_DIR: &str = "specs";
+pub const CURRENT_SPEC_FILE: &str = ".current-spec";
+pub const STATE_FILE: &str = ".specrun-state.json";
+pub const TASKS_FILE: &str = "tasks.md";
+pub const PROGRESS_FILE: &str = ".progress.md";
+pub const FOLLOWUPS_FILE: &str = "followups.json";
+pub const CRITIQUE_DIR: &str = "critique";
+pub const EVENTS_DIR: &str = ".specrun";
+pub const EVENTS_FILE: &str = "events.jsonl";
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// Nearest ancestor of `cwd` holding `specs/` or `.git`; `cwd` itself when neither exists.
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    /// Whether a `specs/` or `.git` marker was found.
+    pub found: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl Spec {
+    pub fn tasks_path(&self) -> PathBuf {
+        self.dir.join(TASKS_FILE)
+    }
+    pub fn state_path(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+    pub fn progress_path(&self) -> PathBuf {
+        self.dir.join(PROGRESS_FILE)
+    }
+    pub fn followups_path(&self) -> PathBuf {
+        self.dir.join(FOLLOWUPS_FILE)
+    }
+    pub fn critique_dir(&self) -> PathBuf {
+        self.dir.join(CRITIQUE_DIR)
+    }
+    pub fn artifact_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.md"))
+    }
+}
+
+/// A spec name must be one plain path segment: no `/` or `\`, no `..`, no leading `.`,
+/// no control characters, not empty.
+pub fn validate_spec_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("it contains a path separator")
+    } else if name.contains("..") {
+        Some("it contains `..`")
+    } else if name.starts_with('.') {
+        Some("it starts with `.`")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else if name.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::SpecName {
+            name: name.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Resolve `.`/`..` lexically (the path need not exist).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+impl Project {
+    /// Find the project for `cwd` (the process's directory when `None`). A `cwd` that does
+    /// not exist is an error.
+    pub fn discover(cwd: Option<&Path>) -> Result<Project> {
+        let base = match cwd {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir().map_err(|e| Error::io(".", "read the current directory", e))?,
+        };
+        let cwd = std::fs::canonicalize(&base).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::missing("directory", &base)
+            } else {
+                Error::io(&base, "resolve", e)
+            }
+        })?;
+        if !cwd.is_dir() {
+            return Err(Error::missing("directory", &base));
+        }
+        Ok(Project::from_canonical(cwd))
+    }
+
+    fn from_canonical(cwd: PathBuf) -> Project {
+        let found = cwd
+            .ancestors()
+            .find(|dir| dir.join(SPECS_DIR).is_dir() || dir.join(".git").exists());
+        match found {
+            Some(root) => Project {
+                root: root.to_path_buf(),
+                cwd,
+                found: true,
+            },
+            None => Project {
+                root: cwd.clone(),
+                cwd,
+                found: false,
+            },
+        }
+    }
+
+    pub fn specs_dir(&self) -> PathBuf {
+        self.root.join(SPECS_DIR)
+    }
+
+    pub fn events_path(&self) -> PathBuf {
+        self.root.join(EVENTS_DIR).join(EVENTS_FILE)
+    }
+
+    pub fn current_spec_path(&self) -> PathBuf {
+        self.specs_dir().join(CURRENT_SPEC_FILE)
+    }
+
+    /// `path` (relative to the root, or absolute), normalised; an error if it leaves the root.
+    pub fn inside(&self, path: &Path) -> Result<PathBuf> {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        let normal = normalize(&joined);
+        // Follow symlinks of the part that exists, so a link cannot lead outside.
+        let resolved = std::fs::canonicalize(&normal).unwrap_or(normal);
+        if resolved.starts_with(&self.root) {
+            Ok(resolved)
+        } else {
+            Err(Error::OutsideProject {
+                path: resolved,
+                root: self.root.clone(),
+            })
+        }
+    }
+
+    /// The spec named by `.current-spec`, if that file exists and is not empty.
+    pub fn current_spec_name(&self) -> Result<Option<String>> {
+        let path = self.current_spec_path();
+        let Some(bytes) = store::read_optional(&path)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let line = text.lines().next().unwrap_or("").trim();
+        Ok((!line.is_empty()).then(|| line.to_string()))
+    }
+
+    /// Resolve `--spec` (a name or a path) or, without it, `specs/.current-spec`.
+    /// `Ok(None)` when neither names a spec.
+    pub fn spec(&self, arg: Option<&str>) -> Result<Option<Spec>> {
+        let chosen = match arg {
+            Some(a) => Some((a.to_string(), true)),
+            None => self.current_spec_name()?.map(|n| (n, false)),
+        };
+        let Some((value, from_flag)) = chosen else {
+            return Ok(None);
+        };
+        let looks_like_path = value.contains('/') || value.contains('\\') || value == "." ;
+        if !looks_like_path {
+            validate_spec_name(&value)?;
+            return Ok(Some(Spec {
+                dir: self.specs_dir().join(&value),
+                name: value,
+            }));
+        }
+        // A path: relative to the cwd for a flag, to the root for .current-spec.
+        let base = if from_flag { &self.cwd } else { &self.root };
+        let dir = self.inside(&base.join(&value))?;
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        validate_spec_name(&name)?;
+        Ok(Some(Spec { name, dir }))
+    }
+
+    /// Like `spec`, but a missing spec is an error telling how to name one.
+    pub fn require_spec(&self, arg: Option<&str>) -> Result<Spec> {
+        self.spec(arg)?.ok_or_else(|| {
+            Error::Usage(format!(
+                "no active spec: pass --spec NAME or write the name to {}",
+                self.current_spec_path().display()
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_names_are_validated() {
+        for bad in ["", "a/b", "..", "../x", ".hidden", "a\u{7}b", "a\\b", "x..y"] {
+            assert!(validate_spec_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["demo", "my-feature_2", "v1.2"] {
+            validate_spec_name(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn root_is_nearest_ancestor_with_specs_or_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("specs")).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let p = Project::discover(Some(&root.join("a/b"))).unwrap();
+        assert_eq!(p.root, root);
+        assert!(p.found);
+    }
+
+    #[test]
+    fn spec_path_outside_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("specs/demo")).unwrap();
+        let p = Project::discover(Some(&root)).unwrap();
+        assert!(matches!(p.spec(Some("../../etc")), Err(Error::OutsideProject { .. })));
+        assert_eq!(p.spec(Some("specs/demo")).unwrap().unwrap().name, "demo");
+        assert_eq!(p.spec(Some("demo")).unwrap().unwrap().dir, root.join("specs/demo"));
+    }
+}

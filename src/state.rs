@@ -1,0 +1,477 @@
+//! The execution state document (DESIGN §5), as pure functions over JSON: merge a patch,
+//! type-check known fields, seed an execution, and read fields with their defaults.
+//! Unknown fields are carried through untouched.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Result};
+
+pub const STATE_VERSION: u64 = 1;
+pub const DEFAULT_MAX_TASK_ITERATIONS: u64 = 5;
+pub const DEFAULT_MAX_GLOBAL_ITERATIONS: u64 = 30;
+pub const DEFAULT_MAX_STALL_STOPS: u64 = 5;
+pub const PHASES: &[&str] = &["planning", "execution", "completed", "cancelled"];
+pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
+
+#[derive(Clone, Copy)]
+enum Kind {
+    UInt,
+    OptUInt,
+    Str,
+    OptStr,
+    Bool,
+    Object,
+    OptObject,
+    Array,
+    OneOf(&'static [&'static str]),
+}
+
+impl Kind {
+    fn accepts(self, v: &Value) -> bool {
+        match self {
+            Kind::UInt => v.is_u64(),
+            Kind::OptUInt => v.is_u64() || v.is_null(),
+            Kind::Str => v.is_string(),
+            Kind::OptStr => v.is_string() || v.is_null(),
+            Kind::Bool => v.is_boolean(),
+            Kind::Object => v.is_object(),
+            Kind::OptObject => v.is_object() || v.is_null(),
+            Kind::Array => v.is_array(),
+            Kind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::UInt => "a non-negative integer",
+            Kind::OptUInt => "a non-negative integer or null",
+            Kind::Str => "a string",
+            Kind::OptStr => "a string or null",
+            Kind::Bool => "true or false",
+            Kind::Object => "an object",
+            Kind::OptObject => "an object or null",
+            Kind::Array => "an array",
+            Kind::OneOf(options) if options == PHASES => {
+                "one of \"planning\", \"execution\", \"completed\", \"cancelled\""
+            }
+            Kind::OneOf(_) => "one of \"native-goal\", \"stop-hook\", \"manual\"",
+        }
+    }
+}
+
+/// The known fields and their types; everything else is the user's and passes through.
+const KNOWN: &[(&str, Kind)] = &[
+    ("version", Kind::UInt),
+    ("name", Kind::Str),
+    ("phase", Kind::OneOf(PHASES)),
+    ("sessionId", Kind::OptStr),
+    ("taskIndex", Kind::UInt),
+    ("totalTasks", Kind::UInt),
+    ("taskIteration", Kind::UInt),
+    ("maxTaskIterations", Kind::UInt),
+    ("globalIteration", Kind::UInt),
+    ("maxGlobalIterations", Kind::UInt),
+    ("budget", Kind::Object),
+    ("budget.maxOutputTokens", Kind::OptUInt),
+    ("budget.maxMinutes", Kind::OptUInt),
+    ("budget.maxStallStops", Kind::OptUInt),
+    ("usage", Kind::Object),
+    ("usage.outputTokens", Kind::UInt),
+    ("usage.inputTokens", Kind::UInt),
+    ("usage.transcriptOffset", Kind::OptUInt),
+    ("usage.transcriptPath", Kind::OptStr),
+    ("startedAt", Kind::OptStr),
+    ("executionDriver", Kind::OneOf(DRIVERS)),
+    ("quickMode", Kind::Bool),
+    ("recoveryMode", Kind::Bool),
+    ("awaitingApproval", Kind::Bool),
+    ("verificationBlocks", Kind::Object),
+    ("taskEvidence", Kind::Object),
+    ("attempts", Kind::Object),
+    ("fixTaskMap", Kind::Object),
+    ("modificationMap", Kind::Object),
+    ("halt", Kind::OptObject),
+    ("halt.kind", Kind::Str),
+    ("halt.reason", Kind::Str),
+    ("completed", Kind::Bool),
+    ("completedAt", Kind::OptStr),
+    ("guard", Kind::Object),
+    ("unverifiedClaims", Kind::Array),
+];
+
+/// Look up a dot path (`budget.maxMinutes`).
+pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    if path.is_empty() {
+        return Some(doc);
+    }
+    path.split('.').try_fold(doc, |v, key| match v {
+        Value::Object(map) => map.get(key),
+        Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    })
+}
+
+/// Check every known field present in `doc`. `source_name` names the file or patch.
+pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
+    if !doc.is_object() {
+        return Err(Error::FieldType {
+            source_name: source_name.to_string(),
+            field: "(top level)".into(),
+            expected: "an object",
+        });
+    }
+    for (path, kind) in KNOWN {
+        if let Some(v) = get_path(doc, path) {
+            if !kind.accepts(v) {
+                return Err(Error::FieldType {
+                    source_name: source_name.to_string(),
+                    field: (*path).to_string(),
+                    expected: kind.describe(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Recursive merge: objects recurse, arrays and scalars replace.
+pub fn merge_into(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (key, pv) in p {
+                match t.get_mut(key) {
+                    Some(tv) if tv.is_object() && pv.is_object() => merge_into(tv, pv),
+                    _ => {
+                        t.insert(key.clone(), pv.clone());
+                    }
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+/// Delete a dot path; missing paths are ignored.
+pub fn unset_path(doc: &mut Value, path: &str) {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let Some(last) = parts.pop() else { return };
+    let mut cur = doc;
+    for key in parts {
+        match cur.get_mut(key) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Value::Object(map) = cur {
+        map.shift_remove(last);
+    }
+}
+
+/// Apply a patch (`{..., "$unset": ["a.b"]}`) to a state document, type-checking the
+/// result. `base` is `None` for a file that does not exist yet.
+pub fn apply_patch(base: Option<Value>, patch: &Value, file_name: &str) -> Result<Value> {
+    let Value::Object(patch_map) = patch else {
+        return Err(Error::bad_input("patch", "the patch must be a JSON object"));
+    };
+    let mut patch_map = patch_map.clone();
+    let unset = match patch_map.shift_remove("$unset") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::bad_input("patch", "`$unset` must be an array of strings"))?,
+        Some(_) => {
+            return Err(Error::bad_input("patch", "`$unset` must be an array of strings"));
+        }
+    };
+    let patch = Value::Object(patch_map);
+    typecheck(&patch, "patch")?;
+    let mut doc = base.unwrap_or_else(|| Value::Object(Map::new()));
+    if !doc.is_object() {
+        return Err(Error::FieldType {
+            source_name: file_name.to_string(),
+            field: "(top level)".into(),
+            expected: "an object",
+        });
+    }
+    merge_into(&mut doc, &patch);
+    for path in &unset {
+        unset_path(&mut doc, path);
+    }
+    typecheck(&doc, file_name)?;
+    Ok(doc)
+}
+
+/// What `state init` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct InitParams {
+    pub name: String,
+    pub max_task_iterations: Option<u64>,
+    pub max_global_iterations: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub max_minutes: Option<u64>,
+    pub max_stall_stops: Option<u64>,
+    pub session_id: Option<String>,
+    pub quick: bool,
+    pub recovery_mode: bool,
+    pub driver: Option<&'static str>,
+}
+
+/// Write the execution fields onto `existing`, keeping every other field.
+pub fn init_execution(
+    existing: Option<Value>,
+    params: &InitParams,
+    task_index: usize,
+    total_tasks: usize,
+    now: &str,
+) -> Value {
+    let mut doc = match existing {
+        Some(Value::Object(map)) => Value::Object(map),
+        _ => Value::Object(Map::new()),
+    };
+    let old_budget = doc.get("budget").cloned();
+    let old_usage = doc.get("usage").cloned();
+    let fields = json!({
+        "version": STATE_VERSION,
+        "name": params.name,
+        "phase": "execution",
+        "sessionId": params.session_id,
+        "taskIndex": task_index,
+        "totalTasks": total_tasks,
+        "taskIteration": 0,
+        "maxTaskIterations": params.max_task_iterations.unwrap_or(DEFAULT_MAX_TASK_ITERATIONS),
+        "globalIteration": 0,
+        "maxGlobalIterations": params.max_global_iterations.unwrap_or(DEFAULT_MAX_GLOBAL_ITERATIONS),
+        "startedAt": now,
+        "executionDriver": params.driver.unwrap_or("manual"),
+        "quickMode": params.quick,
+        "recoveryMode": params.recovery_mode,
+        "awaitingApproval": false,
+        "halt": null,
+        "completed": false,
+        "completedAt": null,
+        "guard": {},
+    });
+    merge_into(&mut doc, &fields);
+    // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;
+    // other keys the user put in them are kept.
+    let mut budget = old_budget.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    merge_into(
+        &mut budget,
+        &json!({
+            "maxOutputTokens": params.max_output_tokens,
+            "maxMinutes": params.max_minutes,
+            "maxStallStops": params.max_stall_stops.unwrap_or(DEFAULT_MAX_STALL_STOPS),
+        }),
+    );
+    doc["budget"] = budget;
+    let mut usage = old_usage.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    merge_into(&mut usage, &json!({"outputTokens": 0, "inputTokens": 0}));
+    unset_path(&mut usage, "transcriptOffset");
+    unset_path(&mut usage, "transcriptPath");
+    doc["usage"] = usage;
+    doc
+}
+
+/// Typed, defaulting reads over a state document.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a>(pub &'a Value);
+
+impl<'a> View<'a> {
+    fn u64_or(&self, path: &str, default: u64) -> u64 {
+        get_path(self.0, path).and_then(Value::as_u64).unwrap_or(default)
+    }
+
+    fn opt_u64(&self, path: &str) -> Option<u64> {
+        get_path(self.0, path).and_then(Value::as_u64)
+    }
+
+    fn str_at(&self, path: &str) -> Option<&'a str> {
+        get_path(self.0, path).and_then(Value::as_str)
+    }
+
+    fn bool_at(&self, path: &str) -> bool {
+        get_path(self.0, path).and_then(Value::as_bool).unwrap_or(false)
+    }
+
+    pub fn phase(&self) -> Option<&'a str> {
+        self.str_at("phase")
+    }
+    pub fn name(&self) -> Option<&'a str> {
+        self.str_at("name")
+    }
+    pub fn session_id(&self) -> Option<&'a str> {
+        self.str_at("sessionId")
+    }
+    pub fn task_index(&self) -> u64 {
+        self.u64_or("taskIndex", 0)
+    }
+    pub fn total_tasks(&self) -> u64 {
+        self.u64_or("totalTasks", 0)
+    }
+    pub fn task_iteration(&self) -> u64 {
+        self.u64_or("taskIteration", 0)
+    }
+    pub fn max_task_iterations(&self) -> u64 {
+        self.u64_or("maxTaskIterations", DEFAULT_MAX_TASK_ITERATIONS)
+    }
+    pub fn global_iteration(&self) -> u64 {
+        self.u64_or("globalIteration", 0)
+    }
+    pub fn max_global_iterations(&self) -> u64 {
+        self.u64_or("maxGlobalIterations", DEFAULT_MAX_GLOBAL_ITERATIONS)
+    }
+    pub fn max_output_tokens(&self) -> Option<u64> {
+        self.opt_u64("budget.maxOutputTokens")
+    }
+    pub fn max_minutes(&self) -> Option<u64> {
+        self.opt_u64("budget.maxMinutes")
+    }
+    pub fn max_stall_stops(&self) -> u64 {
+        self.u64_or("budget.maxStallStops", DEFAULT_MAX_STALL_STOPS)
+    }
+    pub fn output_tokens(&self) -> u64 {
+        self.u64_or("usage.outputTokens", 0)
+    }
+    pub fn input_tokens(&self) -> u64 {
+        self.u64_or("usage.inputTokens", 0)
+    }
+    pub fn transcript_offset(&self) -> Option<u64> {
+        self.opt_u64("usage.transcriptOffset")
+    }
+    pub fn started_at(&self) -> Option<&'a str> {
+        self.str_at("startedAt")
+    }
+    pub fn driver(&self) -> &'a str {
+        self.str_at("executionDriver").unwrap_or("manual")
+    }
+    pub fn quick_mode(&self) -> bool {
+        self.bool_at("quickMode")
+    }
+    pub fn recovery_mode(&self) -> bool {
+        self.bool_at("recoveryMode")
+    }
+    pub fn awaiting_approval(&self) -> bool {
+        self.bool_at("awaitingApproval")
+    }
+    pub fn completed(&self) -> bool {
+        self.bool_at("completed")
+    }
+    /// `halt` when set: `{kind, reason, at}`.
+    pub fn halt(&self) -> Option<&'a Value> {
+        get_path(self.0, "halt").filter(|v| !v.is_null())
+    }
+    pub fn halt_kind(&self) -> Option<&'a str> {
+        self.str_at("halt.kind")
+    }
+    pub fn halt_reason(&self) -> Option<&'a str> {
+        self.str_at("halt.reason")
+    }
+    pub fn get(&self, path: &str) -> Option<&'a Value> {
+        get_path(self.0, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_recurses_objects_and_replaces_arrays_and_scalars() {
+        let base = json!({"a": {"b": 1, "c": [1, 2]}, "keep": true});
+        let out = apply_patch(Some(base), &json!({"a": {"c": [3], "d": 4}, "x": "y"}), "f").unwrap();
+        assert_eq!(out, json!({"a": {"b": 1, "c": [3], "d": 4}, "keep": true, "x": "y"}));
+    }
+
+    #[test]
+    fn unset_runs_after_merge() {
+        let out = apply_patch(
+            Some(json!({"a": {"b": 1, "c": 2}})),
+            &json!({"a": {"b": 5}, "$unset": ["a.c", "missing.path"]}),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(out, json!({"a": {"b": 5}}));
+    }
+
+    #[test]
+    fn bad_patches_name_the_problem() {
+        let err = apply_patch(None, &json!([1]), "f").unwrap_err().to_string();
+        assert!(err.contains("must be a JSON object"), "{err}");
+        let err = apply_patch(None, &json!({"$unset": "a"}), "f").unwrap_err().to_string();
+        assert!(err.contains("$unset"), "{err}");
+        let err = apply_patch(None, &json!({"$unset": [1]}), "f").unwrap_err().to_string();
+        assert!(err.contains("$unset"), "{err}");
+        let err = apply_patch(None, &json!({"taskIndex": "3"}), "f").unwrap_err().to_string();
+        assert_eq!(err, "patch: field `taskIndex` must be a non-negative integer");
+        let err = apply_patch(None, &json!({"budget": {"maxMinutes": -1}}), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("budget.maxMinutes"), "{err}");
+        let err = apply_patch(None, &json!({"phase": "done"}), "f").unwrap_err().to_string();
+        assert!(err.contains("`phase`"), "{err}");
+    }
+
+    #[test]
+    fn typecheck_rejects_non_objects() {
+        assert!(typecheck(&json!([]), "s.json").is_err());
+        assert!(typecheck(&json!({"halt": null, "budget": {"maxMinutes": null}}), "s").is_ok());
+    }
+
+    #[test]
+    fn init_keeps_unknown_fields_and_resets_counters() {
+        let existing = json!({
+            "name": "old", "custom": {"x": 1}, "globalIteration": 12, "halt": {"kind": "k", "reason": "r"},
+            "usage": {"outputTokens": 99, "transcriptOffset": 500, "note": "mine"},
+            "attempts": {"1": []}
+        });
+        let params = InitParams {
+            name: "demo".into(),
+            max_global_iterations: Some(40),
+            session_id: Some("s1".into()),
+            quick: true,
+            driver: Some("stop-hook"),
+            ..Default::default()
+        };
+        let doc = init_execution(Some(existing), &params, 2, 7, "2026-01-01T00:00:00Z");
+        let v = View(&doc);
+        assert_eq!(doc["custom"], json!({"x": 1}));
+        assert_eq!(doc["attempts"], json!({"1": []}));
+        assert_eq!(v.name(), Some("demo"));
+        assert_eq!(v.phase(), Some("execution"));
+        assert_eq!((v.task_index(), v.total_tasks(), v.global_iteration()), (2, 7, 0));
+        assert_eq!((v.max_global_iterations(), v.max_task_iterations()), (40, 5));
+        assert_eq!(v.session_id(), Some("s1"));
+        assert!(v.halt().is_none() && v.quick_mode() && !v.recovery_mode());
+        assert_eq!(v.driver(), "stop-hook");
+        assert_eq!(doc["usage"], json!({"outputTokens": 0, "note": "mine", "inputTokens": 0}));
+        assert_eq!(v.max_stall_stops(), 5);
+        typecheck(&doc, "s").unwrap();
+    }
+}
+
+/// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
+pub const HALT_GLOBAL: &str = "global-iterations";
+pub const HALT_TASK: &str = "task-iterations";
+pub const HALT_TOKENS: &str = "output-tokens";
+pub const HALT_MINUTES: &str = "minutes";
+pub const HALT_STALL: &str = "stall";
+pub const HALT_CANCELLED: &str = "cancelled";
+
+/// The exact shell command that clears this state's halt, with a raised cap where the
+/// halt kind needs one (the current limit doubled, at least +1).
+pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
+    let raised = |limit: u64| limit.saturating_mul(2).max(limit + 1);
+    let flag = match view.halt_kind() {
+        Some(HALT_GLOBAL) => format!(" --raise-global {}", raised(view.max_global_iterations())),
+        Some(HALT_TASK) => format!(" --raise-task {}", raised(view.max_task_iterations())),
+        Some(HALT_TOKENS) => format!(
+            " --raise-tokens {}",
+            raised(view.max_output_tokens().unwrap_or(view.output_tokens()))
+        ),
+        Some(HALT_MINUTES) => format!(" --raise-minutes {}", raised(view.max_minutes().unwrap_or(60))),
+        _ => String::new(),
+    };
+    format!("specrun resume --spec {spec_name}{flag}")
+}

@@ -1,0 +1,91 @@
+//! Shared helpers for integration tests: temp projects with real git, specs, and the
+//! built binary. Area-specific helpers live in their own test files.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::Command as BinCommand;
+
+pub struct TempProject {
+    pub dir: tempfile::TempDir,
+}
+
+impl TempProject {
+    /// An empty directory (no git, no specs).
+    pub fn bare() -> Self {
+        TempProject {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// A git repository with one commit.
+    pub fn git() -> Self {
+        let p = Self::bare();
+        p.git_cmd(&["init", "-q", "-b", "main"]);
+        p.write("README.md", "project\n");
+        p.commit_all("init");
+        p
+    }
+
+    pub fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.dir.path()).expect("canonical root")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
+    }
+
+    /// Write specs/<name>/tasks.md and make it the current spec.
+    pub fn spec(&self, name: &str, tasks_md: &str) -> PathBuf {
+        self.write("specs/.current-spec", &format!("{name}\n"));
+        self.write(&format!("specs/{name}/tasks.md"), tasks_md)
+    }
+
+    pub fn git_cmd(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(self.dir.path())
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn commit_all(&self, message: &str) {
+        self.git_cmd(&["add", "-A"]);
+        self.git_cmd(&["commit", "-q", "--allow-empty", "-m", message]);
+    }
+
+    /// `specrun` with this project as its working directory.
+    pub fn specrun(&self) -> BinCommand {
+        let mut cmd = BinCommand::cargo_bin("specrun").expect("binary built");
+        cmd.current_dir(self.dir.path());
+        cmd
+    }
+
+    pub fn state(&self, spec: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(&format!("specs/{spec}/.specrun-state.json"))).expect("state is JSON")
+    }
+}
+
+pub fn bin_path() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("specrun")
+}
+
+pub fn assert_json_file(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).expect("readable");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+}
