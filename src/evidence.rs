@@ -72,7 +72,10 @@ pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
         return Freshness::Missing;
     };
     let passed = record.get("exitCode").and_then(Value::as_i64) == Some(0)
-        && !record.get("timedOut").and_then(Value::as_bool).unwrap_or(false);
+        && !record
+            .get("timedOut")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
     if !passed {
         return Freshness::Failed;
     }
@@ -83,9 +86,71 @@ pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
     }
 }
 
-/// The working-tree fingerprint, excluding the spec's bookkeeping. Built by the evidence issue.
-pub fn current_tree(_project: &Project, _spec: &Spec) -> Result<String> {
-    Err(Error::Usage("the tree fingerprint is not implemented yet".into()))
+/// Paths (relative to the project root) whose changes must not stale evidence: the spec's
+/// bookkeeping, which a task's own completion rewrites.
+pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
+    let spec_rel = spec
+        .dir
+        .strip_prefix(&project.root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{}/{}", crate::project::SPECS_DIR, spec.name));
+    let mut paths: Vec<String> = [
+        crate::project::STATE_FILE,
+        ".specrun-state.json.lock",
+        crate::project::PROGRESS_FILE,
+        crate::project::TASKS_FILE,
+        "tasks.md.lock",
+        crate::project::FOLLOWUPS_FILE,
+        "followups.json.lock",
+        crate::project::CRITIQUE_DIR,
+    ]
+    .iter()
+    .map(|f| format!("{spec_rel}/{f}"))
+    .collect();
+    paths.push(crate::project::EVENTS_DIR.to_string());
+    paths.push(format!(
+        "{}/{}",
+        crate::project::SPECS_DIR,
+        crate::project::CURRENT_SPEC_FILE
+    ));
+    paths
+}
+
+/// The working-tree fingerprint, excluding the spec's bookkeeping: in git, the tree id of
+/// all tracked and untracked-not-ignored files, written through a temporary index seeded
+/// from the real one (so git's stat cache is reused and the user's index is never touched).
+pub fn current_tree(project: &Project, spec: &Spec) -> Result<String> {
+    let root = &project.root;
+    let Some(git_dir) = crate::git::git_dir(root) else {
+        return Err(Error::Git {
+            args: "rev-parse".into(),
+            message: format!("{} is not inside a git repository", root.display()),
+        });
+    };
+    let temp_index = tempfile::Builder::new()
+        .prefix("specrun-index-")
+        .tempfile_in(&git_dir)
+        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
+    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
+        Ok(_) => {}
+        // No index yet (no commit, nothing staged): git starts from an empty one, but it
+        // refuses an existing empty file, so remove ours and let git create it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let _ = std::fs::remove_file(temp_index.path());
+        }
+        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
+    }
+    let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
+    let excluded = bookkeeping_paths(project, spec);
+    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+    rm_args.extend(excluded.iter().map(String::as_str));
+    crate::git::run(root, &rm_args, &env)?;
+    let excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
+    let mut add_args = vec!["add", "-A", "--ignore-errors", "--", "."];
+    add_args.extend(excludes.iter().map(String::as_str));
+    crate::git::run(root, &add_args, &env)?;
+    let tree = crate::git::run(root, &["write-tree"], &env)?;
+    Ok(tree.trim().to_string())
 }
 
 /// Assess one slot of a state document against the current tree.
@@ -110,9 +175,15 @@ mod tests {
         assert_eq!(assess(Some(&ok), Some("t1")), Freshness::Fresh);
         assert_eq!(assess(Some(&ok), Some("t2")), Freshness::Stale);
         assert_eq!(assess(Some(&ok), None), Freshness::Stale);
-        assert_eq!(assess(Some(&json!({"exitCode": 1, "tree": "t1"})), Some("t1")), Freshness::Failed);
         assert_eq!(
-            assess(Some(&json!({"exitCode": 0, "tree": "t1", "timedOut": true})), Some("t1")),
+            assess(Some(&json!({"exitCode": 1, "tree": "t1"})), Some("t1")),
+            Freshness::Failed
+        );
+        assert_eq!(
+            assess(
+                Some(&json!({"exitCode": 0, "tree": "t1", "timedOut": true})),
+                Some("t1")
+            ),
             Freshness::Failed
         );
     }
@@ -123,5 +194,72 @@ mod tests {
         assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
         assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
         assert!(Slot::Task("1.3".into()).record_in(&state).is_none());
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &std::path::Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn tree_changes_with_code_not_with_bookkeeping_and_leaves_index_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q"]);
+        std::fs::create_dir_all(root.join("specs/demo")).unwrap();
+        std::fs::write(root.join("specs/demo/tasks.md"), "- [ ] 1 A\n").unwrap();
+        std::fs::write(root.join("a.rs"), "fn a() {}\n").unwrap();
+        let project = Project::discover(Some(root)).unwrap();
+        let spec = project.spec(Some("demo")).unwrap().unwrap();
+        // Works before the first commit.
+        let t0 = current_tree(&project, &spec).unwrap();
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "init"]);
+        let index_before = std::fs::read(root.join(".git/index")).unwrap();
+        let t1 = current_tree(&project, &spec).unwrap();
+        assert_eq!(t0, t1);
+        std::fs::write(root.join("specs/demo/tasks.md"), "- [x] 1 A\n").unwrap();
+        std::fs::write(root.join("specs/demo/.progress.md"), "done\n").unwrap();
+        assert_eq!(
+            current_tree(&project, &spec).unwrap(),
+            t1,
+            "bookkeeping staled the tree"
+        );
+        std::fs::write(root.join("a.rs"), "fn a() { 1; }\n").unwrap();
+        let t2 = current_tree(&project, &spec).unwrap();
+        assert_ne!(t2, t1, "a code edit did not change the tree");
+        std::fs::write(root.join("new.rs"), "x").unwrap();
+        assert_ne!(
+            current_tree(&project, &spec).unwrap(),
+            t2,
+            "an untracked file was missed"
+        );
+        std::fs::remove_file(root.join("new.rs")).unwrap();
+        std::fs::write(root.join("a.rs"), "fn a() {}\n").unwrap();
+        assert_eq!(
+            current_tree(&project, &spec).unwrap(),
+            t1,
+            "reverting did not restore"
+        );
+        assert_eq!(
+            std::fs::read(root.join(".git/index")).unwrap(),
+            index_before
+        );
+        // Committing tasks.md (the executor's commit) must not stale evidence either.
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "tick"]);
+        assert_eq!(current_tree(&project, &spec).unwrap(), t1);
     }
 }

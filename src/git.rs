@@ -49,7 +49,13 @@ pub struct GitInfo {
 pub fn info(root: &Path) -> GitInfo {
     let Ok(out) = run(
         root,
-        &["status", "--porcelain=v2", "--branch", "-z", "--untracked-files=normal"],
+        &[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "-z",
+            "--untracked-files=normal",
+        ],
         &[],
     ) else {
         return GitInfo::default();
@@ -155,12 +161,15 @@ mod tests {
 
     #[test]
     fn parses_porcelain_v2() {
-        let out = "# branch.oid abc\0# branch.head main\01 .M N... 100644 100644 100644 aa bb src/a.rs\0\
+        let out = "# branch.oid abc\0# branch.head main\x001 .M N... 100644 100644 100644 aa bb src/a.rs\0\
 2 R. N... 100644 100644 100644 aa bb R100 new name.rs\0old.rs\0? untracked.txt\0";
         let info = parse_status_v2(out);
         assert_eq!(info.head.as_deref(), Some("abc"));
         assert_eq!(info.branch.as_deref(), Some("main"));
-        assert_eq!(info.changed_files, ["src/a.rs", "new name.rs", "untracked.txt"]);
+        assert_eq!(
+            info.changed_files,
+            ["src/a.rs", "new name.rs", "untracked.txt"]
+        );
         assert!(info.dirty);
         let info = parse_status_v2("# branch.oid (initial)\0# branch.head (detached)\0");
         assert_eq!((info.head, info.branch, info.dirty), (None, None, false));

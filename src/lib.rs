@@ -34,7 +34,11 @@ pub fn run() -> i32 {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
-            let code = if err.use_stderr() { EXIT_ERROR } else { EXIT_OK };
+            let code = if err.use_stderr() {
+                EXIT_ERROR
+            } else {
+                EXIT_OK
+            };
             let _ = err.print();
             return code;
         }

@@ -100,7 +100,8 @@ impl Project {
     pub fn discover(cwd: Option<&Path>) -> Result<Project> {
         let base = match cwd {
             Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| Error::io(".", "read the current directory", e))?,
+            None => std::env::current_dir()
+                .map_err(|e| Error::io(".", "read the current directory", e))?,
         };
         let cwd = std::fs::canonicalize(&base).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -187,7 +188,7 @@ impl Project {
         let Some((value, from_flag)) = chosen else {
             return Ok(None);
         };
-        let looks_like_path = value.contains('/') || value.contains('\\') || value == "." ;
+        let looks_like_path = value.contains('/') || value.contains('\\') || value == ".";
         if !looks_like_path {
             validate_spec_name(&value)?;
             return Ok(Some(Spec {
@@ -224,7 +225,9 @@ mod tests {
 
     #[test]
     fn spec_names_are_validated() {
-        for bad in ["", "a/b", "..", "../x", ".hidden", "a\u{7}b", "a\\b", "x..y"] {
+        for bad in [
+            "", "a/b", "..", "../x", ".hidden", "a\u{7}b", "a\\b", "x..y",
+        ] {
             assert!(validate_spec_name(bad).is_err(), "{bad:?} accepted");
         }
         for good in ["demo", "my-feature_2", "v1.2"] {
@@ -249,8 +252,14 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join("specs/demo")).unwrap();
         let p = Project::discover(Some(&root)).unwrap();
-        assert!(matches!(p.spec(Some("../../etc")), Err(Error::OutsideProject { .. })));
+        assert!(matches!(
+            p.spec(Some("../../etc")),
+            Err(Error::OutsideProject { .. })
+        ));
         assert_eq!(p.spec(Some("specs/demo")).unwrap().unwrap().name, "demo");
-        assert_eq!(p.spec(Some("demo")).unwrap().unwrap().dir, root.join("specs/demo"));
+        assert_eq!(
+            p.spec(Some("demo")).unwrap().unwrap().dir,
+            root.join("specs/demo")
+        );
     }
 }

@@ -182,7 +182,10 @@ pub fn apply_patch(base: Option<Value>, patch: &Value, file_name: &str) -> Resul
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| Error::bad_input("patch", "`$unset` must be an array of strings"))?,
         Some(_) => {
-            return Err(Error::bad_input("patch", "`$unset` must be an array of strings"));
+            return Err(Error::bad_input(
+                "patch",
+                "`$unset` must be an array of strings",
+            ));
         }
     };
     let patch = Value::Object(patch_map);
@@ -256,7 +259,9 @@ pub fn init_execution(
     merge_into(&mut doc, &fields);
     // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;
     // other keys the user put in them are kept.
-    let mut budget = old_budget.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let mut budget = old_budget
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
     merge_into(
         &mut budget,
         &json!({
@@ -266,7 +271,9 @@ pub fn init_execution(
         }),
     );
     doc["budget"] = budget;
-    let mut usage = old_usage.filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let mut usage = old_usage
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
     merge_into(&mut usage, &json!({"outputTokens": 0, "inputTokens": 0}));
     unset_path(&mut usage, "transcriptOffset");
     unset_path(&mut usage, "transcriptPath");
@@ -280,7 +287,9 @@ pub struct View<'a>(pub &'a Value);
 
 impl<'a> View<'a> {
     fn u64_or(&self, path: &str, default: u64) -> u64 {
-        get_path(self.0, path).and_then(Value::as_u64).unwrap_or(default)
+        get_path(self.0, path)
+            .and_then(Value::as_u64)
+            .unwrap_or(default)
     }
 
     fn opt_u64(&self, path: &str) -> Option<u64> {
@@ -292,7 +301,9 @@ impl<'a> View<'a> {
     }
 
     fn bool_at(&self, path: &str) -> bool {
-        get_path(self.0, path).and_then(Value::as_bool).unwrap_or(false)
+        get_path(self.0, path)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
     }
 
     pub fn phase(&self) -> Option<&'a str> {
@@ -373,6 +384,34 @@ impl<'a> View<'a> {
     }
 }
 
+/// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
+pub const HALT_GLOBAL: &str = "global-iterations";
+pub const HALT_TASK: &str = "task-iterations";
+pub const HALT_TOKENS: &str = "output-tokens";
+pub const HALT_MINUTES: &str = "minutes";
+pub const HALT_STALL: &str = "stall";
+pub const HALT_CANCELLED: &str = "cancelled";
+
+/// The exact shell command that clears this state's halt, with a raised cap where the
+/// halt kind needs one (the current limit doubled, at least +1).
+pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
+    let raised = |limit: u64| limit.saturating_mul(2).max(limit + 1);
+    let flag = match view.halt_kind() {
+        Some(HALT_GLOBAL) => format!(" --raise-global {}", raised(view.max_global_iterations())),
+        Some(HALT_TASK) => format!(" --raise-task {}", raised(view.max_task_iterations())),
+        Some(HALT_TOKENS) => format!(
+            " --raise-tokens {}",
+            raised(view.max_output_tokens().unwrap_or(view.output_tokens()))
+        ),
+        Some(HALT_MINUTES) => format!(
+            " --raise-minutes {}",
+            raised(view.max_minutes().unwrap_or(60))
+        ),
+        _ => String::new(),
+    };
+    format!("specrun resume --spec {spec_name}{flag}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,8 +419,12 @@ mod tests {
     #[test]
     fn merge_recurses_objects_and_replaces_arrays_and_scalars() {
         let base = json!({"a": {"b": 1, "c": [1, 2]}, "keep": true});
-        let out = apply_patch(Some(base), &json!({"a": {"c": [3], "d": 4}, "x": "y"}), "f").unwrap();
-        assert_eq!(out, json!({"a": {"b": 1, "c": [3], "d": 4}, "keep": true, "x": "y"}));
+        let out =
+            apply_patch(Some(base), &json!({"a": {"c": [3], "d": 4}, "x": "y"}), "f").unwrap();
+        assert_eq!(
+            out,
+            json!({"a": {"b": 1, "c": [3], "d": 4}, "keep": true, "x": "y"})
+        );
     }
 
     #[test]
@@ -399,17 +442,28 @@ mod tests {
     fn bad_patches_name_the_problem() {
         let err = apply_patch(None, &json!([1]), "f").unwrap_err().to_string();
         assert!(err.contains("must be a JSON object"), "{err}");
-        let err = apply_patch(None, &json!({"$unset": "a"}), "f").unwrap_err().to_string();
+        let err = apply_patch(None, &json!({"$unset": "a"}), "f")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("$unset"), "{err}");
-        let err = apply_patch(None, &json!({"$unset": [1]}), "f").unwrap_err().to_string();
+        let err = apply_patch(None, &json!({"$unset": [1]}), "f")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("$unset"), "{err}");
-        let err = apply_patch(None, &json!({"taskIndex": "3"}), "f").unwrap_err().to_string();
-        assert_eq!(err, "patch: field `taskIndex` must be a non-negative integer");
+        let err = apply_patch(None, &json!({"taskIndex": "3"}), "f")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "patch: field `taskIndex` must be a non-negative integer"
+        );
         let err = apply_patch(None, &json!({"budget": {"maxMinutes": -1}}), "f")
             .unwrap_err()
             .to_string();
         assert!(err.contains("budget.maxMinutes"), "{err}");
-        let err = apply_patch(None, &json!({"phase": "done"}), "f").unwrap_err().to_string();
+        let err = apply_patch(None, &json!({"phase": "done"}), "f")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`phase`"), "{err}");
     }
 
@@ -440,38 +494,22 @@ mod tests {
         assert_eq!(doc["attempts"], json!({"1": []}));
         assert_eq!(v.name(), Some("demo"));
         assert_eq!(v.phase(), Some("execution"));
-        assert_eq!((v.task_index(), v.total_tasks(), v.global_iteration()), (2, 7, 0));
-        assert_eq!((v.max_global_iterations(), v.max_task_iterations()), (40, 5));
+        assert_eq!(
+            (v.task_index(), v.total_tasks(), v.global_iteration()),
+            (2, 7, 0)
+        );
+        assert_eq!(
+            (v.max_global_iterations(), v.max_task_iterations()),
+            (40, 5)
+        );
         assert_eq!(v.session_id(), Some("s1"));
         assert!(v.halt().is_none() && v.quick_mode() && !v.recovery_mode());
         assert_eq!(v.driver(), "stop-hook");
-        assert_eq!(doc["usage"], json!({"outputTokens": 0, "note": "mine", "inputTokens": 0}));
+        assert_eq!(
+            doc["usage"],
+            json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
+        );
         assert_eq!(v.max_stall_stops(), 5);
         typecheck(&doc, "s").unwrap();
     }
-}
-
-/// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
-pub const HALT_GLOBAL: &str = "global-iterations";
-pub const HALT_TASK: &str = "task-iterations";
-pub const HALT_TOKENS: &str = "output-tokens";
-pub const HALT_MINUTES: &str = "minutes";
-pub const HALT_STALL: &str = "stall";
-pub const HALT_CANCELLED: &str = "cancelled";
-
-/// The exact shell command that clears this state's halt, with a raised cap where the
-/// halt kind needs one (the current limit doubled, at least +1).
-pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    let raised = |limit: u64| limit.saturating_mul(2).max(limit + 1);
-    let flag = match view.halt_kind() {
-        Some(HALT_GLOBAL) => format!(" --raise-global {}", raised(view.max_global_iterations())),
-        Some(HALT_TASK) => format!(" --raise-task {}", raised(view.max_task_iterations())),
-        Some(HALT_TOKENS) => format!(
-            " --raise-tokens {}",
-            raised(view.max_output_tokens().unwrap_or(view.output_tokens()))
-        ),
-        Some(HALT_MINUTES) => format!(" --raise-minutes {}", raised(view.max_minutes().unwrap_or(60))),
-        _ => String::new(),
-    };
-    format!("specrun resume --spec {spec_name}{flag}")
 }

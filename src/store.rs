@@ -138,7 +138,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Serialise a JSON document the way state files are written: indented, newline-terminated.
 pub fn to_pretty_bytes(value: &Value) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(value).expect("a serde_json::Value always serialises");
+    let mut bytes =
+        serde_json::to_vec_pretty(value).expect("a serde_json::Value always serialises");
     bytes.push(b'\n');
     bytes
 }

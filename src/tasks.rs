@@ -98,7 +98,11 @@ impl std::fmt::Display for FindError {
             FindError::Unknown(id) => write!(f, "no task with id {id}"),
             FindError::Duplicate(id, lines) => {
                 let lines: Vec<String> = lines.iter().map(|l| format!("line {l}")).collect();
-                write!(f, "task id {id} appears more than once: {}", lines.join(", "))
+                write!(
+                    f,
+                    "task id {id} appears more than once: {}",
+                    lines.join(", ")
+                )
             }
         }
     }
@@ -300,7 +304,9 @@ fn split_list(value: &str) -> Vec<String> {
     value
         .split(',')
         .map(strip_code)
-        .filter(|s| !s.is_empty() && !matches!(s.to_ascii_lowercase().as_str(), "none" | "-" | "n/a"))
+        .filter(|s| {
+            !s.is_empty() && !matches!(s.to_ascii_lowercase().as_str(), "none" | "-" | "n/a")
+        })
         .collect()
 }
 
@@ -308,7 +314,9 @@ fn split_depends(value: &str) -> Vec<String> {
     value
         .split([',', ' '])
         .map(strip_code)
-        .filter(|s| !s.is_empty() && !matches!(s.to_ascii_lowercase().as_str(), "none" | "-" | "n/a"))
+        .filter(|s| {
+            !s.is_empty() && !matches!(s.to_ascii_lowercase().as_str(), "none" | "-" | "n/a")
+        })
         .collect()
 }
 
@@ -391,7 +399,14 @@ pub fn parse(text: &str) -> TaskList {
         }
         if let Some((ch, len)) = fence {
             if let Some((c, l)) = fence_of(line) {
-                if c == ch && l >= len && line.trim_start().trim_start_matches(ch as char).trim().is_empty() {
+                if c == ch
+                    && l >= len
+                    && line
+                        .trim_start()
+                        .trim_start_matches(ch as char)
+                        .trim()
+                        .is_empty()
+                {
                     fence = None;
                 }
             }
@@ -532,7 +547,13 @@ mod tests {
         let list = parse("- [X] 1 A\n- [x] 1.2 B\n- [ ] 1.2.3 C\n- [ ] 1.2.3.4 D\n- [ ] No id\n");
         assert_eq!(
             list.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
-            [Some("1".into()), Some("1.2".into()), Some("1.2.3".into()), None, None]
+            [
+                Some("1".into()),
+                Some("1.2".into()),
+                Some("1.2.3".into()),
+                None,
+                None
+            ]
         );
         assert_eq!(list.tasks[3].title, "1.2.3.4 D");
         assert_eq!(list.tasks[4].label(), "#5");
@@ -545,7 +566,10 @@ mod tests {
         assert_eq!(list.next_index(), 0);
         let list = parse("- [x] 1 A\n- [x] 2 B\n- [ ] 3 C\n- [x] 4 D\n- [ ] 5 E\n");
         let c = list.counts();
-        assert_eq!((c.total, c.completed, c.pending, c.next_index), (5, 3, 2, 2));
+        assert_eq!(
+            (c.total, c.completed, c.pending, c.next_index),
+            (5, 3, 2, 2)
+        );
     }
 
     #[test]
@@ -554,7 +578,13 @@ mod tests {
         let list = parse(&many);
         assert_eq!(list.parallel_group(0).len(), 5);
         let list = parse("- [ ] 1 [P] A\n- [ ] 2 [P] B\n- [ ] 3 [VERIFY] V\n- [ ] 4 [P] C\n");
-        assert_eq!(list.parallel_group(0).iter().map(|t| t.label()).collect::<Vec<_>>(), ["1", "2"]);
+        assert_eq!(
+            list.parallel_group(0)
+                .iter()
+                .map(|t| t.label())
+                .collect::<Vec<_>>(),
+            ["1", "2"]
+        );
         let list = parse("- [ ] 1 [P] A\n## H\n- [ ] 2 [P] B\n");
         assert_eq!(list.parallel_group(0).len(), 1);
         let list = parse("- [ ] 1 [P] A\n- [ ] 2 B\n- [ ] 3 [P] C\n");
@@ -567,7 +597,15 @@ mod tests {
 
     #[test]
     fn empty_file_and_file_without_tasks() {
-        assert_eq!(parse("").counts(), Counts { total: 0, completed: 0, pending: 0, next_index: 0 });
+        assert_eq!(
+            parse("").counts(),
+            Counts {
+                total: 0,
+                completed: 0,
+                pending: 0,
+                next_index: 0
+            }
+        );
         let list = parse("# Title\n\nSome prose.\n* [ ] star is not a task\n");
         assert_eq!(list.counts().total, 0);
         assert!(list.next().is_none());
@@ -576,7 +614,14 @@ mod tests {
     #[test]
     fn hundred_thousand_tasks() {
         let text: String = (0..100_000)
-            .map(|i| format!("- [{}] {}.{} Task {i}\n  - **Verify**: `true`\n", if i % 3 == 0 { "x" } else { " " }, i / 100 + 1, i % 100 + 1))
+            .map(|i| {
+                format!(
+                    "- [{}] {}.{} Task {i}\n  - **Verify**: `true`\n",
+                    if i % 3 == 0 { "x" } else { " " },
+                    i / 100 + 1,
+                    i % 100 + 1
+                )
+            })
             .collect();
         let c = parse(&text).counts();
         assert_eq!((c.total, c.completed, c.next_index), (100_000, 33_334, 1));
@@ -598,7 +643,10 @@ mod tests {
         let list = parse("- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n");
         assert_eq!(list.find("1").unwrap().title, "A");
         assert_eq!(list.find("9"), Err(FindError::Unknown("9".into())));
-        assert_eq!(list.find("2"), Err(FindError::Duplicate("2".into(), vec![2, 3])));
+        assert_eq!(
+            list.find("2"),
+            Err(FindError::Duplicate("2".into(), vec![2, 3]))
+        );
     }
 
     #[test]

@@ -65,7 +65,11 @@ pub fn load_tasks_file(path: &Path) -> Result<LoadedTasks> {
 }
 
 /// The tasks.md named by `--file`, else the spec's.
-pub fn resolve_tasks_path(project: &Project, spec: Option<&str>, file: Option<&Path>) -> Result<PathBuf> {
+pub fn resolve_tasks_path(
+    project: &Project,
+    spec: Option<&str>,
+    file: Option<&Path>,
+) -> Result<PathBuf> {
     match file {
         Some(f) => Ok(project.cwd.join(f)),
         None => Ok(project.require_spec(spec)?.tasks_path()),

@@ -92,19 +92,27 @@ impl Facts {
         let Some(spec) = &self.spec else {
             return (
                 vec!["no-active-spec"],
-                "No active spec: plan one with /specrun:start <name> <goal>, or pass --spec NAME.".into(),
+                "No active spec: plan one with /specrun:start <name> <goal>, or pass --spec NAME."
+                    .into(),
             );
         };
         let n = &spec.name;
         if !self.spec_dir_exists {
             return (
                 vec!["missing-spec"],
-                format!("Spec directory {} does not exist: plan it with /specrun:start {n} <goal>.", spec.dir.display()),
+                format!(
+                    "Spec directory {} does not exist: plan it with /specrun:start {n} <goal>.",
+                    spec.dir.display()
+                ),
             );
         }
         let mut gates = Vec::new();
         let Some(list) = &self.tasks else {
-            gates.push(if self.tasks_error.is_some() { "unreadable-tasks" } else { "missing-tasks" });
+            gates.push(if self.tasks_error.is_some() {
+                "unreadable-tasks"
+            } else {
+                "missing-tasks"
+            });
             return (gates, format!("Write specs/{n}/tasks.md (plan it with /specrun:start {n} <goal>) before implementing."));
         };
         if list.tasks.is_empty() {
@@ -137,7 +145,12 @@ impl Facts {
         match v.phase() {
             Some("cancelled") => {
                 gates.push("cancelled");
-                return (gates, format!("The execution was cancelled: start again with /specrun:implement {n}."));
+                return (
+                    gates,
+                    format!(
+                        "The execution was cancelled: start again with /specrun:implement {n}."
+                    ),
+                );
             }
             Some("completed") => {
                 gates.push("completed");
@@ -155,14 +168,25 @@ impl Facts {
         }
         if v.awaiting_approval() {
             gates.push("awaiting-approval");
-            return (gates, "The execution awaits the user's approval: ask, then continue.".into());
+            return (
+                gates,
+                "The execution awaits the user's approval: ask, then continue.".into(),
+            );
         }
-        let group: Vec<String> = list.parallel_group(list.next_index()).iter().map(|t| t.label()).collect();
+        let group: Vec<String> = list
+            .parallel_group(list.next_index())
+            .iter()
+            .map(|t| t.label())
+            .collect();
         let action = if group.len() > 1 {
             format!("Delegate tasks {} in parallel (one Agent call each), then continue with the next task.", group.join(", "))
         } else {
             let t = &list.tasks[list.next_index()];
-            let agent = if t.is_verify() { "specrun:qa-engineer" } else { "specrun:spec-executor" };
+            let agent = if t.is_verify() {
+                "specrun:qa-engineer"
+            } else {
+                "specrun:spec-executor"
+            };
             format!("Delegate task {} ({}) to {agent}.", t.label(), t.title)
         };
         (gates, action)

@@ -35,7 +35,8 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
         }
         StateCommand::Get { file, path } => {
             let file = relative_to(cwd, &file)?;
-            let doc = store::read_json(&file)?.ok_or_else(|| Error::missing("state file", &file))?;
+            let doc =
+                store::read_json(&file)?.ok_or_else(|| Error::missing("state file", &file))?;
             match path.as_deref() {
                 None => output::json_pretty(&doc),
                 Some(p) => match state::get_path(&doc, p) {
@@ -92,12 +93,16 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             Err(err @ (Error::Json { .. } | Error::NotUtf8 { .. })) => {
                 if !args.force {
                     return Err(Error::Refused {
-                        message: format!("{err}; rerun with --force to keep a copy and start fresh"),
+                        message: format!(
+                            "{err}; rerun with --force to keep a copy and start fresh"
+                        ),
                     });
                 }
                 let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-                let backup = path.with_file_name(format!("{}.corrupt-{stamp}", crate::project::STATE_FILE));
-                std::fs::copy(&path, &backup).map_err(|e| Error::io(&backup, "back up the corrupt state to", e))?;
+                let backup =
+                    path.with_file_name(format!("{}.corrupt-{stamp}", crate::project::STATE_FILE));
+                std::fs::copy(&path, &backup)
+                    .map_err(|e| Error::io(&backup, "back up the corrupt state to", e))?;
                 output::warn(&format!("kept the corrupt state as {}", backup.display()));
                 None
             }
@@ -107,7 +112,8 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             Some(v) if !v.is_object() && !args.force => {
                 return Err(Error::Shape {
                     path: path.clone(),
-                    message: "the state is not a JSON object; rerun with --force to replace it".into(),
+                    message: "the state is not a JSON object; rerun with --force to replace it"
+                        .into(),
                 })
             }
             other => other,

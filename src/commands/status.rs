@@ -42,9 +42,12 @@ fn last_evidence(facts: &Facts) -> Option<&Value> {
             records.extend(map.values().filter(|v| v.is_object()));
         }
     }
-    records
-        .into_iter()
-        .max_by_key(|r| r.get("startedAt").and_then(Value::as_str).unwrap_or("").to_string())
+    records.into_iter().max_by_key(|r| {
+        r.get("startedAt")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    })
 }
 
 fn clip(text: &str, width: usize) -> String {
@@ -58,7 +61,7 @@ fn clip(text: &str, width: usize) -> String {
 }
 
 fn bar(done: usize, total: usize) -> String {
-    let filled = if total == 0 { 0 } else { done * BAR / total };
+    let filled = (done * BAR).checked_div(total).unwrap_or(0);
     format!("[{}{}]", "#".repeat(filled), "-".repeat(BAR - filled))
 }
 
@@ -76,8 +79,13 @@ pub fn render(facts: &Facts) -> String {
             lines.push(format!("spec      {}   phase {phase}", spec.name));
             if let Some(list) = &facts.tasks {
                 let c = list.counts();
-                let pct = if c.total == 0 { 0 } else { c.completed * 100 / c.total };
-                lines.push(format!("progress  {} {}/{} ({pct}%)", bar(c.completed, c.total), c.completed, c.total));
+                let pct = (c.completed * 100).checked_div(c.total).unwrap_or(0);
+                lines.push(format!(
+                    "progress  {} {}/{} ({pct}%)",
+                    bar(c.completed, c.total),
+                    c.completed,
+                    c.total
+                ));
                 if let Some(t) = list.next() {
                     lines.push(format!("current   {} {}", t.label(), t.title));
                 }
@@ -98,15 +106,31 @@ pub fn render(facts: &Facts) -> String {
                     Some(max) => format!("{}/{max}", v.output_tokens()),
                     None => format!("{} (no cap)", v.output_tokens()),
                 };
-                let minutes = v.max_minutes().map(|m| format!("   minutes cap {m}")).unwrap_or_default();
-                lines.push(format!("tokens    out {tokens}{minutes}   driver {}", v.driver()));
+                let minutes = v
+                    .max_minutes()
+                    .map(|m| format!("   minutes cap {m}"))
+                    .unwrap_or_default();
+                lines.push(format!(
+                    "tokens    out {tokens}{minutes}   driver {}",
+                    v.driver()
+                ));
                 if v.halt().is_some() {
-                    lines.push(format!("HALTED    {}", v.halt_reason().unwrap_or("(no reason recorded)")));
-                    lines.push(format!("resume    {}", state::resume_command(&spec.name, v)));
+                    lines.push(format!(
+                        "HALTED    {}",
+                        v.halt_reason().unwrap_or("(no reason recorded)")
+                    ));
+                    lines.push(format!(
+                        "resume    {}",
+                        state::resume_command(&spec.name, v)
+                    ));
                 }
             }
             if let Some(ev) = last_evidence(facts) {
-                let code = ev.get("exitCode").and_then(Value::as_i64).map(|c| c.to_string()).unwrap_or("?".into());
+                let code = ev
+                    .get("exitCode")
+                    .and_then(Value::as_i64)
+                    .map(|c| c.to_string())
+                    .unwrap_or("?".into());
                 let cmd = ev.get("command").and_then(Value::as_str).unwrap_or("?");
                 let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
                 lines.push(format!("evidence  exit {code} at {at}: {cmd}"));

@@ -37,7 +37,9 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             if args.json {
                 let next = list.next();
                 let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
-                output::json_pretty(&json!({"next": next, "parallelGroup": ids, "counts": list.counts()}));
+                output::json_pretty(
+                    &json!({"next": next, "parallelGroup": ids, "counts": list.counts()}),
+                );
             } else {
                 match list.next() {
                     None => output::line("all tasks are checked"),
@@ -55,7 +57,8 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
         }
         TasksCommand::Show { id, read: args } => {
             let list = read(project, &args)?;
-            let path = resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+            let path =
+                resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
             let task = list.find(&id).map_err(|e| Error::Task {
                 path,
                 message: e.to_string(),
