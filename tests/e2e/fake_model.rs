@@ -46,7 +46,10 @@ pub fn tool(name: &str, input: Value) -> Block {
 }
 
 pub fn bash(command: &str) -> Block {
-    tool("Bash", json!({ "command": command, "description": "scripted" }))
+    tool(
+        "Bash",
+        json!({ "command": command, "description": "scripted" }),
+    )
 }
 
 /// A scripted answer: the first rule whose conditions all hold, and that has been used fewer
@@ -57,7 +60,6 @@ pub struct Rule {
     turn: Option<usize>,
     first_user_contains: Option<String>,
     last_user_contains: Option<String>,
-    not_user_contains: Option<String>,
     last_tool_result_contains: Option<String>,
     system_contains: Option<String>,
     times: usize,
@@ -71,7 +73,6 @@ impl Rule {
             turn: None,
             first_user_contains: None,
             last_user_contains: None,
-            not_user_contains: None,
             last_tool_result_contains: None,
             system_contains: None,
             times: 1,
@@ -102,11 +103,6 @@ impl Rule {
         self.last_user_contains = Some(s.to_string());
         self
     }
-    /// No user message so far contains this.
-    pub fn not_user(mut self, s: &str) -> Rule {
-        self.not_user_contains = Some(s.to_string());
-        self
-    }
     pub fn last_tool_result(mut self, s: &str) -> Rule {
         self.last_tool_result_contains = Some(s.to_string());
         self
@@ -126,16 +122,14 @@ impl Rule {
     }
 
     fn matches(&self, r: &Request) -> bool {
-        let has = |field: &str, want: &Option<String>| want.as_ref().is_none_or(|w| field.contains(w.as_str()));
+        let has = |field: &str, want: &Option<String>| {
+            want.as_ref().is_none_or(|w| field.contains(w.as_str()))
+        };
         self.agent.is_none_or(|a| a == r.agent)
             && self.turn.is_none_or(|t| t == r.turn)
             && has(&r.first_user, &self.first_user_contains)
             && has(&r.last_user, &self.last_user_contains)
             && has(&r.system, &self.system_contains)
-            && self
-                .not_user_contains
-                .as_ref()
-                .is_none_or(|w| !r.all_user.iter().any(|u| u.contains(w.as_str())))
             && self
                 .last_tool_result_contains
                 .as_ref()
@@ -153,7 +147,6 @@ pub struct Request {
     pub turn: usize,
     pub first_user: String,
     pub last_user: String,
-    pub all_user: Vec<String>,
     pub last_tool_results: Vec<String>,
     /// The top-level `system` blocks joined.
     pub system: String,
@@ -211,7 +204,6 @@ impl Request {
             turn: messages.iter().filter(|m| m["role"] == "assistant").count(),
             first_user: all_user.first().cloned().unwrap_or_default(),
             last_user: all_user.last().cloned().unwrap_or_default(),
-            all_user,
             last_tool_results,
             system,
             mid_system,
@@ -219,17 +211,6 @@ impl Request {
             reply: Vec::new(),
             body,
         }
-    }
-
-    /// Names of the tool_use blocks this request's reply carried.
-    pub fn replied_tools(&self) -> Vec<String> {
-        self.reply
-            .iter()
-            .filter_map(|b| match b {
-                Block::Tool { name, .. } => Some(name.clone()),
-                Block::Text(_) => None,
-            })
-            .collect()
     }
 }
 
@@ -299,7 +280,11 @@ impl FakeModel {
                 });
             }
         });
-        FakeModel { addr, shared, stopped }
+        FakeModel {
+            addr,
+            shared,
+            stopped,
+        }
     }
 
     pub fn base_url(&self) -> String {
@@ -329,7 +314,10 @@ struct HttpRequest {
 
 impl HttpRequest {
     fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -347,7 +335,10 @@ fn serve_connection(stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         writer.write_all(head.as_bytes())?;
         writer.write_all(&body)?;
         writer.flush()?;
-        if request.header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close")) {
+        if request
+            .header("connection")
+            .is_some_and(|c| c.eq_ignore_ascii_case("close"))
+        {
             break;
         }
     }
@@ -394,7 +385,8 @@ fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<HttpRequest
     {
         loop {
             let size_line = read_line(reader)?.unwrap_or_default();
-            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
+            let size = usize::from_str_radix(size_line.split(';').next().unwrap_or("0").trim(), 16)
+                .unwrap_or(0);
             if size == 0 {
                 // Trailers, up to the empty line.
                 while read_line(reader)?.is_some_and(|l| !l.is_empty()) {}
@@ -405,7 +397,10 @@ fn read_request(reader: &mut impl BufRead) -> std::io::Result<Option<HttpRequest
             request.body.extend_from_slice(&chunk);
             read_line(reader)?;
         }
-    } else if let Some(len) = request.header("content-length").and_then(|l| l.parse::<usize>().ok()) {
+    } else if let Some(len) = request
+        .header("content-length")
+        .and_then(|l| l.parse::<usize>().ok())
+    {
         request.body = vec![0; len];
         reader.read_exact(&mut request.body)?;
     }
@@ -429,7 +424,10 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let streaming = body["stream"].as_bool().unwrap_or(false);
     let model = body["model"].as_str().unwrap_or("fake").to_string();
-    let mut logged = Request::from_body(body, request.header("x-claude-code-agent-id").map(str::to_string));
+    let mut logged = Request::from_body(
+        body,
+        request.header("x-claude-code-agent-id").map(str::to_string),
+    );
     let (rule, reply) = choose(shared, &logged);
     let message = assistant_message(shared, &model, &reply);
     logged.rule = rule;
@@ -500,8 +498,16 @@ fn sse(message: &Value) -> String {
     let mut start = message.clone();
     start["content"] = json!([]);
     start["stop_reason"] = Value::Null;
-    event("message_start", json!({"type": "message_start", "message": start}));
-    for (index, block) in message["content"].as_array().into_iter().flatten().enumerate() {
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": start}),
+    );
+    for (index, block) in message["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if block["type"] == "text" {
             event(
                 "content_block_start",
@@ -523,7 +529,10 @@ fn sse(message: &Value) -> String {
                     {"type": "input_json_delta", "partial_json": block["input"].to_string()}}),
             );
         }
-        event("content_block_stop", json!({"type": "content_block_stop", "index": index}));
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        );
     }
     event(
         "message_delta",

@@ -131,7 +131,13 @@ impl Harness {
 
     pub fn run(&self, rules: Vec<Rule>, session: Session) -> Run {
         let model = FakeModel::start(rules);
-        runner::run_claude(&self.claude, &model, &self.root(), self.home.path(), session)
+        runner::run_claude(
+            &self.claude,
+            &model,
+            &self.root(),
+            self.home.path(),
+            session,
+        )
     }
 }
 
@@ -153,26 +159,38 @@ pub fn critique_record(stage: &str) -> Value {
     let ids: &[&str] = if stage == "post-code" {
         &["SC-5.5.1", "SC-5.5.2", "SC-5.5.3", "SC-5.5.4", "SC-5.5.5"]
     } else {
-        &["SC-6.5.1", "SC-6.5.2", "SC-6.5.3", "SC-6.5.4", "SC-6.5.5", "SC-6.5.6"]
+        &[
+            "SC-6.5.1", "SC-6.5.2", "SC-6.5.3", "SC-6.5.4", "SC-6.5.5", "SC-6.5.6",
+        ]
     };
-    json!({
-        "checklist": ids.iter().map(|id| json!({"id": id, "result": "pass", "note": "checked"})).collect::<Vec<_>>(),
-        "issuesFound": [],
-        "issuesFixed": [],
-    })
+    let checklist: serde_json::Map<String, Value> = ids
+        .iter()
+        .map(|id| {
+            let note = format!("{id}: read the change against the task's Done when; nothing found");
+            (id.to_string(), json!({"result": "pass", "note": note}))
+        })
+        .collect();
+    json!({"checklist": checklist, "issuesFound": [], "issuesFixed": []})
 }
 
 /// The commands an honest executor runs for one task, in order (executor workflow):
 /// start the attempt, edit (optional), record evidence, both critique records, complete.
-pub fn executor_steps(project: &Path, task_id: &str, edit: Option<(&str, &str)>, verify: &str) -> Vec<Block> {
-    let mut steps = vec![bash(&format!("specrun task start {task_id}"))];
+pub fn executor_steps(
+    project: &Path,
+    task_id: &str,
+    edit: Option<(&str, &str)>,
+    verify: &str,
+) -> Vec<Block> {
+    let mut steps = vec![bash(&format!("specrun task start {task_id} --spec demo"))];
     if let Some((file, content)) = edit {
         steps.push(tool(
             "Write",
             json!({"file_path": project.join(file).display().to_string(), "content": content}),
         ));
     }
-    steps.push(bash(&format!("specrun verify run --task {task_id} --command '{verify}'")));
+    steps.push(bash(&format!(
+        "specrun verify run --task {task_id} --command '{verify}'"
+    )));
     for stage in ["post-code", "post-test"] {
         steps.push(bash(&format!(
             "specrun critique record --task {task_id} --stage {stage} --file - <<'JSON'\n{}\nJSON",
@@ -185,13 +203,23 @@ pub fn executor_steps(project: &Path, task_id: &str, edit: Option<(&str, &str)>,
 
 /// Rules for a subagent working on `task_id`: one step per turn from `first_turn`, then the
 /// final report `final_text`.
-pub fn subagent_rules(task_id: &str, first_turn: usize, steps: Vec<Block>, final_text: &str) -> Vec<Rule> {
+pub fn subagent_rules(
+    task_id: &str,
+    first_turn: usize,
+    steps: Vec<Block>,
+    final_text: &str,
+) -> Vec<Rule> {
     let marker = format!("[task {task_id}]");
     let n = steps.len();
     let mut rules: Vec<Rule> = steps
         .into_iter()
         .enumerate()
-        .map(|(i, step)| Rule::sub().first_user(&marker).turn(first_turn + i).reply([step]))
+        .map(|(i, step)| {
+            Rule::sub()
+                .first_user(&marker)
+                .turn(first_turn + i)
+                .reply([step])
+        })
         .collect();
     rules.push(
         Rule::sub()
@@ -203,7 +231,12 @@ pub fn subagent_rules(task_id: &str, first_turn: usize, steps: Vec<Block>, final
 }
 
 /// An honest executor for a demo task, ending with `TASK_COMPLETE <id>`.
-pub fn honest_executor(project: &Path, task_id: &str, edit: Option<(&str, &str)>, verify: &str) -> Vec<Rule> {
+pub fn honest_executor(
+    project: &Path,
+    task_id: &str,
+    edit: Option<(&str, &str)>,
+    verify: &str,
+) -> Vec<Rule> {
     subagent_rules(
         task_id,
         0,

@@ -70,7 +70,6 @@ pub struct Session {
     pub prompt: String,
     /// `--session-id`: lets a test bind the execution to this session beforehand.
     pub session_id: Option<String>,
-    pub env: Vec<(String, String)>,
     /// A hang fails the test after this long instead of stalling the suite.
     pub timeout: Duration,
 }
@@ -80,16 +79,11 @@ impl Session {
         Session {
             prompt: prompt.to_string(),
             session_id: None,
-            env: Vec::new(),
             timeout: Duration::from_secs(120),
         }
     }
     pub fn session_id(mut self, id: &str) -> Session {
         self.session_id = Some(id.to_string());
-        self
-    }
-    pub fn env(mut self, key: &str, value: &str) -> Session {
-        self.env.push((key.to_string(), value.to_string()));
         self
     }
 }
@@ -98,7 +92,6 @@ impl Session {
 pub struct Run {
     pub rc: Option<i32>,
     pub wall: Duration,
-    pub stdout: String,
     pub stderr: String,
     pub events: Vec<Value>,
     pub requests: Vec<Request>,
@@ -123,7 +116,9 @@ impl Run {
     }
 
     pub fn terminal_reason(&self) -> &str {
-        self.result()["terminal_reason"].as_str().unwrap_or_default()
+        self.result()["terminal_reason"]
+            .as_str()
+            .unwrap_or_default()
     }
 
     pub fn requests_of(&self, agent: Agent) -> Vec<&Request> {
@@ -140,7 +135,10 @@ impl Run {
 
     /// The main transcript (one JSON object per line), read after the run.
     pub fn transcript(&self) -> Vec<Value> {
-        let id = self.session_id.as_deref().expect("transcript needs a pinned session id");
+        let id = self
+            .session_id
+            .as_deref()
+            .expect("transcript needs a pinned session id");
         let projects = self.home.join(".claude/projects");
         let file = fs::read_dir(&projects)
             .into_iter()
@@ -171,7 +169,9 @@ impl Run {
                 .iter()
                 .map(|b| match b {
                     Block::Text(t) => format!("text {:?}", clip(t, 160)),
-                    Block::Tool { name, input } => format!("{name} {}", clip(&input.to_string(), 200)),
+                    Block::Tool { name, input } => {
+                        format!("{name} {}", clip(&input.to_string(), 200))
+                    }
                 })
                 .collect();
             out.push_str(&format!(
@@ -184,7 +184,11 @@ impl Run {
                 reply.join(" | ")
             ));
         }
-        for e in self.events.iter().filter(|e| e["subtype"] == "hook_response") {
+        for e in self
+            .events
+            .iter()
+            .filter(|e| e["subtype"] == "hook_response")
+        {
             out.push_str(&format!(
                 "hook {} exit {} stdout {:?} stderr {:?}\n",
                 e["hook_name"],
@@ -233,7 +237,13 @@ fn path_without_specrun() -> String {
 }
 
 /// Runs one session of the real binary in `project` (cwd) with `home` as HOME.
-pub fn run_claude(claude: &Path, model: &FakeModel, project: &Path, home: &Path, session: Session) -> Run {
+pub fn run_claude(
+    claude: &Path,
+    model: &FakeModel,
+    project: &Path,
+    home: &Path,
+    session: Session,
+) -> Run {
     fs::create_dir_all(home).unwrap();
     let logs = home.join("run-logs");
     fs::create_dir_all(&logs).unwrap();
@@ -258,19 +268,25 @@ pub fn run_claude(claude: &Path, model: &FakeModel, project: &Path, home: &Path,
         // Without it, --dangerously-skip-permissions is refused for root.
         cmd.env("IS_SANDBOX", "1");
     }
-    for (k, v) in &session.env {
-        cmd.env(k, v);
-    }
     cmd.arg("--plugin-dir")
         .arg(plugin_root())
-        .args(["--dangerously-skip-permissions", "--setting-sources", "project,local"])
+        .args([
+            "--dangerously-skip-permissions",
+            "--setting-sources",
+            "project,local",
+        ])
         .arg("--debug-file")
         .arg(logs.join("debug.log"));
     if let Some(id) = &session.session_id {
         cmd.args(["--session-id", id]);
     }
     cmd.args(["-p", &session.prompt])
-        .args(["--output-format", "stream-json", "--verbose", "--include-hook-events"])
+        .args([
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+        ])
         .stdin(Stdio::null())
         .stdout(fs::File::create(logs.join("stdout")).unwrap())
         .stderr(fs::File::create(logs.join("stderr")).unwrap());
@@ -294,8 +310,10 @@ pub fn run_claude(claude: &Path, model: &FakeModel, project: &Path, home: &Path,
     let run = Run {
         rc: status.and_then(|s| s.code()),
         wall: started.elapsed(),
-        events: stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(),
-        stdout,
+        events: stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
         stderr: fs::read_to_string(logs.join("stderr")).unwrap_or_default(),
         requests: model.requests(),
         home: home.to_path_buf(),
