@@ -216,7 +216,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
     for line in [
         "- [x] 1.1 Write the alpha note",
         "- [x] 1.2 Write the beta note",
-        "- [x] 1.3 [VERIFY] Check both notes",
+        "- [x] 1.3 Check both notes",
     ] {
         assert!(
             progress.contains(line),
