@@ -364,6 +364,25 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
         .unwrap_or_default()
         .ends_with("ALL_TASKS_COMPLETE"));
     assert_completed(&h, &run);
+    let decisions: Vec<String> = stop_events(&h)
+        .iter()
+        .filter(|e| e["session"] == SESSION)
+        .map(|e| e["decision"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        decisions.first().map(String::as_str),
+        Some("block"),
+        "events.jsonl stop decisions: {decisions:?}"
+    );
+    assert_eq!(
+        decisions.len(),
+        2,
+        "events.jsonl stop decisions: {decisions:?}"
+    );
+    assert_ne!(
+        decisions[1], "block",
+        "events.jsonl stop decisions: {decisions:?}"
+    );
 }
 
 /// Scenario 4: an execution at its global cap halts at the next Stop (the session ends
@@ -535,6 +554,20 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
     assert!(
         unverified.is_empty(),
         "the honest second claim was recorded as unverified: {unverified:?}"
+    );
+    let claims: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "subagent-stop")
+        .collect();
+    let decisions: Vec<&str> = claims
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["block", "allow"],
+        "events.jsonl subagent-stop decisions: {claims:?}"
     );
     let main = run.requests_of(Agent::Main);
     assert!(
@@ -732,5 +765,26 @@ fn e2e_8_guard_halt_ends_a_native_goal_session() {
     assert_eq!(
         state["halt"]["kind"], "global-iterations",
         "state: {state:#}"
+    );
+    let last = stop_events(&h)
+        .into_iter()
+        .last()
+        .expect("stop decisions in events.jsonl");
+    assert_eq!(last["decision"], "halt", "{last}");
+    // Claude Code recorded the evaluator's verdicts: the goal was never met.
+    let verdicts: Vec<Value> = run
+        .transcript()
+        .into_iter()
+        .filter(|l| {
+            l["attachment"]["type"] == "goal_status" && l["attachment"]["sentinel"].is_null()
+        })
+        .collect();
+    assert!(
+        !verdicts.is_empty(),
+        "no goal_status verdict in the transcript"
+    );
+    assert!(
+        verdicts.iter().all(|l| l["attachment"]["met"] == false),
+        "{verdicts:?}"
     );
 }

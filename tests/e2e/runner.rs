@@ -79,7 +79,7 @@ impl Session {
         Session {
             prompt: prompt.to_string(),
             session_id: None,
-            timeout: Duration::from_secs(120),
+            timeout: Duration::from_secs(90),
         }
     }
     pub fn session_id(mut self, id: &str) -> Session {
