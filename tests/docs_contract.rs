@@ -132,14 +132,8 @@ mod checker {
             match close {
                 Some(end) => {
                     let body: String = chars[start..end].iter().collect();
-                    let body = body.replace('\n', " ");
                     let line = lines.get(line_no).copied().unwrap_or(0);
-                    if first_word(&body) == Some("specrun") {
-                        out.push(Snippet {
-                            line,
-                            text: body.trim().to_string(),
-                        });
-                    }
+                    out.extend(shell_invocations(&body.replace('\n', " "), line));
                     line_no += chars[i..end].iter().filter(|c| **c == '\n').count();
                     i = end + run;
                 }
@@ -153,7 +147,7 @@ mod checker {
         s.split_whitespace().next()
     }
 
-    /// Each `specrun` command on one line of a shell block (`a && specrun b | c` → `specrun b`).
+    /// Each `specrun` command of one shell line (`a && specrun b | c` → `specrun b`).
     fn shell_invocations(line: &str, line_no: usize) -> Vec<Snippet> {
         let body = substitute(line.trim_start().trim_start_matches("$ "));
         let mut out = Vec::new();
