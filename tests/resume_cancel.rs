@@ -12,28 +12,48 @@ fn resume_when_nothing_is_halted_is_a_well_formed_no() {
     let before = p.read("specs/demo/.specrun-state.json");
     let (code, out, _) = run(&p, &["resume"]);
     assert_eq!(code, 1);
-    assert!(out.contains("halted: demo is not halted; nothing to resume"), "{out}");
+    assert!(
+        out.contains("halted: demo is not halted; nothing to resume"),
+        "{out}"
+    );
     assert_eq!(p.read("specs/demo/.specrun-state.json"), before);
 }
 
 #[test]
 fn a_cap_halt_needs_its_flag_and_a_real_raise() {
     let p = project(TASKS, &[]);
-    set_state(&p, json!({"globalIteration": 30, "halt": {"kind": "global-iterations", "reason": "30 stops", "at": "x"}, "guard": {"stallStops": 3}}));
+    set_state(
+        &p,
+        json!({"globalIteration": 30, "halt": {"kind": "global-iterations", "reason": "30 stops", "at": "x"}, "guard": {"stallStops": 3}}),
+    );
     let (code, out, _) = run(&p, &["resume"]);
     assert_eq!(code, 1);
-    assert!(out.contains("clearing it needs --raise-global: `specrun resume --spec demo --raise-global 60`"), "{out}");
+    assert!(
+        out.contains(
+            "clearing it needs --raise-global: `specrun resume --spec demo --raise-global 60`"
+        ),
+        "{out}"
+    );
     let (code, out, _) = run(&p, &["resume", "--raise-task", "9"]);
     assert_eq!(code, 1, "the wrong cap's flag cleared the halt: {out}");
     let (code, out, _) = run(&p, &["resume", "--raise-global", "30"]);
     assert_eq!(code, 1);
-    assert!(out.contains("--raise-global 30 does not lift the cap: 30 global iterations used"), "{out}");
-    let (code, out, _) = run(&p, &["resume", "--raise-global", "60", "--session-id", "sess-2"]);
+    assert!(
+        out.contains("--raise-global 30 does not lift the cap: 30 global iterations used"),
+        "{out}"
+    );
+    let (code, out, _) = run(
+        &p,
+        &["resume", "--raise-global", "60", "--session-id", "sess-2"],
+    );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("halt (global-iterations) cleared; continue with: claude --resume sess-2 \"/specrun:implement\""), "{out}");
     let s = p.state(SPEC);
     assert!(s["halt"].is_null());
-    assert_eq!((s["maxGlobalIterations"].as_u64(), s["sessionId"].as_str()), (Some(60), Some("sess-2")));
+    assert_eq!(
+        (s["maxGlobalIterations"].as_u64(), s["sessionId"].as_str()),
+        (Some(60), Some("sess-2"))
+    );
     assert_eq!(s["guard"]["stallStops"], 0);
 }
 
@@ -45,10 +65,16 @@ fn each_cap_names_its_flag() {
         ("minutes", "--raise-minutes", "100000000"),
     ] {
         let p = project(TASKS, &[]);
-        set_state(&p, json!({"halt": {"kind": kind, "reason": "r", "at": "x"}}));
+        set_state(
+            &p,
+            json!({"halt": {"kind": kind, "reason": "r", "at": "x"}}),
+        );
         let (code, out, _) = run(&p, &["resume"]);
         assert_eq!(code, 1);
-        assert!(out.contains(&format!("clearing it needs {flag}")), "{kind}: {out}");
+        assert!(
+            out.contains(&format!("clearing it needs {flag}")),
+            "{kind}: {out}"
+        );
         let (code, out, _) = run(&p, &["resume", flag, raise, "--json"]);
         assert_eq!(code, 0, "{kind}: {out}");
         let doc: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
@@ -59,10 +85,16 @@ fn each_cap_names_its_flag() {
 #[test]
 fn a_stall_halt_clears_without_a_flag() {
     let p = project(TASKS, &[]);
-    set_state(&p, json!({"halt": {"kind": "stall", "reason": "r", "at": "x"}, "guard": {"stallStops": 5, "blocks": 2}}));
+    set_state(
+        &p,
+        json!({"halt": {"kind": "stall", "reason": "r", "at": "x"}, "guard": {"stallStops": 5, "blocks": 2}}),
+    );
     let (code, out, _) = run(&p, &["resume"]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("/specrun:implement inside Claude Code"), "{out}");
+    assert!(
+        out.contains("/specrun:implement inside Claude Code"),
+        "{out}"
+    );
     let s = p.state(SPEC);
     assert_eq!(s["guard"], json!({"stallStops": 0, "blocks": 2}));
 }
@@ -74,9 +106,15 @@ fn cancel_deletes_nothing_and_is_idempotent() {
     let files_before = p.git_cmd(&["ls-files", "--others", "--cached"]);
     let (code, out, _) = run(&p, &["cancel"]);
     assert_eq!(code, 0);
-    assert!(out.contains("demo: cancelled; nothing was deleted"), "{out}");
+    assert!(
+        out.contains("demo: cancelled; nothing was deleted"),
+        "{out}"
+    );
     let s = p.state(SPEC);
-    assert_eq!((s["phase"].as_str(), s["halt"]["kind"].as_str()), (Some("cancelled"), Some("cancelled")));
+    assert_eq!(
+        (s["phase"].as_str(), s["halt"]["kind"].as_str()),
+        (Some("cancelled"), Some("cancelled"))
+    );
     for f in files_before.lines() {
         assert!(p.path(f).exists(), "{f} was deleted");
     }

@@ -20,7 +20,11 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     if let Some(patch) = &out.patch {
         write_state(&path, &state, patch)?;
     }
-    record_event(project, &spec, json!({"event": "cancel", "changed": out.changed}));
+    record_event(
+        project,
+        &spec,
+        json!({"event": "cancel", "changed": out.changed}),
+    );
     report("cancel", &spec.name, &out, args.json, json!({}));
     Ok(0)
 }

@@ -81,28 +81,39 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                 files,
             };
             let now = now_rfc3339();
-            let added = store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
-                let mut s = parse_store(&spec, doc.as_ref())?;
-                match s.add(new, &now) {
-                    Ok(item) => {
-                        let item = item.clone();
-                        Ok((Some(s.to_json()), Ok(item)))
+            let added =
+                store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
+                    let mut s = parse_store(&spec, doc.as_ref())?;
+                    match s.add(new, &now) {
+                        Ok(item) => {
+                            let item = item.clone();
+                            Ok((Some(s.to_json()), Ok(item)))
+                        }
+                        Err(why) => Ok((None, Err(why))),
                     }
-                    Err(why) => Ok((None, Err(why))),
-                }
-            })?;
+                })?;
             match added {
                 Err(why) => {
-                    record_event(project, &spec, json!({"event": "followup-add", "refused": why}));
+                    record_event(
+                        project,
+                        &spec,
+                        json!({"event": "followup-add", "refused": why}),
+                    );
                     if json_out {
-                        output::json_line(&json!({"ok": false, "verb": "followup add", "unmet": [{"name": "followup", "detail": why}]}));
+                        output::json_line(
+                            &json!({"ok": false, "verb": "followup add", "unmet": [{"name": "followup", "detail": why}]}),
+                        );
                     } else {
                         output::line(&format!("followup add refused: {why}"));
                     }
                     Ok(1)
                 }
                 Ok(item) => {
-                    record_event(project, &spec, json!({"event": "followup-add", "id": item.id, "task": item.task}));
+                    record_event(
+                        project,
+                        &spec,
+                        json!({"event": "followup-add", "id": item.id, "task": item.task}),
+                    );
                     if json_out {
                         output::json_line(&json!({"ok": true, "item": item}));
                     } else {
@@ -119,15 +130,31 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
         } => {
             let spec = spec_of(project, spec.spec.as_deref())?;
             let store = load(&spec)?;
-            let items: Vec<&Item> = store.items.iter().filter(|i| !open || i.is_open()).collect();
+            let items: Vec<&Item> = store
+                .items
+                .iter()
+                .filter(|i| !open || i.is_open())
+                .collect();
             if json_out {
-                let blocking: Vec<&str> = store.blocking_open().iter().map(|i| i.id.as_str()).collect();
+                let blocking: Vec<&str> = store
+                    .blocking_open()
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .collect();
                 output::json_line(&json!({"items": items, "blocking": blocking}));
             } else if items.is_empty() {
-                output::line(if open { "no open follow-ups" } else { "no follow-ups" });
+                output::line(if open {
+                    "no open follow-ups"
+                } else {
+                    "no follow-ups"
+                });
             } else {
                 for i in &items {
-                    let mark = if i.is_blocking() { " (blocks completion)" } else { "" };
+                    let mark = if i.is_blocking() {
+                        " (blocks completion)"
+                    } else {
+                        ""
+                    };
                     output::line(&format!("{}{mark}", i.summary()));
                 }
             }
@@ -144,19 +171,27 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             let path = spec.followups_path();
             let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
                 let mut s = parse_store(&spec, doc.as_ref())?;
-                let changed = s.resolve(&fid, &note, &now).map_err(|message| Error::Refused {
-                    message: format!("{}: {message}", path.display()),
-                })?;
+                let changed = s
+                    .resolve(&fid, &note, &now)
+                    .map_err(|message| Error::Refused {
+                        message: format!("{}: {message}", path.display()),
+                    })?;
                 Ok((changed.then(|| s.to_json()), changed))
             })?;
-            record_event(project, &spec, json!({"event": "followup-resolve", "id": fid, "changed": changed}));
+            record_event(
+                project,
+                &spec,
+                json!({"event": "followup-resolve", "id": fid, "changed": changed}),
+            );
             let message = if changed {
                 format!("{fid} resolved")
             } else {
                 format!("{fid} was already resolved")
             };
             if json_out {
-                output::json_line(&json!({"ok": true, "id": fid, "changed": changed, "message": message}));
+                output::json_line(
+                    &json!({"ok": true, "id": fid, "changed": changed, "message": message}),
+                );
             } else {
                 output::line(&message);
             }

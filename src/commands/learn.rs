@@ -40,7 +40,11 @@ pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
     // State lock first, then the progress file's, the order every verb uses.
     let _state_lock = store::lock(&spec.state_path(), store::DEFAULT_LOCK_WAIT)?;
     let added = append_progress(&spec.progress_path(), LEARNINGS_HEADING, &line, Some(&text))?;
-    record_event(project, &spec, json!({"event": "learn", "task": task, "added": added}));
+    record_event(
+        project,
+        &spec,
+        json!({"event": "learn", "task": task, "added": added}),
+    );
     output::line(if added {
         "learning recorded in .progress.md"
     } else {

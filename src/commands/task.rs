@@ -49,11 +49,7 @@ pub fn read_state(path: &Path) -> Result<Value> {
 
 /// Apply a verb's patch to the state read under the lock and write it atomically.
 pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value> {
-    let next = state::apply_patch(
-        Some(current.clone()),
-        patch,
-        &path.display().to_string(),
-    )?;
+    let next = state::apply_patch(Some(current.clone()), patch, &path.display().to_string())?;
     store::write_atomic(path, &store::to_pretty_bytes(&next))?;
     Ok(next)
 }
@@ -147,16 +143,30 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
     let task = find(&held, &args.id)?;
     let id = task.label();
     let head = head(&project.root);
-    match protocol::start(&held.state, &held.tasks.list, task, head.as_deref(), &now_rfc3339()) {
+    match protocol::start(
+        &held.state,
+        &held.tasks.list,
+        task,
+        head.as_deref(),
+        &now_rfc3339(),
+    ) {
         Err(unmet) => {
-            record_event(project, &held.spec, json!({"event": "task-start", "task": id, "refused": unmet_names(&unmet)}));
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-start", "task": id, "refused": unmet_names(&unmet)}),
+            );
             Ok(refuse("task start", &id, &unmet, args.json))
         }
         Ok(out) => {
             if let Some(patch) = &out.patch {
                 write_state(&held.state_path, &held.state, patch)?;
             }
-            record_event(project, &held.spec, json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head}));
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head}),
+            );
             report("task start", &id, &out, args.json, json!({}));
             Ok(0)
         }
@@ -196,7 +206,12 @@ pub fn blocking_followups(spec: &Spec) -> Vec<String> {
 }
 
 /// Under `path`'s own lock, append `line` to a markdown section (file created if absent).
-pub fn append_progress(path: &Path, heading: &str, line: &str, dedupe: Option<&str>) -> Result<bool> {
+pub fn append_progress(
+    path: &Path,
+    heading: &str,
+    line: &str,
+    dedupe: Option<&str>,
+) -> Result<bool> {
     let _lock = store::lock(path, store::DEFAULT_LOCK_WAIT)?;
     let text = match store::read_optional(path)? {
         None => String::new(),
@@ -236,7 +251,11 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     };
     let out = match protocol::complete(&input) {
         Err(unmet) => {
-            record_event(project, spec, json!({"event": "task-complete", "task": id, "refused": unmet_names(&unmet)}));
+            record_event(
+                project,
+                spec,
+                json!({"event": "task-complete", "task": id, "refused": unmet_names(&unmet)}),
+            );
             return Ok(refuse("task complete", &id, &unmet, args.json));
         }
         Ok(out) => out,
@@ -250,9 +269,18 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         write_state(&held.state_path, &held.state, patch)?;
     }
     if let Some(line) = &out.progress_line {
-        append_progress(&spec.progress_path(), protocol::COMPLETED_HEADING, line, None)?;
+        append_progress(
+            &spec.progress_path(),
+            protocol::COMPLETED_HEADING,
+            line,
+            None,
+        )?;
     }
-    record_event(project, spec, json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head}));
+    record_event(
+        project,
+        spec,
+        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head}),
+    );
     report("task complete", &id, &out, args.json, json!({}));
     Ok(0)
 }
@@ -274,7 +302,11 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     };
     let out = match protocol::fail(&input) {
         Err(unmet) => {
-            record_event(project, &held.spec, json!({"event": "task-fail", "task": id, "refused": unmet_names(&unmet)}));
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-fail", "task": id, "refused": unmet_names(&unmet)}),
+            );
             return Ok(refuse("task fail", &id, &unmet, args.json));
         }
         Ok(out) => out,
@@ -291,7 +323,13 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
                "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
     );
-    report("task fail", &id, &out, args.json, json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}));
+    report(
+        "task fail",
+        &id,
+        &out,
+        args.json,
+        json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+    );
     Ok(0)
 }
 
@@ -320,8 +358,16 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
 /// Paths (repo-relative) that differ from `start`: committed since, staged, unstaged and
 /// untracked-not-ignored, without the spec's bookkeeping.
 fn changed_since(root: &Path, start: &str, bookkeeping: &[String]) -> Result<Vec<String>> {
-    let diff = git::run(root, &["diff", "--name-only", "--no-renames", "-z", start, "--"], &[])?;
-    let untracked = git::run(root, &["ls-files", "--others", "--exclude-standard", "-z"], &[])?;
+    let diff = git::run(
+        root,
+        &["diff", "--name-only", "--no-renames", "-z", start, "--"],
+        &[],
+    )?;
+    let untracked = git::run(
+        root,
+        &["ls-files", "--others", "--exclude-standard", "-z"],
+        &[],
+    )?;
     let mut paths: Vec<String> = diff
         .split('\0')
         .chain(untracked.split('\0'))
@@ -360,14 +406,22 @@ fn identity_env(root: &Path) -> Vec<(&'static str, std::ffi::OsString)> {
 /// without touching the user's index: the discarded work, reachable from one commit.
 fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
     let ident = identity_env(root);
-    let env: Vec<(&str, &std::ffi::OsStr)> = ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let env: Vec<(&str, &std::ffi::OsStr)> =
+        ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let mut parents = vec![head.to_string()];
     // The staged state as its own commit, so staged-but-since-edited content survives too.
     // An index with conflicts cannot be written as a tree; the working tree still is.
     if let Ok(index_tree) = git::run(root, &["write-tree"], &[]) {
         let index_commit = git::run(
             root,
-            &["commit-tree", index_tree.trim(), "-p", head, "-m", &format!("{message} (index)")],
+            &[
+                "commit-tree",
+                index_tree.trim(),
+                "-p",
+                head,
+                "-m",
+                &format!("{message} (index)"),
+            ],
             &env,
         )?;
         parents.push(index_commit.trim().to_string());
@@ -404,7 +458,11 @@ fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
 /// Point a new ref (never an existing one) at `commit`; returns its full name.
 fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
     for k in 1..1000 {
-        let name = if k == 1 { base.to_string() } else { format!("{base}.{k}") };
+        let name = if k == 1 {
+            base.to_string()
+        } else {
+            format!("{base}.{k}")
+        };
         // An empty old value makes update-ref refuse to overwrite an existing ref.
         if git::run(root, &["update-ref", &name, commit, ""], &[]).is_ok() {
             return Ok(name);
@@ -454,16 +512,22 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     }
     let head = head(root);
     let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
-    let start = protocol::attempts(&held.state, &id)
-        .last()
-        .and_then(|a| a.get("startCommit").and_then(Value::as_str).map(str::to_string));
+    let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
+        a.get("startCommit")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
     let changed = match (&head, &start) {
         (Some(_), Some(s)) => changed_since(root, s, &bookkeeping)?,
         _ => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
-            record_event(project, &held.spec, json!({"event": "task-rollback", "task": id, "refused": unmet_names(&unmet)}));
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-rollback", "task": id, "refused": unmet_names(&unmet)}),
+            );
             return Ok(refuse("task rollback", &id, &unmet, args.json));
         }
         Ok(plan) => plan,
@@ -479,20 +543,29 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     let saved = save_work(root, &head, &message)?;
     let ref_name = create_ref(
         root,
-        &format!("refs/heads/specrun/rollback/{}/{id}-{}", held.spec.name, plan.n),
+        &format!(
+            "refs/heads/specrun/rollback/{}/{id}-{}",
+            held.spec.name, plan.n
+        ),
         &saved,
     )?;
     // 2. Return the tree, keeping the spec's bookkeeping as it is now.
     let kept = snapshot_files(root, &bookkeeping);
     git::run(root, &["reset", "-q", "--hard", &plan.start_commit], &[])?;
-    let mut clean_args: Vec<String> = ["clean", "-fdq", "--", "."].iter().map(|s| s.to_string()).collect();
+    let mut clean_args: Vec<String> = ["clean", "-fdq", "--", "."]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let spec_rel = held
         .spec
         .dir
         .strip_prefix(root)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    for b in bookkeeping.iter().chain([format!("{spec_rel}/.progress.md.lock")].iter()) {
+    for b in bookkeeping
+        .iter()
+        .chain([format!("{spec_rel}/.progress.md.lock")].iter())
+    {
         clean_args.push(format!(":(exclude){b}"));
     }
     let clean_refs: Vec<&str> = clean_args.iter().map(String::as_str).collect();
@@ -515,6 +588,12 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "to": plan.start_commit, "halted": out.halted}),
     );
-    report("task rollback", &id, &out, args.json, json!({"savedRef": ref_name, "savedCommit": saved}));
+    report(
+        "task rollback",
+        &id,
+        &out,
+        args.json,
+        json!({"savedRef": ref_name, "savedCommit": saved}),
+    );
     Ok(0)
 }
