@@ -444,8 +444,9 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
 }
 
 /// Rule verification-gap: a checked task whose evidence is missing or failed, or stale
-/// with no later task started (later tasks legitimately change the tree); and, once every
-/// task is checked, execution evidence that is not fresh and passing.
+/// with no later task started (later tasks legitimately change the tree) while tasks
+/// remain; and, once every task is checked, execution evidence that is not fresh and
+/// passing.
 fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
     let (Some(list), Some(state)) = (ctx.list, ctx.state) else {
         return Vec::new();
@@ -472,7 +473,8 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
                 let later_started = list.tasks[i + 1..].iter().any(|l| {
                     l.checked || !attempts(Some(state), &l.label()).is_empty()
                 });
-                if !later_started {
+                // Once every task is checked, the execution evidence covers the whole tree.
+                if !later_started && !list.all_checked() {
                     out.push(format!(
                         "task {label} is checked but the code changed after its evidence and no later task has started"
                     ));
@@ -740,11 +742,10 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
         );
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        let e = &p.evidence[0];
-        if e.starts_with("every task") {
+        if p.evidence.iter().any(|e| e.starts_with("every task")) {
             return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
         }
-        let id = e
+        let id = p.evidence[0]
             .strip_prefix("task ")
             .and_then(|r| r.split(' ').next())
             .unwrap_or("?");
