@@ -331,9 +331,7 @@ pub fn judge_readiness(probe: &ClaudeProbe, settings: &[SettingsFile]) -> Readin
     let mut warnings = Vec::new();
     let (version, meets) = match probe {
         ClaudeProbe::NotOnPath => {
-            reasons.push(
-                "claude is not on PATH: the Claude Code version is unknown".to_string(),
-            );
+            reasons.push("claude is not on PATH: the Claude Code version is unknown".to_string());
             (None, None)
         }
         ClaudeProbe::TimedOut { seconds } => {
@@ -345,7 +343,9 @@ pub fn judge_readiness(probe: &ClaudeProbe, settings: &[SettingsFile]) -> Readin
             (None, None)
         }
         ClaudeProbe::Failed(why) => {
-            reasons.push(format!("`claude --version` failed ({why}): the version is unknown"));
+            reasons.push(format!(
+                "`claude --version` failed ({why}): the version is unknown"
+            ));
             (None, None)
         }
         ClaudeProbe::Output(text) => match parse_version(text) {
@@ -360,7 +360,9 @@ pub fn judge_readiness(probe: &ClaudeProbe, settings: &[SettingsFile]) -> Readin
                 let shown = format!("{}.{}.{}", v.0, v.1, v.2);
                 let ok = Some(v) >= parse_version(MINIMUM_VERSION);
                 if ok {
-                    reasons.push(format!("Claude Code {shown} has /goal (needs {MINIMUM_VERSION})"));
+                    reasons.push(format!(
+                        "Claude Code {shown} has /goal (needs {MINIMUM_VERSION})"
+                    ));
                 } else {
                     reasons.push(format!(
                         "Claude Code {shown} is older than {MINIMUM_VERSION}, the first release with /goal"
@@ -426,7 +428,10 @@ pub fn judge_readiness(probe: &ClaudeProbe, settings: &[SettingsFile]) -> Readin
 /// which every Claude Code with plugins runs — unless hooks are restricted, which disables
 /// the plugin's hooks too: then only a person re-running the command drives (`manual`),
 /// and the guard's caps do not run either.
-pub fn recommend_driver(readiness: &Readiness, condition: &ConditionLength) -> (DriverChoice, String) {
+pub fn recommend_driver(
+    readiness: &Readiness,
+    condition: &ConditionLength,
+) -> (DriverChoice, String) {
     if readiness.hooks_restricted == Some(true) {
         return (
             DriverChoice::Manual,
@@ -509,7 +514,10 @@ mod tests {
         assert_eq!(c.length.status, LengthStatus::Compressed);
         assert!(js_len(&c.text) <= CONDITION_LIMIT, "{}", js_len(&c.text));
         assert!(c.text.contains("ALL_TASKS_COMPLETE"));
-        assert!(c.text.contains("more."), "the cut list says how many are left");
+        assert!(
+            c.text.contains("more."),
+            "the cut list says how many are left"
+        );
         assert!(c.text.contains(&name));
     }
 

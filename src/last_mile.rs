@@ -138,10 +138,10 @@ pub fn verify_command(field: &str) -> &str {
 }
 
 const SHELL_WORDS: &[&str] = &[
-    "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source",
-    ".", "if", "then", "else", "elif", "fi", "for", "do", "done", "while", "until", "case",
-    "esac", "exit", "printf", "pwd", "read", "wait", "!", "{", "}", "(", ")", "return", "shift",
-    "eval", "trap", "umask", "ulimit", "type", "hash", "alias",
+    "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source", ".",
+    "if", "then", "else", "elif", "fi", "for", "do", "done", "while", "until", "case", "esac",
+    "exit", "printf", "pwd", "read", "wait", "!", "{", "}", "(", ")", "return", "shift", "eval",
+    "trap", "umask", "ulimit", "type", "hash", "alias",
 ];
 const WRAPPERS: &[&str] = &["env", "time", "nice", "exec", "command", "nohup", "xargs"];
 
@@ -207,9 +207,12 @@ fn glob(pat: &[u8], text: &[u8]) -> bool {
 }
 
 fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
-    bookkeeping
-        .iter()
-        .any(|b| path == b || path.strip_prefix(b.as_str()).is_some_and(|r| r.starts_with('/')))
+    bookkeeping.iter().any(|b| {
+        path == b
+            || path
+                .strip_prefix(b.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    })
 }
 
 /// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
@@ -262,7 +265,10 @@ pub fn decide(input: &Inputs<'_>) -> Decision {
         }
     };
     push(ProblemType::MissingContext, missing_context(input, &ctx));
-    push(ProblemType::MissingDependency, missing_dependencies(input, &ctx));
+    push(
+        ProblemType::MissingDependency,
+        missing_dependencies(input, &ctx),
+    );
     push(ProblemType::RepeatedFailure, repeated_failures(&ctx));
     push(ProblemType::ScopeDrift, scope_drift(input, &ctx));
     push(ProblemType::VerificationGap, verification_gaps(input, &ctx));
@@ -398,7 +404,11 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
         if failed.len() >= REPEATED_FAILURES {
             let reasons: Vec<&str> = failed
                 .iter()
-                .map(|a| a.get("reason").and_then(Value::as_str).unwrap_or("no reason"))
+                .map(|a| {
+                    a.get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no reason")
+                })
                 .collect();
             out.push(format!(
                 "task {label} failed {} times: {}",
@@ -428,8 +438,7 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
     let labels: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
     let mut out: Vec<String> = Vec::new();
     for path in git.uncommitted.iter().chain(&git.committed_since_start) {
-        if is_bookkeeping(path, &input.bookkeeping) || files.iter().any(|f| file_matches(f, path))
-        {
+        if is_bookkeeping(path, &input.bookkeeping) || files.iter().any(|f| file_matches(f, path)) {
             continue;
         }
         let line = format!(
@@ -470,9 +479,9 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
                     .unwrap_or_else(|| "?".into())
             )),
             Freshness::Stale => {
-                let later_started = list.tasks[i + 1..].iter().any(|l| {
-                    l.checked || !attempts(Some(state), &l.label()).is_empty()
-                });
+                let later_started = list.tasks[i + 1..]
+                    .iter()
+                    .any(|l| l.checked || !attempts(Some(state), &l.label()).is_empty());
                 // Once every task is checked, the execution evidence covers the whole tree.
                 if !later_started && !list.all_checked() {
                     out.push(format!(
@@ -506,11 +515,7 @@ fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let dirty: Vec<&String> = git
-        .uncommitted
-        .iter()
-        .filter(|p| !is_churn(p))
-        .collect();
+    let dirty: Vec<&String> = git.uncommitted.iter().filter(|p| !is_churn(p)).collect();
     if !dirty.is_empty() {
         let shown: Vec<&str> = dirty.iter().take(5).map(|s| s.as_str()).collect();
         let more = dirty.len().saturating_sub(shown.len());
@@ -519,10 +524,7 @@ fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         } else {
             String::new()
         };
-        out.push(format!(
-            "uncommitted changes: {}{tail}",
-            shown.join(", ")
-        ));
+        out.push(format!("uncommitted changes: {}{tail}", shown.join(", ")));
     }
     if let Some(n) = git.unpushed.filter(|&n| n > 0) {
         out.push(format!("{n} commit(s) on HEAD are on no remote branch"));
@@ -572,9 +574,11 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
     }
     let group_failing = ctx.group.iter().any(|t| {
         let tries = attempts(ctx.state, &t.label());
-        has(problems, ProblemType::RepeatedFailure)
-            .is_some_and(|p| p.evidence.iter().any(|e| e.starts_with(&format!("task {} ", t.label()))))
-            || tries.last().and_then(status_of) == Some("failed")
+        has(problems, ProblemType::RepeatedFailure).is_some_and(|p| {
+            p.evidence
+                .iter()
+                .any(|e| e.starts_with(&format!("task {} ", t.label())))
+        }) || tries.last().and_then(status_of) == Some("failed")
     });
     if group_failing {
         return Phase::Recovering;
@@ -623,7 +627,10 @@ fn gate_ids(problem: &Problem, ctx: &Ctx<'_>) -> Vec<String> {
     if subjects.is_empty() {
         vec![kind]
     } else {
-        subjects.into_iter().map(|s| format!("{kind}:{s}")).collect()
+        subjects
+            .into_iter()
+            .map(|s| format!("{kind}:{s}"))
+            .collect()
     }
 }
 
@@ -660,14 +667,18 @@ fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<S
             out.push(format!(
                 "`specrun verify status --spec {s} --phase execution` says fresh"
             ));
-            out.push(format!("`specrun tasks count --spec {s}` shows \"pending\":0"));
+            out.push(format!(
+                "`specrun tasks count --spec {s}` shows \"pending\":0"
+            ));
         }
         _ => {}
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
         for e in &p.evidence {
             if let Some(id) = e.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
-                out.push(format!("task {id}: fresh passing evidence (taskEvidence[{id}])"));
+                out.push(format!(
+                    "task {id}: fresh passing evidence (taskEvidence[{id}])"
+                ));
             }
         }
     }
@@ -846,7 +857,10 @@ mod tests {
         assert_eq!(d.phase, Phase::Implementing);
         assert!(d.problem_types.is_empty(), "{:?}", d.problem_types);
         assert!(d.blocking_gates.is_empty());
-        assert_eq!(d.coordinator_instruction, "Delegate task 2 (Two) to specrun:spec-executor.");
+        assert_eq!(
+            d.coordinator_instruction,
+            "Delegate task 2 (Two) to specrun:spec-executor."
+        );
         assert!(d.evidence_required[0].contains("--task 2 --command 'cargo test two'"));
     }
 
@@ -881,14 +895,21 @@ mod tests {
         state["attempts"] = json!({"2": [{"n": 1, "status": "failed", "reason": "test x"}]});
         let d = Case::new(TWO, state.clone()).decide();
         assert!(!kinds(&d).contains(&ProblemType::RepeatedFailure));
-        assert_eq!(d.phase, Phase::Recovering, "one failure still means recovering");
+        assert_eq!(
+            d.phase,
+            Phase::Recovering,
+            "one failure still means recovering"
+        );
         state["attempts"]["2"]
             .as_array_mut()
             .unwrap()
             .push(json!({"n": 2, "status": "failed", "reason": "test y"}));
         let d = Case::new(TWO, state).decide();
         assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
-        assert_eq!(d.problem_types[0].evidence[0], "task 2 failed 2 times: test x; test y");
+        assert_eq!(
+            d.problem_types[0].evidence[0],
+            "task 2 failed 2 times: test x; test y"
+        );
         assert_eq!(d.phase, Phase::Recovering);
         assert!(d.coordinator_instruction.contains("[FIX 2]"));
     }
@@ -919,7 +940,8 @@ mod tests {
         let d = Case::new(TWO, json!({"phase": "execution"})).decide();
         assert_eq!(kinds(&d), [ProblemType::VerificationGap]);
         assert!(d.problem_types[0].evidence[0].contains("no evidence"));
-        let failed = json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
+        let failed =
+            json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
         let d = Case::new(TWO, failed).decide();
         assert!(d.problem_types[0].evidence[0].contains("exit 3"));
         // Stale with no later task started is a gap; once task 2 started it is not.
@@ -954,16 +976,28 @@ mod tests {
         let mut c = Case::new(TWO, executing());
         c.git = Some(git.clone());
         assert!(!kinds(&c.decide()).contains(&ProblemType::ReleaseRisk));
-        let mut c = Case::new(&TWO.replace("- [ ] 2", "- [x] 2"), json!({"phase": "completed", "completed": true}));
+        let mut c = Case::new(
+            &TWO.replace("- [ ] 2", "- [x] 2"),
+            json!({"phase": "completed", "completed": true}),
+        );
         c.git = Some(git);
         let d = c.decide();
-        let risk = d.problem_types.iter().find(|p| p.kind == ProblemType::ReleaseRisk).unwrap();
+        let risk = d
+            .problem_types
+            .iter()
+            .find(|p| p.kind == ProblemType::ReleaseRisk)
+            .unwrap();
         assert_eq!(
             risk.evidence,
-            ["uncommitted changes: src/a.rs", "2 commit(s) on HEAD are on no remote branch"]
+            [
+                "uncommitted changes: src/a.rs",
+                "2 commit(s) on HEAD are on no remote branch"
+            ]
         );
         assert_eq!(d.phase, Phase::Releasing);
-        assert!(d.blocking_gates.contains(&"release-risk:unpushed".to_string()));
+        assert!(d
+            .blocking_gates
+            .contains(&"release-risk:unpushed".to_string()));
     }
 
     #[test]
@@ -985,7 +1019,9 @@ mod tests {
         let d = Case::new(TWO, st).decide();
         assert_eq!(d.phase, Phase::Halted);
         assert_eq!(d.blocking_gates[0], "halted");
-        assert!(d.coordinator_instruction.contains("specrun resume --spec demo"));
+        assert!(d
+            .coordinator_instruction
+            .contains("specrun resume --spec demo"));
     }
 
     #[test]
@@ -994,13 +1030,18 @@ mod tests {
         c.state = None;
         let d = c.decide();
         assert_eq!(d.phase, Phase::Planning);
-        assert!(d.coordinator_instruction.contains("specrun state init --spec demo"));
+        assert!(d
+            .coordinator_instruction
+            .contains("specrun state init --spec demo"));
     }
 
     #[test]
     fn programs_are_found_in_shell_lines() {
         assert_eq!(programs("cargo test"), ["cargo"]);
-        assert_eq!(programs("cd web && RUST_LOG=1 npm test | tee x"), ["npm", "tee"]);
+        assert_eq!(
+            programs("cd web && RUST_LOG=1 npm test | tee x"),
+            ["npm", "tee"]
+        );
         assert_eq!(programs("env FOO=1 time pytest -q; echo done"), ["pytest"]);
         assert_eq!(programs("$RUNNER check"), Vec::<String>::new());
         assert_eq!(programs("./scripts/check.sh"), ["./scripts/check.sh"]);

@@ -85,8 +85,7 @@ fn check<'a>(v: &'a Value, id: &str) -> &'a Value {
 #[test]
 fn a_healthy_setup_passes_every_check() {
     let env = Env::new();
-    env.project
-        .write("specs/demo/.specrun-state.json.lock", "");
+    env.project.write("specs/demo/.specrun-state.json.lock", "");
     let (code, v) = env.json(&mut env.cmd());
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["ok"], true);
@@ -125,14 +124,21 @@ fn the_human_table_fits_80_columns() {
 impl Env {
     /// A failing hooks check whose detail holds a long path, to exercise wrapping.
     fn user_settings_with_long_path(&self) {
-        let dir = self.home.path().join("a-very-long-directory-name-".repeat(4));
+        let dir = self
+            .home
+            .path()
+            .join("a-very-long-directory-name-".repeat(4));
         std::fs::create_dir_all(&dir).unwrap();
         let managed = dir.join("managed-settings.json");
         std::fs::write(&managed, r#"{"disableAllHooks": true}"#).unwrap();
         std::fs::copy(&managed, self.home.path().join("managed.json")).unwrap();
         let user = self.home.path().join(".claude");
         std::fs::create_dir_all(&user).unwrap();
-        std::fs::write(user.join("settings.json"), r#"{"allowManagedHooksOnly": true}"#).unwrap();
+        std::fs::write(
+            user.join("settings.json"),
+            r#"{"allowManagedHooksOnly": true}"#,
+        )
+        .unwrap();
     }
 }
 
@@ -188,7 +194,10 @@ fn restricted_hooks_and_malformed_settings_fail() {
     let (code, v) = env.json(&mut env.cmd());
     assert_eq!(code, 1);
     let c = check(&v, "hooks");
-    assert!(c["detail"].as_str().unwrap().contains(".claude/settings.json"));
+    assert!(c["detail"]
+        .as_str()
+        .unwrap()
+        .contains(".claude/settings.json"));
 }
 
 #[test]
@@ -225,13 +234,8 @@ fn an_invalid_state_fails_with_the_init_fix() {
 #[test]
 fn a_lock_held_past_the_grace_period_fails_and_a_free_one_passes() {
     let env = Env::new();
-    let lock = env
-        .project
-        .write("specs/demo/.specrun-state.json.lock", "");
-    let holder = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&lock)
-        .unwrap();
+    let lock = env.project.write("specs/demo/.specrun-state.json.lock", "");
+    let holder = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
     holder.lock().unwrap();
     let (code, v) = env.json(&mut env.cmd());
     assert_eq!(code, 1);

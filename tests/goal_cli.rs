@@ -243,8 +243,10 @@ fn managed_allow_managed_hooks_only_means_manual() {
 fn local_settings_are_read_too() {
     let env = Env::new(TASKS);
     env.fake_claude("echo 2.1.197");
-    env.project
-        .write(".claude/settings.local.json", r#"{"disableAllHooks": true}"#);
+    env.project.write(
+        ".claude/settings.local.json",
+        r#"{"disableAllHooks": true}"#,
+    );
     let (_, v, _) = env.goal(&[]);
     assert_eq!(v["recommendedDriver"], "manual");
 }
@@ -268,7 +270,10 @@ fn max_turns_defaults_to_the_state_cap() {
         r#"{"version":1,"name":"demo","phase":"execution","maxGlobalIterations":17}"#,
     );
     let (_, v, _) = env.goal(&[]);
-    assert!(v["condition"].as_str().unwrap().contains("checked 17 times"));
+    assert!(v["condition"]
+        .as_str()
+        .unwrap()
+        .contains("checked 17 times"));
 }
 
 #[test]

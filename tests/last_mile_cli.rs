@@ -62,9 +62,7 @@ fn problem<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
 }
 
 fn evidence(v: &Value, kind: &str) -> String {
-    problem(v, kind)
-        .unwrap_or_else(|| panic!("no {kind} in {v:#}"))["evidence"]
-        .to_string()
+    problem(v, kind).unwrap_or_else(|| panic!("no {kind} in {v:#}"))["evidence"].to_string()
 }
 
 #[test]
@@ -270,7 +268,9 @@ fn capability_plan_detects_a_browser_and_mcp_servers() {
     let mcp = get("mcp:context7").unwrap();
     assert_eq!(mcp["availabilityState"], "configured");
     for c in plan {
-        assert!(c["fallbackWhenMissing"].as_str().is_some_and(|f| !f.is_empty()));
+        assert!(c["fallbackWhenMissing"]
+            .as_str()
+            .is_some_and(|f| !f.is_empty()));
     }
 }
 
@@ -294,5 +294,9 @@ fn record_appends_the_decision_to_events() {
     assert_eq!(line["coordinatorInstruction"], v["coordinatorInstruction"]);
     assert!(line["at"].is_string());
     last_mile(&p, &[]);
-    assert_eq!(p.read(".specrun/events.jsonl").lines().count(), 1, "only --record writes");
+    assert_eq!(
+        p.read(".specrun/events.jsonl").lines().count(),
+        1,
+        "only --record writes"
+    );
 }

@@ -55,7 +55,12 @@ impl Check {
             fix: None,
         }
     }
-    fn not(id: &'static str, status: Status, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+    fn not(
+        id: &'static str,
+        status: Status,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
         Check {
             id,
             status,
@@ -127,7 +132,9 @@ fn binary_version() -> Check {
         }
     };
     match version {
-        Some(v) if v == ours => Check::pass(ID, format!("specrun {ours} matches {}", manifest.display())),
+        Some(v) if v == ours => {
+            Check::pass(ID, format!("specrun {ours} matches {}", manifest.display()))
+        }
         Some(v) => Check::not(
             ID,
             Status::Fail,
@@ -150,26 +157,47 @@ fn git_present() -> Check {
         .stdin(std::process::Stdio::null())
         .output();
     match out {
-        Ok(o) if o.status.success() => Check::pass(ID, String::from_utf8_lossy(&o.stdout).trim().to_string()),
-        Ok(o) => Check::not(ID, Status::Fail, format!("git --version exited with {}", o.status), "repair the git installation"),
-        Err(e) => Check::not(ID, Status::Fail, format!("git cannot run: {e}"), "install git and put it on PATH: evidence, scope and release checks need it"),
+        Ok(o) if o.status.success() => {
+            Check::pass(ID, String::from_utf8_lossy(&o.stdout).trim().to_string())
+        }
+        Ok(o) => Check::not(
+            ID,
+            Status::Fail,
+            format!("git --version exited with {}", o.status),
+            "repair the git installation",
+        ),
+        Err(e) => Check::not(
+            ID,
+            Status::Fail,
+            format!("git cannot run: {e}"),
+            "install git and put it on PATH: evidence, scope and release checks need it",
+        ),
     }
 }
 
 fn claude_code(r: &crate::goal::Readiness) -> Check {
     const ID: &str = "claude-code";
     match (&r.claude_code_version, r.meets_minimum) {
-        (Some(v), Some(true)) => Check::pass(ID, format!("Claude Code {v}: /goal available (needs {})", r.minimum)),
+        (Some(v), Some(true)) => Check::pass(
+            ID,
+            format!("Claude Code {v}: /goal available (needs {})", r.minimum),
+        ),
         (Some(v), _) => Check::not(
             ID,
             Status::Fail,
-            format!("Claude Code {v} is older than {}, the first release with /goal", r.minimum),
+            format!(
+                "Claude Code {v} is older than {}, the first release with /goal",
+                r.minimum
+            ),
             "update Claude Code (`claude update`); until then the stop-hook driver works",
         ),
         (None, _) => Check::not(
             ID,
             Status::Warn,
-            r.reasons.first().cloned().unwrap_or_else(|| "Claude Code version unknown".into()),
+            r.reasons
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "Claude Code version unknown".into()),
             "put the claude CLI on PATH so its version (and /goal support) can be checked",
         ),
     }
@@ -199,7 +227,14 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
     let spec = match project.spec(spec_arg) {
         Ok(Some(spec)) => spec,
         Ok(None) => return Check::pass(ID, "no active spec"),
-        Err(e) => return Check::not(ID, Status::Fail, e.to_string(), "write a valid spec name to specs/.current-spec or pass --spec NAME"),
+        Err(e) => {
+            return Check::not(
+                ID,
+                Status::Fail,
+                e.to_string(),
+                "write a valid spec name to specs/.current-spec or pass --spec NAME",
+            )
+        }
     };
     let path = spec.state_path();
     match read_state(&path) {
@@ -208,7 +243,10 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
             ID,
             Status::Fail,
             e,
-            format!("inspect it, then `specrun state init --spec {} --force` (the old file is kept)", spec.name),
+            format!(
+                "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
+                spec.name
+            ),
         ),
         StateRead::Valid(doc) => {
             let v = View(&doc);
@@ -216,11 +254,22 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
                 Check::not(
                     ID,
                     Status::Warn,
-                    format!("spec {}: halted ({})", spec.name, v.halt_reason().unwrap_or("no reason recorded")),
+                    format!(
+                        "spec {}: halted ({})",
+                        spec.name,
+                        v.halt_reason().unwrap_or("no reason recorded")
+                    ),
                     format!("a person runs `{}`", state::resume_command(&spec.name, v)),
                 )
             } else {
-                Check::pass(ID, format!("spec {}: valid, phase {}", spec.name, v.phase().unwrap_or("unset")))
+                Check::pass(
+                    ID,
+                    format!(
+                        "spec {}: valid, phase {}",
+                        spec.name,
+                        v.phase().unwrap_or("unset")
+                    ),
+                )
             }
         }
     }
@@ -331,7 +380,11 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
         let mut word: Vec<char> = word.chars().collect();
         loop {
             let used = line.chars().count();
-            let room = if used == 0 { width } else { width.saturating_sub(used + 1) };
+            let room = if used == 0 {
+                width
+            } else {
+                width.saturating_sub(used + 1)
+            };
             if word.len() <= room {
                 if used > 0 {
                     line.push(' ');
@@ -406,7 +459,15 @@ mod tests {
     fn table_is_at_most_80_columns() {
         let checks = vec![
             Check::pass("git", "git version 2.43.0"),
-            Check::not("hooks", Status::Fail, format!("disableAllHooks is true in /{}", "very-long-dir/".repeat(12)), "remove it"),
+            Check::not(
+                "hooks",
+                Status::Fail,
+                format!(
+                    "disableAllHooks is true in /{}",
+                    "very-long-dir/".repeat(12)
+                ),
+                "remove it",
+            ),
         ];
         let t = table(&checks);
         for line in t.lines() {

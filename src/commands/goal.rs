@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use crate::cli::GoalArgs;
 use crate::commands::load_spec_tasks;
 use crate::error::Result;
-use crate::goal::{self, ClaudeProbe, GoalFacts, LengthStatus, Readiness, SettingsContent, SettingsFile};
+use crate::goal::{
+    self, ClaudeProbe, GoalFacts, LengthStatus, Readiness, SettingsContent, SettingsFile,
+};
 use crate::output;
 use crate::project::Project;
 use crate::state::View;
@@ -215,7 +217,10 @@ pub fn probe_claude(timeout: Duration) -> ClaudeProbe {
         return ClaudeProbe::Failed(if detail.is_empty() {
             format!("exited with {status}")
         } else {
-            format!("exited with {status}: {}", detail.lines().next().unwrap_or(""))
+            format!(
+                "exited with {status}: {}",
+                detail.lines().next().unwrap_or("")
+            )
         });
     }
     ClaudeProbe::Output(format!("{stdout}\n{stderr}"))

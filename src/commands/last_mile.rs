@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::cli::LastMileArgs;
 use crate::error::Result;
-use crate::evidence;
 use crate::events;
+use crate::evidence;
 use crate::git;
 use crate::goal::SettingsContent;
 use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
@@ -31,10 +31,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         (Some(spec), StateInput::Valid(_)) => evidence::current_tree(project, spec).ok(),
         _ => None,
     };
-    let git = facts
-        .git
-        .available
-        .then(|| git_facts(project, &facts));
+    let git = facts.git.available.then(|| git_facts(project, &facts));
     // The spec's bookkeeping, and the whole spec directory: planning documents are not
     // code a task can drift into.
     let mut bookkeeping = vec![
@@ -105,7 +102,11 @@ fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
                 .and_then(|a| a.get("startCommit"))
                 .and_then(Value::as_str);
             if let Some(start) = start {
-                if let Ok(out) = git::run(root, &["diff", "--name-only", "-z", start, "HEAD", "--"], &[]) {
+                if let Ok(out) = git::run(
+                    root,
+                    &["diff", "--name-only", "-z", start, "HEAD", "--"],
+                    &[],
+                ) {
                     committed_since_start.extend(
                         out.split('\0')
                             .filter(|p| !p.is_empty())
@@ -117,9 +118,13 @@ fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
     }
     let has_remote = git::run(root, &["remote"], &[]).is_ok_and(|r| !r.trim().is_empty());
     let unpushed = if has_remote {
-        git::run(root, &["rev-list", "--count", "HEAD", "--not", "--remotes"], &[])
-            .ok()
-            .and_then(|n| n.trim().parse().ok())
+        git::run(
+            root,
+            &["rev-list", "--count", "HEAD", "--not", "--remotes"],
+            &[],
+        )
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
     } else {
         None
     };
@@ -254,7 +259,9 @@ fn mcp_servers(project: &Project) -> Vec<Capability> {
     }
     let mut caps: Vec<Capability> = Vec::new();
     for (source, servers) in &sources {
-        let Some(map) = servers.as_object() else { continue };
+        let Some(map) = servers.as_object() else {
+            continue;
+        };
         for name in map.keys() {
             let id = format!("mcp:{name}");
             if caps.iter().any(|c| c.id == id) {
@@ -272,7 +279,8 @@ fn mcp_servers(project: &Project) -> Vec<Capability> {
         }
     }
     if caps.is_empty() {
-        let mut detail = "no MCP server in .mcp.json, ~/.claude.json or the settings files".to_string();
+        let mut detail =
+            "no MCP server in .mcp.json, ~/.claude.json or the settings files".to_string();
         if !problems.is_empty() {
             detail = format!("{detail} ({})", problems.join("; "));
         }
