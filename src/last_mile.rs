@@ -1,1 +1,1073 @@
-//! Not built yet (see the open issues).
+//! `specrun last-mile`, the pure half: from facts gathered at the edge (tasks, state,
+//! evidence, git, PATH, capabilities) decide the phase, the problems — each with the
+//! concrete evidence that triggered it — the gates, the evidence still required and one
+//! imperative sentence for the coordinator.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::evidence::{self, Freshness, Slot};
+use crate::goal::shell_word;
+use crate::state::{self, View};
+use crate::tasks::{Task, TaskList};
+
+/// A task failed this many times is a repeated failure.
+pub const REPEATED_FAILURES: usize = 2;
+
+/// Evidence lists are cut to this many lines (`… and N more`).
+const MAX_EVIDENCE_LINES: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Planning,
+    Implementing,
+    Verifying,
+    Recovering,
+    Releasing,
+    Completed,
+    Halted,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProblemType {
+    MissingContext,
+    MissingDependency,
+    RepeatedFailure,
+    ScopeDrift,
+    VerificationGap,
+    ReleaseRisk,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: ProblemType,
+    /// What was observed, one fact a line.
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Availability {
+    /// Found and usable on this machine.
+    Available,
+    /// Declared in a configuration file; whether it connects is known only in Claude Code.
+    Configured,
+    Missing,
+}
+
+/// An optional helper and what to do without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Capability {
+    pub id: String,
+    pub used_for: String,
+    pub availability_state: Availability,
+    /// Where it was found (a path, a settings file), or where it was looked for.
+    pub detail: String,
+    pub fallback_when_missing: String,
+}
+
+/// The state file as the edge read it.
+#[derive(Debug, Clone, Copy)]
+pub enum StateInput<'a> {
+    Absent,
+    Invalid(&'a str),
+    Valid(&'a Value),
+}
+
+/// The git facts last-mile needs; `None` outside a repository.
+#[derive(Debug, Clone, Default)]
+pub struct GitFacts {
+    /// Uncommitted paths (tracked changes and untracked files), relative to the root.
+    pub uncommitted: Vec<String>,
+    /// Paths changed by commits since the current task's attempt started.
+    pub committed_since_start: Vec<String>,
+    /// Commits on HEAD that no remote-tracking branch has; `None` when there is no remote.
+    pub unpushed: Option<u64>,
+}
+
+pub struct Inputs<'a> {
+    pub spec_name: Option<&'a str>,
+    pub spec_dir_exists: bool,
+    pub tasks: Option<&'a TaskList>,
+    /// Why tasks.md could not be read (absent is `tasks: None` with no error).
+    pub tasks_error: Option<&'a str>,
+    pub state: StateInput<'a>,
+    /// The working-tree fingerprint now, if it could be computed.
+    pub current_tree: Option<&'a str>,
+    pub git: Option<GitFacts>,
+    /// Path prefixes (relative to the root) that are the spec's own bookkeeping.
+    pub bookkeeping: Vec<String>,
+    /// Whether a program named by a Verify command can be run here.
+    pub runnable: &'a dyn Fn(&str) -> bool,
+    pub capabilities: Vec<Capability>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decision {
+    pub spec: Option<String>,
+    pub phase: Phase,
+    pub problem_types: Vec<Problem>,
+    pub capability_plan: Vec<Capability>,
+    pub evidence_required: Vec<String>,
+    pub blocking_gates: Vec<String>,
+    pub coordinator_instruction: String,
+}
+
+/// `lines`, cut to `MAX_EVIDENCE_LINES` with a count of the rest.
+fn capped(mut lines: Vec<String>) -> Vec<String> {
+    if lines.len() > MAX_EVIDENCE_LINES {
+        let rest = lines.len() - (MAX_EVIDENCE_LINES - 1);
+        lines.truncate(MAX_EVIDENCE_LINES - 1);
+        lines.push(format!("… and {rest} more"));
+    }
+    lines
+}
+
+/// The command inside the first backtick pair of a Verify field, else the whole field.
+pub fn verify_command(field: &str) -> &str {
+    let mut parts = field.split('`');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(inner), Some(_)) if !inner.trim().is_empty() => inner.trim(),
+        _ => field.trim(),
+    }
+}
+
+const SHELL_WORDS: &[&str] = &[
+    "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source", ".",
+    "if", "then", "else", "elif", "fi", "for", "do", "done", "while", "until", "case", "esac",
+    "exit", "printf", "pwd", "read", "wait", "!", "{", "}", "(", ")", "return", "shift", "eval",
+    "trap", "umask", "ulimit", "type", "hash", "alias",
+];
+const WRAPPERS: &[&str] = &["env", "time", "nice", "exec", "command", "nohup", "xargs"];
+
+/// The programs a shell command line runs (one per `&&`, `||`, `;`, `|` segment), leaving
+/// out shell builtins, variable assignments and words built from `$` expansions.
+pub fn programs(command: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let normalized = command
+        .replace("&&", "\n")
+        .replace("||", "\n")
+        .replace([';', '|', '&'], "\n");
+    for segment in normalized.lines() {
+        let mut words = segment
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\'' || c == '(' || c == ')'))
+            .filter(|w| !w.is_empty());
+        let program = loop {
+            match words.next() {
+                None => break None,
+                Some(w) if w.contains('=') && !w.starts_with('=') => continue,
+                Some(w) if WRAPPERS.contains(&w) || w.starts_with('-') => continue,
+                Some(w) => break Some(w),
+            }
+        };
+        let Some(program) = program else { continue };
+        if SHELL_WORDS.contains(&program) || program.contains('$') || program.contains('`') {
+            continue;
+        }
+        if !out.iter().any(|p| p == program) {
+            out.push(program.to_string());
+        }
+    }
+    out
+}
+
+/// Whether `path` is covered by one entry of a task's Files: the same path, a directory
+/// holding it, or a glob (`*`, `?` within a segment, `**` across segments).
+pub fn file_matches(entry: &str, path: &str) -> bool {
+    let entry = entry.trim().trim_matches('`').trim_start_matches("./");
+    if entry.is_empty() {
+        return false;
+    }
+    if entry.contains(['*', '?']) {
+        return glob(entry.as_bytes(), path.as_bytes());
+    }
+    let dir = entry.trim_end_matches('/');
+    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+}
+
+fn glob(pat: &[u8], text: &[u8]) -> bool {
+    match pat {
+        [] => text.is_empty(),
+        [b'*', b'*', rest @ ..] => {
+            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+            (0..=text.len()).any(|i| glob(rest, &text[i..]))
+        }
+        [b'*', rest @ ..] => (0..=text.len())
+            .take_while(|&i| i == 0 || text[i - 1] != b'/')
+            .any(|i| glob(rest, &text[i..])),
+        [b'?', rest @ ..] => text.first().is_some_and(|&c| c != b'/') && glob(rest, &text[1..]),
+        [c, rest @ ..] => text.first() == Some(c) && glob(rest, &text[1..]),
+    }
+}
+
+fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
+    bookkeeping.iter().any(|b| {
+        path == b
+            || path
+                .strip_prefix(b.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    })
+}
+
+/// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
+fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
+    state
+        .and_then(|s| s.get("attempts"))
+        .and_then(|a| a.get(id))
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+fn status_of(attempt: &Value) -> Option<&str> {
+    attempt.get("status").and_then(Value::as_str)
+}
+
+struct Ctx<'a> {
+    name: String,
+    state: Option<&'a Value>,
+    list: Option<&'a TaskList>,
+    group: Vec<&'a Task>,
+}
+
+pub fn decide(input: &Inputs<'_>) -> Decision {
+    let state = match input.state {
+        StateInput::Valid(doc) => Some(doc),
+        _ => None,
+    };
+    let list = input.tasks.filter(|l| !l.tasks.is_empty());
+    let group = list
+        .map(|l| l.parallel_group(l.next_index()))
+        .unwrap_or_default();
+    let ctx = Ctx {
+        name: input
+            .spec_name
+            .map(shell_word)
+            .unwrap_or_else(|| "<name>".into()),
+        state,
+        list,
+        group,
+    };
+
+    let mut problems = Vec::new();
+    let mut push = |kind, evidence: Vec<String>| {
+        if !evidence.is_empty() {
+            problems.push(Problem {
+                kind,
+                evidence: capped(evidence),
+            });
+        }
+    };
+    push(ProblemType::MissingContext, missing_context(input, &ctx));
+    push(
+        ProblemType::MissingDependency,
+        missing_dependencies(input, &ctx),
+    );
+    push(ProblemType::RepeatedFailure, repeated_failures(&ctx));
+    push(ProblemType::ScopeDrift, scope_drift(input, &ctx));
+    push(ProblemType::VerificationGap, verification_gaps(input, &ctx));
+    push(ProblemType::ReleaseRisk, release_risks(input, &ctx));
+
+    let phase = phase(&ctx, &problems);
+    let halted = halt_text(&ctx);
+    let mut gates: Vec<String> = halted.iter().map(|_| "halted".to_string()).collect();
+    gates.extend(problems.iter().flat_map(|p| gate_ids(p, &ctx)));
+    gates.dedup();
+    let evidence_required = evidence_required(phase, &problems, &ctx);
+    let coordinator_instruction = instruction(phase, &problems, &ctx, input);
+    Decision {
+        spec: input.spec_name.map(str::to_string),
+        phase,
+        problem_types: problems,
+        capability_plan: input.capabilities.clone(),
+        evidence_required,
+        blocking_gates: gates,
+        coordinator_instruction,
+    }
+}
+
+fn halt_text(ctx: &Ctx<'_>) -> Option<String> {
+    let v = View(ctx.state?);
+    if v.halt().is_some() {
+        return Some(v.halt_reason().unwrap_or("no reason recorded").to_string());
+    }
+    (v.phase() == Some("cancelled")).then(|| "the execution was cancelled".to_string())
+}
+
+fn is_completed(ctx: &Ctx<'_>) -> bool {
+    ctx.state
+        .is_some_and(|s| View(s).phase() == Some("completed") || View(s).completed())
+}
+
+fn all_checked(ctx: &Ctx<'_>) -> bool {
+    ctx.list.is_some_and(TaskList::all_checked)
+}
+
+/// Rule missing-context: the spec, its tasks.md or a usable state is absent, or the task
+/// to run next lacks the fields an executor needs (Verify, Done when).
+fn missing_context(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(name) = input.spec_name else {
+        return vec!["no active spec: no --spec and no specs/.current-spec".into()];
+    };
+    if !input.spec_dir_exists {
+        return vec![format!("spec directory specs/{name} does not exist")];
+    }
+    match (input.tasks, input.tasks_error) {
+        (_, Some(err)) => out.push(format!("specs/{name}/tasks.md is unreadable: {err}")),
+        (None, None) => out.push(format!("specs/{name}/tasks.md does not exist")),
+        (Some(list), None) if list.tasks.is_empty() => {
+            out.push(format!("specs/{name}/tasks.md has no tasks"))
+        }
+        _ => {}
+    }
+    if let StateInput::Invalid(err) = input.state {
+        out.push(format!("the state file is unreadable: {err}"));
+    }
+    for t in &ctx.group {
+        if t.verify.is_none() {
+            out.push(format!("task {} has no **Verify** field", t.label()));
+        }
+        if t.done_when.is_none() {
+            out.push(format!("task {} has no **Done when** field", t.label()));
+        }
+    }
+    out
+}
+
+/// Rule missing-dependency: a pending task's Verify command runs a program this machine
+/// does not have.
+fn missing_dependencies(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+    let Some(list) = ctx.list else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut seen: Vec<(String, bool)> = Vec::new();
+    for t in list.tasks.iter().filter(|t| !t.checked) {
+        let Some(field) = &t.verify else { continue };
+        let cmd = verify_command(field);
+        for program in programs(cmd) {
+            let ok = match seen.iter().find(|(p, _)| *p == program) {
+                Some((_, ok)) => *ok,
+                None => {
+                    let ok = (input.runnable)(&program);
+                    seen.push((program.clone(), ok));
+                    ok
+                }
+            };
+            if !ok {
+                out.push(format!(
+                    "task {} Verify `{cmd}`: `{program}` is not on PATH",
+                    t.label()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The programs named by `missing-dependency` evidence lines.
+fn missing_programs(problem: &Problem) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in &problem.evidence {
+        if let Some(p) = line
+            .rsplit_once(": `")
+            .and_then(|(_, r)| r.strip_suffix("` is not on PATH"))
+        {
+            if !out.iter().any(|o| o == p) {
+                out.push(p.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Rule repeated-failure: an unchecked task with at least `REPEATED_FAILURES` failed
+/// attempts.
+fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
+    let Some(list) = ctx.list else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for t in list.tasks.iter().filter(|t| !t.checked) {
+        let label = t.label();
+        let failed: Vec<&Value> = attempts(ctx.state, &label)
+            .iter()
+            .filter(|a| status_of(a) == Some("failed"))
+            .collect();
+        if failed.len() >= REPEATED_FAILURES {
+            let reasons: Vec<&str> = failed
+                .iter()
+                .map(|a| {
+                    a.get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("no reason")
+                })
+                .collect();
+            out.push(format!(
+                "task {label} failed {} times: {}",
+                failed.len(),
+                reasons.join("; ")
+            ));
+        }
+    }
+    out
+}
+
+/// Rule scope-drift: files changed (uncommitted, or committed since the current attempt
+/// started) that no Files entry of the current task group covers. Skipped when the group
+/// lists no Files: there is nothing to drift from.
+fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+    let Some(git) = &input.git else {
+        return Vec::new();
+    };
+    let files: Vec<&str> = ctx
+        .group
+        .iter()
+        .flat_map(|t| t.files.iter().map(String::as_str))
+        .collect();
+    if files.is_empty() {
+        return Vec::new();
+    }
+    let labels: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
+    let mut out: Vec<String> = Vec::new();
+    for path in git.uncommitted.iter().chain(&git.committed_since_start) {
+        if is_bookkeeping(path, &input.bookkeeping) || files.iter().any(|f| file_matches(f, path)) {
+            continue;
+        }
+        let line = format!(
+            "{path} changed but is not in the Files of task {}",
+            labels.join(", ")
+        );
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// Rule verification-gap: a checked task whose evidence is missing or failed, or stale
+/// with no later task started (later tasks legitimately change the tree) while tasks
+/// remain; and, once every task is checked, execution evidence that is not fresh and
+/// passing.
+fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+    let (Some(list), Some(state)) = (ctx.list, ctx.state) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
+        let label = t.label();
+        let slot = Slot::Task(label.clone());
+        let record = slot.record_in(state);
+        match evidence::assess(record, input.current_tree) {
+            Freshness::Fresh => {}
+            Freshness::Missing => out.push(format!(
+                "task {label} is checked but has no evidence ({})",
+                slot.describe()
+            )),
+            Freshness::Failed => out.push(format!(
+                "task {label} is checked but its last verify failed (exit {})",
+                record
+                    .and_then(|r| r.get("exitCode"))
+                    .map(Value::to_string)
+                    .unwrap_or_else(|| "?".into())
+            )),
+            Freshness::Stale => {
+                let later_started = list.tasks[i + 1..]
+                    .iter()
+                    .any(|l| l.checked || !attempts(Some(state), &l.label()).is_empty());
+                // Once every task is checked, the execution evidence covers the whole tree.
+                if !later_started && !list.all_checked() {
+                    out.push(format!(
+                        "task {label} is checked but the code changed after its evidence and no later task has started"
+                    ));
+                }
+            }
+        }
+    }
+    if list.all_checked() {
+        let slot = Slot::Phase("execution".into());
+        let fresh = evidence::assess(slot.record_in(state), input.current_tree);
+        if fresh != Freshness::Fresh {
+            out.push(format!(
+                "every task is checked but {} is {}",
+                slot.describe(),
+                fresh.as_str()
+            ));
+        }
+    }
+    out
+}
+
+/// Rule release-risk: at completion (every task checked, or the state completed),
+/// uncommitted changes outside the churning bookkeeping, or commits no remote has.
+fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+    let Some(git) = &input.git else {
+        return Vec::new();
+    };
+    if !(all_checked(ctx) || is_completed(ctx)) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let dirty: Vec<&String> = git.uncommitted.iter().filter(|p| !is_churn(p)).collect();
+    if !dirty.is_empty() {
+        let shown: Vec<&str> = dirty.iter().take(5).map(|s| s.as_str()).collect();
+        let more = dirty.len().saturating_sub(shown.len());
+        let tail = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        out.push(format!("uncommitted changes: {}{tail}", shown.join(", ")));
+    }
+    if let Some(n) = git.unpushed.filter(|&n| n > 0) {
+        out.push(format!("{n} commit(s) on HEAD are on no remote branch"));
+    }
+    out
+}
+
+/// Files rewritten on every stop or command: their being dirty is no release risk.
+fn is_churn(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == crate::project::STATE_FILE
+        || name.ends_with(".lock")
+        || path == crate::project::EVENTS_DIR
+        || path.starts_with(&format!("{}/", crate::project::EVENTS_DIR))
+}
+
+fn has(problems: &[Problem], kind: ProblemType) -> Option<&Problem> {
+    problems.iter().find(|p| p.kind == kind)
+}
+
+fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
+    if halt_text(ctx).is_some() {
+        return Phase::Halted;
+    }
+    let planned = ctx.list.is_some();
+    let executing = ctx
+        .state
+        .is_some_and(|s| matches!(View(s).phase(), Some("execution" | "completed")));
+    if !planned || !executing {
+        return Phase::Planning;
+    }
+    if is_completed(ctx) {
+        return if has(problems, ProblemType::ReleaseRisk).is_some() {
+            Phase::Releasing
+        } else {
+            Phase::Completed
+        };
+    }
+    if all_checked(ctx) {
+        let execution_gap = has(problems, ProblemType::VerificationGap)
+            .is_some_and(|p| p.evidence.iter().any(|e| e.starts_with("every task")));
+        return if execution_gap {
+            Phase::Verifying
+        } else {
+            Phase::Releasing
+        };
+    }
+    let group_failing = ctx.group.iter().any(|t| {
+        let tries = attempts(ctx.state, &t.label());
+        has(problems, ProblemType::RepeatedFailure).is_some_and(|p| {
+            p.evidence
+                .iter()
+                .any(|e| e.starts_with(&format!("task {} ", t.label())))
+        }) || tries.last().and_then(status_of) == Some("failed")
+    });
+    if group_failing {
+        return Phase::Recovering;
+    }
+    if ctx.group.iter().any(|t| t.is_verify()) {
+        return Phase::Verifying;
+    }
+    Phase::Implementing
+}
+
+/// Stable gate ids: `<problem>` or `<problem>:<what>`.
+fn gate_ids(problem: &Problem, ctx: &Ctx<'_>) -> Vec<String> {
+    let kind = serde_json::to_value(problem.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let subjects: Vec<String> = match problem.kind {
+        ProblemType::MissingDependency => missing_programs(problem),
+        ProblemType::RepeatedFailure | ProblemType::VerificationGap => problem
+            .evidence
+            .iter()
+            .filter_map(|e| {
+                if e.starts_with("every task") {
+                    Some("execution".to_string())
+                } else {
+                    e.strip_prefix("task ")
+                        .and_then(|r| r.split(' ').next())
+                        .map(str::to_string)
+                }
+            })
+            .collect(),
+        ProblemType::ScopeDrift => ctx.group.iter().map(|t| t.label()).collect(),
+        ProblemType::ReleaseRisk => problem
+            .evidence
+            .iter()
+            .map(|e| {
+                if e.starts_with("uncommitted") {
+                    "uncommitted".to_string()
+                } else {
+                    "unpushed".to_string()
+                }
+            })
+            .collect(),
+        ProblemType::MissingContext => Vec::new(),
+    };
+    if subjects.is_empty() {
+        vec![kind]
+    } else {
+        subjects
+            .into_iter()
+            .map(|s| format!("{kind}:{s}"))
+            .collect()
+    }
+}
+
+fn verify_of(t: &Task) -> String {
+    t.verify
+        .as_deref()
+        .map(verify_command)
+        .unwrap_or("<its Verify command>")
+        .to_string()
+}
+
+fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<String> {
+    let s = &ctx.name;
+    let mut out = Vec::new();
+    match phase {
+        Phase::Implementing | Phase::Recovering | Phase::Verifying if !all_checked(ctx) => {
+            for t in &ctx.group {
+                let id = t.label();
+                out.push(format!(
+                    "task {id}: `specrun verify run --spec {s} --task {} --command {}` exits 0",
+                    shell_word(&id),
+                    shell_word(&verify_of(t))
+                ));
+                out.push(format!(
+                    "task {id}: self-critique records post-code and post-test (`specrun critique status --spec {s} --task {}`)",
+                    shell_word(&id)
+                ));
+            }
+        }
+        Phase::Verifying | Phase::Releasing => {
+            out.push(format!(
+                "`specrun verify run --spec {s} --phase execution --command <full test suite>` exits 0"
+            ));
+            out.push(format!(
+                "`specrun verify status --spec {s} --phase execution` says fresh"
+            ));
+            out.push(format!(
+                "`specrun tasks count --spec {s}` shows \"pending\":0"
+            ));
+        }
+        _ => {}
+    }
+    if let Some(p) = has(problems, ProblemType::VerificationGap) {
+        for e in &p.evidence {
+            if let Some(id) = e.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
+                out.push(format!(
+                    "task {id}: fresh passing evidence (taskEvidence[{id}])"
+                ));
+            }
+        }
+    }
+    if has(problems, ProblemType::ReleaseRisk).is_some() {
+        out.push("`git status --porcelain` prints nothing and HEAD is pushed".into());
+    }
+    out.dedup();
+    capped(out)
+}
+
+fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs<'_>) -> String {
+    let s = &ctx.name;
+    if let Some(reason) = halt_text(ctx) {
+        let resume = input
+            .spec_name
+            .zip(ctx.state)
+            .map(|(n, st)| state::resume_command(n, View(st)))
+            .unwrap_or_else(|| format!("specrun resume --spec {s}"));
+        return format!(
+            "Stop and report that the execution is halted ({reason}); a person must run `{resume}` before it continues."
+        );
+    }
+    if let Some(p) = has(problems, ProblemType::MissingContext) {
+        let first = &p.evidence[0];
+        return if input.spec_name.is_none() {
+            "Plan a spec with /specrun:start <name> <goal> (or pass --spec NAME) before implementing.".into()
+        } else if first.contains("tasks.md") || first.contains("spec directory") {
+            format!("Plan the work with /specrun:start {s} <goal> so that specs/{s}/tasks.md lists the tasks, then implement it.")
+        } else if first.contains("state file") {
+            format!("Inspect the unreadable state file, then run `specrun state init --spec {s} --force` (the old file is kept).")
+        } else {
+            format!("Complete the task fields in specs/{s}/tasks.md first ({}), then delegate the task.", p.evidence.join("; "))
+        };
+    }
+    if phase == Phase::Planning {
+        let next = ctx
+            .group
+            .first()
+            .map(|t| t.label())
+            .unwrap_or_else(|| "1".into());
+        return format!("Initialise the execution with `specrun state init --spec {s} --session-id <session>`, then delegate task {next}.");
+    }
+    if let Some(p) = has(problems, ProblemType::MissingDependency) {
+        return format!(
+            "Install {} (or change the Verify commands that need it) before delegating the tasks that verify with it.",
+            missing_programs(p)
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(p) = has(problems, ProblemType::RepeatedFailure) {
+        let id = p.evidence[0]
+            .strip_prefix("task ")
+            .and_then(|r| r.split(' ').next())
+            .unwrap_or("?");
+        return format!(
+            "Stop retrying task {id} the same way: read its failure reasons (`specrun state get specs/{s}/.specrun-state.json attempts`), then split it or add a [FIX {id}] task before another attempt."
+        );
+    }
+    if let Some(p) = has(problems, ProblemType::ScopeDrift) {
+        let paths: Vec<&str> = p
+            .evidence
+            .iter()
+            .filter_map(|e| e.split(" changed but").next())
+            .take(5)
+            .collect();
+        return format!(
+            "Before completing the current task, revert or account for the changes outside its Files: {}.",
+            paths.join(", ")
+        );
+    }
+    if let Some(p) = has(problems, ProblemType::VerificationGap) {
+        if p.evidence.iter().any(|e| e.starts_with("every task")) {
+            return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
+        }
+        let id = p.evidence[0]
+            .strip_prefix("task ")
+            .and_then(|r| r.split(' ').next())
+            .unwrap_or("?");
+        let cmd = ctx
+            .list
+            .and_then(|l| l.find(id).ok())
+            .map(verify_of)
+            .unwrap_or_else(|| "<its Verify command>".into());
+        return format!(
+            "Re-verify task {id} with `specrun verify run --spec {s} --task {} --command {}` before going on.",
+            shell_word(id),
+            shell_word(&cmd)
+        );
+    }
+    if has(problems, ProblemType::ReleaseRisk).is_some() {
+        return "Commit the remaining changes and push the branch before reporting the spec as done.".into();
+    }
+    match phase {
+        Phase::Completed => format!("Report that spec {s} is complete; nothing is left to run."),
+        Phase::Releasing => format!("Print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE."),
+        _ => match ctx.group.as_slice() {
+            [] => format!("Run `specrun snapshot --spec {s}` and follow its nextAction."),
+            [t] => format!(
+                "Delegate task {} ({}) to {}.",
+                t.label(),
+                t.title,
+                if t.is_verify() { "specrun:qa-engineer" } else { "specrun:spec-executor" }
+            ),
+            group => format!(
+                "Delegate tasks {} in parallel, one Agent call each.",
+                group.iter().map(|t| t.label()).collect::<Vec<_>>().join(", ")
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::parse;
+    use serde_json::json;
+
+    fn always(_: &str) -> bool {
+        true
+    }
+
+    struct Case {
+        list: Option<TaskList>,
+        state: Option<Value>,
+        git: Option<GitFacts>,
+        tree: Option<&'static str>,
+        runnable: fn(&str) -> bool,
+    }
+
+    impl Case {
+        fn new(tasks: &str, state: Value) -> Case {
+            Case {
+                list: Some(parse(tasks)),
+                state: Some(state),
+                git: Some(GitFacts::default()),
+                tree: Some("T"),
+                runnable: always,
+            }
+        }
+
+        fn decide(&self) -> Decision {
+            decide(&Inputs {
+                spec_name: Some("demo"),
+                spec_dir_exists: true,
+                tasks: self.list.as_ref(),
+                tasks_error: None,
+                state: match &self.state {
+                    Some(s) => StateInput::Valid(s),
+                    None => StateInput::Absent,
+                },
+                current_tree: self.tree,
+                git: self.git.clone(),
+                bookkeeping: vec!["specs/demo".into(), ".specrun".into()],
+                runnable: &self.runnable,
+                capabilities: Vec::new(),
+            })
+        }
+    }
+
+    fn kinds(d: &Decision) -> Vec<ProblemType> {
+        d.problem_types.iter().map(|p| p.kind).collect()
+    }
+
+    const TWO: &str = "- [x] 1 One\n  - **Verify**: `true`\n  - **Done when**: ok\n- [ ] 2 Two\n  - **Files**: src/a.rs, docs/\n  - **Verify**: `cargo test two`\n  - **Done when**: ok\n";
+
+    fn executing() -> Value {
+        json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 0, "tree": "T"}}})
+    }
+
+    #[test]
+    fn clean_execution_delegates_the_next_task() {
+        let d = Case::new(TWO, executing()).decide();
+        assert_eq!(d.phase, Phase::Implementing);
+        assert!(d.problem_types.is_empty(), "{:?}", d.problem_types);
+        assert!(d.blocking_gates.is_empty());
+        assert_eq!(
+            d.coordinator_instruction,
+            "Delegate task 2 (Two) to specrun:spec-executor."
+        );
+        assert!(d.evidence_required[0].contains("--task 2 --command 'cargo test two'"));
+    }
+
+    #[test]
+    fn rule_missing_context_fires_on_absent_artifacts() {
+        let mut c = Case::new(TWO, executing());
+        c.list = None;
+        let d = c.decide();
+        assert_eq!(d.phase, Phase::Planning);
+        assert_eq!(kinds(&d), [ProblemType::MissingContext]);
+        assert!(d.problem_types[0].evidence[0].contains("tasks.md does not exist"));
+        assert!(d.coordinator_instruction.contains("/specrun:start demo"));
+        let d = Case::new("- [ ] 1 Bare task\n", executing()).decide();
+        let e = &d.problem_types[0].evidence;
+        assert!(e.iter().any(|l| l.contains("no **Verify**")), "{e:?}");
+    }
+
+    #[test]
+    fn rule_missing_dependency_names_the_program() {
+        let mut c = Case::new(TWO, executing());
+        c.runnable = |p| p != "cargo";
+        let d = c.decide();
+        assert_eq!(kinds(&d), [ProblemType::MissingDependency]);
+        assert!(d.problem_types[0].evidence[0].contains("`cargo` is not on PATH"));
+        assert_eq!(d.blocking_gates, ["missing-dependency:cargo"]);
+        assert!(d.coordinator_instruction.starts_with("Install `cargo`"));
+    }
+
+    #[test]
+    fn rule_repeated_failure_needs_two_failed_attempts() {
+        let mut state = executing();
+        state["attempts"] = json!({"2": [{"n": 1, "status": "failed", "reason": "test x"}]});
+        let d = Case::new(TWO, state.clone()).decide();
+        assert!(!kinds(&d).contains(&ProblemType::RepeatedFailure));
+        assert_eq!(
+            d.phase,
+            Phase::Recovering,
+            "one failure still means recovering"
+        );
+        state["attempts"]["2"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"n": 2, "status": "failed", "reason": "test y"}));
+        let d = Case::new(TWO, state).decide();
+        assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
+        assert_eq!(
+            d.problem_types[0].evidence[0],
+            "task 2 failed 2 times: test x; test y"
+        );
+        assert_eq!(d.phase, Phase::Recovering);
+        assert!(d.coordinator_instruction.contains("[FIX 2]"));
+    }
+
+    #[test]
+    fn rule_scope_drift_flags_files_outside_the_task() {
+        let mut c = Case::new(TWO, executing());
+        c.git = Some(GitFacts {
+            uncommitted: vec![
+                "src/a.rs".into(),
+                "docs/guide.md".into(),
+                "specs/demo/tasks.md".into(),
+                "src/other.rs".into(),
+            ],
+            ..Default::default()
+        });
+        let d = c.decide();
+        assert_eq!(kinds(&d), [ProblemType::ScopeDrift]);
+        assert_eq!(
+            d.problem_types[0].evidence,
+            ["src/other.rs changed but is not in the Files of task 2"]
+        );
+        assert!(d.coordinator_instruction.contains("src/other.rs"));
+    }
+
+    #[test]
+    fn rule_verification_gap_for_missing_failed_and_final_evidence() {
+        let d = Case::new(TWO, json!({"phase": "execution"})).decide();
+        assert_eq!(kinds(&d), [ProblemType::VerificationGap]);
+        assert!(d.problem_types[0].evidence[0].contains("no evidence"));
+        let failed =
+            json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
+        let d = Case::new(TWO, failed).decide();
+        assert!(d.problem_types[0].evidence[0].contains("exit 3"));
+        // Stale with no later task started is a gap; once task 2 started it is not.
+        let mut c = Case::new(TWO, executing());
+        c.tree = Some("U");
+        assert_eq!(kinds(&c.decide()), [ProblemType::VerificationGap]);
+        let mut started = executing();
+        started["attempts"] = json!({"2": [{"n": 1, "status": "running"}]});
+        let mut c = Case::new(TWO, started);
+        c.tree = Some("U");
+        assert!(c.decide().problem_types.is_empty());
+        // Everything checked, no execution evidence: verifying.
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["taskEvidence"]["2"] = json!({"exitCode": 0, "tree": "T"});
+        let d = Case::new(&all, st.clone()).decide();
+        assert_eq!(d.phase, Phase::Verifying);
+        assert_eq!(d.blocking_gates, ["verification-gap:execution"]);
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let d = Case::new(&all, st).decide();
+        assert_eq!(d.phase, Phase::Releasing);
+        assert!(d.coordinator_instruction.ends_with("ALL_TASKS_COMPLETE."));
+    }
+
+    #[test]
+    fn rule_release_risk_only_at_completion() {
+        let git = GitFacts {
+            uncommitted: vec!["src/a.rs".into(), "specs/demo/.specrun-state.json".into()],
+            committed_since_start: vec![],
+            unpushed: Some(2),
+        };
+        let mut c = Case::new(TWO, executing());
+        c.git = Some(git.clone());
+        assert!(!kinds(&c.decide()).contains(&ProblemType::ReleaseRisk));
+        let mut c = Case::new(
+            &TWO.replace("- [ ] 2", "- [x] 2"),
+            json!({"phase": "completed", "completed": true}),
+        );
+        c.git = Some(git);
+        let d = c.decide();
+        let risk = d
+            .problem_types
+            .iter()
+            .find(|p| p.kind == ProblemType::ReleaseRisk)
+            .unwrap();
+        assert_eq!(
+            risk.evidence,
+            [
+                "uncommitted changes: src/a.rs",
+                "2 commit(s) on HEAD are on no remote branch"
+            ]
+        );
+        assert_eq!(d.phase, Phase::Releasing);
+        assert!(d
+            .blocking_gates
+            .contains(&"release-risk:unpushed".to_string()));
+    }
+
+    #[test]
+    fn completed_and_clean_is_completed() {
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["phase"] = json!("completed");
+        st["taskEvidence"]["2"] = json!({"exitCode": 0, "tree": "T"});
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let d = Case::new(&all, st).decide();
+        assert_eq!(d.phase, Phase::Completed);
+        assert!(d.coordinator_instruction.contains("complete"));
+    }
+
+    #[test]
+    fn a_halt_wins_and_names_the_resume_command() {
+        let mut st = executing();
+        st["halt"] = json!({"kind": "stall", "reason": "5 stops without progress", "at": "x"});
+        let d = Case::new(TWO, st).decide();
+        assert_eq!(d.phase, Phase::Halted);
+        assert_eq!(d.blocking_gates[0], "halted");
+        assert!(d
+            .coordinator_instruction
+            .contains("specrun resume --spec demo"));
+    }
+
+    #[test]
+    fn no_state_is_planning() {
+        let mut c = Case::new(TWO, json!({}));
+        c.state = None;
+        let d = c.decide();
+        assert_eq!(d.phase, Phase::Planning);
+        assert!(d
+            .coordinator_instruction
+            .contains("specrun state init --spec demo"));
+    }
+
+    #[test]
+    fn programs_are_found_in_shell_lines() {
+        assert_eq!(programs("cargo test"), ["cargo"]);
+        assert_eq!(
+            programs("cd web && RUST_LOG=1 npm test | tee x"),
+            ["npm", "tee"]
+        );
+        assert_eq!(programs("env FOO=1 time pytest -q; echo done"), ["pytest"]);
+        assert_eq!(programs("$RUNNER check"), Vec::<String>::new());
+        assert_eq!(programs("./scripts/check.sh"), ["./scripts/check.sh"]);
+        assert_eq!(verify_command("`make test` passes"), "make test");
+        assert_eq!(verify_command("make test"), "make test");
+    }
+
+    #[test]
+    fn files_entries_match_paths_dirs_and_globs() {
+        assert!(file_matches("src/a.rs", "src/a.rs"));
+        assert!(file_matches("`./src/a.rs`", "src/a.rs"));
+        assert!(file_matches("src/", "src/x/y.rs"));
+        assert!(file_matches("src", "src/x.rs"));
+        assert!(!file_matches("src", "srcx/a.rs"));
+        assert!(file_matches("src/*.rs", "src/a.rs"));
+        assert!(!file_matches("src/*.rs", "src/x/a.rs"));
+        assert!(file_matches("src/**/*.rs", "src/x/y/a.rs"));
+        assert!(file_matches("src/**/*.rs", "src/a.rs"));
+        assert!(file_matches("tests/t?.rs", "tests/t1.rs"));
+    }
+
+    #[test]
+    fn long_evidence_is_capped() {
+        let lines: Vec<String> = (0..30).map(|i| i.to_string()).collect();
+        let c = capped(lines);
+        assert_eq!(c.len(), MAX_EVIDENCE_LINES);
+        assert_eq!(c.last().unwrap(), "… and 21 more");
+    }
+}

@@ -1,8 +1,480 @@
-//! Not built yet (see the open issues).
+//! `specrun doctor`: check the installation, Claude Code and the project, each check with
+//! a fix hint. Human table (at most 80 columns) or `--json`; exit 1 if any check fails.
+//!
+//! A stale lock, for flock-based sidecar locks: the kernel drops a flock when its process
+//! dies, so a leftover `.lock` file is never stale by itself and must not be deleted.
+//! What can go wrong is a live process holding the lock far longer than specrun ever does
+//! (milliseconds); doctor reports a lock it still cannot take after a grace period.
 
-use crate::error::{Error, Result};
-use crate::project::Project;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-pub fn run(_project: &Project, _args: crate::cli::DoctorArgs) -> Result<i32> {
-    Err(Error::Usage("`doctor` is not implemented yet".into()))
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::cli::DoctorArgs;
+use crate::error::Result;
+use crate::output;
+use crate::project::{self, Project};
+use crate::state::{self, View};
+use crate::store;
+
+use super::goal::probe_readiness;
+use super::snapshot::{read_state, StateRead};
+
+/// How long a lock may stay held before doctor calls it stuck.
+const LOCK_GRACE: Duration = Duration::from_secs(3);
+/// Overrides `LOCK_GRACE` in milliseconds (tests).
+pub const LOCK_GRACE_ENV: &str = "SPECRUN_DOCTOR_LOCK_GRACE_MS";
+
+const WIDTH: usize = 80;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Status {
+    Pass,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Serialize)]
+struct Check {
+    id: &'static str,
+    status: Status,
+    detail: String,
+    /// What to do when it does not pass.
+    fix: Option<String>,
+}
+
+impl Check {
+    fn pass(id: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            id,
+            status: Status::Pass,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+    fn not(
+        id: &'static str,
+        status: Status,
+        detail: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Check {
+        Check {
+            id,
+            status,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
+    let readiness = probe_readiness(project);
+    let checks = vec![
+        binary_version(),
+        git_present(),
+        claude_code(&readiness),
+        hooks(&readiness),
+        state_valid(project, args.spec.spec.as_deref()),
+        locks(project),
+        spec_names(project),
+    ];
+    let ok = checks.iter().all(|c| c.status != Status::Fail);
+    if args.json {
+        output::json_pretty(&json!({"ok": ok, "checks": checks}));
+    } else {
+        output::raw(&table(&checks));
+    }
+    Ok(if ok { 0 } else { 1 })
+}
+
+/// The plugin root: `CLAUDE_PLUGIN_ROOT`, else the nearest ancestor of the binary holding
+/// `.claude-plugin/plugin.json`.
+fn plugin_root() -> Option<PathBuf> {
+    if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
+        return Some(PathBuf::from(root));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    exe.ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".claude-plugin/plugin.json").is_file())
+        .map(Path::to_path_buf)
+}
+
+fn binary_version() -> Check {
+    const ID: &str = "binary-version";
+    let ours = env!("CARGO_PKG_VERSION");
+    let Some(root) = plugin_root() else {
+        return Check::not(
+            ID,
+            Status::Warn,
+            format!("specrun {ours}; plugin root unknown (no CLAUDE_PLUGIN_ROOT, no .claude-plugin/plugin.json above the binary)"),
+            "run doctor from Claude Code (it sets CLAUDE_PLUGIN_ROOT) or set CLAUDE_PLUGIN_ROOT to the plugin directory",
+        );
+    };
+    let manifest = root.join(".claude-plugin/plugin.json");
+    let rebuild = format!("cargo install --locked --path {}", root.display());
+    let version = match store::read_json(&manifest) {
+        Ok(Some(doc)) => doc.get("version").and_then(Value::as_str).map(str::to_string),
+        Ok(None) => {
+            return Check::not(
+                ID,
+                Status::Warn,
+                format!("specrun {ours}; plugin root {} has no .claude-plugin/plugin.json, so its version is unknown", root.display()),
+                "point CLAUDE_PLUGIN_ROOT at the plugin directory",
+            )
+        }
+        Err(e) => {
+            return Check::not(ID, Status::Fail, e.to_string(), format!("repair {}", manifest.display()))
+        }
+    };
+    match version {
+        Some(v) if v == ours => {
+            Check::pass(ID, format!("specrun {ours} matches {}", manifest.display()))
+        }
+        Some(v) => Check::not(
+            ID,
+            Status::Fail,
+            format!("specrun is {ours} but {} says {v}", manifest.display()),
+            format!("rebuild the binary from the plugin: {rebuild}"),
+        ),
+        None => Check::not(
+            ID,
+            Status::Fail,
+            format!("{} has no string `version`", manifest.display()),
+            format!("add \"version\": \"{ours}\" to {}", manifest.display()),
+        ),
+    }
+}
+
+fn git_present() -> Check {
+    const ID: &str = "git";
+    let out = std::process::Command::new("git")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            Check::pass(ID, String::from_utf8_lossy(&o.stdout).trim().to_string())
+        }
+        Ok(o) => Check::not(
+            ID,
+            Status::Fail,
+            format!("git --version exited with {}", o.status),
+            "repair the git installation",
+        ),
+        Err(e) => Check::not(
+            ID,
+            Status::Fail,
+            format!("git cannot run: {e}"),
+            "install git and put it on PATH: evidence, scope and release checks need it",
+        ),
+    }
+}
+
+fn claude_code(r: &crate::goal::Readiness) -> Check {
+    const ID: &str = "claude-code";
+    match (&r.claude_code_version, r.meets_minimum) {
+        (Some(v), Some(true)) => Check::pass(
+            ID,
+            format!("Claude Code {v}: /goal available (needs {})", r.minimum),
+        ),
+        (Some(v), _) => Check::not(
+            ID,
+            Status::Fail,
+            format!(
+                "Claude Code {v} is older than {}, the first release with /goal",
+                r.minimum
+            ),
+            "update Claude Code (`claude update`); until then the stop-hook driver works",
+        ),
+        (None, _) => Check::not(
+            ID,
+            Status::Warn,
+            r.reasons
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "Claude Code version unknown".into()),
+            "put the claude CLI on PATH so its version (and /goal support) can be checked",
+        ),
+    }
+}
+
+fn hooks(r: &crate::goal::Readiness) -> Check {
+    const ID: &str = "hooks";
+    match r.hooks_restricted {
+        Some(false) => Check::pass(ID, "no settings file disables hooks"),
+        Some(true) => Check::not(
+            ID,
+            Status::Fail,
+            r.reasons.iter().find(|m| m.starts_with("hooks are restricted")).cloned().unwrap_or_default(),
+            "remove disableAllHooks / allowManagedHooksOnly (or ask your administrator): specrun's guard and /goal need hooks",
+        ),
+        None => Check::not(
+            ID,
+            Status::Fail,
+            r.warnings.join("; "),
+            "repair the settings file named (it must be a JSON object)",
+        ),
+    }
+}
+
+fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
+    const ID: &str = "state";
+    let spec = match project.spec(spec_arg) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => return Check::pass(ID, "no active spec"),
+        Err(e) => {
+            return Check::not(
+                ID,
+                Status::Fail,
+                e.to_string(),
+                "write a valid spec name to specs/.current-spec or pass --spec NAME",
+            )
+        }
+    };
+    let path = spec.state_path();
+    match read_state(&path) {
+        StateRead::Absent => Check::pass(ID, format!("spec {}: no state yet", spec.name)),
+        StateRead::Invalid(e) => Check::not(
+            ID,
+            Status::Fail,
+            e,
+            format!(
+                "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
+                spec.name
+            ),
+        ),
+        StateRead::Valid(doc) => {
+            let v = View(&doc);
+            if v.halt().is_some() {
+                Check::not(
+                    ID,
+                    Status::Warn,
+                    format!(
+                        "spec {}: halted ({})",
+                        spec.name,
+                        v.halt_reason().unwrap_or("no reason recorded")
+                    ),
+                    format!("a person runs `{}`", state::resume_command(&spec.name, v)),
+                )
+            } else {
+                Check::pass(
+                    ID,
+                    format!(
+                        "spec {}: valid, phase {}",
+                        spec.name,
+                        v.phase().unwrap_or("unset")
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// Every `.lock` sidecar specrun may hold: under each spec directory, `specs/` and
+/// `.specrun/`.
+fn lock_files(project: &Project) -> Vec<PathBuf> {
+    let mut dirs = vec![project.specs_dir(), project.root.join(project::EVENTS_DIR)];
+    if let Ok(entries) = std::fs::read_dir(project.specs_dir()) {
+        dirs.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    let mut locks: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "lock"))
+        .collect();
+    locks.sort();
+    locks
+}
+
+/// Whether the lock of `lock_file` can be taken now (it is released at once).
+fn lock_free(lock_file: &Path) -> bool {
+    let base = lock_file.with_extension("");
+    store::lock(&base, Duration::ZERO).is_ok()
+}
+
+fn locks(project: &Project) -> Check {
+    const ID: &str = "locks";
+    let grace = std::env::var(LOCK_GRACE_ENV)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(LOCK_GRACE);
+    let all = lock_files(project);
+    let mut held: Vec<PathBuf> = all.iter().filter(|l| !lock_free(l)).cloned().collect();
+    let start = Instant::now();
+    while !held.is_empty() && start.elapsed() < grace {
+        std::thread::sleep(Duration::from_millis(50));
+        held.retain(|l| !lock_free(l));
+    }
+    if held.is_empty() {
+        return Check::pass(ID, format!("{} lock file(s), none held", all.len()));
+    }
+    let names: Vec<String> = held.iter().map(|p| p.display().to_string()).collect();
+    Check::not(
+        ID,
+        Status::Fail,
+        format!("held for more than {} ms: {}", grace.as_millis(), names.join(", ")),
+        "a process is stuck holding it (find it with `fuser` or `lsof` on the file) and end it; never delete a .lock file",
+    )
+}
+
+fn spec_names(project: &Project) -> Check {
+    const ID: &str = "spec-names";
+    let dir = project.specs_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Check::pass(ID, "no specs/ directory");
+    };
+    let mut bad = Vec::new();
+    let mut count = 0;
+    for entry in entries.flatten() {
+        if !entry.path().is_dir() {
+            continue;
+        }
+        let raw = entry.file_name();
+        let Some(name) = raw.to_str() else {
+            bad.push(format!("{:?}: not UTF-8", raw));
+            continue;
+        };
+        // Hidden directories can never be selected as specs; they are not specs.
+        if name.starts_with('.') {
+            continue;
+        }
+        count += 1;
+        if let Err(e) = project::validate_spec_name(name) {
+            bad.push(e.to_string());
+        }
+    }
+    match project.current_spec_name() {
+        Ok(Some(current)) if !current.contains('/') => {
+            if let Err(e) = project::validate_spec_name(&current) {
+                bad.push(format!("specs/.current-spec: {e}"));
+            }
+        }
+        Err(e) => bad.push(e.to_string()),
+        _ => {}
+    }
+    if bad.is_empty() {
+        Check::pass(ID, format!("{count} spec(s), all names valid"))
+    } else {
+        bad.sort();
+        Check::not(
+            ID,
+            Status::Fail,
+            bad.join("; "),
+            "rename the directory: one path segment, no `..`, no leading `.`, no control characters",
+        )
+    }
+}
+
+/// `text` broken into lines of at most `width` characters (long words are split).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count();
+            let room = if used == 0 {
+                width
+            } else {
+                width.saturating_sub(used + 1)
+            };
+            if word.len() <= room {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            let rest = word.split_off(width);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn table(checks: &[Check]) -> String {
+    const STATUS_W: usize = 5;
+    const ID_W: usize = 15;
+    let indent = STATUS_W + 1 + ID_W + 1;
+    let mut out = format!("{:<STATUS_W$} {:<ID_W$} DETAIL\n", "", "CHECK");
+    for c in checks {
+        let status = match c.status {
+            Status::Pass => "ok",
+            Status::Warn => "warn",
+            Status::Fail => "FAIL",
+        };
+        let mut body = wrap(&c.detail, WIDTH - indent);
+        if let Some(fix) = &c.fix {
+            body.extend(wrap(&format!("fix: {fix}"), WIDTH - indent));
+        }
+        for (i, line) in body.iter().enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{status:<STATUS_W$} {:<ID_W$} {line}\n", c.id));
+            } else {
+                out.push_str(&format!("{:indent$}{line}\n", ""));
+            }
+        }
+    }
+    let count = |s| checks.iter().filter(|c| c.status == s).count();
+    out.push_str(&format!(
+        "{} checks: {} ok, {} warning(s), {} failed\n",
+        checks.len(),
+        count(Status::Pass),
+        count(Status::Warn),
+        count(Status::Fail)
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_keeps_lines_within_width_and_splits_long_words() {
+        let text = format!("short words then {} end", "x".repeat(130));
+        for line in wrap(&text, 58) {
+            assert!(line.chars().count() <= 58, "{line}");
+        }
+        assert_eq!(wrap("", 10), vec![String::new()]);
+        assert_eq!(wrap("a b c", 3), vec!["a b", "c"]);
+    }
+
+    #[test]
+    fn table_is_at_most_80_columns() {
+        let checks = vec![
+            Check::pass("git", "git version 2.43.0"),
+            Check::not(
+                "hooks",
+                Status::Fail,
+                format!(
+                    "disableAllHooks is true in /{}",
+                    "very-long-dir/".repeat(12)
+                ),
+                "remove it",
+            ),
+        ];
+        let t = table(&checks);
+        for line in t.lines() {
+            assert!(line.chars().count() <= WIDTH, "{line:?}");
+        }
+        assert!(t.contains("FAIL  hooks"));
+        assert!(t.contains("fix: remove it"));
+        assert!(t.ends_with("2 checks: 1 ok, 0 warning(s), 1 failed\n"));
+    }
 }

@@ -1,8 +1,201 @@
-//! Not built yet (see the open issues).
+//! `specrun followup add|list|resolve`: the spec's followups.json, changed under its own
+//! lock (follow-ups never touch the state file).
 
+use serde_json::{json, Value};
+
+use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
+use crate::commands::load_tasks_file;
+use crate::commands::task::record_event;
 use crate::error::{Error, Result};
-use crate::project::Project;
+use crate::events::now_rfc3339;
+use crate::followups::{Item, NewItem, Store};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::store;
 
-pub fn run(_project: &Project, _args: crate::cli::FollowupCommand) -> Result<i32> {
-    Err(Error::Usage("`followup` is not implemented yet".into()))
+fn category(c: FollowupCategory) -> &'static str {
+    match c {
+        FollowupCategory::Verify => "VERIFY",
+        FollowupCategory::Refac => "REFAC",
+        FollowupCategory::Idea => "IDEA",
+    }
+}
+
+fn priority(p: FollowupPriority) -> &'static str {
+    match p {
+        FollowupPriority::High => "high",
+        FollowupPriority::Medium => "medium",
+        FollowupPriority::Low => "low",
+    }
+}
+
+fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
+    Store::from_json(doc).map_err(|message| Error::Shape {
+        path: spec.followups_path(),
+        message,
+    })
+}
+
+/// The spec's follow-ups as stored (an absent file is an empty store).
+pub fn load(spec: &Spec) -> Result<Store> {
+    let doc = store::read_json(&spec.followups_path())?;
+    parse_store(spec, doc.as_ref())
+}
+
+fn spec_of(project: &Project, arg: Option<&str>) -> Result<Spec> {
+    let spec = project.require_spec(arg)?;
+    if !spec.dir.is_dir() {
+        return Err(Error::missing("spec directory", &spec.dir));
+    }
+    Ok(spec)
+}
+
+pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
+    match cmd {
+        FollowupCommand::Add {
+            category: cat,
+            priority: pri,
+            title,
+            task,
+            files,
+            spec,
+            json: json_out,
+        } => {
+            let spec = spec_of(project, spec.spec.as_deref())?;
+            let task = match task {
+                None => None,
+                Some(id) => {
+                    let loaded = load_tasks_file(&spec.tasks_path())?;
+                    let t = loaded.list.find(&id).map_err(|e| Error::Task {
+                        path: loaded.path.clone(),
+                        message: e.to_string(),
+                    })?;
+                    Some(t.label())
+                }
+            };
+            let new = NewItem {
+                category: category(cat).into(),
+                priority: priority(pri).into(),
+                title,
+                task,
+                files,
+            };
+            let now = now_rfc3339();
+            let added =
+                store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
+                    let mut s = parse_store(&spec, doc.as_ref())?;
+                    match s.add(new, &now) {
+                        Ok(item) => {
+                            let item = item.clone();
+                            Ok((Some(s.to_json()), Ok(item)))
+                        }
+                        Err(why) => Ok((None, Err(why))),
+                    }
+                })?;
+            match added {
+                Err(why) => {
+                    record_event(
+                        project,
+                        &spec,
+                        json!({"event": "followup-add", "refused": why}),
+                    );
+                    if json_out {
+                        output::json_line(
+                            &json!({"ok": false, "verb": "followup add", "unmet": [{"name": "followup", "detail": why}]}),
+                        );
+                    } else {
+                        output::line(&format!("followup add refused: {why}"));
+                    }
+                    Ok(1)
+                }
+                Ok(item) => {
+                    record_event(
+                        project,
+                        &spec,
+                        json!({"event": "followup-add", "id": item.id, "task": item.task}),
+                    );
+                    if json_out {
+                        output::json_line(&json!({"ok": true, "item": item}));
+                    } else {
+                        output::line(&format!("added {}", item.summary()));
+                    }
+                    Ok(0)
+                }
+            }
+        }
+        FollowupCommand::List {
+            open,
+            spec,
+            json: json_out,
+        } => {
+            let spec = spec_of(project, spec.spec.as_deref())?;
+            let store = load(&spec)?;
+            let items: Vec<&Item> = store
+                .items
+                .iter()
+                .filter(|i| !open || i.is_open())
+                .collect();
+            if json_out {
+                let blocking: Vec<&str> = store
+                    .blocking_open()
+                    .iter()
+                    .map(|i| i.id.as_str())
+                    .collect();
+                output::json_line(&json!({"items": items, "blocking": blocking}));
+            } else if items.is_empty() {
+                output::line(if open {
+                    "no open follow-ups"
+                } else {
+                    "no follow-ups"
+                });
+            } else {
+                for i in &items {
+                    let mark = if i.is_blocking() {
+                        " (blocks completion)"
+                    } else {
+                        ""
+                    };
+                    output::line(&format!("{}{mark}", i.summary()));
+                }
+            }
+            Ok(0)
+        }
+        FollowupCommand::Resolve {
+            fid,
+            note,
+            spec,
+            json: json_out,
+        } => {
+            let spec = spec_of(project, spec.spec.as_deref())?;
+            let now = now_rfc3339();
+            let path = spec.followups_path();
+            let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
+                let mut s = parse_store(&spec, doc.as_ref())?;
+                let changed = s
+                    .resolve(&fid, &note, &now)
+                    .map_err(|message| Error::Refused {
+                        message: format!("{}: {message}", path.display()),
+                    })?;
+                Ok((changed.then(|| s.to_json()), changed))
+            })?;
+            record_event(
+                project,
+                &spec,
+                json!({"event": "followup-resolve", "id": fid, "changed": changed}),
+            );
+            let message = if changed {
+                format!("{fid} resolved")
+            } else {
+                format!("{fid} was already resolved")
+            };
+            if json_out {
+                output::json_line(
+                    &json!({"ok": true, "id": fid, "changed": changed, "message": message}),
+                );
+            } else {
+                output::line(&message);
+            }
+            Ok(0)
+        }
+    }
 }

@@ -1,8 +1,48 @@
-//! Not built yet (see the open issues).
+//! `specrun resume`: clear a halt (a cap halt only with that cap raised), reset the stall
+//! counter, optionally rebind the session, and print the command that continues.
 
-use crate::error::{Error, Result};
+use serde_json::json;
+
+use crate::cli::ResumeArgs;
+use crate::commands::task::{read_state, record_event, refuse, report, write_state};
+use crate::error::Result;
+use crate::events::now_rfc3339;
 use crate::project::Project;
+use crate::protocol::{self, Raises};
+use crate::store;
 
-pub fn run(_project: &Project, _args: crate::cli::ResumeArgs) -> Result<i32> {
-    Err(Error::Usage("`resume` is not implemented yet".into()))
+pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
+    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let path = spec.state_path();
+    let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
+    let state = read_state(&path)?;
+    let raises = Raises {
+        global: args.raise_global,
+        task: args.raise_task,
+        tokens: args.raise_tokens,
+        minutes: args.raise_minutes,
+    };
+    let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
+    match protocol::resume(&state, raises, session, &now_rfc3339()) {
+        Err(unmet) => {
+            let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
+            record_event(project, &spec, json!({"event": "resume", "refused": names}));
+            Ok(refuse("resume", &spec.name, &unmet, args.json))
+        }
+        Ok(out) => {
+            if let Some(patch) = &out.patch {
+                write_state(&path, &state, patch)?;
+            }
+            let cleared = state.get("halt").and_then(|h| h.get("kind")).cloned();
+            record_event(
+                project,
+                &spec,
+                json!({"event": "resume", "cleared": cleared, "sessionId": session,
+                       "raises": {"global": raises.global, "task": raises.task,
+                                  "tokens": raises.tokens, "minutes": raises.minutes}}),
+            );
+            report("resume", &spec.name, &out, args.json, json!({}));
+            Ok(0)
+        }
+    }
 }

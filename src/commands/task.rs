@@ -1,8 +1,599 @@
-//! Not built yet (see the open issues).
+//! `specrun task start|complete|fail|rollback`: gather the facts under the state lock,
+//! let `protocol` decide, then apply. Lock order everywhere: the state file's lock first,
+//! then tasks.md's or .progress.md's own lock (so two verbs never deadlock).
 
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::cli::{TaskCommand, TaskVerbArgs};
+use crate::commands::{load_tasks_file, tasks_cmd, LoadedTasks};
+use crate::critique;
 use crate::error::{Error, Result};
-use crate::project::Project;
+use crate::events::{self, now_rfc3339};
+use crate::evidence::{self, Slot};
+use crate::followups;
+use crate::git;
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
+use crate::state;
+use crate::store;
+use crate::tasks::Task;
 
-pub fn run(_project: &Project, _args: crate::cli::TaskCommand) -> Result<i32> {
-    Err(Error::Usage("`task` is not implemented yet".into()))
+pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
+    match cmd {
+        TaskCommand::Start(verb) => start(project, &verb),
+        TaskCommand::Complete { verb, check } => complete(project, &verb, check),
+        TaskCommand::Fail {
+            verb,
+            reason,
+            insert,
+        } => fail(project, &verb, &reason, insert),
+        TaskCommand::Rollback { verb, force } => rollback(project, &verb, force),
+    }
+}
+
+/// The state document read under its (already held) lock; a missing file says how to
+/// create one.
+pub fn read_state(path: &Path) -> Result<Value> {
+    let doc = store::read_json(path)?.ok_or_else(|| Error::Refused {
+        message: format!(
+            "no execution state at {}: run `specrun state init` first",
+            path.display()
+        ),
+    })?;
+    state::typecheck(&doc, &path.display().to_string())?;
+    Ok(doc)
+}
+
+/// Apply a verb's patch to the state read under the lock and write it atomically.
+pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value> {
+    let next = state::apply_patch(Some(current.clone()), patch, &path.display().to_string())?;
+    store::write_atomic(path, &store::to_pretty_bytes(&next))?;
+    Ok(next)
+}
+
+/// HEAD's commit, `None` before the first commit or outside git.
+pub fn head(root: &Path) -> Option<String> {
+    git::run(root, &["rev-parse", "--verify", "-q", "HEAD"], &[])
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Print a verb's result: one line (or one JSON object); warnings to stderr.
+pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
+    if json_out {
+        let mut doc = json!({
+            "ok": true, "verb": verb, "subject": subject, "changed": out.changed,
+            "halted": out.halted, "message": out.message, "notes": out.notes,
+        });
+        state::merge_into(&mut doc, &extra);
+        output::json_line(&doc);
+        return;
+    }
+    output::line(&out.message);
+    for note in &out.notes {
+        match note.strip_prefix("warning: ") {
+            Some(w) => output::warn(w),
+            None => output::line(note),
+        }
+    }
+}
+
+/// Print the unmet preconditions and return exit 1.
+pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32 {
+    if json_out {
+        let list: Vec<Value> = unmet.iter().map(Unmet::to_json).collect();
+        output::json_line(&json!({"ok": false, "verb": verb, "subject": subject, "unmet": list}));
+    } else {
+        output::line(&format!("{verb} {subject} refused:"));
+        for u in unmet {
+            output::line(&format!("  - {u}"));
+        }
+    }
+    1
+}
+
+pub fn record_event(project: &Project, spec: &Spec, fields: Value) {
+    let mut line = json!({"spec": spec.name});
+    state::merge_into(&mut line, &fields);
+    if let Err(e) = events::append(project, line) {
+        output::warn(&format!("could not record the event: {e}"));
+    }
+}
+
+fn unmet_names(unmet: &[Unmet]) -> Vec<&'static str> {
+    unmet.iter().map(|u| u.name).collect()
+}
+
+struct Held {
+    spec: Spec,
+    state_path: PathBuf,
+    _lock: store::Lock,
+    state: Value,
+    tasks: LoadedTasks,
+}
+
+fn hold(project: &Project, args: &TaskVerbArgs) -> Result<Held> {
+    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let state_path = spec.state_path();
+    let lock = store::lock(&state_path, store::DEFAULT_LOCK_WAIT)?;
+    let state = read_state(&state_path)?;
+    let tasks = load_tasks_file(&spec.tasks_path())?;
+    Ok(Held {
+        spec,
+        state_path,
+        _lock: lock,
+        state,
+        tasks,
+    })
+}
+
+fn find<'a>(held: &'a Held, id: &str) -> Result<&'a Task> {
+    held.tasks.list.find(id).map_err(|e| Error::Task {
+        path: held.tasks.path.clone(),
+        message: e.to_string(),
+    })
+}
+
+fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
+    let held = hold(project, args)?;
+    let task = find(&held, &args.id)?;
+    let id = task.label();
+    let head = head(&project.root);
+    match protocol::start(
+        &held.state,
+        &held.tasks.list,
+        task,
+        head.as_deref(),
+        &now_rfc3339(),
+    ) {
+        Err(unmet) => {
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-start", "task": id, "refused": unmet_names(&unmet)}),
+            );
+            Ok(refuse("task start", &id, &unmet, args.json))
+        }
+        Ok(out) => {
+            if let Some(patch) = &out.patch {
+                write_state(&held.state_path, &held.state, patch)?;
+            }
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head}),
+            );
+            report("task start", &id, &out, args.json, json!({}));
+            Ok(0)
+        }
+    }
+}
+
+fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
+    let freshness = evidence::check(project, spec, state, &slot);
+    let started_at = slot
+        .record_in(state)
+        .and_then(|r| r.get("startedAt"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    EvidenceFact {
+        freshness,
+        started_at,
+    }
+}
+
+/// Summaries of open blocking follow-ups; an unreadable store is warned about.
+pub fn blocking_followups(spec: &Spec) -> Vec<String> {
+    let path = spec.followups_path();
+    let doc = match store::read_json(&path) {
+        Ok(doc) => doc,
+        Err(e) => {
+            output::warn(&format!("follow-ups unreadable: {e}"));
+            return Vec::new();
+        }
+    };
+    match followups::blocking_open(doc.as_ref()) {
+        Ok(items) => items.iter().map(|i| i.summary()).collect(),
+        Err(e) => {
+            output::warn(&format!("{}: {e}", path.display()));
+            Vec::new()
+        }
+    }
+}
+
+/// Under `path`'s own lock, append `line` to a markdown section (file created if absent).
+pub fn append_progress(
+    path: &Path,
+    heading: &str,
+    line: &str,
+    dedupe: Option<&str>,
+) -> Result<bool> {
+    let _lock = store::lock(path, store::DEFAULT_LOCK_WAIT)?;
+    let text = match store::read_optional(path)? {
+        None => String::new(),
+        Some(bytes) => String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
+            path: path.to_path_buf(),
+        })?,
+    };
+    if let Some(text_key) = dedupe {
+        if protocol::section_has(&text, heading, text_key) {
+            return Ok(false);
+        }
+    }
+    let next = protocol::append_to_section(&text, heading, line);
+    store::write_atomic(path, next.as_bytes())?;
+    Ok(true)
+}
+
+fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
+    let held = hold(project, args)?;
+    let task = find(&held, &args.id)?;
+    let id = task.label();
+    let spec = &held.spec;
+    let head = head(&project.root);
+    let now = now_rfc3339();
+    let input = CompleteInput {
+        state: &held.state,
+        list: &held.tasks.list,
+        task,
+        check,
+        task_evidence: evidence_fact(project, spec, &held.state, Slot::Task(id.clone())),
+        phase_evidence: evidence_fact(project, spec, &held.state, Slot::Phase("execution".into())),
+        post_code: critique::recorded_at(spec, &id, "post-code"),
+        post_test: critique::recorded_at(spec, &id, "post-test"),
+        blocking_followups: blocking_followups(spec),
+        head: head.as_deref(),
+        now: &now,
+    };
+    let out = match protocol::complete(&input) {
+        Err(unmet) => {
+            record_event(
+                project,
+                spec,
+                json!({"event": "task-complete", "task": id, "refused": unmet_names(&unmet)}),
+            );
+            return Ok(refuse("task complete", &id, &unmet, args.json));
+        }
+        Ok(out) => out,
+    };
+    if out.check_box {
+        // Ticked before the state is written: a crash in between leaves a checked task
+        // with a running attempt, and rerunning `task complete` finishes the job.
+        tasks_cmd::check(&held.tasks.path, &id, true)?;
+    }
+    if let Some(patch) = &out.patch {
+        write_state(&held.state_path, &held.state, patch)?;
+    }
+    if let Some(line) = &out.progress_line {
+        append_progress(
+            &spec.progress_path(),
+            protocol::COMPLETED_HEADING,
+            line,
+            None,
+        )?;
+    }
+    record_event(
+        project,
+        spec,
+        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head}),
+    );
+    report("task complete", &id, &out, args.json, json!({}));
+    Ok(0)
+}
+
+fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<i32> {
+    let held = hold(project, args)?;
+    let task = find(&held, &args.id)?;
+    let id = task.label();
+    let head = head(&project.root);
+    let now = now_rfc3339();
+    let input = FailInput {
+        state: &held.state,
+        list: &held.tasks.list,
+        task,
+        reason,
+        insert,
+        head: head.as_deref(),
+        now: &now,
+    };
+    let out = match protocol::fail(&input) {
+        Err(unmet) => {
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-fail", "task": id, "refused": unmet_names(&unmet)}),
+            );
+            return Ok(refuse("task fail", &id, &unmet, args.json));
+        }
+        Ok(out) => out,
+    };
+    if let Some(fix) = &out.fix {
+        insert_fix(&held.tasks.path, &id, fix)?;
+    }
+    if let Some(patch) = &out.patch {
+        write_state(&held.state_path, &held.state, patch)?;
+    }
+    record_event(
+        project,
+        &held.spec,
+        json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
+               "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+    );
+    report(
+        "task fail",
+        &id,
+        &out,
+        args.json,
+        json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+    );
+    Ok(0)
+}
+
+/// Write the fix block after its task's block under tasks.md's lock, re-reading the file
+/// so an edit made since is not lost.
+fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
+    store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
+        let list = crate::tasks::parse(&text);
+        let task = list.find(id).map_err(|e| Error::Task {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        if list.find(&fix.id).is_ok() {
+            return Err(Error::Task {
+                path: path.to_path_buf(),
+                message: format!("task id {} already exists", fix.id),
+            });
+        }
+        let next = protocol::insert_after_block(&text, task, &fix.lines, list.crlf);
+        Ok((Some(next), ()))
+    })
+}
+
+// ---- rollback -------------------------------------------------------------------------
+
+/// Paths (repo-relative) that differ from `start`: committed since, staged, unstaged and
+/// untracked-not-ignored, without the spec's bookkeeping.
+fn changed_since(root: &Path, start: &str, bookkeeping: &[String]) -> Result<Vec<String>> {
+    let diff = git::run(
+        root,
+        &["diff", "--name-only", "--no-renames", "-z", start, "--"],
+        &[],
+    )?;
+    let untracked = git::run(
+        root,
+        &["ls-files", "--others", "--exclude-standard", "-z"],
+        &[],
+    )?;
+    let mut paths: Vec<String> = diff
+        .split('\0')
+        .chain(untracked.split('\0'))
+        .filter(|p| !p.is_empty())
+        .filter(|p| !is_bookkeeping(p, bookkeeping))
+        .map(str::to_string)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
+    bookkeeping
+        .iter()
+        .any(|b| path == b || path.starts_with(&format!("{b}/")) || path == format!("{b}.lock"))
+}
+
+/// Environment giving git an identity when the user has none configured (commit-tree
+/// refuses to run otherwise); a configured identity is left alone.
+fn identity_env(root: &Path) -> Vec<(&'static str, std::ffi::OsString)> {
+    if git::run(root, &["var", "GIT_COMMITTER_IDENT"], &[]).is_ok()
+        && git::run(root, &["var", "GIT_AUTHOR_IDENT"], &[]).is_ok()
+    {
+        return Vec::new();
+    }
+    vec![
+        ("GIT_AUTHOR_NAME", "specrun".into()),
+        ("GIT_AUTHOR_EMAIL", "specrun@localhost".into()),
+        ("GIT_COMMITTER_NAME", "specrun".into()),
+        ("GIT_COMMITTER_EMAIL", "specrun@localhost".into()),
+    ]
+}
+
+/// Commit the whole working tree (and, as a second parent, the index) on top of HEAD
+/// without touching the user's index: the discarded work, reachable from one commit.
+fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
+    let ident = identity_env(root);
+    let env: Vec<(&str, &std::ffi::OsStr)> =
+        ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
+    let mut parents = vec![head.to_string()];
+    // The staged state as its own commit, so staged-but-since-edited content survives too.
+    // An index with conflicts cannot be written as a tree; the working tree still is.
+    if let Ok(index_tree) = git::run(root, &["write-tree"], &[]) {
+        let index_commit = git::run(
+            root,
+            &[
+                "commit-tree",
+                index_tree.trim(),
+                "-p",
+                head,
+                "-m",
+                &format!("{message} (index)"),
+            ],
+            &env,
+        )?;
+        parents.push(index_commit.trim().to_string());
+    }
+    let git_dir = git::git_dir(root).ok_or_else(|| Error::Git {
+        args: "rev-parse".into(),
+        message: format!("{} is not inside a git repository", root.display()),
+    })?;
+    let temp_index = tempfile::Builder::new()
+        .prefix("specrun-rollback-index-")
+        .tempfile_in(&git_dir)
+        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
+    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let _ = std::fs::remove_file(temp_index.path());
+        }
+        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
+    }
+    let mut index_env = env.clone();
+    index_env.push(("GIT_INDEX_FILE", temp_index.path().as_os_str()));
+    git::run(root, &["add", "-A", "--", "."], &index_env)?;
+    let tree = git::run(root, &["write-tree"], &index_env)?;
+    let mut args = vec!["commit-tree", tree.trim()];
+    for p in &parents {
+        args.push("-p");
+        args.push(p);
+    }
+    args.push("-m");
+    args.push(message);
+    Ok(git::run(root, &args, &env)?.trim().to_string())
+}
+
+/// Point a new ref (never an existing one) at `commit`; returns its full name.
+fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
+    for k in 1..1000 {
+        let name = if k == 1 {
+            base.to_string()
+        } else {
+            format!("{base}.{k}")
+        };
+        // An empty old value makes update-ref refuse to overwrite an existing ref.
+        if git::run(root, &["update-ref", &name, commit, ""], &[]).is_ok() {
+            return Ok(name);
+        }
+    }
+    Err(Error::Git {
+        args: format!("update-ref {base}"),
+        message: "no free ref name".into(),
+    })
+}
+
+/// Bytes of the spec's bookkeeping files, to put back after the tree is reset.
+fn snapshot_files(root: &Path, rel_paths: &[String]) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(path: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        if path.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(path) {
+                for e in entries.flatten() {
+                    walk(&e.path(), out);
+                }
+            }
+        } else if let Ok(bytes) = std::fs::read(path) {
+            out.push((path.to_path_buf(), bytes));
+        }
+    }
+    let mut out = Vec::new();
+    for rel in rel_paths {
+        walk(&root.join(rel), &mut out);
+    }
+    out
+}
+
+fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
+    let held = hold(project, args)?;
+    let task = find(&held, &args.id)?;
+    let id = task.label();
+    let root = &project.root;
+    if !git::is_repo(root) {
+        return Ok(refuse(
+            "task rollback",
+            &id,
+            &[Unmet {
+                name: "git",
+                detail: format!("{} is not a git repository", root.display()),
+            }],
+            args.json,
+        ));
+    }
+    let head = head(root);
+    let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
+    let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
+        a.get("startCommit")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let changed = match (&head, &start) {
+        (Some(_), Some(s)) => changed_since(root, s, &bookkeeping)?,
+        _ => Vec::new(),
+    };
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
+        Err(unmet) => {
+            record_event(
+                project,
+                &held.spec,
+                json!({"event": "task-rollback", "task": id, "refused": unmet_names(&unmet)}),
+            );
+            return Ok(refuse("task rollback", &id, &unmet, args.json));
+        }
+        Ok(plan) => plan,
+    };
+    let head = head.expect("plan_rollback requires HEAD");
+    // 1. Save everything first: after this, nothing below can lose work.
+    let message = format!(
+        "specrun rollback of task {id} attempt {} (spec {}): work discarded from {}",
+        plan.n,
+        held.spec.name,
+        protocol::short_commit(&plan.start_commit)
+    );
+    let saved = save_work(root, &head, &message)?;
+    let ref_name = create_ref(
+        root,
+        &format!(
+            "refs/heads/specrun/rollback/{}/{id}-{}",
+            held.spec.name, plan.n
+        ),
+        &saved,
+    )?;
+    // 2. Return the tree, keeping the spec's bookkeeping as it is now.
+    let kept = snapshot_files(root, &bookkeeping);
+    git::run(root, &["reset", "-q", "--hard", &plan.start_commit], &[])?;
+    let mut clean_args: Vec<String> = ["clean", "-fdq", "--", "."]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let spec_rel = held
+        .spec
+        .dir
+        .strip_prefix(root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    for b in bookkeeping
+        .iter()
+        .chain([format!("{spec_rel}/.progress.md.lock")].iter())
+    {
+        clean_args.push(format!(":(exclude){b}"));
+    }
+    let clean_refs: Vec<&str> = clean_args.iter().map(String::as_str).collect();
+    git::run(root, &clean_refs, &[])?;
+    for (path, bytes) in &kept {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        }
+        if std::fs::read(path).ok().as_deref() != Some(bytes.as_slice()) {
+            store::write_atomic(path, bytes)?;
+        }
+    }
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    if let Some(patch) = &out.patch {
+        write_state(&held.state_path, &held.state, patch)?;
+    }
+    record_event(
+        project,
+        &held.spec,
+        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
+               "from": head, "to": plan.start_commit, "halted": out.halted}),
+    );
+    report(
+        "task rollback",
+        &id,
+        &out,
+        args.json,
+        json!({"savedRef": ref_name, "savedCommit": saved}),
+    );
+    Ok(0)
 }

@@ -1,0 +1,694 @@
+//! The markdown the plugin ships is code: every `specrun …` it shows must parse with the
+//! real clap definition, every plugin path it names must exist, and every skill, agent and
+//! command must carry frontmatter Claude Code can load. A renamed flag fails here with the
+//! file and line that still use the old one.
+
+mod checker {
+    use std::collections::BTreeMap;
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    use clap::error::ErrorKind;
+    use clap::Parser;
+    use specrun::cli::Cli;
+
+    pub const MAX_SKILL_WORDS: usize = 600;
+
+    /// A `specrun …` invocation found in a code span or a fenced block.
+    #[derive(Debug, Clone)]
+    pub struct Snippet {
+        pub line: usize,
+        pub text: String,
+    }
+
+    /// Every markdown file the plugin ships, sorted.
+    pub fn shipped_markdown(root: &Path) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for dir in ["skills"] {
+            for entry in read_dir_sorted(&root.join(dir)) {
+                let skill = entry.join("SKILL.md");
+                if skill.is_file() {
+                    files.push(skill);
+                }
+            }
+        }
+        for dir in [
+            "references",
+            "plugin/agents",
+            "plugin/commands",
+            "plugin/templates",
+        ] {
+            files.extend(
+                read_dir_sorted(&root.join(dir))
+                    .into_iter()
+                    .filter(|p| p.extension().is_some_and(|e| e == "md")),
+            );
+        }
+        files
+    }
+
+    pub fn read_dir_sorted(dir: &Path) -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("dir entry").path())
+            .collect();
+        entries.sort();
+        entries
+    }
+
+    /// `specrun …` invocations: inline code spans (which may wrap across lines within a
+    /// paragraph) and lines of fenced code blocks (one invocation per shell command).
+    pub fn invocations(text: &str) -> Vec<Snippet> {
+        let mut found = Vec::new();
+        let mut prose = String::new();
+        let mut prose_lines = Vec::new();
+        let mut fence: Option<String> = None;
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            let marker: String = trimmed
+                .chars()
+                .take_while(|c| *c == '`' || *c == '~')
+                .collect();
+            if let Some(open) = &fence {
+                if trimmed.starts_with(open.as_str()) && trimmed.trim_end() == marker {
+                    fence = None;
+                } else {
+                    found.extend(shell_invocations(line, i + 1));
+                }
+                continue;
+            }
+            if marker.len() >= 3 && marker.chars().all(|c| c == marker.as_bytes()[0] as char) {
+                found.extend(spans(&prose, &prose_lines));
+                prose.clear();
+                prose_lines.clear();
+                fence = Some(marker);
+                continue;
+            }
+            prose.push_str(line);
+            prose.push('\n');
+            prose_lines.push(i + 1);
+        }
+        found.extend(spans(&prose, &prose_lines));
+        found.sort_by_key(|s| s.line);
+        found
+    }
+
+    /// Code spans of prose text; `lines[k]` is the file line of the k-th prose line. A span
+    /// does not cross a blank line (markdown ends the paragraph there).
+    fn spans(prose: &str, lines: &[usize]) -> Vec<Snippet> {
+        let chars: Vec<char> = prose.chars().collect();
+        let mut out = Vec::new();
+        let mut line_no = 0;
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] == '\n' {
+                line_no += 1;
+                i += 1;
+                continue;
+            }
+            if chars[i] != '`' {
+                i += 1;
+                continue;
+            }
+            let run = chars[i..].iter().take_while(|c| **c == '`').count();
+            let start = i + run;
+            let mut j = start;
+            let mut close = None;
+            while j < chars.len() {
+                if chars[j] == '\n' && chars.get(j + 1) == Some(&'\n') {
+                    break;
+                }
+                if chars[j] == '`' {
+                    let r = chars[j..].iter().take_while(|c| **c == '`').count();
+                    if r == run {
+                        close = Some(j);
+                        break;
+                    }
+                    j += r;
+                    continue;
+                }
+                j += 1;
+            }
+            match close {
+                Some(end) => {
+                    let body: String = chars[start..end].iter().collect();
+                    let line = lines.get(line_no).copied().unwrap_or(0);
+                    out.extend(shell_invocations(&body.replace('\n', " "), line));
+                    line_no += chars[i..end].iter().filter(|c| **c == '\n').count();
+                    i = end + run;
+                }
+                None => i = start,
+            }
+        }
+        out
+    }
+
+    fn first_word(s: &str) -> Option<&str> {
+        s.split_whitespace().next()
+    }
+
+    /// Each `specrun` command of one shell line (`a && specrun b | c` → `specrun b`).
+    fn shell_invocations(line: &str, line_no: usize) -> Vec<Snippet> {
+        let body = substitute(line.trim_start().trim_start_matches("$ "));
+        let mut out = Vec::new();
+        for command in split_commands(&body) {
+            if first_word(&command) == Some("specrun") {
+                out.push(Snippet {
+                    line: line_no,
+                    text: command,
+                });
+            }
+        }
+        out
+    }
+
+    /// Splits a shell line at `&&`, `||`, `|`, `;` outside quotes, and drops redirections
+    /// and here-documents (`<<'JSON'`, `> file`, `2>&1`) from each command.
+    fn split_commands(line: &str) -> Vec<String> {
+        let mut commands = Vec::new();
+        let mut current = String::new();
+        let mut quote: Option<char> = None;
+        let mut chars = line.chars().peekable();
+        let mut redirected = false;
+        while let Some(c) = chars.next() {
+            // Redirection targets (`> out`, `<<'JSON'`) are dropped, quotes and all.
+            let keep = !redirected;
+            match (quote, c) {
+                (Some(q), _) if c == q => {
+                    quote = None;
+                    if keep {
+                        current.push(c);
+                    }
+                }
+                (Some(_), _) => {
+                    if keep {
+                        current.push(c);
+                    }
+                }
+                (None, '\'' | '"') => {
+                    quote = Some(c);
+                    if keep {
+                        current.push(c);
+                    }
+                }
+                (None, '&' | '|' | ';') => {
+                    if chars.peek() == Some(&c) {
+                        chars.next();
+                    }
+                    commands.push(std::mem::take(&mut current));
+                    redirected = false;
+                }
+                (None, '<' | '>') => {
+                    // `2>&1`: the descriptor number belongs to the redirection.
+                    let kept = current.trim_end_matches(|c: char| c.is_ascii_digit());
+                    if kept.ends_with(' ') {
+                        current.truncate(kept.len());
+                    }
+                    redirected = true;
+                }
+                _ if redirected => {}
+                _ => current.push(c),
+            }
+        }
+        commands.push(current);
+        commands
+            .into_iter()
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .collect()
+    }
+
+    /// Replaces the placeholders the docs use with values clap accepts.
+    pub fn substitute(snippet: &str) -> String {
+        let mut s = snippet
+            .replace("${CLAUDE_SESSION_ID}", "session-0")
+            .replace("$ARGUMENTS", "")
+            .replace('…', " ")
+            .replace("...", " ");
+        // `<id>`, `<name>`, `<the full check>`: one value each.
+        let mut out = String::new();
+        let mut rest = s.as_str();
+        while let Some(open) = rest.find('<') {
+            let after = &rest[open + 1..];
+            match after.find('>') {
+                Some(close) if !after[..close].contains('<') && close > 0 => {
+                    out.push_str(&rest[..open]);
+                    out.push_str("x1");
+                    rest = &after[close + 1..];
+                }
+                _ => {
+                    out.push_str(&rest[..=open]);
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+        s = out;
+        s.split_whitespace()
+            .map(|w| if w == "N" { "5" } else { w })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Shell-style words: whitespace splits, quotes group and are removed.
+    pub fn words(s: &str) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut current = String::new();
+        let mut quote: Option<char> = None;
+        let mut in_word = false;
+        for c in s.chars() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => current.push(c),
+                None if c == '\'' || c == '"' => {
+                    quote = Some(c);
+                    in_word = true;
+                }
+                None if c.is_whitespace() => {
+                    if in_word {
+                        words.push(std::mem::take(&mut current));
+                        in_word = false;
+                    }
+                }
+                None => {
+                    current.push(c);
+                    in_word = true;
+                }
+            }
+        }
+        if in_word {
+            words.push(current);
+        }
+        words
+    }
+
+    /// Parses one snippet with the real CLI. A bare mention such as `specrun followup add`
+    /// may leave out required arguments; anything with flags or values must be complete.
+    pub fn check_invocation(snippet: &str) -> Result<(), String> {
+        let argv = words(&substitute(snippet));
+        match Cli::try_parse_from(&argv) {
+            Ok(_) => Ok(()),
+            Err(e) => match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(()),
+                ErrorKind::MissingRequiredArgument
+                | ErrorKind::MissingSubcommand
+                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                    if argv[1..]
+                        .iter()
+                        .all(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+                        && argv[1..].iter().all(|w| !w.starts_with('-')) =>
+                {
+                    Ok(())
+                }
+                _ => Err(clap_message(&e)),
+            },
+        }
+    }
+
+    /// The error without its usage and help hints, on one line.
+    fn clap_message(e: &clap::Error) -> String {
+        e.to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// All invocation failures of one file, as `path:line: `snippet`: reason`.
+    pub fn check_file_invocations(path: &Path, label: &str) -> Vec<String> {
+        let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{label}: {e}"));
+        invocations(&text)
+            .into_iter()
+            .filter_map(|s| {
+                check_invocation(&s.text)
+                    .err()
+                    .map(|why| format!("{label}:{}: `{}`: {why}", s.line, s.text))
+            })
+            .collect()
+    }
+
+    /// Plugin paths a file names that do not exist: `${CLAUDE_PLUGIN_ROOT}/…` anywhere,
+    /// `references/<x>.md` anywhere, and relative markdown links.
+    pub fn missing_paths(root: &Path, file: &Path, label: &str) -> Vec<String> {
+        let text = fs::read_to_string(file).expect("read");
+        let mut missing = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let mut named = Vec::new();
+            for (at, _) in line.match_indices("${CLAUDE_PLUGIN_ROOT}/") {
+                named.push(root.join(path_token(&line[at + "${CLAUDE_PLUGIN_ROOT}/".len()..])));
+            }
+            for (at, _) in line.match_indices("references/") {
+                let before = line[..at].chars().last();
+                if matches!(before, None | Some(' ' | '(' | '`' | '"' | '\'')) {
+                    named.push(root.join(path_token(&line[at..])));
+                }
+            }
+            for (at, _) in line.match_indices("](") {
+                let target = path_token(&line[at + 2..]);
+                if !target.is_empty() && !target.contains("://") && !target.starts_with('#') {
+                    named.push(file.parent().expect("parent").join(target));
+                }
+            }
+            for path in named {
+                if !path.exists() {
+                    missing.push(format!(
+                        "{label}:{}: no such path {}",
+                        i + 1,
+                        path.display()
+                    ));
+                }
+            }
+        }
+        missing
+    }
+
+    fn path_token(s: &str) -> &str {
+        let end = s
+            .find(|c: char| c.is_whitespace() || "`\"')<>,;".contains(c))
+            .unwrap_or(s.len());
+        s[..end].trim_end_matches(['.', ':'])
+    }
+
+    /// The frontmatter block as key → raw value, or an error naming the problem. Values
+    /// must be what YAML reads as one plain or quoted scalar: an unquoted `: ` or ` #`
+    /// would make Claude Code drop every field silently.
+    pub fn frontmatter(text: &str) -> Result<(BTreeMap<String, String>, &str), String> {
+        let rest = text
+            .strip_prefix("---\n")
+            .ok_or("no frontmatter: the file must start with a --- line")?;
+        let end = rest
+            .find("\n---\n")
+            .ok_or("frontmatter is not closed by a --- line")?;
+        let mut fields = BTreeMap::new();
+        for (i, line) in rest[..end].lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let (key, value) = line
+                .split_once(':')
+                .ok_or(format!("frontmatter line {}: not `key: value`", i + 2))?;
+            if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '-') {
+                return Err(format!("frontmatter line {}: bad key `{key}`", i + 2));
+            }
+            let value = value.trim();
+            let unquoted = if let Some(inner) = quoted(value, '"').or(quoted(value, '\'')) {
+                inner.to_string()
+            } else {
+                if value.contains(": ") || value.contains(" #") {
+                    return Err(format!(
+                        "frontmatter line {}: `{key}` holds `: ` or ` #` unquoted (YAML would reject it)",
+                        i + 2
+                    ));
+                }
+                if value.starts_with(['[', '{', '&', '*', '!', '|', '>', '%', '@', '`']) {
+                    return Err(format!(
+                        "frontmatter line {}: `{key}` starts with a YAML indicator; quote it",
+                        i + 2
+                    ));
+                }
+                value.to_string()
+            };
+            fields.insert(key.to_string(), unquoted);
+        }
+        Ok((fields, &rest[end + "\n---\n".len()..]))
+    }
+
+    fn quoted(value: &str, q: char) -> Option<&str> {
+        let inner = value.strip_prefix(q)?.strip_suffix(q)?;
+        (!inner.contains(q)).then_some(inner)
+    }
+
+    pub fn word_count(text: &str) -> usize {
+        text.split_whitespace().count()
+    }
+
+    /// `!`cmd`` runs only at the start of a line; anywhere else it stays literal text.
+    pub fn misplaced_bang_commands(body: &str) -> Vec<usize> {
+        body.lines()
+            .enumerate()
+            .filter(|(_, l)| l.contains("!`") && !l.starts_with("!`"))
+            .map(|(i, _)| i + 1)
+            .collect()
+    }
+}
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use checker::*;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn label(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn the_plugin_ships_the_expected_markdown() {
+    let files: Vec<String> = shipped_markdown(&root()).iter().map(|p| label(p)).collect();
+    for expected in [
+        "skills/start/SKILL.md",
+        "skills/implement/SKILL.md",
+        "references/coordinator-pattern.md",
+        "references/executor-workflow.md",
+        "references/self-critique-checklist.md",
+        "references/verification-layers.md",
+        "references/failure-recovery.md",
+        "references/phase-rules.md",
+        "references/commit-discipline.md",
+        "references/last-mile-autopilot.md",
+        "plugin/agents/spec-executor.md",
+        "plugin/agents/qa-engineer.md",
+        "plugin/agents/spec-reviewer.md",
+        "plugin/agents/task-planner.md",
+        "plugin/commands/status.md",
+        "plugin/commands/cancel.md",
+        "plugin/commands/resume.md",
+        "plugin/templates/tasks.md",
+        "plugin/templates/progress.md",
+    ] {
+        assert!(files.contains(&expected.to_string()), "{expected} missing");
+    }
+}
+
+#[test]
+fn every_specrun_invocation_parses_with_the_real_cli() {
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for file in shipped_markdown(&root()) {
+        let text = fs::read_to_string(&file).unwrap();
+        total += invocations(&text).len();
+        failures.extend(check_file_invocations(&file, &label(&file)));
+    }
+    println!("{total} specrun invocations checked");
+    assert!(
+        total >= 60,
+        "only {total} invocations found: is the extractor broken?"
+    );
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn every_plugin_path_and_reference_link_exists() {
+    let mut missing = Vec::new();
+    for file in shipped_markdown(&root()) {
+        missing.extend(missing_paths(&root(), &file, &label(&file)));
+    }
+    assert!(missing.is_empty(), "\n{}", missing.join("\n"));
+}
+
+#[test]
+fn skills_have_complete_frontmatter_and_short_bodies() {
+    for dir in read_dir_sorted(&root().join("skills")) {
+        let path = dir.join("SKILL.md");
+        let text = fs::read_to_string(&path).unwrap();
+        let (fields, body) = frontmatter(&text).unwrap_or_else(|e| panic!("{}: {e}", label(&path)));
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        assert_eq!(
+            fields.get("name").map(String::as_str),
+            Some(name),
+            "{}",
+            label(&path)
+        );
+        let description = fields.get("description").map(String::as_str).unwrap_or("");
+        assert!(
+            description.starts_with("Use when "),
+            "{}: description must start with \"Use when\"",
+            label(&path)
+        );
+        for key in ["argument-hint", "allowed-tools"] {
+            assert!(
+                fields.get(key).is_some_and(|v| !v.is_empty()),
+                "{}: no {key}",
+                label(&path)
+            );
+        }
+        let words = word_count(body);
+        assert!(
+            words <= MAX_SKILL_WORDS,
+            "{}: body has {words} words (max {MAX_SKILL_WORDS})",
+            label(&path)
+        );
+    }
+}
+
+#[test]
+fn agents_have_a_description_and_an_explicit_tool_list() {
+    for path in read_dir_sorted(&root().join("plugin/agents")) {
+        let text = fs::read_to_string(&path).unwrap();
+        let (fields, body) = frontmatter(&text).unwrap_or_else(|e| panic!("{}: {e}", label(&path)));
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        assert_eq!(
+            fields.get("name").map(String::as_str),
+            Some(stem),
+            "{}",
+            label(&path)
+        );
+        assert!(
+            fields
+                .get("description")
+                .is_some_and(|d| d.starts_with("Use ")),
+            "{}: description must say when to use the agent",
+            label(&path)
+        );
+        let tools = fields.get("tools").map(String::as_str).unwrap_or("");
+        assert!(!tools.trim().is_empty(), "{}: no tools list", label(&path));
+        assert!(!body.trim().is_empty(), "{}: empty body", label(&path));
+    }
+}
+
+#[test]
+fn commands_have_a_description_and_may_run_specrun() {
+    for path in read_dir_sorted(&root().join("plugin/commands")) {
+        let text = fs::read_to_string(&path).unwrap();
+        let (fields, body) = frontmatter(&text).unwrap_or_else(|e| panic!("{}: {e}", label(&path)));
+        assert!(
+            fields.get("description").is_some_and(|d| !d.is_empty()),
+            "{}: no description",
+            label(&path)
+        );
+        assert_eq!(
+            misplaced_bang_commands(body),
+            Vec::<usize>::new(),
+            "{}: !`…` only runs at the start of a line",
+            label(&path)
+        );
+        if body.lines().any(|l| l.starts_with("!`specrun ")) {
+            // Outside bypass mode Claude Code refuses the `!` line without this permission.
+            assert!(
+                fields
+                    .get("allowed-tools")
+                    .is_some_and(|t| t.contains("Bash(specrun:*)")),
+                "{}: runs specrun with ! but allowed-tools lacks Bash(specrun:*)",
+                label(&path)
+            );
+        }
+    }
+}
+
+/// The manifest must name every agent file: a file under plugin/agents that is not listed
+/// simply does not load, and `claude plugin validate` does not notice.
+#[test]
+fn the_manifest_lists_every_agent_and_the_commands_directory() {
+    let manifest: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(root().join(".claude-plugin/plugin.json")).unwrap(),
+    )
+    .unwrap();
+    let listed: Vec<String> = manifest["agents"]
+        .as_array()
+        .expect("plugin.json agents is an array of files")
+        .iter()
+        .map(|v| v.as_str().unwrap().trim_start_matches("./").to_string())
+        .collect();
+    let on_disk: Vec<String> = read_dir_sorted(&root().join("plugin/agents"))
+        .iter()
+        .map(|p| label(p))
+        .collect();
+    let mut sorted = listed.clone();
+    sorted.sort();
+    assert_eq!(sorted, on_disk);
+    let commands = manifest["commands"].as_str().expect("commands path");
+    assert!(root().join(commands).is_dir(), "{commands}");
+}
+
+#[test]
+fn the_tasks_template_parses_with_the_canonical_parser() {
+    let text = fs::read_to_string(root().join("plugin/templates/tasks.md")).unwrap();
+    let list = specrun::tasks::parse(&text);
+    let counts = list.counts();
+    assert!(counts.total >= 4, "template has {} tasks", counts.total);
+    assert_eq!(counts.completed, 0);
+    assert!(list.duplicate_ids().is_empty());
+}
+
+// ---- the checker itself, on fixtures ----
+
+fn fixture(name: &str) -> PathBuf {
+    root().join("tests/fixtures/docs_contract").join(name)
+}
+
+#[test]
+fn the_bad_fixture_is_rejected_with_file_and_line() {
+    let path = fixture("bad.md");
+    let failures = check_file_invocations(&path, "bad.md");
+    let expect = [
+        ("bad.md:7:", "--tick"),
+        ("bad.md:9:", "taks"),
+        ("bad.md:13:", "--cmd"),
+        ("bad.md:14:", "--stage"),
+        ("bad.md:17:", "--reason"),
+        ("bad.md:20:", "--max-global"),
+    ];
+    for (at, what) in expect {
+        assert!(
+            failures
+                .iter()
+                .any(|f| f.starts_with(at) && f.contains(what)),
+            "expected a failure at {at} about {what}; got:\n{}",
+            failures.join("\n")
+        );
+    }
+    assert_eq!(failures.len(), expect.len(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_good_fixture_passes_the_same_checker() {
+    let path = fixture("good.md");
+    let text = fs::read_to_string(&path).unwrap();
+    assert_eq!(invocations(&text).len(), 7);
+    let failures = check_file_invocations(&path, "good.md");
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn missing_plugin_paths_are_reported_with_file_and_line() {
+    let missing = missing_paths(&root(), &fixture("bad.md"), "bad.md");
+    assert_eq!(missing.len(), 2, "{missing:?}");
+    assert!(missing[0].starts_with("bad.md:22:") && missing[0].contains("no-such-reference.md"));
+    assert!(missing[1].starts_with("bad.md:23:") && missing[1].contains("nope.md"));
+}
+
+#[test]
+fn frontmatter_that_yaml_would_reject_is_refused() {
+    assert!(
+        frontmatter("---\nname: x\ndescription: ends with TASK_FAILED <id>: why\n---\nbody\n")
+            .is_err()
+    );
+    assert!(frontmatter("---\ndescription: \"quoted: fine\"\n---\nbody\n").is_ok());
+    assert!(frontmatter("no frontmatter\n").is_err());
+    assert!(frontmatter("---\ndescription: [a\n---\n").is_err());
+}
+
+#[test]
+fn a_bang_command_in_the_middle_of_a_line_is_flagged() {
+    assert_eq!(
+        misplaced_bang_commands("!`specrun status`\nsee !`specrun status`\n"),
+        vec![2]
+    );
+}

@@ -1,0 +1,267 @@
+//! `specrun doctor`: each check passing and failing, the exit code, and the 80-column
+//! table.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::TempProject;
+use serde_json::Value;
+
+struct Env {
+    project: TempProject,
+    home: tempfile::TempDir,
+    tools: tempfile::TempDir,
+}
+
+fn which(prog: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap();
+    std::env::split_paths(&path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{prog} is installed"))
+}
+
+fn executable(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+impl Env {
+    fn new() -> Env {
+        let project = TempProject::git();
+        project.spec("demo", "- [ ] 1 One\n");
+        let tools = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(which("git"), tools.path().join("git")).unwrap();
+        executable(
+            &tools.path().join("claude"),
+            "#!/bin/sh\necho '2.1.197 (Claude Code)'\n",
+        );
+        Env {
+            project,
+            home: tempfile::tempdir().unwrap(),
+            tools,
+        }
+    }
+
+    fn cmd(&self) -> assert_cmd::Command {
+        let mut cmd = self.project.specrun();
+        cmd.arg("doctor")
+            .env("PATH", self.tools.path())
+            .env("HOME", self.home.path())
+            .env_remove("CLAUDE_CONFIG_DIR")
+            .env_remove("CLAUDE_PLUGIN_ROOT")
+            .env(
+                "SPECRUN_MANAGED_SETTINGS",
+                self.home.path().join("managed.json"),
+            )
+            .env("SPECRUN_DOCTOR_LOCK_GRACE_MS", "200");
+        cmd
+    }
+
+    fn json(&self, cmd: &mut assert_cmd::Command) -> (i32, Value) {
+        let out = cmd.arg("--json").output().unwrap();
+        let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            panic!(
+                "not JSON: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code().unwrap(), v)
+    }
+}
+
+fn check<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}: {v:#}"))
+}
+
+#[test]
+fn a_healthy_setup_passes_every_check() {
+    let env = Env::new();
+    env.project.write("specs/demo/.specrun-state.json.lock", "");
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["ok"], true);
+    for id in [
+        "binary-version",
+        "git",
+        "claude-code",
+        "hooks",
+        "state",
+        "locks",
+        "spec-names",
+    ] {
+        assert_eq!(check(&v, id)["status"], "pass", "{id}: {v:#}");
+    }
+    assert!(check(&v, "locks")["detail"]
+        .as_str()
+        .unwrap()
+        .contains("none held"));
+}
+
+#[test]
+fn the_human_table_fits_80_columns() {
+    let env = Env::new();
+    env.user_settings_with_long_path();
+    let out = env.cmd().output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("CHECK"));
+    assert!(text.contains("binary-version"));
+    for line in text.lines() {
+        assert!(line.chars().count() <= 80, "{line:?}");
+    }
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text.contains("fix: "));
+}
+
+impl Env {
+    /// A failing hooks check whose detail holds a long path, to exercise wrapping.
+    fn user_settings_with_long_path(&self) {
+        let dir = self
+            .home
+            .path()
+            .join("a-very-long-directory-name-".repeat(4));
+        std::fs::create_dir_all(&dir).unwrap();
+        let managed = dir.join("managed-settings.json");
+        std::fs::write(&managed, r#"{"disableAllHooks": true}"#).unwrap();
+        std::fs::copy(&managed, self.home.path().join("managed.json")).unwrap();
+        let user = self.home.path().join(".claude");
+        std::fs::create_dir_all(&user).unwrap();
+        std::fs::write(
+            user.join("settings.json"),
+            r#"{"allowManagedHooksOnly": true}"#,
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_plugin_version_mismatch_fails() {
+    let env = Env::new();
+    let plugin = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(plugin.path().join(".claude-plugin")).unwrap();
+    std::fs::write(
+        plugin.path().join(".claude-plugin/plugin.json"),
+        r#"{"name": "specrun", "version": "9.9.9"}"#,
+    )
+    .unwrap();
+    let (code, v) = env.json(env.cmd().env("CLAUDE_PLUGIN_ROOT", plugin.path()));
+    assert_eq!(code, 1);
+    let c = check(&v, "binary-version");
+    assert_eq!(c["status"], "fail");
+    assert!(c["detail"].as_str().unwrap().contains("9.9.9"));
+    assert!(c["fix"].as_str().unwrap().contains("cargo install"));
+}
+
+#[test]
+fn an_unknown_plugin_root_is_said_not_failed() {
+    let env = Env::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let copy = elsewhere.path().join("specrun");
+    std::fs::copy(common::bin_path(), &copy).unwrap();
+    let mut cmd = assert_cmd::Command::new(&copy);
+    cmd.current_dir(env.project.root())
+        .arg("doctor")
+        .env("PATH", env.tools.path())
+        .env("HOME", env.home.path())
+        .env_remove("CLAUDE_PLUGIN_ROOT")
+        .env("SPECRUN_MANAGED_SETTINGS", env.home.path().join("m.json"));
+    let (code, v) = env.json(&mut cmd);
+    assert_eq!(code, 0, "{v:#}");
+    let c = check(&v, "binary-version");
+    assert_eq!(c["status"], "warn");
+    assert!(c["detail"].as_str().unwrap().contains("unknown"));
+}
+
+#[test]
+fn restricted_hooks_and_malformed_settings_fail() {
+    let env = Env::new();
+    env.project
+        .write(".claude/settings.json", r#"{"disableAllHooks": true}"#);
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    let c = check(&v, "hooks");
+    assert_eq!(c["status"], "fail");
+    assert!(c["detail"].as_str().unwrap().contains("disableAllHooks"));
+    env.project.write(".claude/settings.json", "{ broken");
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    let c = check(&v, "hooks");
+    assert!(c["detail"]
+        .as_str()
+        .unwrap()
+        .contains(".claude/settings.json"));
+}
+
+#[test]
+fn claude_missing_warns_and_an_old_claude_fails() {
+    let env = Env::new();
+    std::fs::remove_file(env.tools.path().join("claude")).unwrap();
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 0);
+    assert_eq!(check(&v, "claude-code")["status"], "warn");
+    executable(
+        &env.tools.path().join("claude"),
+        "#!/bin/sh\necho '2.0.1 (Claude Code)'\n",
+    );
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    assert_eq!(check(&v, "claude-code")["status"], "fail");
+}
+
+#[test]
+fn an_invalid_state_fails_with_the_init_fix() {
+    let env = Env::new();
+    env.project
+        .write("specs/demo/.specrun-state.json", "{ not json");
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    let c = check(&v, "state");
+    assert_eq!(c["status"], "fail");
+    assert!(c["fix"]
+        .as_str()
+        .unwrap()
+        .contains("specrun state init --spec demo --force"));
+}
+
+#[test]
+fn a_lock_held_past_the_grace_period_fails_and_a_free_one_passes() {
+    let env = Env::new();
+    let lock = env.project.write("specs/demo/.specrun-state.json.lock", "");
+    let holder = std::fs::OpenOptions::new().write(true).open(&lock).unwrap();
+    holder.lock().unwrap();
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    let c = check(&v, "locks");
+    assert_eq!(c["status"], "fail");
+    assert!(c["detail"]
+        .as_str()
+        .unwrap()
+        .contains(".specrun-state.json.lock"));
+    holder.unlock().unwrap();
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(check(&v, "locks")["status"], "pass");
+    assert!(lock.exists(), "doctor never deletes a lock file");
+}
+
+#[test]
+fn an_invalid_spec_directory_name_fails() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.project.path("specs/bad..name")).unwrap();
+    std::fs::create_dir_all(env.project.path("specs/.archive")).unwrap();
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1);
+    let c = check(&v, "spec-names");
+    assert_eq!(c["status"], "fail");
+    let detail = c["detail"].as_str().unwrap();
+    assert!(detail.contains("bad..name"), "{detail}");
+    assert!(!detail.contains(".archive"), "hidden dirs are not specs");
+}

@@ -1,0 +1,130 @@
+//! `resume` and `cancel`.
+
+mod common;
+mod task_helpers;
+
+use serde_json::json;
+use task_helpers::*;
+
+#[test]
+fn resume_when_nothing_is_halted_is_a_well_formed_no() {
+    let p = project(TASKS, &[]);
+    let before = p.read("specs/demo/.specrun-state.json");
+    let (code, out, _) = run(&p, &["resume"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("halted: demo is not halted; nothing to resume"),
+        "{out}"
+    );
+    assert_eq!(p.read("specs/demo/.specrun-state.json"), before);
+}
+
+#[test]
+fn a_cap_halt_needs_its_flag_and_a_real_raise() {
+    let p = project(TASKS, &[]);
+    set_state(
+        &p,
+        json!({"globalIteration": 30, "halt": {"kind": "global-iterations", "reason": "30 stops", "at": "x"}, "guard": {"stallStops": 3}}),
+    );
+    let (code, out, _) = run(&p, &["resume"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains(
+            "clearing it needs --raise-global: `specrun resume --spec demo --raise-global 60`"
+        ),
+        "{out}"
+    );
+    let (code, out, _) = run(&p, &["resume", "--raise-task", "9"]);
+    assert_eq!(code, 1, "the wrong cap's flag cleared the halt: {out}");
+    let (code, out, _) = run(&p, &["resume", "--raise-global", "30"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("--raise-global 30 does not lift the cap: 30 global iterations used"),
+        "{out}"
+    );
+    let (code, out, _) = run(
+        &p,
+        &["resume", "--raise-global", "60", "--session-id", "sess-2"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("halt (global-iterations) cleared; continue with: claude --resume sess-2 \"/specrun:implement\""), "{out}");
+    let s = p.state(SPEC);
+    assert!(s["halt"].is_null());
+    assert_eq!(
+        (s["maxGlobalIterations"].as_u64(), s["sessionId"].as_str()),
+        (Some(60), Some("sess-2"))
+    );
+    assert_eq!(s["guard"]["stallStops"], 0);
+}
+
+#[test]
+fn each_cap_names_its_flag() {
+    for (kind, flag, raise) in [
+        ("task-iterations", "--raise-task", "9"),
+        ("output-tokens", "--raise-tokens", "999999"),
+        ("minutes", "--raise-minutes", "100000000"),
+    ] {
+        let p = project(TASKS, &[]);
+        set_state(
+            &p,
+            json!({"halt": {"kind": kind, "reason": "r", "at": "x"}}),
+        );
+        let (code, out, _) = run(&p, &["resume"]);
+        assert_eq!(code, 1);
+        assert!(
+            out.contains(&format!("clearing it needs {flag}")),
+            "{kind}: {out}"
+        );
+        let (code, out, _) = run(&p, &["resume", flag, raise, "--json"]);
+        assert_eq!(code, 0, "{kind}: {out}");
+        let doc: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+        assert_eq!(doc["ok"], true);
+    }
+}
+
+#[test]
+fn a_stall_halt_clears_without_a_flag() {
+    let p = project(TASKS, &[]);
+    set_state(
+        &p,
+        json!({"halt": {"kind": "stall", "reason": "r", "at": "x"}, "guard": {"stallStops": 5, "blocks": 2}}),
+    );
+    let (code, out, _) = run(&p, &["resume"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("/specrun:implement inside Claude Code"),
+        "{out}"
+    );
+    let s = p.state(SPEC);
+    assert_eq!(s["guard"], json!({"stallStops": 0, "blocks": 2}));
+}
+
+#[test]
+fn cancel_deletes_nothing_and_is_idempotent() {
+    let p = project(TASKS, &[]);
+    p.write("specs/demo/requirements.md", "reqs\n");
+    let files_before = p.git_cmd(&["ls-files", "--others", "--cached"]);
+    let (code, out, _) = run(&p, &["cancel"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("demo: cancelled; nothing was deleted"),
+        "{out}"
+    );
+    let s = p.state(SPEC);
+    assert_eq!(
+        (s["phase"].as_str(), s["halt"]["kind"].as_str()),
+        (Some("cancelled"), Some("cancelled"))
+    );
+    for f in files_before.lines() {
+        assert!(p.path(f).exists(), "{f} was deleted");
+    }
+    let (code, out, _) = run(&p, &["cancel"]);
+    assert_eq!((code, out.trim()), (0, "demo is already cancelled"));
+    // The task verbs refuse while cancelled; resume undoes it.
+    let (code, out, _) = run(&p, &["task", "start", "1.1"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("phase: the execution is cancelled"), "{out}");
+    assert_eq!(run(&p, &["resume"]).0, 0);
+    assert_eq!(p.state(SPEC)["phase"], "execution");
+    assert!(events(&p).iter().any(|e| e["event"] == "cancel"));
+}
