@@ -18,19 +18,27 @@ use e2e::{
     ALL_NOTES_VERIFY, OTHER_SESSION, SESSION,
 };
 
-fn names(v: &serde_json::Value) -> Vec<String> {
-    v.as_array()
+/// Asserts that the init event's list `key` holds every one of `wanted`.
+fn assert_lists(init: &Value, key: &str, wanted: &[&str]) {
+    let listed: Vec<&str> = init[key]
+        .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|x| x.as_str().map(str::to_string))
-        .collect()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in wanted {
+        assert!(
+            listed.contains(name),
+            "{name} missing from init.{key}: {listed:?}"
+        );
+    }
 }
 
 /// Scenario 1: the plugin loads — `claude plugin validate .` passes, and the init event
 /// lists specrun's skills, commands and agents with no plugin_errors; its hooks run.
 #[test]
 fn e2e_1_plugin_loads() {
-    let Some(h) = Harness::new("e2e_1_plugin_loads") else {
+    let Some(h) = Harness::new() else {
         return;
     };
 
@@ -70,38 +78,28 @@ fn e2e_1_plugin_loads() {
         .unwrap_or_default();
     assert!(errors.is_empty(), "plugin_errors: {errors:?}");
 
-    let skills = names(&init["skills"]);
-    for skill in ["specrun:start", "specrun:implement"] {
-        assert!(
-            skills.iter().any(|s| s == skill),
-            "skill {skill} missing from {skills:?}"
-        );
-    }
-    let commands = names(&init["slash_commands"]);
-    for command in [
-        "specrun:start",
-        "specrun:implement",
-        "specrun:status",
-        "specrun:cancel",
-        "specrun:resume",
-    ] {
-        assert!(
-            commands.iter().any(|c| c == command),
-            "command {command} missing from {commands:?}"
-        );
-    }
-    let agents = names(&init["agents"]);
-    for agent in [
-        "specrun:spec-executor",
-        "specrun:qa-engineer",
-        "specrun:spec-reviewer",
-        "specrun:task-planner",
-    ] {
-        assert!(
-            agents.iter().any(|a| a == agent),
-            "agent {agent} missing from {agents:?}"
-        );
-    }
+    assert_lists(init, "skills", &["specrun:start", "specrun:implement"]);
+    assert_lists(
+        init,
+        "slash_commands",
+        &[
+            "specrun:start",
+            "specrun:implement",
+            "specrun:status",
+            "specrun:cancel",
+            "specrun:resume",
+        ],
+    );
+    assert_lists(
+        init,
+        "agents",
+        &[
+            "specrun:spec-executor",
+            "specrun:qa-engineer",
+            "specrun:spec-reviewer",
+            "specrun:task-planner",
+        ],
+    );
 
     // The model was told about them too (the role:"system" listing message).
     let first = &run.requests_of(Agent::Main)[0];
@@ -119,6 +117,20 @@ fn e2e_1_plugin_loads() {
     assert_eq!(stops[0]["exit_code"], 0, "{}", run.describe());
     assert_eq!(run.result()["result"], "LOADED_OK");
     assert_eq!(run.terminal_reason(), "completed");
+}
+
+/// A coordinator that delegates one task to the executor and, once it reports
+/// `TASK_COMPLETE`, ends its turn with `then_says`.
+fn delegate_one_task_then_stop(task_id: &str, then_says: &str) -> Vec<Rule> {
+    vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", task_id)]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result(&format!("TASK_COMPLETE {task_id}"))
+            .reply([text(then_says)]),
+    ]
 }
 
 fn stop_events(h: &Harness) -> Vec<Value> {
@@ -146,7 +158,7 @@ fn assert_completed(h: &Harness, run: &Run) {
 /// line); each executor runs the verbs its agent file lists; the guard accepts the claim.
 #[test]
 fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
-    let Some(h) = Harness::new("e2e_2_implement_runs_a_three_task_spec_to_completion") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
@@ -299,8 +311,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
 /// model request carries the Stop feedback naming that task; after the fix, the claim stands.
 #[test]
 fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
-    let Some(h) = Harness::new("e2e_3_premature_completion_is_refused_then_accepted_after_the_fix")
-    else {
+    let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
@@ -390,7 +401,7 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
 /// --raise-global` clears it.
 #[test]
 fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
-    let Some(h) = Harness::new("e2e_4_global_cap_halts_the_session_and_resume_raises_it") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     h.init_execution(
@@ -472,25 +483,19 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
 /// once by SubagentStop with what is missing; it then does the work and is accepted.
 #[test]
 fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
-    let Some(h) = Harness::new("e2e_5_lying_executor_is_reprompted_once_then_accepted") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
     h.init_execution(SESSION, &["--driver", "manual"]);
-    let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
-        Rule::main()
-            .turn(1)
-            .last_tool_result("TASK_COMPLETE 1.1")
-            .reply([text("Task 1.1 is done.")]),
+    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done.");
+    rules.extend([
         // The lie: no start, no edit, no evidence, no critique.
         Rule::sub()
             .first_user("[task 1.1]")
             .turn(0)
             .reply([text("All good.\nTASK_COMPLETE 1.1")]),
-    ];
+    ]);
     rules.extend(subagent_rules(
         "1.1",
         1,
@@ -584,7 +589,7 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
 /// active, and the first session's state is untouched.
 #[test]
 fn e2e_6_another_session_is_never_driven_or_counted() {
-    let Some(h) = Harness::new("e2e_6_another_session_is_never_driven_or_counted") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     h.init_execution(SESSION, &["--driver", "stop-hook"]);
@@ -623,24 +628,16 @@ fn e2e_6_another_session_is_never_driven_or_counted() {
 /// with task 1.2's brief — and only task 1.2's.
 #[test]
 fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
-    let Some(h) = Harness::new("e2e_7_stop_hook_driver_reprompts_with_the_next_task_only") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
     h.init_execution(SESSION, &["--driver", "stop-hook"]);
-    let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
-        Rule::main()
-            .turn(1)
-            .last_tool_result("TASK_COMPLETE 1.1")
-            .reply([text("Task 1.1 is done; stopping here.")]),
-        Rule::main()
-            .turn(2)
-            .last_user("Stop hook feedback:")
-            .reply([text("Understood; I will continue later.")]),
-    ];
+    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done; stopping here.");
+    rules.extend([Rule::main()
+        .turn(2)
+        .last_user("Stop hook feedback:")
+        .reply([text("Understood; I will continue later.")])]);
     rules.extend(honest_executor(
         &root,
         "1.1",
@@ -692,7 +689,7 @@ fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
 /// guard: the global cap's halt ends it.
 #[test]
 fn e2e_8_guard_halt_ends_a_native_goal_session() {
-    let Some(h) = Harness::new("e2e_8_guard_halt_ends_a_native_goal_session") else {
+    let Some(h) = Harness::new() else {
         return;
     };
     h.init_execution(

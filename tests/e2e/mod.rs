@@ -54,8 +54,10 @@ pub struct Harness {
 }
 
 impl Harness {
-    pub fn new(test: &str) -> Option<Harness> {
-        let claude = runner::claude_or_skip(test)?;
+    pub fn new() -> Option<Harness> {
+        // libtest names each test's thread after the test.
+        let current = std::thread::current();
+        let claude = runner::claude_or_skip(current.name().unwrap_or("an e2e test"))?;
         let project = TempProject::git();
         project.spec("demo", DEMO_TASKS);
         project.commit_all("demo spec");
