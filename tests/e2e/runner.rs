@@ -2,6 +2,7 @@
 //! repository as `--plugin-dir`, in a temp git project with a temp HOME (contract §7).
 
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -32,7 +33,10 @@ pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
             let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
             let skip = std::env::var("SPECRUN_E2E").is_ok_and(|v| v == "skip");
             if skip && !in_ci {
-                eprintln!(
+                // Straight to fd 2: libtest captures eprintln! of passing tests, and this
+                // must be seen.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
                     "\n########## E2E TEST `{test}` DID NOT RUN ##########\n{why}\n\
                      (SPECRUN_E2E=skip is set; this is NOT a pass. Run scripts/test to install Claude Code.)\n"
                 );
