@@ -8,8 +8,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use std::path::Path;
+
 use crate::error::{Error, Result};
 use crate::project::{Project, Spec};
+
+mod files;
+pub mod sha256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -116,41 +121,144 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
     paths
 }
 
+/// How a fingerprint was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TreeMethod {
+    /// A git tree id written through a temporary index (combined with the submodules'
+    /// own trees when there are checked-out submodules).
+    Git,
+    /// A SHA-256 over the files under the project root (not a git repository).
+    Files,
+}
+
+impl TreeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TreeMethod::Git => "git",
+            TreeMethod::Files => "files",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub tree: String,
+    pub method: TreeMethod,
+}
+
 /// The working-tree fingerprint, excluding the spec's bookkeeping: in git, the tree id of
 /// all tracked and untracked-not-ignored files, written through a temporary index seeded
 /// from the real one (so git's stat cache is reused and the user's index is never touched).
 pub fn current_tree(project: &Project, spec: &Spec) -> Result<String> {
-    let root = &project.root;
-    let Some(git_dir) = crate::git::git_dir(root) else {
-        return Err(Error::Git {
-            args: "rev-parse".into(),
-            message: format!("{} is not inside a git repository", root.display()),
-        });
-    };
+    fingerprint(project, spec).map(|f| f.tree)
+}
+
+/// The fingerprint and how it was computed: git when the project root is inside a work
+/// tree, else a hash of the files (honouring `.gitignore`).
+pub fn fingerprint(project: &Project, spec: &Spec) -> Result<Fingerprint> {
+    let excluded = bookkeeping_paths(project, spec);
+    match locate_git(&project.root) {
+        Some(repo) => Ok(Fingerprint {
+            tree: git_tree(&project.root, &repo, &excluded)?,
+            method: TreeMethod::Git,
+        }),
+        None => Ok(Fingerprint {
+            tree: files::tree(&project.root, &excluded)?,
+            method: TreeMethod::Files,
+        }),
+    }
+}
+
+/// Where a directory's repository keeps its index, and the directory's path inside the
+/// work tree (`""` at the top level, `sub/dir/` below it).
+struct GitLocation {
+    git_dir: std::path::PathBuf,
+    prefix: String,
+}
+
+fn locate_git(dir: &Path) -> Option<GitLocation> {
+    // The common case costs no process: the root holds `.git` itself.
+    if let Some(git_dir) = crate::git::git_dir(dir) {
+        if git_dir.is_dir() {
+            return Some(GitLocation {
+                git_dir,
+                prefix: String::new(),
+            });
+        }
+    }
+    // The project root may sit below the top of a work tree (specs/ in a subdirectory).
+    let out = crate::git::run(
+        dir,
+        &["rev-parse", "--absolute-git-dir", "--show-prefix"],
+        &[],
+    )
+    .ok()?;
+    let mut lines = out.lines();
+    let git_dir = std::path::PathBuf::from(lines.next()?.trim());
+    let prefix = lines.next().unwrap_or("").trim().to_string();
+    Some(GitLocation { git_dir, prefix })
+}
+
+/// The tree id of `dir` (tracked + untracked-not-ignored, minus `excluded`) through a
+/// temporary index, then combined with the trees of checked-out submodules, whose own
+/// working changes a gitlink alone would not show.
+fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<String> {
     let temp_index = tempfile::Builder::new()
         .prefix("specrun-index-")
-        .tempfile_in(&git_dir)
-        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
+        .tempfile_in(&repo.git_dir)
+        .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
+    match std::fs::copy(repo.git_dir.join("index"), temp_index.path()) {
         Ok(_) => {}
         // No index yet (no commit, nothing staged): git starts from an empty one, but it
         // refuses an existing empty file, so remove ours and let git create it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let _ = std::fs::remove_file(temp_index.path());
         }
-        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
+        Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
-    let excluded = bookkeeping_paths(project, spec);
-    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
-    rm_args.extend(excluded.iter().map(String::as_str));
-    crate::git::run(root, &rm_args, &env)?;
+    if !excluded.is_empty() {
+        let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+        rm_args.extend(excluded.iter().map(String::as_str));
+        crate::git::run(dir, &rm_args, &env)?;
+    }
     let excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
     let mut add_args = vec!["add", "-A", "--ignore-errors", "--", "."];
     add_args.extend(excludes.iter().map(String::as_str));
-    crate::git::run(root, &add_args, &env)?;
-    let tree = crate::git::run(root, &["write-tree"], &env)?;
-    Ok(tree.trim().to_string())
+    crate::git::run(dir, &add_args, &env)?;
+    let prefix_arg = format!("--prefix={}", repo.prefix);
+    let mut write_args = vec!["write-tree"];
+    if !repo.prefix.is_empty() {
+        write_args.push(&prefix_arg);
+    }
+    let tree = crate::git::run(dir, &write_args, &env)?.trim().to_string();
+    // Only a repository that declares submodules pays for listing gitlinks.
+    let top = dir.ancestors().nth(repo.prefix.matches('/').count());
+    if !top.is_some_and(|t| t.join(".gitmodules").is_file()) {
+        return Ok(tree);
+    }
+    let staged = crate::git::run(dir, &["ls-files", "-s", "-z", "--", "."], &env)?;
+    let mut combined = sha256::Sha256::default();
+    combined.update(format!("specrun-tree-v1\0{tree}\0").as_bytes());
+    let mut any = false;
+    for entry in staged.split('\0') {
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        if !meta.starts_with("160000 ") {
+            continue;
+        }
+        let sub_dir = dir.join(path);
+        let Some(sub_repo) = locate_git(&sub_dir).filter(|_| sub_dir.join(".git").exists())
+        else {
+            continue; // Not checked out: the gitlink's commit in `tree` is all there is.
+        };
+        let sub_tree = git_tree(&sub_dir, &sub_repo, &[])?;
+        combined.update(format!("{path}\0{sub_tree}\0").as_bytes());
+        any = true;
+    }
+    Ok(if any { combined.finish_hex() } else { tree })
 }
 
 /// Assess one slot of a state document against the current tree.
