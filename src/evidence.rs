@@ -71,17 +71,21 @@ impl Slot {
     }
 }
 
+/// Whether a record's command succeeded (exit 0, not timed out), whatever the tree.
+pub fn passed(record: &Value) -> bool {
+    record.get("exitCode").and_then(Value::as_i64) == Some(0)
+        && !record
+            .get("timedOut")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
 pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
     let Some(record) = record else {
         return Freshness::Missing;
     };
-    let passed = record.get("exitCode").and_then(Value::as_i64) == Some(0)
-        && !record
-            .get("timedOut")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-    if !passed {
+    if !passed(record) {
         return Freshness::Failed;
     }
     let tree = record.get("tree").and_then(Value::as_str);
@@ -250,8 +254,7 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
             continue;
         }
         let sub_dir = dir.join(path);
-        let Some(sub_repo) = locate_git(&sub_dir).filter(|_| sub_dir.join(".git").exists())
-        else {
+        let Some(sub_repo) = locate_git(&sub_dir).filter(|_| sub_dir.join(".git").exists()) else {
             continue; // Not checked out: the gitlink's commit in `tree` is all there is.
         };
         let sub_tree = git_tree(&sub_dir, &sub_repo, &[])?;
@@ -259,6 +262,124 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         any = true;
     }
     Ok(if any { combined.finish_hex() } else { tree })
+}
+
+/// How much of a verification command's output a record keeps.
+pub const OUTPUT_TAIL_BYTES: usize = 4096;
+
+/// The last `limit` bytes of a stream, in bounded memory however long the stream.
+#[derive(Debug, Clone)]
+pub struct OutputTail {
+    buf: std::collections::VecDeque<u8>,
+    limit: usize,
+}
+
+impl OutputTail {
+    pub fn new(limit: usize) -> Self {
+        OutputTail {
+            buf: std::collections::VecDeque::with_capacity(limit),
+            limit,
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        let chunk = &chunk[chunk.len().saturating_sub(self.limit)..];
+        let overflow = (self.buf.len() + chunk.len()).saturating_sub(self.limit);
+        self.buf.drain(..overflow);
+        self.buf.extend(chunk);
+    }
+
+    /// The kept bytes as text; a character cut in half at the start is dropped, invalid
+    /// UTF-8 elsewhere becomes U+FFFD.
+    pub fn text(&self) -> String {
+        let bytes: Vec<u8> = self.buf.iter().copied().collect();
+        let start = if self.buf.len() == self.limit {
+            bytes
+                .iter()
+                .take(3)
+                .take_while(|b| (**b & 0b1100_0000) == 0b1000_0000)
+                .count()
+        } else {
+            0
+        };
+        String::from_utf8_lossy(&bytes[start..]).into_owned()
+    }
+}
+
+/// A phase name is a key under `verificationBlocks`: letters, digits, `-` and `_`.
+pub fn validate_phase(phase: &str) -> std::result::Result<(), String> {
+    if phase.is_empty() {
+        return Err("the phase is empty".into());
+    }
+    if let Some(c) = phase
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Err(format!(
+            "phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"
+        ));
+    }
+    Ok(())
+}
+
+/// The evidence record `verify run` stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub command: String,
+    pub exit_code: i32,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    pub output_tail: String,
+    pub task_id: Option<String>,
+    /// The fingerprint the command started from.
+    pub before: Fingerprint,
+    /// The fingerprint when it ended.
+    pub after: Fingerprint,
+}
+
+impl RunRecord {
+    /// The record as stored: bound to the tree the command started from. When the command
+    /// itself changed the tree, `treeAfter` says to what, and the evidence is stale at once.
+    pub fn to_json(&self) -> Value {
+        let mut record = serde_json::json!({
+            "command": self.command,
+            "exitCode": self.exit_code,
+            "startedAt": self.started_at,
+            "durationMs": self.duration_ms,
+            "tree": self.before.tree,
+            "treeMethod": self.before.method.as_str(),
+            "outputTail": self.output_tail,
+            "timedOut": self.timed_out,
+            "taskId": self.task_id,
+        });
+        if self.before != self.after {
+            record["treeChanged"] = Value::Bool(true);
+            record["treeAfter"] = Value::String(self.after.tree.clone());
+        }
+        record
+    }
+}
+
+/// Store `record` in `slot` of a state document (an object).
+pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
+    let (key, name) = match slot {
+        Slot::Phase(p) => ("verificationBlocks", p),
+        Slot::Task(id) => ("taskEvidence", id),
+    };
+    let Some(map) = state.as_object_mut() else {
+        return;
+    };
+    let holder = map
+        .entry(key)
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !holder.is_object() {
+        *holder = Value::Object(Default::default());
+    }
+    holder
+        .as_object_mut()
+        .expect("made an object above")
+        .insert(name.clone(), record);
 }
 
 /// Assess one slot of a state document against the current tree.
@@ -294,6 +415,63 @@ mod tests {
             ),
             Freshness::Failed
         );
+    }
+
+    #[test]
+    fn output_tail_keeps_the_last_bytes_only() {
+        let mut tail = OutputTail::new(8);
+        tail.push(b"abc");
+        assert_eq!(tail.text(), "abc");
+        tail.push(b"defghij");
+        assert_eq!(tail.text(), "cdefghij");
+        tail.push(&[b'x'; 100]);
+        assert_eq!(tail.text(), "xxxxxxxx");
+        // A multi-byte character cut at the front is dropped, not shown as garbage.
+        let mut tail = OutputTail::new(4);
+        tail.push("aé€".as_bytes()); // 1 + 2 + 3 bytes: keeps the last byte of é and €
+        assert_eq!(tail.text(), "€");
+    }
+
+    #[test]
+    fn phases_are_plain_keys() {
+        validate_phase("execution").unwrap();
+        validate_phase("post-merge_2").unwrap();
+        assert!(validate_phase("").is_err());
+        assert!(validate_phase("a.b").unwrap_err().contains("'.'"));
+    }
+
+    #[test]
+    fn a_record_is_bound_to_the_tree_it_started_from() {
+        let fp = |t: &str| Fingerprint {
+            tree: t.into(),
+            method: TreeMethod::Git,
+        };
+        let mut run = RunRecord {
+            command: "true".into(),
+            exit_code: 0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_ms: 5,
+            timed_out: false,
+            output_tail: String::new(),
+            task_id: Some("1.2".into()),
+            before: fp("t1"),
+            after: fp("t1"),
+        };
+        let json = run.to_json();
+        assert_eq!(json["tree"], "t1");
+        assert!(json.get("treeChanged").is_none());
+        run.after = fp("t2");
+        let json = run.to_json();
+        assert_eq!(
+            (json["tree"].as_str(), json["treeAfter"].as_str()),
+            (Some("t1"), Some("t2"))
+        );
+        assert_eq!(assess(Some(&json), Some("t2")), Freshness::Stale);
+        let mut state = serde_json::json!({"name": "x", "taskEvidence": 3});
+        put_record(&mut state, &Slot::Task("1.2".into()), json.clone());
+        put_record(&mut state, &Slot::Phase("execution".into()), json);
+        assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
+        assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
     }
 
     #[test]

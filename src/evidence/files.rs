@@ -204,7 +204,9 @@ fn hash_file(path: &Path) -> Result<String> {
     let mut hasher = Sha256::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = file.read(&mut buf).map_err(|e| Error::io(path, "read", e))?;
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| Error::io(path, "read", e))?;
         if n == 0 {
             break;
         }
@@ -241,15 +243,24 @@ mod tests {
         assert!(is_ignored(&rules, "target", true));
         assert!(!is_ignored(&rules, "sub/target", true), "leading / anchors");
         assert!(is_ignored(&rules, "sub/build", true));
-        assert!(!is_ignored(&rules, "build", false), "trailing / is dirs only");
+        assert!(
+            !is_ignored(&rules, "build", false),
+            "trailing / is dirs only"
+        );
         assert!(is_ignored(&rules, "x/y.log", false));
         assert!(!is_ignored(&rules, "keep.log", false), "negation");
         assert!(is_ignored(&rules, "docs/a.tmp", false));
-        assert!(!is_ignored(&rules, "other/docs/a.tmp", false), "inner / anchors");
+        assert!(
+            !is_ignored(&rules, "other/docs/a.tmp", false),
+            "inner / anchors"
+        );
         let nested = parse_rules("*.gen\n", "sub");
         assert!(is_ignored(&nested, "sub/a.gen", false));
         assert!(is_ignored(&nested, "sub/deep/a.gen", false));
-        assert!(!is_ignored(&nested, "a.gen", false), "a nested file only covers its dir");
+        assert!(
+            !is_ignored(&nested, "a.gen", false),
+            "a nested file only covers its dir"
+        );
     }
 
     #[test]
@@ -266,7 +277,11 @@ mod tests {
         std::fs::create_dir_all(root.join("out")).unwrap();
         std::fs::write(root.join("out/bin"), "noise").unwrap();
         std::fs::write(root.join("specs/demo/tasks.md"), "- [x] 1 a").unwrap();
-        assert_eq!(tree(root, &excluded).unwrap(), t1, "ignored or excluded file counted");
+        assert_eq!(
+            tree(root, &excluded).unwrap(),
+            t1,
+            "ignored or excluded file counted"
+        );
         std::fs::write(root.join("a.rs"), "two").unwrap();
         let t2 = tree(root, &excluded).unwrap();
         assert_ne!(t2, t1);
