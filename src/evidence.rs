@@ -213,7 +213,16 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         .tempfile_in(&repo.git_dir)
         .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
     match std::fs::copy(repo.git_dir.join("index"), temp_index.path()) {
-        Ok(_) => {}
+        // Keep the real index's mtime: git treats entries modified at or after it as
+        // racily clean and re-hashes them; a fresh mtime would hide a same-size edit made
+        // in the same timestamp tick as the last index write.
+        Ok(_) => {
+            if let Ok(mtime) =
+                std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
+            {
+                let _ = temp_index.as_file().set_modified(mtime);
+            }
+        }
         // No index yet (no commit, nothing staged): git starts from an empty one, but it
         // refuses an existing empty file, so remove ours and let git create it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
