@@ -144,11 +144,7 @@ pub fn validate(stage: &str, task_id: &str, doc: &Value) -> Result<Validated, Ve
             Some(r) => problems.push(format!("{id}: result {r:?} is not one of pass, fixed, n/a")),
             None => problems.push(format!("{id}: `result` is missing (pass, fixed or n/a)")),
         }
-        if !fields
-            .get("note")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.trim().is_empty())
-        {
+        if !is_non_empty_text(fields.get("note")) {
             problems.push(format!("{id}: `note` must be a non-empty string"));
         }
         checklist.insert((*id).to_string(), item.clone());
@@ -262,17 +258,19 @@ fn collect_issues(
                 "{field}[{n}] must be an object with a string `checklistId`"
             )),
         }
-        if !issue
-            .get("description")
-            .and_then(Value::as_str)
-            .is_some_and(|d| !d.trim().is_empty())
-        {
+        if !is_non_empty_text(issue.get("description")) {
             problems.push(format!(
                 "{field}[{n}]: `description` must be a non-empty string"
             ));
         }
     }
     entries.clone()
+}
+
+fn is_non_empty_text(value: Option<&Value>) -> bool {
+    value
+        .and_then(Value::as_str)
+        .is_some_and(|text| !text.trim().is_empty())
 }
 
 fn issue_id(issue: &Value) -> Option<&str> {
