@@ -60,11 +60,18 @@ struct Usage {
 /// not this execution's, so the read starts (and counts nothing) at the current end.
 /// `last_message_id` is the value a previous read returned.
 pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str>) -> TailRead {
-    let Ok(mut file) = File::open(path) else {
-        return TailRead {
-            last_message_id: last_message_id.map(str::to_string),
-            ..TailRead::default()
-        };
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) => {
+            // Claude Code creates the file late (not yet there at the first Stop of a
+            // short session): all it will hold is this execution's, so start at 0.
+            let not_yet = e.kind() == std::io::ErrorKind::NotFound && offset.is_none();
+            return TailRead {
+                next_offset: not_yet.then_some(0),
+                last_message_id: last_message_id.map(str::to_string),
+                ..TailRead::default()
+            };
+        }
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let Some(offset) = offset else {
@@ -273,6 +280,12 @@ mod tests {
         let r = read_usage(f.path(), Some(1_000_000), Some("m1"));
         assert!(r.restarted);
         assert_eq!((r.input_tokens, r.output_tokens), (4, 6));
+    }
+
+    #[test]
+    fn a_missing_file_without_offset_starts_at_zero() {
+        let r = read_usage(Path::new("/nonexistent/specrun/t.jsonl"), None, None);
+        assert_eq!(r.next_offset, Some(0));
     }
 
     #[test]

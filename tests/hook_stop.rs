@@ -23,9 +23,15 @@ fn row1_fast_path_prints_nothing_and_writes_nothing() {
     for phase in ["planning", "completed", "cancelled"] {
         let e = Exec::new(TASKS, json!({"phase": phase}));
         let before = e.state_bytes();
-        assert_eq!(e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)), "");
+        assert_eq!(
+            e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+            ""
+        );
         assert_eq!(e.state_bytes(), before, "{phase}");
-        assert!(!e.p.path(".specrun").exists() && !e.p.path("specs/demo/.specrun-state.json.lock").exists());
+        assert!(
+            !e.p.path(".specrun").exists()
+                && !e.p.path("specs/demo/.specrun-state.json.lock").exists()
+        );
     }
     // Unparseable stdin on an executing spec.
     let e = Exec::new(TASKS, json!({}));
@@ -37,9 +43,15 @@ fn row1_fast_path_prints_nothing_and_writes_nothing() {
 
 #[test]
 fn row2_another_sessions_execution_is_left_alone() {
-    let e = Exec::new(TASKS, json!({"sessionId": "someone-else", "executionDriver": "stop-hook"}));
+    let e = Exec::new(
+        TASKS,
+        json!({"sessionId": "someone-else", "executionDriver": "stop-hook"}),
+    );
     let before = e.state_bytes();
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)), "");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+        ""
+    );
     assert_eq!(e.state_bytes(), before);
     assert!(e.events().is_empty());
     // An execution bound to no session is not driven either.
@@ -55,7 +67,10 @@ fn row3_counts_stops_usage_from_the_offset_and_the_fingerprint() {
     let transcript = e.p.write("t.jsonl", &assistant_line("old", 1000, 1000));
     let tpath = transcript.to_str().unwrap();
     // First stop: no offset yet, so the history before it is not counted.
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))), "");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
     let s = e.state();
     assert_eq!(s["globalIteration"], 1);
     assert_eq!(s["usage"]["outputTokens"], 0);
@@ -65,17 +80,41 @@ fn row3_counts_stops_usage_from_the_offset_and_the_fingerprint() {
     assert_eq!(s["guard"]["lastFingerprint"], fp.as_str());
     assert_eq!(s["guard"]["stallStops"], 0);
     // Second stop: two lines of one message and a second message are added.
-    let more = [assistant_line("m1", 10, 20), assistant_line("m1", 10, 20), assistant_line("m2", 1, 2)].concat();
-    std::fs::write(&transcript, format!("{}{more}", assistant_line("old", 1000, 1000))).unwrap();
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))), "");
+    let more = [
+        assistant_line("m1", 10, 20),
+        assistant_line("m1", 10, 20),
+        assistant_line("m2", 1, 2),
+    ]
+    .concat();
+    std::fs::write(
+        &transcript,
+        format!("{}{more}", assistant_line("old", 1000, 1000)),
+    )
+    .unwrap();
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
     let s = e.state();
     assert_eq!(s["globalIteration"], 2);
-    assert_eq!((s["usage"]["inputTokens"].clone(), s["usage"]["outputTokens"].clone()), (json!(11), json!(22)));
-    assert_eq!(s["guard"]["stallStops"], 1, "no progress since the first stop");
+    assert_eq!(
+        (
+            s["usage"]["inputTokens"].clone(),
+            s["usage"]["outputTokens"].clone()
+        ),
+        (json!(11), json!(22))
+    );
+    assert_eq!(
+        s["guard"]["stallStops"], 1,
+        "no progress since the first stop"
+    );
     // Progress (a commit moves HEAD) resets the stall count.
     e.p.write("src/b.rs", "// b\n");
     e.p.commit_all("b");
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))), "");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
     assert_eq!(e.state()["guard"]["stallStops"], 0);
     let events = e.events();
     assert_eq!(events.len(), 3);
@@ -97,7 +136,10 @@ fn row4_global_iterations_cap_halts() {
     assert_eq!(json_of(&out), halt_json(s));
     let state = e.state();
     assert_eq!(state["halt"]["kind"], "global-iterations");
-    assert_eq!(state["halt"]["reason"], "global iterations 31 > maxGlobalIterations 30");
+    assert_eq!(
+        state["halt"]["reason"],
+        "global iterations 31 > maxGlobalIterations 30"
+    );
     let ev = e.events();
     assert_eq!(ev.last().unwrap()["decision"], "halt");
     assert_eq!(ev.last().unwrap()["rule"], "cap:global-iterations");
@@ -113,9 +155,15 @@ fn row4_task_iterations_cap_halts() {
 
 #[test]
 fn row4_output_tokens_cap_halts_on_transcript_usage() {
-    let e = Exec::new(TASKS, json!({"budget": {"maxOutputTokens": 100}, "usage": {"outputTokens": 60, "transcriptOffset": 0}}));
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxOutputTokens": 100}, "usage": {"outputTokens": 60, "transcriptOffset": 0}}),
+    );
     let t = e.p.write("t.jsonl", &assistant_line("m1", 5, 40));
-    let out = e.hook("stop", stop_stdin(&e.p, "x", false, Some(t.to_str().unwrap())));
+    let out = e.hook(
+        "stop",
+        stop_stdin(&e.p, "x", false, Some(t.to_str().unwrap())),
+    );
     let s = "specrun halted spec 'demo': output tokens 100 >= budget.maxOutputTokens 100. To continue: `specrun resume --spec demo --raise-tokens 200`, then /specrun:implement demo.";
     assert_eq!(json_of(&out), halt_json(s));
     assert_eq!(e.state()["usage"]["outputTokens"], 100);
@@ -123,8 +171,12 @@ fn row4_output_tokens_cap_halts_on_transcript_usage() {
 
 #[test]
 fn row4_minutes_cap_halts() {
-    let started = chrono::Utc::now() - chrono::Duration::minutes(120) + chrono::Duration::seconds(30);
-    let e = Exec::new(TASKS, json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}));
+    let started =
+        chrono::Utc::now() - chrono::Duration::minutes(120) + chrono::Duration::seconds(30);
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}),
+    );
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
     let s = "specrun halted spec 'demo': 119 minutes since startedAt >= budget.maxMinutes 60. To continue: `specrun resume --spec demo --raise-minutes 120`, then /specrun:implement demo.";
     assert_eq!(json_of(&out), halt_json(s));
@@ -145,7 +197,10 @@ fn row4_stall_cap_halts_after_stops_without_progress() {
 
 #[test]
 fn row4_a_halted_execution_halts_again_until_resumed() {
-    let e = Exec::new(TASKS, json!({"halt": {"kind": "stall", "reason": "stuck", "at": "2026-01-01T00:00:00Z"}}));
+    let e = Exec::new(
+        TASKS,
+        json!({"halt": {"kind": "stall", "reason": "stuck", "at": "2026-01-01T00:00:00Z"}}),
+    );
     let s = "specrun: spec 'demo' is halted (stuck). A person continues it with `specrun resume --spec demo`, then /specrun:implement demo.";
     for n in 1..=2 {
         let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
@@ -159,7 +214,15 @@ fn row4_a_halted_execution_halts_again_until_resumed() {
 fn row5_completion_accepted_when_every_gate_holds() {
     let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
     e.fresh_execution_evidence("true");
-    let out = e.hook("stop", stop_stdin(&e.p, "Everything passes.\n\nALL_TASKS_COMPLETE\n", false, None));
+    let out = e.hook(
+        "stop",
+        stop_stdin(
+            &e.p,
+            "Everything passes.\n\nALL_TASKS_COMPLETE\n",
+            false,
+            None,
+        ),
+    );
     assert_eq!(
         json_of(&out),
         json!({"systemMessage": "specrun: spec 'demo' complete: 2/2 tasks checked, execution evidence fresh, no blocking follow-up."})
@@ -170,7 +233,10 @@ fn row5_completion_accepted_when_every_gate_holds() {
     assert!(s["completedAt"].is_string());
     assert_eq!(e.events().last().unwrap()["rule"], "completion-accepted");
     // Completed: the next stop is the fast path.
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)), "");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+        ""
+    );
 }
 
 #[test]
@@ -194,7 +260,10 @@ fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
 - execution evidence is stale (the code changed since it ran): run `specrun verify run --phase execution --spec demo --command 'cargo test --all'` and make it pass.\n\
 - follow-up F1 (VERIFY, high) is open: re-run the load test. Do it, then `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";
-    assert_eq!(json_of(&out), json!({"decision": "block", "reason": reason}));
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
     assert_eq!(e.state()["phase"], "execution");
     // Blocked once; with stop_hook_active and nothing progressed, allow instead of looping.
     let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", true, None));
@@ -212,7 +281,10 @@ fn row5_missing_evidence_is_named() {
     let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
 - execution evidence is missing: run `specrun verify run --phase execution --spec demo --command '<full test command>'` and make it pass.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";
-    assert_eq!(json_of(&out), json!({"decision": "block", "reason": reason}));
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
 }
 
 #[test]
@@ -224,7 +296,10 @@ Do: write the second part\n\
 Files: src/b.rs\n\
 Verify: `test -f src/b.rs`\n\
 Delegate it to specrun:spec-executor now. End with ALL_TASKS_COMPLETE only when every task is checked and `specrun verify run --phase execution --spec demo --command '<full test command>'` passed.";
-    assert_eq!(json_of(&out), json!({"decision": "block", "reason": reason}));
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
     // No progress, stop_hook_active: allowed with a note.
     let out = e.hook("stop", stop_stdin(&e.p, "Still thinking.", true, None));
     assert_eq!(
@@ -242,17 +317,26 @@ Delegate it to specrun:spec-executor now. End with ALL_TASKS_COMPLETE only when 
 #[test]
 fn row7_otherwise_allow_silently_but_count() {
     let e = Exec::new(TASKS, json!({"executionDriver": "native-goal"}));
-    assert_eq!(e.hook("stop", stop_stdin(&e.p, "Delegated 1.2.", false, None)), "");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "Delegated 1.2.", false, None)),
+        ""
+    );
     assert_eq!(e.state()["globalIteration"], 1);
     assert_eq!(e.events().last().unwrap()["rule"], "allow");
     // The stop-hook driver does not re-prompt while awaiting the user's approval.
-    let e = Exec::new(TASKS, json!({"executionDriver": "stop-hook", "awaitingApproval": true}));
+    let e = Exec::new(
+        TASKS,
+        json!({"executionDriver": "stop-hook", "awaitingApproval": true}),
+    );
     assert_eq!(e.hook("stop", stop_stdin(&e.p, "May I?", false, None)), "");
 }
 
 #[test]
 fn forty_stops_with_max_30_halt_from_the_31st_on() {
-    let e = Exec::new(TASKS, json!({"maxGlobalIterations": 30, "budget": {"maxStallStops": 1000}}));
+    let e = Exec::new(
+        TASKS,
+        json!({"maxGlobalIterations": 30, "budget": {"maxStallStops": 1000}}),
+    );
     for n in 1..=40u64 {
         let out = e.hook("stop", stop_stdin(&e.p, "working", false, None));
         if n <= 30 {
@@ -260,10 +344,20 @@ fn forty_stops_with_max_30_halt_from_the_31st_on() {
         } else {
             let v = json_of(&out);
             assert_eq!(v["continue"], false, "stop {n} must halt: {out}");
-            assert!(v["stopReason"].as_str().unwrap().contains("global iterations 31 > maxGlobalIterations 30"), "{out}");
+            assert!(
+                v["stopReason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("global iterations 31 > maxGlobalIterations 30"),
+                "{out}"
+            );
         }
         assert_eq!(e.state()["globalIteration"], n, "stop {n} counted exactly");
     }
-    let halts = e.events().iter().filter(|ev| ev["decision"] == "halt").count();
+    let halts = e
+        .events()
+        .iter()
+        .filter(|ev| ev["decision"] == "halt")
+        .count();
     assert_eq!(halts, 10);
 }

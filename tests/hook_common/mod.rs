@@ -71,7 +71,10 @@ impl Exec {
     /// Events recorded in .specrun/events.jsonl.
     pub fn events(&self) -> Vec<Value> {
         match std::fs::read_to_string(self.p.path(".specrun/events.jsonl")) {
-            Ok(text) => text.lines().map(|l| serde_json::from_str(l).unwrap()).collect(),
+            Ok(text) => text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
             Err(_) => Vec::new(),
         }
     }
@@ -116,7 +119,10 @@ pub fn run_hook(p: &TempProject, event: &str, stdin: impl Into<Vec<u8>>) -> Stri
     );
     let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
     if !stdout.is_empty() {
-        assert!(stdout.ends_with('\n') && stdout.lines().count() == 1, "not one JSON line: {stdout:?}");
+        assert!(
+            stdout.ends_with('\n') && stdout.lines().count() == 1,
+            "not one JSON line: {stdout:?}"
+        );
         serde_json::from_str::<Value>(&stdout).expect("stdout is one JSON object");
     }
     stdout
@@ -128,7 +134,12 @@ pub fn json_of(stdout: &str) -> Value {
 }
 
 /// Stop hook stdin for `SESSION` in `p`.
-pub fn stop_stdin(p: &TempProject, message: &str, active: bool, transcript: Option<&str>) -> String {
+pub fn stop_stdin(
+    p: &TempProject,
+    message: &str,
+    active: bool,
+    transcript: Option<&str>,
+) -> String {
     json!({
         "session_id": SESSION,
         "transcript_path": transcript,
