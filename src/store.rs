@@ -42,6 +42,11 @@ pub fn lock_path(file: &Path) -> PathBuf {
 /// Take the sidecar lock of `file`, polling for at most `wait`.
 pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
     let path = lock_path(file);
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(Error::missing("directory", dir));
+        }
+    }
     let handle = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -168,6 +173,10 @@ pub fn update_text<T>(
     wait: Duration,
     change: impl FnOnce(String) -> Result<(Option<String>, T)>,
 ) -> Result<T> {
+    // Name a missing file before taking the lock, so no stray lock file is left beside it.
+    if !path.exists() {
+        return Err(Error::missing(what, path));
+    }
     let _lock = lock(path, wait)?;
     let current = read_text(path, what)?;
     let (next, out) = change(current)?;

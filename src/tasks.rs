@@ -216,8 +216,11 @@ fn fence_of(line: &str) -> Option<(u8, usize)> {
     (run >= 3).then_some((ch, run))
 }
 
+/// An ATX heading at column 0: 1–6 `#` then a space, a tab or the end of the line
+/// (`#hashtag` and `#5` are prose, as in CommonMark).
 fn is_heading(line: &str) -> bool {
-    line.starts_with('#')
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes) && matches!(line.as_bytes().get(hashes), None | Some(b' ' | b'\t'))
 }
 
 /// If `line` is a column-0 task line, return (checked, offset of the mark, rest after "] ").
@@ -540,6 +543,16 @@ mod tests {
         let list = parse(text);
         assert_eq!(ids(&list), ["1", "2"]);
         assert_eq!(list.counts().total, 2);
+    }
+
+    #[test]
+    fn only_atx_headings_end_a_block() {
+        let list = parse(
+            "- [ ] 1 [P] A\n#hashtag prose\n####### seven\n- [ ] 2 [P] B\n###\n- [ ] 3 [P] C\n",
+        );
+        assert_eq!(list.tasks[0].line_end, 3);
+        assert_eq!(list.parallel_group(0).len(), 2);
+        assert_eq!(list.tasks[2].phase, None);
     }
 
     #[test]
