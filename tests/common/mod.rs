@@ -56,11 +56,22 @@ impl TempProject {
     pub fn git_cmd(&self, args: &[&str]) -> String {
         let out = Command::new("git")
             .current_dir(self.dir.path())
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false"])
+            .args([
+                "-c",
+                "user.email=t@example.com",
+                "-c",
+                "user.name=t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
             .args(args)
             .output()
             .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -77,7 +88,8 @@ impl TempProject {
     }
 
     pub fn state(&self, spec: &str) -> serde_json::Value {
-        serde_json::from_str(&self.read(&format!("specs/{spec}/.specrun-state.json"))).expect("state is JSON")
+        serde_json::from_str(&self.read(&format!("specs/{spec}/.specrun-state.json")))
+            .expect("state is JSON")
     }
 }
 
@@ -87,5 +99,6 @@ pub fn bin_path() -> PathBuf {
 
 pub fn assert_json_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("readable");
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
