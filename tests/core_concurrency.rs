@@ -146,7 +146,10 @@ fn state_merge_killed_at_random_moments_leaves_old_or_new_content() {
 
         let text = std::fs::read_to_string(p.path(STATE))
             .unwrap_or_else(|e| panic!("run {run} (seed {seed}): state file missing: {e}"));
-        assert!(!text.is_empty(), "run {run} (seed {seed}): empty state file");
+        assert!(
+            !text.is_empty(),
+            "run {run} (seed {seed}): empty state file"
+        );
         let doc: Value = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("run {run} (seed {seed}): torn state file: {e}"));
         let mut expected_new = current.clone();
