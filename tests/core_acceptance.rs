@@ -264,11 +264,18 @@ fn snapshot_reports_every_listed_field() {
     );
 }
 
+/// (tasks.md, state file, `.current-spec` override, expected gates)
+type GateCase = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
 /// One spec per gate, each with the state that raises it.
 #[test]
 fn snapshot_gates_for_each_case() {
-    let cases: &[(&str, Option<&str>, Option<&str>, &[&str])] = &[
-        // (tasks.md, state, .current-spec override, expected gates)
+    let cases: &[GateCase] = &[
         ("- [ ] 1 A\n", None, Some("gone"), &["missing-spec"]),
         ("", None, None, &["empty-tasks"]),
         ("# Only prose\n", None, None, &["empty-tasks"]),
