@@ -8,8 +8,13 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use std::path::Path;
+
 use crate::error::{Error, Result};
 use crate::project::{Project, Spec};
+
+mod files;
+pub mod sha256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -66,17 +71,21 @@ impl Slot {
     }
 }
 
+/// Whether a record's command succeeded (exit 0, not timed out), whatever the tree.
+pub fn passed(record: &Value) -> bool {
+    record.get("exitCode").and_then(Value::as_i64) == Some(0)
+        && !record
+            .get("timedOut")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
 pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
     let Some(record) = record else {
         return Freshness::Missing;
     };
-    let passed = record.get("exitCode").and_then(Value::as_i64) == Some(0)
-        && !record
-            .get("timedOut")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-    if !passed {
+    if !passed(record) {
         return Freshness::Failed;
     }
     let tree = record.get("tree").and_then(Value::as_str);
@@ -116,41 +125,270 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
     paths
 }
 
+/// How a fingerprint was computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TreeMethod {
+    /// A git tree id written through a temporary index (combined with the submodules'
+    /// own trees when there are checked-out submodules).
+    Git,
+    /// A SHA-256 over the files under the project root (not a git repository).
+    Files,
+}
+
+impl TreeMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TreeMethod::Git => "git",
+            TreeMethod::Files => "files",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub tree: String,
+    pub method: TreeMethod,
+}
+
 /// The working-tree fingerprint, excluding the spec's bookkeeping: in git, the tree id of
 /// all tracked and untracked-not-ignored files, written through a temporary index seeded
 /// from the real one (so git's stat cache is reused and the user's index is never touched).
 pub fn current_tree(project: &Project, spec: &Spec) -> Result<String> {
-    let root = &project.root;
-    let Some(git_dir) = crate::git::git_dir(root) else {
-        return Err(Error::Git {
-            args: "rev-parse".into(),
-            message: format!("{} is not inside a git repository", root.display()),
-        });
-    };
+    fingerprint(project, spec).map(|f| f.tree)
+}
+
+/// The fingerprint and how it was computed: git when the project root is inside a work
+/// tree, else a hash of the files (honouring `.gitignore`).
+pub fn fingerprint(project: &Project, spec: &Spec) -> Result<Fingerprint> {
+    let excluded = bookkeeping_paths(project, spec);
+    match locate_git(&project.root) {
+        Some(repo) => Ok(Fingerprint {
+            tree: git_tree(&project.root, &repo, &excluded)?,
+            method: TreeMethod::Git,
+        }),
+        None => Ok(Fingerprint {
+            tree: files::tree(&project.root, &excluded)?,
+            method: TreeMethod::Files,
+        }),
+    }
+}
+
+/// Where a directory's repository keeps its index, and the directory's path inside the
+/// work tree (`""` at the top level, `sub/dir/` below it).
+struct GitLocation {
+    git_dir: std::path::PathBuf,
+    prefix: String,
+}
+
+fn locate_git(dir: &Path) -> Option<GitLocation> {
+    // The common case costs no process: the root holds `.git` itself.
+    if let Some(git_dir) = crate::git::git_dir(dir) {
+        if git_dir.is_dir() {
+            return Some(GitLocation {
+                git_dir,
+                prefix: String::new(),
+            });
+        }
+    }
+    // The project root may sit below the top of a work tree (specs/ in a subdirectory).
+    let out = crate::git::run(
+        dir,
+        &["rev-parse", "--absolute-git-dir", "--show-prefix"],
+        &[],
+    )
+    .ok()?;
+    let mut lines = out.lines();
+    let git_dir = std::path::PathBuf::from(lines.next()?.trim());
+    let prefix = lines.next().unwrap_or("").trim().to_string();
+    Some(GitLocation { git_dir, prefix })
+}
+
+/// The tree id of `dir` (tracked + untracked-not-ignored, minus `excluded`) through a
+/// temporary index, then combined with the trees of checked-out submodules, whose own
+/// working changes a gitlink alone would not show.
+fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<String> {
     let temp_index = tempfile::Builder::new()
         .prefix("specrun-index-")
-        .tempfile_in(&git_dir)
-        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
-        Ok(_) => {}
+        .tempfile_in(&repo.git_dir)
+        .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
+    match std::fs::copy(repo.git_dir.join("index"), temp_index.path()) {
+        // Keep the real index's mtime: git treats entries modified at or after it as
+        // racily clean and re-hashes them; a fresh mtime would hide a same-size edit made
+        // in the same timestamp tick as the last index write.
+        Ok(_) => {
+            if let Ok(mtime) =
+                std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
+            {
+                let _ = temp_index.as_file().set_modified(mtime);
+            }
+        }
         // No index yet (no commit, nothing staged): git starts from an empty one, but it
         // refuses an existing empty file, so remove ours and let git create it.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let _ = std::fs::remove_file(temp_index.path());
         }
-        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
+        Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
-    let excluded = bookkeeping_paths(project, spec);
-    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
-    rm_args.extend(excluded.iter().map(String::as_str));
-    crate::git::run(root, &rm_args, &env)?;
+    if !excluded.is_empty() {
+        let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+        rm_args.extend(excluded.iter().map(String::as_str));
+        crate::git::run(dir, &rm_args, &env)?;
+    }
     let excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
     let mut add_args = vec!["add", "-A", "--ignore-errors", "--", "."];
     add_args.extend(excludes.iter().map(String::as_str));
-    crate::git::run(root, &add_args, &env)?;
-    let tree = crate::git::run(root, &["write-tree"], &env)?;
-    Ok(tree.trim().to_string())
+    crate::git::run(dir, &add_args, &env)?;
+    let prefix_arg = format!("--prefix={}", repo.prefix);
+    let mut write_args = vec!["write-tree"];
+    if !repo.prefix.is_empty() {
+        write_args.push(&prefix_arg);
+    }
+    let tree = crate::git::run(dir, &write_args, &env)?.trim().to_string();
+    // Only a repository that declares submodules pays for listing gitlinks.
+    let top = dir.ancestors().nth(repo.prefix.matches('/').count());
+    if !top.is_some_and(|t| t.join(".gitmodules").is_file()) {
+        return Ok(tree);
+    }
+    let staged = crate::git::run(dir, &["ls-files", "-s", "-z", "--", "."], &env)?;
+    let mut combined = sha256::Sha256::default();
+    combined.update(format!("specrun-tree-v1\0{tree}\0").as_bytes());
+    let mut any = false;
+    for entry in staged.split('\0') {
+        let Some((meta, path)) = entry.split_once('\t') else {
+            continue;
+        };
+        if !meta.starts_with("160000 ") {
+            continue;
+        }
+        let sub_dir = dir.join(path);
+        let Some(sub_repo) = locate_git(&sub_dir).filter(|_| sub_dir.join(".git").exists()) else {
+            continue; // Not checked out: the gitlink's commit in `tree` is all there is.
+        };
+        let sub_tree = git_tree(&sub_dir, &sub_repo, &[])?;
+        combined.update(format!("{path}\0{sub_tree}\0").as_bytes());
+        any = true;
+    }
+    Ok(if any { combined.finish_hex() } else { tree })
+}
+
+/// How much of a verification command's output a record keeps.
+pub const OUTPUT_TAIL_BYTES: usize = 4096;
+
+/// The last `limit` bytes of a stream, in bounded memory however long the stream.
+#[derive(Debug, Clone)]
+pub struct OutputTail {
+    buf: std::collections::VecDeque<u8>,
+    limit: usize,
+}
+
+impl OutputTail {
+    pub fn new(limit: usize) -> Self {
+        OutputTail {
+            buf: std::collections::VecDeque::with_capacity(limit),
+            limit,
+        }
+    }
+
+    pub fn push(&mut self, chunk: &[u8]) {
+        let chunk = &chunk[chunk.len().saturating_sub(self.limit)..];
+        let overflow = (self.buf.len() + chunk.len()).saturating_sub(self.limit);
+        self.buf.drain(..overflow);
+        self.buf.extend(chunk);
+    }
+
+    /// The kept bytes as text; a character cut in half at the start is dropped, invalid
+    /// UTF-8 elsewhere becomes U+FFFD.
+    pub fn text(&self) -> String {
+        let bytes: Vec<u8> = self.buf.iter().copied().collect();
+        let start = if self.buf.len() == self.limit {
+            bytes
+                .iter()
+                .take(3)
+                .take_while(|b| (**b & 0b1100_0000) == 0b1000_0000)
+                .count()
+        } else {
+            0
+        };
+        String::from_utf8_lossy(&bytes[start..]).into_owned()
+    }
+}
+
+/// A phase name is a key under `verificationBlocks`: letters, digits, `-` and `_`.
+pub fn validate_phase(phase: &str) -> std::result::Result<(), String> {
+    if phase.is_empty() {
+        return Err("the phase is empty".into());
+    }
+    if let Some(c) = phase
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        return Err(format!(
+            "phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"
+        ));
+    }
+    Ok(())
+}
+
+/// The evidence record `verify run` stores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub command: String,
+    pub exit_code: i32,
+    pub started_at: String,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    pub output_tail: String,
+    pub task_id: Option<String>,
+    /// The fingerprint the command started from.
+    pub before: Fingerprint,
+    /// The fingerprint when it ended.
+    pub after: Fingerprint,
+}
+
+impl RunRecord {
+    /// The record as stored: bound to the tree the command started from. When the command
+    /// itself changed the tree, `treeAfter` says to what, and the evidence is stale at once.
+    pub fn to_json(&self) -> Value {
+        let mut record = serde_json::json!({
+            "command": self.command,
+            "exitCode": self.exit_code,
+            "startedAt": self.started_at,
+            "durationMs": self.duration_ms,
+            "tree": self.before.tree,
+            "treeMethod": self.before.method.as_str(),
+            "outputTail": self.output_tail,
+            "timedOut": self.timed_out,
+            "taskId": self.task_id,
+        });
+        if self.before != self.after {
+            record["treeChanged"] = Value::Bool(true);
+            record["treeAfter"] = Value::String(self.after.tree.clone());
+        }
+        record
+    }
+}
+
+/// Store `record` in `slot` of a state document (an object).
+pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
+    let (key, name) = match slot {
+        Slot::Phase(p) => ("verificationBlocks", p),
+        Slot::Task(id) => ("taskEvidence", id),
+    };
+    let Some(map) = state.as_object_mut() else {
+        return;
+    };
+    let holder = map
+        .entry(key)
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !holder.is_object() {
+        *holder = Value::Object(Default::default());
+    }
+    holder
+        .as_object_mut()
+        .expect("made an object above")
+        .insert(name.clone(), record);
 }
 
 /// Assess one slot of a state document against the current tree.
@@ -186,6 +424,63 @@ mod tests {
             ),
             Freshness::Failed
         );
+    }
+
+    #[test]
+    fn output_tail_keeps_the_last_bytes_only() {
+        let mut tail = OutputTail::new(8);
+        tail.push(b"abc");
+        assert_eq!(tail.text(), "abc");
+        tail.push(b"defghij");
+        assert_eq!(tail.text(), "cdefghij");
+        tail.push(&[b'x'; 100]);
+        assert_eq!(tail.text(), "xxxxxxxx");
+        // A multi-byte character cut at the front is dropped, not shown as garbage.
+        let mut tail = OutputTail::new(4);
+        tail.push("aé€".as_bytes()); // 1 + 2 + 3 bytes: keeps the last byte of é and €
+        assert_eq!(tail.text(), "€");
+    }
+
+    #[test]
+    fn phases_are_plain_keys() {
+        validate_phase("execution").unwrap();
+        validate_phase("post-merge_2").unwrap();
+        assert!(validate_phase("").is_err());
+        assert!(validate_phase("a.b").unwrap_err().contains("'.'"));
+    }
+
+    #[test]
+    fn a_record_is_bound_to_the_tree_it_started_from() {
+        let fp = |t: &str| Fingerprint {
+            tree: t.into(),
+            method: TreeMethod::Git,
+        };
+        let mut run = RunRecord {
+            command: "true".into(),
+            exit_code: 0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_ms: 5,
+            timed_out: false,
+            output_tail: String::new(),
+            task_id: Some("1.2".into()),
+            before: fp("t1"),
+            after: fp("t1"),
+        };
+        let json = run.to_json();
+        assert_eq!(json["tree"], "t1");
+        assert!(json.get("treeChanged").is_none());
+        run.after = fp("t2");
+        let json = run.to_json();
+        assert_eq!(
+            (json["tree"].as_str(), json["treeAfter"].as_str()),
+            (Some("t1"), Some("t2"))
+        );
+        assert_eq!(assess(Some(&json), Some("t2")), Freshness::Stale);
+        let mut state = serde_json::json!({"name": "x", "taskEvidence": 3});
+        put_record(&mut state, &Slot::Task("1.2".into()), json.clone());
+        put_record(&mut state, &Slot::Phase("execution".into()), json);
+        assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
+        assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
     }
 
     #[test]

@@ -1,1 +1,1226 @@
-//! Not built yet (see the open issues).
+//! The guard's decisions (DESIGN §6), as pure functions: the hook edge
+//! (`commands/hook.rs`) gathers the facts — hook stdin, the state document, the parsed
+//! tasks, HEAD, transcript usage, evidence freshness, critique records, open follow-ups,
+//! the time — and applies what comes back: a decision, a state patch (merged with
+//! `state::apply_patch`) and an event for `.specrun/events.jsonl`.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+use crate::evidence::Freshness;
+use crate::state::{self, View};
+use crate::tasks::{Task, TaskList};
+
+/// The coordinator's completion claim: the last line of its final message.
+pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
+/// An executor's claim: `TASK_COMPLETE <id>` (or `TASK_COMPLETE: <id>`) as its last line.
+pub const TASK_COMPLETE_TOKEN: &str = "TASK_COMPLETE";
+/// The subagent whose completion claims the SubagentStop hook checks.
+pub const EXECUTOR_AGENT: &str = "specrun:spec-executor";
+
+/// What a hook answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Let Claude Code go on; an optional message for the user (never sent to the model).
+    Allow(Option<String>),
+    /// Re-prompt the model (Stop) or the subagent (SubagentStop) with this reason.
+    Block(String),
+    /// End the session: a cap was hit or the execution is halted.
+    Halt(String),
+}
+
+impl Decision {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Decision::Allow(_) => "allow",
+            Decision::Block(_) => "block",
+            Decision::Halt(_) => "halt",
+        }
+    }
+
+    /// The hook's stdout for a Stop or SubagentStop; `None` prints nothing.
+    pub fn to_hook_json(&self) -> Option<Value> {
+        match self {
+            Decision::Allow(None) => None,
+            Decision::Allow(Some(m)) => Some(json!({"systemMessage": m})),
+            Decision::Block(r) => Some(json!({"decision": "block", "reason": r})),
+            Decision::Halt(s) => {
+                Some(json!({"continue": false, "stopReason": s, "systemMessage": s}))
+            }
+        }
+    }
+
+    fn text(&self) -> Option<&str> {
+        match self {
+            Decision::Allow(m) => m.as_deref(),
+            Decision::Block(s) | Decision::Halt(s) => Some(s),
+        }
+    }
+}
+
+/// A decision with what to write down.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    pub decision: Decision,
+    /// Which row of the decision order produced it (`cap:stall`, `completion-accepted`, …).
+    pub rule: String,
+    /// A `state merge` patch; an empty object changes nothing.
+    pub patch: Value,
+    /// The events.jsonl record (without `at`, which the writer adds).
+    pub event: Value,
+}
+
+/// The last non-empty line of a message, unless it sits inside (or is) a fenced code
+/// block: a claim quoted in a code block is not a claim.
+pub fn final_line(message: &str) -> Option<&str> {
+    let mut in_fence = false;
+    let mut last: Option<&str> = None;
+    for line in message.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            last = None;
+            continue;
+        }
+        if trimmed.is_empty() {
+            continue;
+        }
+        last = (!in_fence).then_some(trimmed);
+    }
+    last
+}
+
+pub fn claims_all_complete(message: Option<&str>) -> bool {
+    message.and_then(final_line) == Some(COMPLETION_TOKEN)
+}
+
+/// The task id an executor claims to have completed, if its last line is
+/// `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`.
+pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
+    let line = final_line(message?)?;
+    let rest = line.strip_prefix(TASK_COMPLETE_TOKEN)?;
+    let rest = rest.strip_prefix(':').unwrap_or(rest);
+    if !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let id = rest.trim();
+    (!id.is_empty() && !id.contains(char::is_whitespace)).then(|| id.to_string())
+}
+
+/// Whether `session` is the session that owns this execution. An execution with no
+/// `sessionId` is owned by nobody: the guard never drives or halts a session it cannot
+/// prove started the execution.
+pub fn owned_by(state: &Value, session: Option<&str>) -> bool {
+    matches!((View(state).session_id(), session), (Some(owner), Some(s)) if owner == s)
+}
+
+/// Whether the stop/advisory hooks apply: the state is executing.
+pub fn executing(state: &Value) -> bool {
+    View(state).phase() == Some("execution")
+}
+
+/// Where to read the transcript from: the stored offset, unless the stored offset belongs
+/// to a different transcript file (then start at the new file's end).
+pub fn transcript_start<'a>(
+    state: &'a Value,
+    transcript_path: &str,
+) -> (Option<u64>, Option<&'a str>) {
+    let v = View(state);
+    let same_file = v
+        .get("usage.transcriptPath")
+        .and_then(Value::as_str)
+        .is_none_or(|p| p == transcript_path);
+    if !same_file {
+        return (None, None);
+    }
+    (
+        v.transcript_offset(),
+        v.get("guard.lastMessageId").and_then(Value::as_str),
+    )
+}
+
+/// Transcript usage read since the stored offset.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageRead {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// `None` keeps the stored offset (the transcript could not be read).
+    pub next_offset: Option<u64>,
+    pub last_message_id: Option<String>,
+    pub transcript_path: Option<String>,
+}
+
+/// A follow-up that blocks completion (open, VERIFY, high).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub id: String,
+    pub title: String,
+}
+
+/// What a completion claim is judged on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletionGates {
+    /// `verificationBlocks.execution` against the current tree.
+    pub evidence: Freshness,
+    /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
+    pub blockers: Result<Vec<Blocker>, String>,
+}
+
+/// The facts a Stop is decided on, gathered under the state lock.
+pub struct StopFacts<'a> {
+    pub spec_name: &'a str,
+    pub tasks: &'a TaskList,
+    pub head: Option<&'a str>,
+    pub usage: UsageRead,
+    /// Computed only when the message claims completion (it costs git processes).
+    pub completion: Option<CompletionGates>,
+    pub now: DateTime<Utc>,
+}
+
+/// The Stop hook's stdin fields the decision uses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StopInput<'a> {
+    pub session_id: Option<&'a str>,
+    pub stop_hook_active: bool,
+    pub last_assistant_message: Option<&'a str>,
+}
+
+/// Progress fingerprint: checked-task count, taskIndex, HEAD.
+pub fn fingerprint(tasks: &TaskList, state: &Value, head: Option<&str>) -> String {
+    format!(
+        "{}/{}:{}:{}",
+        tasks.counts().completed,
+        tasks.tasks.len(),
+        View(state).task_index(),
+        head.unwrap_or("-")
+    )
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Decide a Stop of the owning session of an executing spec (DESIGN §6, rows 3–7; the
+/// fast path and ownership are the edge's, before the lock).
+pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) -> Outcome {
+    let v = View(state);
+    let name = facts.spec_name;
+    let now = rfc3339(facts.now);
+
+    // Row 3: count the stop, add usage, compare the fingerprint.
+    let global = v.global_iteration() + 1;
+    let output_tokens = v.output_tokens() + facts.usage.output_tokens;
+    let input_tokens = v.input_tokens() + facts.usage.input_tokens;
+    let fp = fingerprint(facts.tasks, state, facts.head);
+    let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
+    let mut stall = match last_fp {
+        Some(prev) if prev == fp => {
+            v.get("guard.stallStops")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                + 1
+        }
+        _ => 0,
+    };
+    let mut usage = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
+    if let Some(offset) = facts.usage.next_offset {
+        usage["transcriptOffset"] = json!(offset);
+        usage["transcriptPath"] = json!(facts.usage.transcript_path);
+    }
+    let mut guard = Map::new();
+    guard.insert("lastFingerprint".into(), json!(fp));
+    if let Some(id) = &facts.usage.last_message_id {
+        guard.insert("lastMessageId".into(), json!(id));
+    }
+    let mut patch = json!({"globalIteration": global, "usage": usage});
+
+    let (decision, rule) = decide_after_count(
+        input,
+        state,
+        facts,
+        global,
+        output_tokens,
+        stall,
+        &fp,
+        &mut patch,
+        &now,
+    );
+    if matches!(decision, Decision::Halt(_)) {
+        // A halt ends the run; the stall count starts afresh after `specrun resume`.
+        stall = 0;
+    }
+    if let Decision::Block(_) = decision {
+        let blocks = v.get("guard.blocks").and_then(Value::as_u64).unwrap_or(0) + 1;
+        guard.insert("blocks".into(), json!(blocks));
+        guard.insert("lastBlockFingerprint".into(), json!(fp));
+    }
+    guard.insert("stallStops".into(), json!(stall));
+    patch["guard"] = Value::Object(guard);
+
+    let event = json!({
+        "session": input.session_id,
+        "event": "stop",
+        "spec": name,
+        "decision": decision.name(),
+        "rule": rule,
+        "reason": decision.text(),
+        "globalIteration": global,
+        "maxGlobalIterations": v.max_global_iterations(),
+        "stallStops": stall,
+        "outputTokens": output_tokens,
+        "fingerprint": fp,
+        "stopHookActive": input.stop_hook_active,
+    });
+    Outcome {
+        decision,
+        rule,
+        patch,
+        event,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decide_after_count(
+    input: &StopInput<'_>,
+    state: &Value,
+    facts: &StopFacts<'_>,
+    global: u64,
+    output_tokens: u64,
+    stall: u64,
+    fp: &str,
+    patch: &mut Value,
+    now: &str,
+) -> (Decision, String) {
+    let v = View(state);
+    let name = facts.spec_name;
+
+    // Row 4: a halted execution halts again until resumed.
+    if let Some(reason) = v
+        .halt()
+        .map(|_| v.halt_reason().unwrap_or("no reason recorded"))
+    {
+        let resume = state::resume_command(name, v);
+        let s = format!(
+            "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
+        );
+        return (Decision::Halt(s), "halted".into());
+    }
+
+    // Row 4: hard caps, in a fixed order.
+    if let Some((kind, what)) = hit_cap(v, global, output_tokens, stall, facts.now) {
+        let mut after = state.clone();
+        state::merge_into(&mut after, &json!({"halt": {"kind": kind}}));
+        let resume = state::resume_command(name, View(&after));
+        let reason = what;
+        let s = format!(
+            "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
+        );
+        patch["halt"] = json!({"kind": kind, "reason": reason, "at": now});
+        return (Decision::Halt(s), format!("cap:{kind}"));
+    }
+
+    let no_progress_since_block = input.stop_hook_active
+        && v.get("guard.lastBlockFingerprint").and_then(Value::as_str) == Some(fp);
+    let stall_note = |what: &str| {
+        format!(
+            "specrun: {what}; not re-prompting: nothing progressed since the last block (stall {stall}/{}).",
+            v.max_stall_stops()
+        )
+    };
+
+    // Row 5: the completion claim.
+    if claims_all_complete(input.last_assistant_message) {
+        let unmet = completion_unmet(name, state, facts);
+        if unmet.is_empty() {
+            patch["phase"] = json!("completed");
+            patch["completed"] = json!(true);
+            patch["completedAt"] = json!(now);
+            let c = facts.tasks.counts();
+            let m = format!(
+                "specrun: spec '{name}' complete: {}/{} tasks checked, execution evidence fresh, no blocking follow-up.",
+                c.completed, c.total
+            );
+            return (Decision::Allow(Some(m)), "completion-accepted".into());
+        }
+        if no_progress_since_block {
+            let m = stall_note(&format!(
+                "{COMPLETION_TOKEN} not accepted ({} gate(s) unmet)",
+                unmet.len()
+            ));
+            return (
+                Decision::Allow(Some(m)),
+                "completion-refused-no-progress".into(),
+            );
+        }
+        let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
+        for item in &unmet {
+            r.push_str("- ");
+            r.push_str(item);
+            r.push('\n');
+        }
+        r.push_str(&format!(
+            "When every item is done, end with {COMPLETION_TOKEN} again."
+        ));
+        return (Decision::Block(r), "completion-refused".into());
+    }
+
+    // Row 6: the stop-hook driver re-prompts with the next task.
+    if v.driver() == "stop-hook" && !v.awaiting_approval() {
+        if let Some(task) = facts.tasks.next() {
+            if no_progress_since_block {
+                let m = stall_note(&format!("task {} is still open", task.label()));
+                return (Decision::Allow(Some(m)), "next-task-no-progress".into());
+            }
+            return (
+                Decision::Block(task_brief(name, facts.tasks, task)),
+                "next-task".into(),
+            );
+        }
+    }
+
+    // Row 7.
+    (Decision::Allow(None), "allow".into())
+}
+
+/// The first cap hit, as (halt kind, "what, value and limit").
+fn hit_cap(
+    v: View<'_>,
+    global: u64,
+    output_tokens: u64,
+    stall: u64,
+    now: DateTime<Utc>,
+) -> Option<(&'static str, String)> {
+    let max_global = v.max_global_iterations();
+    if global > max_global {
+        return Some((
+            state::HALT_GLOBAL,
+            format!("global iterations {global} > maxGlobalIterations {max_global}"),
+        ));
+    }
+    let (task_it, max_task) = (v.task_iteration(), v.max_task_iterations());
+    if task_it >= max_task {
+        return Some((
+            state::HALT_TASK,
+            format!("task iterations {task_it} >= maxTaskIterations {max_task}"),
+        ));
+    }
+    if let Some(max) = v.max_output_tokens() {
+        if output_tokens >= max {
+            return Some((
+                state::HALT_TOKENS,
+                format!("output tokens {output_tokens} >= budget.maxOutputTokens {max}"),
+            ));
+        }
+    }
+    if let (Some(max), Some(started)) = (v.max_minutes(), v.started_at()) {
+        if let Ok(started) = DateTime::parse_from_rfc3339(started) {
+            let minutes = (now - started.with_timezone(&Utc)).num_minutes().max(0) as u64;
+            if minutes >= max {
+                return Some((
+                    state::HALT_MINUTES,
+                    format!("{minutes} minutes since startedAt >= budget.maxMinutes {max}"),
+                ));
+            }
+        }
+    }
+    // 0 turns the stall cap off (it would otherwise halt on every stop).
+    let max_stall = v.max_stall_stops();
+    if max_stall > 0 && stall >= max_stall {
+        return Some((
+            state::HALT_STALL,
+            format!(
+                "{stall} stops in a row without progress (checked tasks, taskIndex and HEAD unchanged) >= budget.maxStallStops {max_stall}"
+            ),
+        ));
+    }
+    None
+}
+
+/// Every unmet completion gate, each with the command that satisfies it.
+fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<String> {
+    let mut unmet = Vec::new();
+    let unchecked: Vec<&Task> = facts.tasks.tasks.iter().filter(|t| !t.checked).collect();
+    if facts.tasks.tasks.is_empty() {
+        unmet.push(format!(
+            "specs/{name}/tasks.md has no tasks: there is nothing to complete."
+        ));
+    }
+    if !unchecked.is_empty() {
+        let labels: Vec<String> = unchecked.iter().map(|t| t.label()).collect();
+        unmet.push(format!(
+            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT}; a task whose Verify passed is ticked with `specrun tasks check <id> --spec {name}`.",
+            unchecked.len(),
+            facts.tasks.tasks.len(),
+            labels.join(", ")
+        ));
+    }
+    let gates = facts.completion.as_ref();
+    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
+    if evidence != Freshness::Fresh {
+        let command = View(state)
+            .get("verificationBlocks.execution.command")
+            .and_then(Value::as_str)
+            .unwrap_or("<full test command>");
+        let why = match evidence {
+            Freshness::Stale => "stale (the code changed since it ran)",
+            Freshness::Failed => "failed",
+            _ => "missing",
+        };
+        unmet.push(format!(
+            "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
+            shell_quote(command)
+        ));
+    }
+    match gates.map(|g| &g.blockers) {
+        Some(Ok(blockers)) => {
+            for b in blockers {
+                unmet.push(format!(
+                    "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" --spec {name}`.",
+                    b.id, b.title, b.id
+                ));
+            }
+        }
+        Some(Err(e)) => unmet.push(format!(
+            "follow-ups cannot be read ({e}): fix specs/{name}/followups.json so open VERIFY/high items can be checked."
+        )),
+        None => {}
+    }
+    unmet
+}
+
+/// Quote for a POSIX shell when needed, so the printed command runs as shown.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The re-prompt of the stop-hook driver: the next task only.
+fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
+    let c = tasks.counts();
+    let agent = if task.is_verify() {
+        "specrun:qa-engineer"
+    } else {
+        EXECUTOR_AGENT
+    };
+    let mut r = format!(
+        "Spec '{name}': {}/{} tasks done. Next task {}: {}\n",
+        c.completed,
+        c.total,
+        task.label(),
+        task.title
+    );
+    if let Some(d) = &task.do_ {
+        r.push_str(&format!("Do: {d}\n"));
+    }
+    if !task.files.is_empty() {
+        r.push_str(&format!("Files: {}\n", task.files.join(", ")));
+    }
+    if let Some(verify) = &task.verify {
+        r.push_str(&format!("Verify: `{verify}`\n"));
+    }
+    r.push_str(&format!(
+        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution --spec {name} --command '<full test command>'` passed."
+    ));
+    r
+}
+
+/// The facts a `TASK_COMPLETE <id>` claim is checked against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimFacts {
+    /// The task, if tasks.md has exactly one with this id: (checked, Verify command).
+    pub task: Option<(bool, Option<String>)>,
+    /// `taskEvidence.<id>` against the current tree.
+    pub evidence: Freshness,
+    /// `startedAt` of that evidence.
+    pub evidence_started_at: Option<String>,
+    pub post_code_at: Option<String>,
+    pub post_test_at: Option<String>,
+}
+
+/// What is missing before a task claim can be accepted, each with its command.
+pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
+    let mut missing = Vec::new();
+    let verify = match &facts.task {
+        None => {
+            missing.push(format!("task {id} does not exist (once) in specs/{name}/tasks.md: claim the id the task brief gave."));
+            None
+        }
+        Some((checked, verify)) => {
+            if !checked {
+                missing.push(format!(
+                    "task {id} is unchecked: once its Verify passes, `specrun tasks check {id} --spec {name}`."
+                ));
+            }
+            verify.clone()
+        }
+    };
+    if facts.evidence != Freshness::Fresh {
+        let command = verify
+            .as_deref()
+            .map(|v| v.trim().trim_matches('`').to_string())
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| "<the task's Verify command>".into());
+        missing.push(format!(
+            "evidence for task {id} is {}: `specrun verify run --task {id} --spec {name} --command {}` must pass on the current code.",
+            facts.evidence.as_str(),
+            shell_quote(&command)
+        ));
+    }
+    for (stage, at) in [
+        ("post-code", &facts.post_code_at),
+        ("post-test", &facts.post_test_at),
+    ] {
+        if at.is_none() {
+            missing.push(format!(
+                "self-critique record {stage} is missing: `specrun critique record --task {id} --stage {stage} --spec {name} --file <record.json>`."
+            ));
+        }
+    }
+    // The post-test review must look at the passing run, so it must come after it.
+    if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
+        &facts.post_test_at,
+        &facts.evidence_started_at,
+        facts.evidence,
+    ) {
+        let parsed = (
+            DateTime::parse_from_rfc3339(test_at),
+            DateTime::parse_from_rfc3339(ev_at),
+        );
+        if let (Ok(t), Ok(e)) = parsed {
+            if t < e {
+                missing.push(format!(
+                    "the post-test self-critique ({test_at}) predates the passing evidence ({ev_at}): record it again: `specrun critique record --task {id} --stage post-test --spec {name} --file <record.json>`."
+                ));
+            }
+        }
+    }
+    missing
+}
+
+/// The SubagentStop stdin fields the decision uses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SubagentInput<'a> {
+    pub session_id: Option<&'a str>,
+    pub agent_id: Option<&'a str>,
+    pub stop_hook_active: bool,
+}
+
+/// Decide an executor's SubagentStop that claims task `id`.
+pub fn decide_subagent_stop(
+    name: &str,
+    id: &str,
+    facts: &ClaimFacts,
+    input: &SubagentInput<'_>,
+    state: &Value,
+    now: DateTime<Utc>,
+) -> Outcome {
+    let (stop_hook_active, agent_id, session) =
+        (input.stop_hook_active, input.agent_id, input.session_id);
+    let missing = claim_missing(name, id, facts);
+    let (decision, rule, patch) = if missing.is_empty() {
+        (Decision::Allow(None), "claim-accepted", json!({}))
+    } else if stop_hook_active {
+        // Re-prompted once already: let the executor end, and tell the coordinator.
+        let mut claims = View(state)
+            .get("unverifiedClaims")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        claims.push(
+            json!({"taskId": id, "missing": missing, "at": rfc3339(now), "agentId": agent_id}),
+        );
+        let m = format!(
+            "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
+            missing.len()
+        );
+        (
+            Decision::Allow(Some(m)),
+            "claim-unverified",
+            json!({"unverifiedClaims": claims}),
+        )
+    } else {
+        let mut r = format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:\n");
+        for item in &missing {
+            r.push_str("- ");
+            r.push_str(item);
+            r.push('\n');
+        }
+        r.push_str(&format!(
+            "Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."
+        ));
+        (Decision::Block(r), "claim-refused", json!({}))
+    };
+    let event = json!({
+        "session": session,
+        "event": "subagent-stop",
+        "spec": name,
+        "decision": decision.name(),
+        "rule": rule,
+        "reason": decision.text(),
+        "taskId": id,
+        "agentId": agent_id,
+        "missing": missing,
+        "stopHookActive": stop_hook_active,
+    });
+    Outcome {
+        decision,
+        rule: rule.into(),
+        patch,
+        event,
+    }
+}
+
+/// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
+pub fn session_context(
+    name: &str,
+    state: &Value,
+    tasks: Option<&TaskList>,
+    session: Option<&str>,
+) -> Option<String> {
+    let v = View(state);
+    if !executing(state) {
+        return None;
+    }
+    if v.session_id().is_some() && !owned_by(state, session) {
+        return None;
+    }
+    let mut lines = Vec::new();
+    let progress = match tasks {
+        Some(list) => {
+            let c = list.counts();
+            let next = list
+                .next()
+                .map(|t| format!(", next {} {}", t.label(), t.title))
+                .unwrap_or_default();
+            format!("{}/{} tasks checked{next}", c.completed, c.total)
+        }
+        None => "tasks.md unreadable".into(),
+    };
+    lines.push(format!(
+        "specrun: spec '{name}' is executing: {progress}; stop {} of {}.",
+        v.global_iteration(),
+        v.max_global_iterations()
+    ));
+    if v.halt().is_some() {
+        lines.push(format!(
+            "Halted: {}. A person continues it with `{}`.",
+            v.halt_reason().unwrap_or("no reason recorded"),
+            state::resume_command(name, v)
+        ));
+    } else {
+        lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details)."));
+    }
+    Some(lines.join("\n"))
+}
+
+/// PreToolUse: in quick mode, AskUserQuestion is denied with this reason.
+pub fn deny_question(
+    state: &Value,
+    tool_name: Option<&str>,
+    session: Option<&str>,
+) -> Option<String> {
+    let v = View(state);
+    let applies = tool_name == Some("AskUserQuestion")
+        && executing(state)
+        && v.quick_mode()
+        && (v.session_id().is_none() || owned_by(state, session));
+    applies.then(|| {
+        "specrun quick mode: do not ask the user. Decide yourself from the spec (requirements, design, tasks.md), pick the most reasonable option, note the assumption in .progress.md, and continue.".to_string()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks;
+
+    const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Do**: write it\n  - **Files**: src/a.rs\n  - **Verify**: `cargo test a`\n";
+    const DONE: &str = "## Phase 1\n- [x] 1.1 First\n- [x] 1.2 Second\n";
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    fn state() -> Value {
+        json!({
+            "version": 1, "name": "demo", "phase": "execution", "sessionId": "s1",
+            "taskIndex": 1, "totalTasks": 2, "taskIteration": 0, "maxTaskIterations": 5,
+            "globalIteration": 0, "maxGlobalIterations": 30,
+            "budget": {"maxOutputTokens": null, "maxMinutes": null, "maxStallStops": 5},
+            "usage": {"outputTokens": 0, "inputTokens": 0},
+            "startedAt": "2026-01-01T00:00:00Z", "executionDriver": "manual",
+            "halt": null, "guard": {}
+        })
+    }
+
+    fn decide(
+        state: &Value,
+        tasks_md: &str,
+        msg: Option<&str>,
+        active: bool,
+        gates: Option<CompletionGates>,
+    ) -> Outcome {
+        let list = tasks::parse(tasks_md);
+        let facts = StopFacts {
+            spec_name: "demo",
+            tasks: &list,
+            head: Some("abc"),
+            usage: UsageRead::default(),
+            completion: gates,
+            now: now(),
+        };
+        let input = StopInput {
+            session_id: Some("s1"),
+            stop_hook_active: active,
+            last_assistant_message: msg,
+        };
+        decide_stop(&input, state, &facts)
+    }
+
+    fn good_gates() -> Option<CompletionGates> {
+        Some(CompletionGates {
+            evidence: Freshness::Fresh,
+            blockers: Ok(vec![]),
+        })
+    }
+
+    fn halt_text(o: &Outcome) -> &str {
+        match &o.decision {
+            Decision::Halt(s) => s,
+            d => panic!("expected a halt, got {d:?}"),
+        }
+    }
+
+    #[test]
+    fn final_line_ignores_code_blocks_and_trailing_blank_lines() {
+        assert_eq!(
+            final_line("done\nALL_TASKS_COMPLETE\n\n"),
+            Some("ALL_TASKS_COMPLETE")
+        );
+        assert_eq!(final_line("```\nALL_TASKS_COMPLETE\n```\n"), None);
+        assert_eq!(final_line("```\nALL_TASKS_COMPLETE"), None);
+        assert_eq!(
+            final_line("ALL_TASKS_COMPLETE\nmore text"),
+            Some("more text")
+        );
+        assert!(!claims_all_complete(Some(
+            "I will print ALL_TASKS_COMPLETE later"
+        )));
+        assert!(claims_all_complete(Some("  ALL_TASKS_COMPLETE  ")));
+        assert!(!claims_all_complete(None));
+    }
+
+    #[test]
+    fn task_claims_accept_both_spellings_only_on_the_last_line() {
+        assert_eq!(
+            task_complete_claim(Some("ok\nTASK_COMPLETE 1.2")),
+            Some("1.2".into())
+        );
+        assert_eq!(
+            task_complete_claim(Some("TASK_COMPLETE: 3")),
+            Some("3".into())
+        );
+        assert_eq!(
+            task_complete_claim(Some("TASK_COMPLETE 1.2\nthen more")),
+            None
+        );
+        assert_eq!(task_complete_claim(Some("TASK_COMPLETE")), None);
+        assert_eq!(task_complete_claim(Some("TASK_COMPLETED 1")), None);
+        assert_eq!(task_complete_claim(Some("TASK_COMPLETE 1 and 2")), None);
+    }
+
+    #[test]
+    fn ownership_requires_a_matching_session() {
+        let s = state();
+        assert!(owned_by(&s, Some("s1")));
+        assert!(!owned_by(&s, Some("s2")));
+        assert!(!owned_by(&s, None));
+        assert!(!owned_by(&json!({"sessionId": null}), Some("s1")));
+    }
+
+    #[test]
+    fn row3_counts_the_stop_usage_and_stall() {
+        let mut s = state();
+        s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 2});
+        s["usage"] = json!({"outputTokens": 10, "inputTokens": 5, "transcriptOffset": 100});
+        let list = tasks::parse(TASKS);
+        let facts = StopFacts {
+            spec_name: "demo",
+            tasks: &list,
+            head: Some("abc"),
+            usage: UsageRead {
+                input_tokens: 1,
+                output_tokens: 2,
+                next_offset: Some(150),
+                last_message_id: Some("m".into()),
+                transcript_path: Some("/t".into()),
+            },
+            completion: None,
+            now: now(),
+        };
+        let o = decide_stop(
+            &StopInput {
+                session_id: Some("s1"),
+                ..Default::default()
+            },
+            &s,
+            &facts,
+        );
+        assert_eq!(o.decision, Decision::Allow(None));
+        assert_eq!(o.patch["globalIteration"], 1);
+        assert_eq!(
+            o.patch["usage"],
+            json!({"inputTokens": 6, "outputTokens": 12, "transcriptOffset": 150, "transcriptPath": "/t"})
+        );
+        assert_eq!(o.patch["guard"]["stallStops"], 3);
+        assert_eq!(o.patch["guard"]["lastMessageId"], "m");
+        // Progress resets the stall count.
+        let o = decide_stop(
+            &StopInput::default(),
+            &s,
+            &StopFacts {
+                head: Some("def"),
+                ..facts
+            },
+        );
+        assert_eq!(o.patch["guard"]["stallStops"], 0);
+        assert_eq!(o.event["decision"], "allow");
+        assert_eq!(o.event["globalIteration"], 1);
+    }
+
+    #[test]
+    fn row4_global_cap_halts_past_the_limit() {
+        let mut s = state();
+        s["globalIteration"] = json!(29);
+        assert_eq!(
+            decide(&s, TASKS, None, false, None).decision,
+            Decision::Allow(None)
+        );
+        s["globalIteration"] = json!(30);
+        let o = decide(&s, TASKS, None, false, None);
+        let text = halt_text(&o);
+        assert!(
+            text.contains("global iterations 31 > maxGlobalIterations 30"),
+            "{text}"
+        );
+        assert!(
+            text.contains("specrun resume --spec demo --raise-global 60"),
+            "{text}"
+        );
+        assert_eq!(o.patch["halt"]["kind"], "global-iterations");
+        assert_eq!(o.rule, "cap:global-iterations");
+        assert_eq!(o.decision.to_hook_json().unwrap()["continue"], false);
+    }
+
+    #[test]
+    fn row4_task_iterations_cap() {
+        let mut s = state();
+        s["taskIteration"] = json!(5);
+        let o = decide(&s, TASKS, None, false, None);
+        assert!(halt_text(&o).contains("task iterations 5 >= maxTaskIterations 5"));
+        assert!(halt_text(&o).contains("--raise-task 10"));
+    }
+
+    #[test]
+    fn row4_output_tokens_cap() {
+        let mut s = state();
+        s["budget"]["maxOutputTokens"] = json!(100);
+        s["usage"]["outputTokens"] = json!(99);
+        assert_eq!(
+            decide(&s, TASKS, None, false, None).decision,
+            Decision::Allow(None)
+        );
+        s["usage"]["outputTokens"] = json!(100);
+        let o = decide(&s, TASKS, None, false, None);
+        assert!(halt_text(&o).contains("output tokens 100 >= budget.maxOutputTokens 100"));
+    }
+
+    #[test]
+    fn row4_minutes_cap() {
+        let mut s = state();
+        s["budget"]["maxMinutes"] = json!(61);
+        assert_eq!(
+            decide(&s, TASKS, None, false, None).decision,
+            Decision::Allow(None)
+        );
+        s["budget"]["maxMinutes"] = json!(60);
+        let o = decide(&s, TASKS, None, false, None);
+        assert!(halt_text(&o).contains("60 minutes since startedAt >= budget.maxMinutes 60"));
+        assert_eq!(o.patch["halt"]["kind"], "minutes");
+    }
+
+    #[test]
+    fn row4_stall_cap_and_zero_disables_it() {
+        let mut s = state();
+        s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 4});
+        let o = decide(&s, TASKS, None, false, None);
+        assert!(halt_text(&o).contains("5 stops in a row without progress"));
+        assert_eq!(o.patch["guard"]["stallStops"], 0);
+        s["budget"]["maxStallStops"] = json!(0);
+        assert_eq!(
+            decide(&s, TASKS, None, false, None).decision,
+            Decision::Allow(None)
+        );
+    }
+
+    #[test]
+    fn row4_halted_state_halts_again_without_a_new_halt_record() {
+        let mut s = state();
+        s["halt"] = json!({"kind": "stall", "reason": "5 stops", "at": "x"});
+        let o = decide(&s, TASKS, Some(COMPLETION_TOKEN), false, good_gates());
+        assert!(halt_text(&o).contains("is halted (5 stops)"));
+        assert!(o.patch.get("halt").is_none());
+        assert_eq!(o.patch["globalIteration"], 1);
+    }
+
+    #[test]
+    fn row5_completion_accepted_when_every_gate_holds() {
+        let o = decide(
+            &state(),
+            DONE,
+            Some("All good.\nALL_TASKS_COMPLETE"),
+            false,
+            good_gates(),
+        );
+        assert!(matches!(o.decision, Decision::Allow(Some(_))));
+        assert_eq!(o.patch["phase"], "completed");
+        assert_eq!(o.patch["completed"], true);
+        assert_eq!(o.patch["completedAt"], "2026-01-01T01:00:00.000Z");
+        assert_eq!(o.rule, "completion-accepted");
+    }
+
+    #[test]
+    fn row5_completion_refused_lists_every_gate_with_its_command() {
+        let mut s = state();
+        s["verificationBlocks"] = json!({"execution": {"command": "cargo test --all"}});
+        let gates = Some(CompletionGates {
+            evidence: Freshness::Stale,
+            blockers: Ok(vec![Blocker {
+                id: "F2".into(),
+                title: "check perf".into(),
+            }]),
+        });
+        let o = decide(&s, TASKS, Some(COMPLETION_TOKEN), false, gates);
+        let Decision::Block(r) = &o.decision else {
+            panic!("{o:?}")
+        };
+        assert!(r.contains("1 of 2 tasks unchecked (1.2)"), "{r}");
+        assert!(r.contains("`specrun tasks check <id> --spec demo`"), "{r}");
+        assert!(r.contains("execution evidence is stale"), "{r}");
+        assert!(
+            r.contains(
+                "`specrun verify run --phase execution --spec demo --command 'cargo test --all'`"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains("`specrun followup resolve F2 --note \"<what was done>\" --spec demo`"),
+            "{r}"
+        );
+        assert_eq!(o.patch["guard"]["lastBlockFingerprint"], "1/2:1:abc");
+        assert_eq!(o.patch["guard"]["blocks"], 1);
+        assert!(o.patch.get("phase").is_none());
+    }
+
+    #[test]
+    fn row5_missing_gates_count_as_missing_evidence() {
+        let o = decide(&state(), DONE, Some(COMPLETION_TOKEN), false, None);
+        let Decision::Block(r) = &o.decision else {
+            panic!("{o:?}")
+        };
+        assert!(r.contains("execution evidence is missing"), "{r}");
+        assert!(r.contains("--command '<full test command>'"), "{r}");
+    }
+
+    #[test]
+    fn row5_no_progress_since_block_allows_with_a_message() {
+        let mut s = state();
+        s["guard"] = json!({"lastBlockFingerprint": "2/2:1:abc", "lastFingerprint": "2/2:1:abc"});
+        let o = decide(&s, DONE, Some(COMPLETION_TOKEN), true, None);
+        let Decision::Allow(Some(m)) = &o.decision else {
+            panic!("{o:?}")
+        };
+        assert!(m.contains("not re-prompting"), "{m}");
+        // Without stop_hook_active it blocks again.
+        assert!(matches!(
+            decide(&s, DONE, Some(COMPLETION_TOKEN), false, None).decision,
+            Decision::Block(_)
+        ));
+    }
+
+    #[test]
+    fn row6_stop_hook_driver_blocks_with_the_next_task_only() {
+        let mut s = state();
+        s["executionDriver"] = json!("stop-hook");
+        let o = decide(&s, TASKS, Some("done for now"), false, None);
+        let Decision::Block(r) = &o.decision else {
+            panic!("{o:?}")
+        };
+        assert!(r.starts_with("Spec 'demo': 1/2 tasks done. Next task 1.2: Second\nDo: write it\nFiles: src/a.rs\nVerify: `cargo test a`\n"), "{r}");
+        assert!(!r.contains("1.1"), "{r}");
+        // Bounded: a second stop with stop_hook_active and no progress is allowed.
+        s["guard"] = json!({"lastBlockFingerprint": "1/2:1:abc"});
+        assert!(matches!(
+            decide(&s, TASKS, None, true, None).decision,
+            Decision::Allow(Some(_))
+        ));
+        // Awaiting approval: no re-prompt.
+        s["awaitingApproval"] = json!(true);
+        assert_eq!(
+            decide(&s, TASKS, None, false, None).decision,
+            Decision::Allow(None)
+        );
+    }
+
+    #[test]
+    fn row7_otherwise_allow() {
+        let o = decide(
+            &state(),
+            TASKS,
+            Some("a claim: ALL_TASKS_COMPLETE soon"),
+            false,
+            None,
+        );
+        assert_eq!(o.decision, Decision::Allow(None));
+        assert_eq!(o.decision.to_hook_json(), None);
+    }
+
+    fn claim(
+        task: Option<(bool, Option<String>)>,
+        ev: Freshness,
+        code: bool,
+        test: bool,
+    ) -> ClaimFacts {
+        ClaimFacts {
+            task,
+            evidence: ev,
+            evidence_started_at: Some("2026-01-01T00:10:00Z".into()),
+            post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
+            post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
+        }
+    }
+
+    #[test]
+    fn subagent_claim_accepted_refused_then_recorded() {
+        let ok = claim(Some((true, None)), Freshness::Fresh, true, true);
+        let o = decide_subagent_stop(
+            "demo",
+            "1.2",
+            &ok,
+            &SubagentInput {
+                session_id: Some("s1"),
+                agent_id: Some("a1"),
+                stop_hook_active: false,
+            },
+            &state(),
+            now(),
+        );
+        assert_eq!(o.decision, Decision::Allow(None));
+
+        let bad = claim(
+            Some((false, Some("`cargo test a`".into()))),
+            Freshness::Missing,
+            false,
+            true,
+        );
+        let o = decide_subagent_stop(
+            "demo",
+            "1.2",
+            &bad,
+            &SubagentInput {
+                session_id: Some("s1"),
+                agent_id: Some("a1"),
+                stop_hook_active: false,
+            },
+            &state(),
+            now(),
+        );
+        let Decision::Block(r) = &o.decision else {
+            panic!("{o:?}")
+        };
+        assert!(r.contains("task 1.2 is unchecked"), "{r}");
+        assert!(
+            r.contains("`specrun verify run --task 1.2 --spec demo --command 'cargo test a'`"),
+            "{r}"
+        );
+        assert!(r.contains("post-code is missing"), "{r}");
+        assert!(!r.contains("post-test is missing"), "{r}");
+
+        let o = decide_subagent_stop(
+            "demo",
+            "1.2",
+            &bad,
+            &SubagentInput {
+                session_id: Some("s1"),
+                agent_id: Some("a1"),
+                stop_hook_active: true,
+            },
+            &state(),
+            now(),
+        );
+        assert!(matches!(o.decision, Decision::Allow(Some(_))));
+        let claims = o.patch["unverifiedClaims"].as_array().unwrap();
+        assert_eq!(claims.len(), 1);
+        assert_eq!(claims[0]["taskId"], "1.2");
+        assert_eq!(claims[0]["agentId"], "a1");
+        assert_eq!(claims[0]["missing"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn post_test_critique_must_follow_the_evidence() {
+        let mut f = claim(Some((true, None)), Freshness::Fresh, true, true);
+        f.post_test_at = Some("2026-01-01T00:01:00Z".into());
+        let missing = claim_missing("demo", "1", &f);
+        assert_eq!(missing.len(), 1);
+        assert!(missing[0].contains("predates"), "{missing:?}");
+        let unknown = claim_missing("demo", "9", &claim(None, Freshness::Fresh, true, true));
+        assert!(unknown[0].contains("task 9 does not exist"), "{unknown:?}");
+    }
+
+    #[test]
+    fn session_context_for_owner_or_unowned_only() {
+        let list = tasks::parse(TASKS);
+        let c = session_context("demo", &state(), Some(&list), Some("s1")).unwrap();
+        assert_eq!(c.lines().count(), 2);
+        assert!(c.contains("1/2 tasks checked, next 1.2 Second"), "{c}");
+        assert!(session_context("demo", &state(), Some(&list), Some("s2")).is_none());
+        let mut unowned = state();
+        unowned["sessionId"] = Value::Null;
+        assert!(session_context("demo", &unowned, Some(&list), Some("s2")).is_some());
+        let mut halted = state();
+        halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
+        let c = session_context("demo", &halted, None, Some("s1")).unwrap();
+        assert!(
+            c.contains("Halted: stuck. A person continues it with `specrun resume --spec demo`."),
+            "{c}"
+        );
+        let mut done = state();
+        done["phase"] = json!("completed");
+        assert!(session_context("demo", &done, None, Some("s1")).is_none());
+    }
+
+    #[test]
+    fn questions_denied_only_in_quick_mode() {
+        let mut s = state();
+        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_none());
+        s["quickMode"] = json!(true);
+        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_some());
+        assert!(deny_question(&s, Some("Bash"), Some("s1")).is_none());
+        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s2")).is_none());
+    }
+
+    #[test]
+    fn transcript_start_resets_for_another_file() {
+        let s = json!({"usage": {"transcriptOffset": 10, "transcriptPath": "/a"}, "guard": {"lastMessageId": "m"}});
+        assert_eq!(transcript_start(&s, "/a"), (Some(10), Some("m")));
+        assert_eq!(transcript_start(&s, "/b"), (None, None));
+    }
+}

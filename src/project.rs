@@ -94,6 +94,27 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Follow symlinks through the longest part of `path` that exists, so a link cannot lead
+/// outside the root, and a path whose tail does not exist yet still compares correctly.
+fn resolve_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut tail: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            out.extend(tail.iter().rev());
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 impl Project {
     /// Find the project for `cwd` (the process's directory when `None`). A `cwd` that does
     /// not exist is an error.
@@ -154,8 +175,7 @@ impl Project {
             self.root.join(path)
         };
         let normal = normalize(&joined);
-        // Follow symlinks of the part that exists, so a link cannot lead outside.
-        let resolved = std::fs::canonicalize(&normal).unwrap_or(normal);
+        let resolved = resolve_existing_prefix(&normal);
         if resolved.starts_with(&self.root) {
             Ok(resolved)
         } else {

@@ -99,16 +99,37 @@ const KNOWN: &[(&str, Kind)] = &[
     ("unverifiedClaims", Kind::Array),
 ];
 
-/// Look up a dot path (`budget.maxMinutes`).
+/// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
+/// as `1.2` under `taskEvidence`): each segment is matched first alone, then joined with the
+/// following ones, so `taskEvidence.1.2.exitCode` finds `{"taskEvidence":{"1.2":{…}}}`.
 pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     if path.is_empty() {
         return Some(doc);
     }
-    path.split('.').try_fold(doc, |v, key| match v {
-        Value::Object(map) => map.get(key),
-        Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+    let segments: Vec<&str> = path.split('.').collect();
+    lookup(doc, &segments)
+}
+
+fn lookup<'a>(doc: &'a Value, segments: &[&str]) -> Option<&'a Value> {
+    let Some(first) = segments.first() else {
+        return Some(doc);
+    };
+    match doc {
+        Value::Object(map) => (1..=segments.len()).find_map(|n| {
+            let key = if n == 1 {
+                (*first).to_string()
+            } else {
+                segments[..n].join(".")
+            };
+            map.get(&key).and_then(|v| lookup(v, &segments[n..]))
+        }),
+        Value::Array(items) => first
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| items.get(i))
+            .and_then(|v| lookup(v, &segments[1..])),
         _ => None,
-    })
+    }
 }
 
 /// Check every known field present in `doc`. `source_name` names the file or patch.
@@ -151,20 +172,29 @@ pub fn merge_into(target: &mut Value, patch: &Value) {
     }
 }
 
-/// Delete a dot path; missing paths are ignored.
+/// Delete a dot path; missing paths are ignored. Dotted keys resolve as in `get_path`.
 pub fn unset_path(doc: &mut Value, path: &str) {
-    let mut parts: Vec<&str> = path.split('.').collect();
-    let Some(last) = parts.pop() else { return };
-    let mut cur = doc;
-    for key in parts {
-        match cur.get_mut(key) {
-            Some(next) => cur = next,
-            None => return,
+    let segments: Vec<&str> = path.split('.').collect();
+    remove(doc, &segments);
+}
+
+fn remove(doc: &mut Value, segments: &[&str]) -> bool {
+    let Value::Object(map) = doc else {
+        return false;
+    };
+    for n in 1..=segments.len() {
+        let key = segments[..n].join(".");
+        if n == segments.len() {
+            if map.shift_remove(&key).is_some() {
+                return true;
+            }
+        } else if let Some(child) = map.get_mut(&key) {
+            if remove(child, &segments[n..]) {
+                return true;
+            }
         }
     }
-    if let Value::Object(map) = cur {
-        map.shift_remove(last);
-    }
+    false
 }
 
 /// Apply a patch (`{..., "$unset": ["a.b"]}`) to a state document, type-checking the
@@ -465,6 +495,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`phase`"), "{err}");
+    }
+
+    #[test]
+    fn dot_paths_reach_keys_that_contain_dots() {
+        let doc = json!({"taskEvidence": {"1.2": {"exitCode": 0}}, "a": {"b": [10, 20]}});
+        assert_eq!(get_path(&doc, "taskEvidence.1.2.exitCode"), Some(&json!(0)));
+        assert_eq!(get_path(&doc, "a.b.1"), Some(&json!(20)));
+        assert_eq!(get_path(&doc, "a.c"), None);
+        let mut doc = doc;
+        unset_path(&mut doc, "taskEvidence.1.2");
+        unset_path(&mut doc, "a.b.0");
+        assert_eq!(doc, json!({"taskEvidence": {}, "a": {"b": [10, 20]}}));
     }
 
     #[test]

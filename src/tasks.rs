@@ -216,8 +216,11 @@ fn fence_of(line: &str) -> Option<(u8, usize)> {
     (run >= 3).then_some((ch, run))
 }
 
+/// An ATX heading at column 0: 1–6 `#` then a space, a tab or the end of the line
+/// (`#hashtag` and `#5` are prose, as in CommonMark).
 fn is_heading(line: &str) -> bool {
-    line.starts_with('#')
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes) && matches!(line.as_bytes().get(hashes), None | Some(b' ' | b'\t'))
 }
 
 /// If `line` is a column-0 task line, return (checked, offset of the mark, rest after "] ").
@@ -381,81 +384,136 @@ fn close(open: Option<Open>, tasks: &mut Vec<Task>) {
     }
 }
 
+/// What one line of tasks.md is. Every reader classifies lines through `scan`, so the
+/// full parse and the fast count cannot disagree about which lines are tasks.
+enum LineKind<'a> {
+    /// A fence line or a line inside a fenced block.
+    Fenced,
+    Heading(&'a str),
+    /// A column-0 task line: checked, byte offset of the mark in the text, text after `] `.
+    Task(bool, usize, &'a str),
+    Other(&'a str),
+}
+
+/// Classify every line: (1-based line number, kind).
+fn scan(text: &str) -> impl Iterator<Item = (usize, LineKind<'_>)> {
+    let bom = text.starts_with('\u{feff}');
+    let mut fence: Option<(u8, usize)> = None;
+    lines_with_offsets(text)
+        .enumerate()
+        .map(move |(line_no, (mut offset, mut line))| {
+            let number = line_no + 1;
+            if number == 1 && bom {
+                line = &line[3..];
+                offset += 3;
+            }
+            if let Some((ch, len)) = fence {
+                if let Some((c, l)) = fence_of(line) {
+                    if c == ch
+                        && l >= len
+                        && line
+                            .trim_start()
+                            .trim_start_matches(ch as char)
+                            .trim()
+                            .is_empty()
+                    {
+                        fence = None;
+                    }
+                }
+                return (number, LineKind::Fenced);
+            }
+            if let Some(f) = fence_of(line) {
+                fence = Some(f);
+                return (number, LineKind::Fenced);
+            }
+            if is_heading(line) {
+                return (number, LineKind::Heading(line));
+            }
+            match task_line(line) {
+                Some((checked, mark, rest)) => {
+                    (number, LineKind::Task(checked, offset + mark, rest))
+                }
+                None => (number, LineKind::Other(line)),
+            }
+        })
+}
+
+/// Counts only, without building tasks: what `tasks count` needs, at a fraction of the cost
+/// of `parse` on a large file. Always equal to `parse(text).counts()`.
+pub fn count(text: &str) -> Counts {
+    let (mut total, mut completed) = (0, 0);
+    let mut next_index = None;
+    for (_, kind) in scan(text) {
+        if let LineKind::Task(checked, _, _) = kind {
+            if checked {
+                completed += 1;
+            } else if next_index.is_none() {
+                next_index = Some(total);
+            }
+            total += 1;
+        }
+    }
+    Counts {
+        total,
+        completed,
+        pending: total - completed,
+        next_index: next_index.unwrap_or(total),
+    }
+}
+
 pub fn parse(text: &str) -> TaskList {
     let bom = text.starts_with('\u{feff}');
     let crlf = text.contains("\r\n");
     let mut tasks = Vec::new();
     let mut open: Option<Open> = None;
-    let mut fence: Option<(u8, usize)> = None;
     let mut section = 0usize;
     let mut phase: Option<String> = None;
 
-    for (line_no, (offset, mut line)) in lines_with_offsets(text).enumerate() {
-        let number = line_no + 1;
-        let mut offset = offset;
-        if number == 1 && bom {
-            line = &line[3..];
-            offset += 3;
-        }
-        if let Some((ch, len)) = fence {
-            if let Some((c, l)) = fence_of(line) {
-                if c == ch
-                    && l >= len
-                    && line
-                        .trim_start()
-                        .trim_start_matches(ch as char)
-                        .trim()
-                        .is_empty()
-                {
-                    fence = None;
+    for (number, kind) in scan(text) {
+        let line = match kind {
+            LineKind::Fenced => {
+                if let Some(o) = open.as_mut() {
+                    o.last_content_line = number;
                 }
+                continue;
             }
-            if let Some(o) = open.as_mut() {
-                o.last_content_line = number;
+            LineKind::Heading(line) => {
+                close(open.take(), &mut tasks);
+                section += 1;
+                phase =
+                    Some(line.trim_start_matches('#').trim().to_string()).filter(|p| !p.is_empty());
+                continue;
             }
-            continue;
-        }
-        if let Some(f) = fence_of(line) {
-            fence = Some(f);
-            if let Some(o) = open.as_mut() {
-                o.last_content_line = number;
+            LineKind::Task(checked, mark_offset, rest) => {
+                close(open.take(), &mut tasks);
+                let (id, rest) = split_id(rest);
+                let (markers, title) = split_markers(rest);
+                open = Some(Open {
+                    task: Task {
+                        index: tasks.len(),
+                        id,
+                        title: title.to_string(),
+                        checked,
+                        markers,
+                        line_start: number,
+                        line_end: number,
+                        phase: phase.clone(),
+                        do_: None,
+                        files: Vec::new(),
+                        done_when: None,
+                        verify: None,
+                        commit: None,
+                        depends: Vec::new(),
+                        mark_offset,
+                        section,
+                    },
+                    last_content_line: number,
+                    field: None,
+                });
+                continue;
             }
-            continue;
-        }
-        if is_heading(line) {
-            close(open.take(), &mut tasks);
-            section += 1;
-            phase = Some(line.trim_start_matches('#').trim().to_string()).filter(|p| !p.is_empty());
-            continue;
-        }
-        if let Some((checked, mark, rest)) = task_line(line) {
-            close(open.take(), &mut tasks);
-            let (id, rest) = split_id(rest);
-            let (markers, title) = split_markers(rest);
-            open = Some(Open {
-                task: Task {
-                    index: tasks.len(),
-                    id,
-                    title: title.to_string(),
-                    checked,
-                    markers,
-                    line_start: number,
-                    line_end: number,
-                    phase: phase.clone(),
-                    do_: None,
-                    files: Vec::new(),
-                    done_when: None,
-                    verify: None,
-                    commit: None,
-                    depends: Vec::new(),
-                    mark_offset: offset + mark,
-                    section,
-                },
-                last_content_line: number,
-                field: None,
-            });
-            continue;
-        }
+            LineKind::Other(line) => line,
+        };
         let Some(o) = open.as_mut() else { continue };
         if line.trim().is_empty() {
             continue;
@@ -526,6 +584,7 @@ mod tests {
         let text = "\u{feff}- [ ] 1 First\r\n  - **Verify**: `true`\r\n- [X] 2 Second\r\n";
         let list = parse(text);
         assert!(list.bom && list.crlf);
+        assert_eq!(count(text), list.counts());
         assert_eq!(ids(&list), ["1", "2"]);
         assert_eq!(list.tasks[0].title, "First");
         assert_eq!(list.tasks[0].verify.as_deref(), Some("true"));
@@ -540,6 +599,17 @@ mod tests {
         let list = parse(text);
         assert_eq!(ids(&list), ["1", "2"]);
         assert_eq!(list.counts().total, 2);
+        assert_eq!(count(text), list.counts());
+    }
+
+    #[test]
+    fn only_atx_headings_end_a_block() {
+        let list = parse(
+            "- [ ] 1 [P] A\n#hashtag prose\n####### seven\n- [ ] 2 [P] B\n###\n- [ ] 3 [P] C\n",
+        );
+        assert_eq!(list.tasks[0].line_end, 3);
+        assert_eq!(list.parallel_group(0).len(), 2);
+        assert_eq!(list.tasks[2].phase, None);
     }
 
     #[test]
@@ -625,6 +695,7 @@ mod tests {
             .collect();
         let c = parse(&text).counts();
         assert_eq!((c.total, c.completed, c.next_index), (100_000, 33_334, 1));
+        assert_eq!(count(&text), c);
     }
 
     #[test]

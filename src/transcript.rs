@@ -1,1 +1,313 @@
-//! Not built yet (see the open issues).
+//! Token usage from a Claude Code transcript (`transcript_path`, one JSON object per line),
+//! read incrementally: only the bytes after the stored offset, in bounded chunks, so a stop
+//! costs O(new bytes) however long the session has run.
+//!
+//! Counted: lines of `"type":"assistant"`, `message.usage.input_tokens` / `output_tokens`.
+//! Every content block of one API message is its own line and repeats the message's usage,
+//! so each `message.id` is counted once (the largest figure seen for it in this read).
+//! Tolerated without error: a missing file, a partial last line (left for the next read),
+//! non-UTF-8 bytes and lines that are not JSON (skipped), a file shorter than the offset
+//! (rotated or rewritten: read again from 0).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// Bytes read per `read` call; memory stays bounded by this plus the longest line.
+const CHUNK: usize = 64 * 1024;
+
+/// What one incremental read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TailRead {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// Where the next read starts: just past the last complete line. `None` when the file
+    /// could not be opened (the stored offset is then kept as it was).
+    pub next_offset: Option<u64>,
+    /// The id of the last assistant message counted, so a message whose lines straddle two
+    /// reads is not counted twice.
+    pub last_message_id: Option<String>,
+    /// The file was shorter than the offset and was read from 0.
+    pub restarted: bool,
+    /// Assistant messages counted.
+    pub messages: u64,
+}
+
+#[derive(Deserialize)]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    message: Option<Message>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    id: Option<String>,
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+/// Read the usage added to `path` since `offset`.
+///
+/// `offset: None` means this execution has not read the transcript yet: its history is
+/// not this execution's, so the read starts (and counts nothing) at the current end.
+/// `last_message_id` is the value a previous read returned.
+pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str>) -> TailRead {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) => {
+            // Claude Code creates the file late (not yet there at the first Stop of a
+            // short session): all it will hold is this execution's, so start at 0.
+            let not_yet = e.kind() == std::io::ErrorKind::NotFound && offset.is_none();
+            return TailRead {
+                next_offset: not_yet.then_some(0),
+                last_message_id: last_message_id.map(str::to_string),
+                ..TailRead::default()
+            };
+        }
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let Some(offset) = offset else {
+        return TailRead {
+            next_offset: Some(len),
+            last_message_id: last_message_id.map(str::to_string),
+            ..TailRead::default()
+        };
+    };
+    let (start, restarted) = if len < offset {
+        (0, true)
+    } else {
+        (offset, false)
+    };
+    let mut counter = Counter::new(if restarted { None } else { last_message_id });
+    let mut consumed = start;
+    if file.seek(SeekFrom::Start(start)).is_ok() {
+        let mut carry: Vec<u8> = Vec::new();
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            let n = match file.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            };
+            // Only the new bytes can hold a newline the carry did not have.
+            let Some(nl_in_chunk) = chunk[..n].iter().rposition(|&b| b == b'\n') else {
+                carry.extend_from_slice(&chunk[..n]);
+                continue;
+            };
+            let last_nl = carry.len() + nl_in_chunk;
+            carry.extend_from_slice(&chunk[..n]);
+            for line in carry[..last_nl].split(|&b| b == b'\n') {
+                counter.line(line);
+            }
+            consumed += last_nl as u64 + 1;
+            carry.drain(..=last_nl);
+        }
+    }
+    counter.finish(consumed, restarted)
+}
+
+/// Sums usage per message id; lines of one message are adjacent in the file.
+struct Counter {
+    input: u64,
+    output: u64,
+    messages: u64,
+    /// The message being summed: its id and the largest usage seen on its lines.
+    current: Option<(String, u64, u64)>,
+    /// Counted by an earlier read: its remaining lines are skipped.
+    previous: Option<String>,
+}
+
+impl Counter {
+    fn new(previous: Option<&str>) -> Self {
+        Counter {
+            input: 0,
+            output: 0,
+            messages: 0,
+            current: None,
+            previous: previous.map(str::to_string),
+        }
+    }
+
+    fn line(&mut self, bytes: &[u8]) {
+        // Most lines (tool results, attachments) are not assistant lines; skip them
+        // without a JSON parse.
+        if !contains(bytes, b"\"assistant\"") {
+            return;
+        }
+        let Ok(line) = serde_json::from_slice::<Line>(bytes) else {
+            return;
+        };
+        if line.kind.as_deref() != Some("assistant") {
+            return;
+        }
+        let Some(message) = line.message else { return };
+        let Some(usage) = message.usage else { return };
+        let (input, output) = (
+            usage.input_tokens.unwrap_or(0),
+            usage.output_tokens.unwrap_or(0),
+        );
+        let id = message.id.unwrap_or_default();
+        if !id.is_empty() && self.previous.as_deref() == Some(id.as_str()) {
+            return;
+        }
+        match &mut self.current {
+            Some((cur, i, o)) if !id.is_empty() && *cur == id => {
+                *i = (*i).max(input);
+                *o = (*o).max(output);
+            }
+            _ => {
+                self.flush();
+                self.current = Some((id, input, output));
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        if let Some((id, i, o)) = self.current.take() {
+            self.input += i;
+            self.output += o;
+            self.messages += 1;
+            self.previous = Some(id).filter(|id| !id.is_empty());
+        }
+    }
+
+    fn finish(mut self, next_offset: u64, restarted: bool) -> TailRead {
+        self.flush();
+        TailRead {
+            input_tokens: self.input,
+            output_tokens: self.output,
+            next_offset: Some(next_offset),
+            last_message_id: self.previous,
+            restarted,
+            messages: self.messages,
+        }
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn assistant(id: &str, input: u64, output: u64) -> String {
+        format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"{id}\",\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"x\"}}],\"usage\":{{\"input_tokens\":{input},\"output_tokens\":{output}}}}}}}\n"
+        )
+    }
+
+    fn file_with(content: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(content).unwrap();
+        f
+    }
+
+    #[test]
+    fn no_offset_starts_at_the_end_and_counts_nothing() {
+        let f = file_with(assistant("m1", 10, 20).as_bytes());
+        let r = read_usage(f.path(), None, None);
+        assert_eq!((r.input_tokens, r.output_tokens), (0, 0));
+        assert_eq!(r.next_offset, Some(f.as_file().metadata().unwrap().len()));
+    }
+
+    #[test]
+    fn counts_each_message_id_once() {
+        let text = [
+            assistant("m1", 10, 5),
+            assistant("m1", 10, 7),
+            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"assistant\"}}\n"
+                .into(),
+            assistant("m2", 3, 4),
+        ]
+        .concat();
+        let f = file_with(text.as_bytes());
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens, r.messages), (13, 11, 2));
+        assert_eq!(r.next_offset, Some(text.len() as u64));
+        assert_eq!(r.last_message_id.as_deref(), Some("m2"));
+    }
+
+    #[test]
+    fn partial_last_line_is_left_for_next_time() {
+        let full = assistant("m1", 1, 2);
+        let partial = &assistant("m2", 100, 200)[..30];
+        let f = file_with(format!("{full}{partial}").as_bytes());
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens), (1, 2));
+        assert_eq!(r.next_offset, Some(full.len() as u64));
+    }
+
+    #[test]
+    fn a_message_split_across_reads_is_counted_once() {
+        let first = assistant("m1", 10, 5);
+        let f = file_with(first.as_bytes());
+        let r1 = read_usage(f.path(), Some(0), None);
+        let mut file = f.reopen().unwrap();
+        use std::io::Seek;
+        file.seek(SeekFrom::End(0)).unwrap();
+        file.write_all(assistant("m1", 10, 5).as_bytes()).unwrap();
+        file.write_all(assistant("m2", 1, 1).as_bytes()).unwrap();
+        let r2 = read_usage(f.path(), r1.next_offset, r1.last_message_id.as_deref());
+        assert_eq!((r2.input_tokens, r2.output_tokens), (1, 1));
+    }
+
+    #[test]
+    fn garbage_and_non_utf8_lines_are_skipped() {
+        let mut bytes =
+            b"not json at all\n{\"type\":\"assistant\" broken\n\xff\xfe\"assistant\"\n".to_vec();
+        bytes.extend_from_slice(assistant("m9", 2, 3).as_bytes());
+        let f = file_with(&bytes);
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens), (2, 3));
+        assert_eq!(r.next_offset, Some(bytes.len() as u64));
+    }
+
+    #[test]
+    fn shorter_than_offset_restarts_from_zero() {
+        let f = file_with(assistant("m1", 4, 6).as_bytes());
+        let r = read_usage(f.path(), Some(1_000_000), Some("m1"));
+        assert!(r.restarted);
+        assert_eq!((r.input_tokens, r.output_tokens), (4, 6));
+    }
+
+    #[test]
+    fn a_missing_file_without_offset_starts_at_zero() {
+        let r = read_usage(Path::new("/nonexistent/specrun/t.jsonl"), None, None);
+        assert_eq!(r.next_offset, Some(0));
+    }
+
+    #[test]
+    fn missing_file_keeps_the_offset() {
+        let r = read_usage(
+            Path::new("/nonexistent/specrun/t.jsonl"),
+            Some(7),
+            Some("m"),
+        );
+        assert_eq!(r.next_offset, None);
+        assert_eq!(r.last_message_id.as_deref(), Some("m"));
+        assert_eq!((r.input_tokens, r.output_tokens), (0, 0));
+    }
+
+    #[test]
+    fn lines_longer_than_a_chunk_are_read_whole() {
+        let big = "y".repeat(3 * CHUNK);
+        let line = format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"big\",\"content\":[{{\"type\":\"text\",\"text\":\"{big}\"}}],\"usage\":{{\"input_tokens\":1,\"output_tokens\":9}}}}}}\n"
+        );
+        let f = file_with(line.as_bytes());
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!(r.output_tokens, 9);
+    }
+}

@@ -62,11 +62,17 @@ fn failing_max_task_iterations_times_halts_the_execution() {
 }
 
 #[test]
-#[ignore = "needs the guard's `hook stop` (guard branch); run after merging it"]
 fn the_stop_hook_then_halts_the_session() {
     let p = project(
         TASKS,
-        &["--max-task-iterations", "1", "--driver", "stop-hook"],
+        &[
+            "--max-task-iterations",
+            "1",
+            "--driver",
+            "stop-hook",
+            "--session-id",
+            "s",
+        ],
     );
     run(&p, &["task", "start", "1.1"]);
     run(&p, &["task", "fail", "1.1", "--reason", "red"]);

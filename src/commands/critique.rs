@@ -1,8 +1,211 @@
-//! Not built yet (see the open issues).
+//! `specrun critique record|status`: self-critique records (DESIGN §7), validated by the
+//! pure rules in `crate::critique` and written atomically under the spec's critique/.
 
+use std::io::Read;
+
+use serde_json::{json, Value};
+
+use crate::cli::CritiqueCommand;
+use crate::commands::verify::require_task;
+use crate::critique::{self, PostTestOrder};
 use crate::error::{Error, Result};
-use crate::project::Project;
+use crate::evidence::{self, Freshness, Slot};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::store;
 
-pub fn run(_project: &Project, _args: crate::cli::CritiqueCommand) -> Result<i32> {
-    Err(Error::Usage("`critique` is not implemented yet".into()))
+pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
+    match cmd {
+        CritiqueCommand::Record {
+            task,
+            stage,
+            file,
+            spec,
+        } => {
+            let spec = project.require_spec(spec.spec.as_deref())?;
+            require_task(&spec, &task)?;
+            record(project, &spec, &task, stage.as_str(), file.as_deref())
+        }
+        CritiqueCommand::Status { task, spec, json } => {
+            let spec = project.require_spec(spec.spec.as_deref())?;
+            require_task(&spec, &task)?;
+            status(&spec, &task, json)
+        }
+    }
+}
+
+fn read_input(project: &Project, file: Option<&str>) -> Result<Value> {
+    let (name, text) = match file {
+        None | Some("-") => {
+            let mut buf = String::new();
+            std::io::stdin()
+                .read_to_string(&mut buf)
+                .map_err(|e| Error::io("<stdin>", "read the critique record from", e))?;
+            ("<stdin>".to_string(), buf)
+        }
+        Some(f) => {
+            let path = project.cwd.join(f);
+            (
+                path.display().to_string(),
+                store::read_text(&path, "critique record file")?,
+            )
+        }
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(text)
+        .map_err(|e| Error::bad_input("critique record", format!("{name} is not valid JSON: {e}")))
+}
+
+/// The task's evidence record, if the state file exists and holds one.
+fn task_evidence(spec: &Spec, task: &str) -> Result<(Option<Value>, Option<Value>)> {
+    let state = store::read_json(&spec.state_path())?;
+    let record = state
+        .as_ref()
+        .and_then(|s| Slot::Task(task.to_string()).record_in(s))
+        .cloned();
+    Ok((state, record))
+}
+
+fn record(
+    project: &Project,
+    spec: &Spec,
+    task: &str,
+    stage: &str,
+    file: Option<&str>,
+) -> Result<i32> {
+    let doc = read_input(project, file)?;
+    let validated = critique::validate(stage, task, &doc)
+        .map_err(|problems| Error::bad_input("critique record", problems.join("; ")))?;
+    let recorded_at = crate::events::now_rfc3339();
+    if stage == "post-test" {
+        // The post-test critique reviews code whose tests passed: it must come after
+        // passing evidence for this task.
+        let (state, evidence_record) = task_evidence(spec, task)?;
+        let rerun = format!(
+            "specrun verify run --spec {} --task {task} --command '…'",
+            spec.name
+        );
+        match critique::post_test_order(evidence_record.as_ref(), Some(&recorded_at)) {
+            PostTestOrder::InOrder => {}
+            PostTestOrder::NoEvidence => {
+                return Err(Error::Refused {
+                    message: format!(
+                        "a post-test critique of task {task} needs its passing evidence first (taskEvidence[{task}] is missing): run `{rerun}`"
+                    ),
+                })
+            }
+            PostTestOrder::EvidenceFailed => {
+                return Err(Error::Refused {
+                    message: format!(
+                        "a post-test critique of task {task} needs passing evidence, but taskEvidence[{task}] failed: fix it and run `{rerun}`"
+                    ),
+                })
+            }
+            other => {
+                return Err(Error::Refused {
+                    message: format!(
+                        "taskEvidence[{task}] ends after now ({}): check the system clock",
+                        other.as_str()
+                    ),
+                })
+            }
+        }
+        // Stale evidence is allowed (parallel tasks edit the tree too); the completion
+        // gate judges freshness, but the executor hears about it now.
+        if let Some(state) = &state {
+            let slot = Slot::Task(task.to_string());
+            if evidence::check(project, spec, state, &slot) == Freshness::Stale {
+                output::warn(&format!(
+                    "taskEvidence[{task}] is stale: the tree changed since the tests ran; re-run them before completing the task"
+                ));
+            }
+        }
+    }
+    let record = critique::to_record(task, stage, &validated, &recorded_at);
+    let path = critique::record_path(spec, task, stage);
+    let dir = spec.critique_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    store::write_atomic(&path, &store::to_pretty_bytes(&record))?;
+    output::json_line(&json!({
+        "task": task,
+        "stage": stage,
+        "path": path.display().to_string(),
+        "recordedAt": recorded_at,
+        "openIssues": validated.open_issues,
+        "passed": validated.open_issues == 0,
+    }));
+    Ok(0)
+}
+
+fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
+    let (_, evidence_record) = task_evidence(spec, task)?;
+    let mut complete = true;
+    let mut stages = serde_json::Map::new();
+    let mut lines = Vec::new();
+    for stage in critique::STAGES {
+        let path = critique::record_path(spec, task, stage);
+        let mut entry = json!({"path": path.display().to_string(), "exists": path.is_file()});
+        let summary = match store::read_json(&path) {
+            Ok(None) => {
+                complete = false;
+                "missing".to_string()
+            }
+            Err(e) => {
+                complete = false;
+                entry["valid"] = Value::Bool(false);
+                entry["problems"] = json!([e.to_string()]);
+                format!("unreadable: {e}")
+            }
+            Ok(Some(doc)) => {
+                let recorded_at = doc.get("recordedAt").and_then(Value::as_str);
+                entry["recordedAt"] = json!(recorded_at);
+                let mut summary = match critique::validate(stage, task, &doc) {
+                    Ok(v) => {
+                        entry["valid"] = Value::Bool(true);
+                        entry["openIssues"] = json!(v.open_issues);
+                        format!(
+                            "recorded {}, {} open issue(s)",
+                            recorded_at.unwrap_or("(no recordedAt)"),
+                            v.open_issues
+                        )
+                    }
+                    Err(problems) => {
+                        complete = false;
+                        entry["valid"] = Value::Bool(false);
+                        let text = problems.join("; ");
+                        entry["problems"] = json!(problems);
+                        format!("invalid: {text}")
+                    }
+                };
+                if recorded_at.is_none() {
+                    complete = false;
+                }
+                if *stage == "post-test" {
+                    let order = critique::post_test_order(evidence_record.as_ref(), recorded_at);
+                    entry["order"] = json!(order.as_str());
+                    if order != PostTestOrder::InOrder {
+                        complete = false;
+                        summary.push_str(&format!("; order: {}", order.as_str()));
+                    }
+                }
+                summary
+            }
+        };
+        lines.push(format!("{stage}: {summary}"));
+        stages.insert((*stage).to_string(), entry);
+    }
+    if json_out {
+        output::json_line(&json!({
+            "spec": spec.name,
+            "task": task,
+            "stages": stages,
+            "complete": complete,
+        }));
+    } else {
+        output::line(&format!("critique of task {task} ({})", spec.name));
+        for line in lines {
+            output::line(&format!("  {line}"));
+        }
+    }
+    Ok(if complete { 0 } else { 1 })
 }

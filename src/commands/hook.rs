@@ -1,9 +1,417 @@
-//! Not built yet (the guard issue). A hook never traps a session: allow silently.
+//! `specrun hook stop|subagent-stop|session-start|pre-tool-use`: the I/O edge of the guard.
+//! Reads the hook JSON on stdin, gathers facts, asks `guard` for the decision, writes the
+//! state patch and the event, prints at most one JSON object. Never exits non-zero, never
+//! sleeps (the state lock is polled for at most `HOOK_LOCK_WAIT`), and turns any internal
+//! trouble — a panic included — into "allow" with a systemMessage: a hook must never trap
+//! a session.
+//!
+//! The fast path (stdin unparseable, no spec, no state, not executing, another session's
+//! execution) stats and reads a few small files and writes nothing: no git process, no
+//! transcript read, no lock.
 
+use std::io::Read;
 use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
+use crate::commands::snapshot::{read_state, StateRead};
+use crate::error::{Error, Result};
+use crate::evidence::{self, Slot};
+use crate::guard::{
+    self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
+    UsageRead,
+};
+use crate::project::{Project, Spec};
+use crate::state::{self, View};
+use crate::tasks::{self, TaskList};
+use crate::{critique, events, git, output, store, transcript};
 
-pub fn run(_event: HookEvent, _cwd: Option<&Path>) -> i32 {
+/// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
+pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
+
+pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
+    let mut stdin = Vec::new();
+    let _ = std::io::stdin().lock().read_to_end(&mut stdin);
+    // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
+    std::panic::set_hook(Box::new(|_| {}));
+    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd)).unwrap_or_else(|_| {
+        Some(json!({"systemMessage": "specrun guard: internal error (panic); this hook allowed the action."}))
+    });
+    if let Some(value) = answer {
+        output::line(&value.to_string());
+    }
     0
+}
+
+/// The hook's stdin, parsed. Every field is optional.
+struct HookInput {
+    doc: Value,
+}
+
+impl HookInput {
+    fn parse(bytes: &[u8]) -> Option<HookInput> {
+        let doc: Value = serde_json::from_slice(bytes).ok()?;
+        doc.is_object().then_some(HookInput { doc })
+    }
+    fn str(&self, key: &str) -> Option<&str> {
+        self.doc.get(key).and_then(Value::as_str)
+    }
+    fn flag(&self, key: &str) -> bool {
+        self.doc.get(key).and_then(Value::as_bool).unwrap_or(false)
+    }
+    fn session(&self) -> Option<&str> {
+        self.str("session_id")
+    }
+}
+
+/// The project and active spec a hook applies to, with the state as read before the lock.
+struct Active {
+    project: Project,
+    spec: Spec,
+    state: Value,
+}
+
+/// What locating the active execution found.
+enum Located {
+    /// Nothing to do: no spec, no state, or not executing.
+    Nothing,
+    /// The state file exists but cannot be used.
+    Unreadable {
+        project: Project,
+        spec: Spec,
+        error: String,
+    },
+    Executing(Active),
+}
+
+fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
+    let input = HookInput::parse(stdin)?;
+    let located = locate(&input, cwd);
+    let active = match located {
+        Located::Nothing => return None,
+        Located::Unreadable {
+            project,
+            spec,
+            error,
+        } => return unreadable_state(event, &input, &project, &spec, &error),
+        Located::Executing(active) => active,
+    };
+    match event {
+        HookEvent::Stop => stop(&input, active),
+        HookEvent::SubagentStop => subagent_stop(&input, active),
+        HookEvent::SessionStart => session_start(&input, &active),
+        HookEvent::PreToolUse => pre_tool_use(&input, &active),
+    }
+}
+
+/// Find the project from stdin `cwd` (falling back to `--cwd` or the process directory),
+/// then its active spec and state. Only stats and small reads.
+fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
+    let project = input
+        .str("cwd")
+        .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
+        .or_else(|| Project::discover(cwd).ok());
+    let Some(project) = project else {
+        return Located::Nothing;
+    };
+    let Ok(Some(spec)) = project.spec(None) else {
+        return Located::Nothing;
+    };
+    match read_state(&spec.state_path()) {
+        StateRead::Absent => Located::Nothing,
+        StateRead::Invalid(error) => Located::Unreadable {
+            project,
+            spec,
+            error,
+        },
+        StateRead::Valid(state) if guard::executing(&state) => Located::Executing(Active {
+            project,
+            spec,
+            state,
+        }),
+        StateRead::Valid(_) => Located::Nothing,
+    }
+}
+
+fn event_name(event: HookEvent) -> &'static str {
+    match event {
+        HookEvent::Stop => "stop",
+        HookEvent::SubagentStop => "subagent-stop",
+        HookEvent::SessionStart => "session-start",
+        HookEvent::PreToolUse => "pre-tool-use",
+    }
+}
+
+/// A state file the guard cannot read: allow, say which file and why, never halt or block.
+fn unreadable_state(
+    event: HookEvent,
+    input: &HookInput,
+    project: &Project,
+    spec: &Spec,
+    error: &str,
+) -> Option<Value> {
+    // A question in quick mode is not worth a warning per call; the other hooks say it.
+    if event == HookEvent::PreToolUse {
+        return None;
+    }
+    let message = format!(
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init --spec {} --force`, which keeps a copy).",
+        spec.state_path().display(),
+        spec.name
+    );
+    record(project, event, input, "allow", "unreadable-state", &message);
+    Some(json!({"systemMessage": message}))
+}
+
+/// Allow with a systemMessage and an events.jsonl line: the answer to internal trouble.
+fn trouble(
+    project: &Project,
+    event: HookEvent,
+    input: &HookInput,
+    rule: &str,
+    message: String,
+) -> Option<Value> {
+    record(project, event, input, "allow", rule, &message);
+    Some(json!({"systemMessage": message}))
+}
+
+fn record(
+    project: &Project,
+    event: HookEvent,
+    input: &HookInput,
+    decision: &str,
+    rule: &str,
+    reason: &str,
+) {
+    let _ = events::append(
+        project,
+        json!({"session": input.session(), "event": event_name(event), "decision": decision, "rule": rule, "reason": reason}),
+    );
+}
+
+/// Under the state lock: re-read the state (another writer may have changed it), check it
+/// still applies, then run `change`, which returns the outcome to write and answer.
+fn under_lock(
+    event: HookEvent,
+    input: &HookInput,
+    active: &Active,
+    change: impl FnOnce(&Value) -> Result<Option<Outcome>>,
+) -> Option<Value> {
+    let (project, spec) = (&active.project, &active.spec);
+    let path = spec.state_path();
+    let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
+        Ok(lock) => lock,
+        Err(Error::LockTimeout { waited_ms, .. }) => {
+            let m = format!(
+                "specrun guard: {} stayed locked for {waited_ms} ms (another specrun is writing it); this {} was allowed without being counted.",
+                path.display(),
+                event_name(event)
+            );
+            return trouble(project, event, input, "lock-timeout", m);
+        }
+        Err(e) => {
+            return trouble(
+                project,
+                event,
+                input,
+                "error",
+                format!("specrun guard: {e}; allowed."),
+            )
+        }
+    };
+    let state = match read_state(&path) {
+        StateRead::Valid(s) => s,
+        StateRead::Absent => return None,
+        StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error),
+    };
+    if !guard::executing(&state) || !guard::owned_by(&state, input.session()) {
+        return None;
+    }
+    let result = change(&state).and_then(|outcome| {
+        let Some(outcome) = outcome else {
+            return Ok(None);
+        };
+        let file = path.display().to_string();
+        if outcome.patch.as_object().is_some_and(|p| !p.is_empty()) {
+            let next = state::apply_patch(Some(state.clone()), &outcome.patch, &file)?;
+            store::write_atomic(&path, &store::to_pretty_bytes(&next))?;
+        }
+        Ok(Some(outcome))
+    });
+    drop(lock);
+    match result {
+        Ok(Some(outcome)) => {
+            let _ = events::append(project, outcome.event.clone());
+            outcome.decision.to_hook_json()
+        }
+        Ok(None) => None,
+        Err(e) => trouble(
+            project,
+            event,
+            input,
+            "error",
+            format!("specrun guard: {e}; allowed."),
+        ),
+    }
+}
+
+fn load_tasks(spec: &Spec) -> Result<TaskList> {
+    Ok(tasks::parse(&store::read_text(
+        &spec.tasks_path(),
+        "tasks file",
+    )?))
+}
+
+fn stop(input: &HookInput, active: Active) -> Option<Value> {
+    if !guard::owned_by(&active.state, input.session()) {
+        return None;
+    }
+    under_lock(HookEvent::Stop, input, &active, |state| {
+        let (project, spec) = (&active.project, &active.spec);
+        let list = load_tasks(spec)?;
+        let head = git::head_fast(&project.root);
+        let usage = read_usage(input, state);
+        let message = input.str("last_assistant_message");
+        let completion = (guard::claims_all_complete(message) && View(state).halt().is_none())
+            .then(|| completion_gates(project, spec, state));
+        let facts = StopFacts {
+            spec_name: &spec.name,
+            tasks: &list,
+            head: head.as_deref(),
+            usage,
+            completion,
+            now: chrono::Utc::now(),
+        };
+        let stop_input = StopInput {
+            session_id: input.session(),
+            stop_hook_active: input.flag("stop_hook_active"),
+            last_assistant_message: message,
+        };
+        Ok(Some(guard::decide_stop(&stop_input, state, &facts)))
+    })
+}
+
+/// Usage added to the transcript since the stored offset (nothing without a path).
+fn read_usage(input: &HookInput, state: &Value) -> UsageRead {
+    let Some(path) = input.str("transcript_path").filter(|p| !p.is_empty()) else {
+        return UsageRead::default();
+    };
+    let (offset, last_id) = guard::transcript_start(state, path);
+    let tail = transcript::read_usage(Path::new(path), offset, last_id);
+    UsageRead {
+        input_tokens: tail.input_tokens,
+        output_tokens: tail.output_tokens,
+        next_offset: tail.next_offset,
+        last_message_id: tail.last_message_id,
+        transcript_path: Some(path.to_string()),
+    }
+}
+
+fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
+    CompletionGates {
+        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
+        blockers: open_blockers(&spec.followups_path()),
+    }
+}
+
+/// Open VERIFY/high follow-ups in `followups.json` (absent = none).
+fn open_blockers(path: &Path) -> std::result::Result<Vec<Blocker>, String> {
+    let doc = match store::read_json(path) {
+        Ok(None) => return Ok(Vec::new()),
+        Ok(Some(doc)) => doc,
+        Err(e) => return Err(e.to_string()),
+    };
+    let items = doc
+        .get("items")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{}: `items` must be an array", path.display()))?;
+    let field = |item: &Value, key: &str| {
+        item.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    Ok(items
+        .iter()
+        .filter(|i| {
+            field(i, "status") == "open"
+                && field(i, "category") == "VERIFY"
+                && field(i, "priority") == "high"
+        })
+        .map(|i| Blocker {
+            id: field(i, "id"),
+            title: field(i, "title"),
+        })
+        .collect())
+}
+
+fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
+    if input.str("agent_type") != Some(guard::EXECUTOR_AGENT)
+        || !guard::owned_by(&active.state, input.session())
+    {
+        return None;
+    }
+    let id = guard::task_complete_claim(input.str("last_assistant_message"))?;
+    let facts = claim_facts(&active, &id);
+    under_lock(HookEvent::SubagentStop, input, &active, |state| {
+        let sub = SubagentInput {
+            session_id: input.session(),
+            agent_id: input.str("agent_id"),
+            stop_hook_active: input.flag("stop_hook_active"),
+        };
+        Ok(Some(guard::decide_subagent_stop(
+            &active.spec.name,
+            &id,
+            &facts,
+            &sub,
+            state,
+            chrono::Utc::now(),
+        )))
+    })
+}
+
+/// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
+fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
+    let (project, spec, state) = (&active.project, &active.spec, &active.state);
+    let task = load_tasks(spec)
+        .ok()
+        .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
+    let slot = Slot::Task(id.to_string());
+    let evidence = evidence::check(project, spec, state, &slot);
+    let evidence_started_at = slot
+        .record_in(state)
+        .and_then(|r| r.get("startedAt"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    ClaimFacts {
+        task,
+        evidence,
+        evidence_started_at,
+        post_code_at: critique::recorded_at(spec, id, "post-code"),
+        post_test_at: critique::recorded_at(spec, id, "post-test"),
+    }
+}
+
+fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
+    let list = load_tasks(&active.spec).ok();
+    let context = guard::session_context(
+        &active.spec.name,
+        &active.state,
+        list.as_ref(),
+        input.session(),
+    )?;
+    Some(
+        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
+    )
+}
+
+fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+    let reason = guard::deny_question(&active.state, input.str("tool_name"), input.session())?;
+    Some(json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }}))
 }

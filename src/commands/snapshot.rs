@@ -129,9 +129,6 @@ impl Facts {
             }
             StateRead::Absent => {
                 gates.push("no-state");
-                if all_checked {
-                    gates.push("completion-unmarked");
-                }
                 return (gates, format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`, then delegate task {}.", first_label(list)));
             }
             StateRead::Valid(doc) => doc,
@@ -140,7 +137,8 @@ impl Facts {
         if v.halt().is_some() {
             gates.push("halted");
             let reason = v.halt_reason().unwrap_or("no reason recorded");
-            return (gates, format!("The execution is halted ({reason}): a person runs `specrun resume --spec {n}` with the flag it names, then /specrun:implement {n}."));
+            let resume = state::resume_command(n, v);
+            return (gates, format!("The execution is halted ({reason}): a person runs `{resume}`, then /specrun:implement {n}."));
         }
         match v.phase() {
             Some("cancelled") => {
@@ -158,13 +156,18 @@ impl Facts {
             }
             _ => {}
         }
-        if all_checked {
-            gates.push("completion-unmarked");
-            return (gates, format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."));
-        }
         if v.phase() != Some("execution") {
             gates.push("not-executing");
             return (gates, format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`."));
+        }
+        // The seed's definition: executing, every box ticked, completion not yet recorded.
+        if all_checked && v.completed() {
+            gates.push("completed");
+            return (gates, format!("Spec {n} is complete: nothing to run."));
+        }
+        if all_checked {
+            gates.push("completion-unmarked");
+            return (gates, format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."));
         }
         if v.awaiting_approval() {
             gates.push("awaiting-approval");
@@ -197,20 +200,28 @@ impl Facts {
         let spec = self.spec.as_ref().map(|s| {
             json!({"name": s.name, "path": s.dir.display().to_string(), "statePath": s.state_path().display().to_string()})
         });
-        let state = match &self.state {
-            StateRead::Absent => json!({"exists": false, "valid": false, "error": null}),
-            StateRead::Invalid(e) => json!({"exists": true, "valid": false, "error": e}),
-            StateRead::Valid(doc) => {
-                let v = View(doc);
-                json!({
-                    "exists": true, "valid": true, "error": null,
-                    "phase": v.phase(), "completed": v.completed(), "halt": v.halt(),
-                    "taskIndex": v.task_index(), "totalTasks": v.total_tasks(),
-                    "taskIteration": v.task_iteration(), "maxTaskIterations": v.max_task_iterations(),
-                    "globalIteration": v.global_iteration(), "maxGlobalIterations": v.max_global_iterations(),
-                })
-            }
+        // Every state key is always present (null when unknown), so readers need no guards.
+        let (exists, error) = match &self.state {
+            StateRead::Absent => (false, None),
+            StateRead::Invalid(e) => (true, Some(e.as_str())),
+            StateRead::Valid(_) => (true, None),
         };
+        let mut state = json!({
+            "exists": exists, "valid": self.state_doc().is_some(), "error": error,
+            "phase": null, "completed": null, "halt": null,
+            "taskIndex": null, "totalTasks": null, "taskIteration": null,
+            "maxTaskIterations": null, "globalIteration": null, "maxGlobalIterations": null,
+        });
+        if let Some(doc) = self.state_doc() {
+            let v = View(doc);
+            let known = json!({
+                "phase": v.phase(), "completed": v.completed(), "halt": v.halt(),
+                "taskIndex": v.task_index(), "totalTasks": v.total_tasks(),
+                "taskIteration": v.task_iteration(), "maxTaskIterations": v.max_task_iterations(),
+                "globalIteration": v.global_iteration(), "maxGlobalIterations": v.max_global_iterations(),
+            });
+            state::merge_into(&mut state, &known);
+        }
         let artifacts = self.spec.as_ref().map(|s| {
             json!({
                 "research": artifact(&s.artifact_path("research")),

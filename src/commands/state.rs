@@ -15,6 +15,9 @@ use crate::state::{self, InitParams};
 use crate::store;
 
 pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
+    // Discovering the project first makes a missing --cwd an error and gives the root that
+    // every written path must stay inside.
+    let project = Project::discover(cwd)?;
     match cmd {
         StateCommand::Merge { file, patch } => {
             let patch_text = if patch == "-" {
@@ -29,35 +32,29 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
             let patch_text = patch_text.strip_prefix('\u{feff}').unwrap_or(&patch_text);
             let patch: Value = serde_json::from_str(patch_text)
                 .map_err(|e| Error::bad_input("patch", format!("not valid JSON: {e}")))?;
-            let path = relative_to(cwd, &file)?;
+            let path = project.inside(&project.cwd.join(&file))?;
             merge(&path, &patch)?;
             Ok(0)
         }
         StateCommand::Get { file, path } => {
-            let file = relative_to(cwd, &file)?;
+            let file = project.cwd.join(&file);
             let doc =
                 store::read_json(&file)?.ok_or_else(|| Error::missing("state file", &file))?;
             match path.as_deref() {
                 None => output::json_pretty(&doc),
                 Some(p) => match state::get_path(&doc, p) {
                     Some(v) => output::json_pretty(v),
+                    // Absent is a well-formed "no", distinct from a field that holds null.
                     None => {
-                        output::line("null");
+                        output::note(&format!("`{p}` is not set in {}", file.display()));
                         return Ok(1);
                     }
                 },
             }
             Ok(0)
         }
-        StateCommand::Init(args) => init(&Project::discover(cwd)?, args),
+        StateCommand::Init(args) => init(&project, args),
     }
-}
-
-fn relative_to(cwd: Option<&Path>, file: &Path) -> Result<std::path::PathBuf> {
-    Ok(match cwd {
-        Some(dir) => dir.join(file),
-        None => file.to_path_buf(),
-    })
 }
 
 /// Merge `patch` into the state file under its lock; nothing is written on any error.
@@ -89,37 +86,26 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     let doc = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
         let existing = match store::read_json(&path) {
+            Ok(Some(v)) if !v.is_object() => {
+                let problem = format!("{} is not a JSON object", path.display());
+                set_aside(&path, &problem, args.force)?;
+                None
+            }
             Ok(v) => v,
             Err(err @ (Error::Json { .. } | Error::NotUtf8 { .. })) => {
-                if !args.force {
-                    return Err(Error::Refused {
-                        message: format!(
-                            "{err}; rerun with --force to keep a copy and start fresh"
-                        ),
-                    });
-                }
-                let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-                let backup =
-                    path.with_file_name(format!("{}.corrupt-{stamp}", crate::project::STATE_FILE));
-                std::fs::copy(&path, &backup)
-                    .map_err(|e| Error::io(&backup, "back up the corrupt state to", e))?;
-                output::warn(&format!("kept the corrupt state as {}", backup.display()));
+                set_aside(&path, &err.to_string(), args.force)?;
                 None
             }
             Err(e) => return Err(e),
         };
-        let existing = match existing {
-            Some(v) if !v.is_object() && !args.force => {
-                return Err(Error::Shape {
-                    path: path.clone(),
-                    message: "the state is not a JSON object; rerun with --force to replace it"
-                        .into(),
-                })
-            }
-            other => other,
-        };
-        let doc = state::init_execution(existing, &params, counts.next_index, counts.total, &now);
-        state::typecheck(&doc, &path.display().to_string())?;
+        let mut doc =
+            state::init_execution(existing, &params, counts.next_index, counts.total, &now);
+        // A field init does not rewrite may still hold the wrong type: refuse, or with
+        // --force set the file aside and start from nothing.
+        if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
+            set_aside(&path, &err.to_string(), args.force)?;
+            doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
+        }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         doc
     };
@@ -134,4 +120,22 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         v.driver()
     ));
     Ok(0)
+}
+
+/// A state file `init` cannot build on: refused without `--force`; with it, copied to
+/// `<file>.corrupt-<timestamp>` first so nothing is lost.
+fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
+    if !force {
+        return Err(Error::Refused {
+            message: format!("{problem}; rerun with --force to keep a copy and start fresh"),
+        });
+    }
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".corrupt-{stamp}"));
+    let backup = path.with_file_name(name);
+    std::fs::copy(path, &backup)
+        .map_err(|e| Error::io(&backup, "back up the unusable state to", e))?;
+    output::warn(&format!("kept the unusable state as {}", backup.display()));
+    Ok(())
 }

@@ -67,6 +67,8 @@ fn bar(done: usize, total: usize) -> String {
 
 pub fn render(facts: &Facts) -> String {
     let mut lines: Vec<String> = Vec::new();
+    // (index in `lines` to print before, text) for lines that must not be wrapped.
+    let mut verbatim: Vec<(usize, String)> = Vec::new();
     let (gates, action) = facts.gates_and_action();
     match &facts.spec {
         None => lines.push("specrun: no active spec".into()),
@@ -119,10 +121,10 @@ pub fn render(facts: &Facts) -> String {
                         "HALTED    {}",
                         v.halt_reason().unwrap_or("(no reason recorded)")
                     ));
-                    lines.push(format!(
-                        "resume    {}",
-                        state::resume_command(&spec.name, v)
-                    ));
+                    // The command is printed whole on a line of its own (never wrapped), so
+                    // it can be copied as is.
+                    lines.push("resume    run this command:".into());
+                    verbatim.push((lines.len(), state::resume_command(&spec.name, v)));
                 }
             }
             if let Some(ev) = last_evidence(facts) {
@@ -142,7 +144,12 @@ pub fn render(facts: &Facts) -> String {
     }
     lines.push(format!("next      {action}"));
     let mut out = String::new();
-    for l in lines {
+    for (i, l) in lines.into_iter().enumerate() {
+        for (_, text) in verbatim.iter().filter(|(at, _)| *at == i) {
+            out.push_str("  ");
+            out.push_str(text);
+            out.push('\n');
+        }
         // Continuation lines are indented under the label column.
         let mut first = true;
         let mut rest = l.as_str();

@@ -1,8 +1,467 @@
-//! Not built yet (see the open issues).
+//! `specrun verify run|status` (DESIGN §7): run a verification command and record evidence
+//! bound to the working-tree fingerprint it started from; say whether that evidence still
+//! holds.
+//!
+//! The command's own output (stdout and stderr, interleaved as written) streams live to
+//! our stderr, so our stdout stays one JSON document a caller can parse.
 
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::cli::VerifyCommand;
+use crate::commands::load_tasks_file;
 use crate::error::{Error, Result};
-use crate::project::Project;
+use crate::evidence::{self, Fingerprint, Freshness, OutputTail, RunRecord, Slot, TreeMethod};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::store;
 
-pub fn run(_project: &Project, _args: crate::cli::VerifyCommand) -> Result<i32> {
-    Err(Error::Usage("`verify` is not implemented yet".into()))
+pub const DEFAULT_PHASE: &str = "execution";
+/// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
+pub const TIMEOUT_EXIT: i32 = 124;
+/// How long a process group gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
+    match cmd {
+        VerifyCommand::Run {
+            command,
+            phase,
+            task,
+            spec,
+            timeout,
+        } => {
+            let spec = project.require_spec(spec.spec.as_deref())?;
+            let slot = resolve_slot(&spec, phase, task)?;
+            run_and_record(project, &spec, &slot, &command, timeout)
+        }
+        VerifyCommand::Status {
+            phase,
+            task,
+            spec,
+            json,
+        } => {
+            let spec = project.require_spec(spec.spec.as_deref())?;
+            let slot = resolve_slot(&spec, phase, task)?;
+            status(project, &spec, &slot, json)
+        }
+    }
+}
+
+/// `--phase P` or `--task ID` (checked against tasks.md), not both; default the
+/// execution phase.
+fn resolve_slot(spec: &Spec, phase: Option<String>, task: Option<String>) -> Result<Slot> {
+    match (phase, task) {
+        (Some(_), Some(_)) => Err(Error::Usage(
+            "--phase and --task name different evidence slots; give one of them".into(),
+        )),
+        (None, Some(id)) => {
+            require_task(spec, &id)?;
+            Ok(Slot::Task(id))
+        }
+        (phase, None) => {
+            let phase = phase.unwrap_or_else(|| DEFAULT_PHASE.to_string());
+            evidence::validate_phase(&phase).map_err(|m| Error::bad_input("--phase", m))?;
+            Ok(Slot::Phase(phase))
+        }
+    }
+}
+
+/// A task id must name exactly one task of the spec's tasks.md.
+pub fn require_task(spec: &Spec, id: &str) -> Result<()> {
+    let loaded = load_tasks_file(&spec.tasks_path())?;
+    loaded.list.find(id).map(|_| ()).map_err(|e| Error::Task {
+        path: loaded.path.clone(),
+        message: e.to_string(),
+    })
+}
+
+/// The state document, which must already exist: evidence is part of an execution that
+/// `state init` starts, and creating a state here would hide a wrong `--spec`.
+fn read_existing_state(spec: &Spec) -> Result<Value> {
+    let path = spec.state_path();
+    let doc = store::read_json(&path)?.ok_or_else(|| Error::Refused {
+        message: format!(
+            "no state file at {}: run `specrun state init --spec {}` first",
+            path.display(),
+            spec.name
+        ),
+    })?;
+    crate::state::typecheck(&doc, &path.display().to_string())?;
+    Ok(doc)
+}
+
+fn run_and_record(
+    project: &Project,
+    spec: &Spec,
+    slot: &Slot,
+    command: &str,
+    timeout: Option<u64>,
+) -> Result<i32> {
+    if command.trim().is_empty() {
+        return Err(Error::Usage(
+            "--command is empty: give the command to run".into(),
+        ));
+    }
+    let timeout = match timeout {
+        Some(0) => {
+            return Err(Error::Usage(
+                "--timeout must be at least 1 second".to_string(),
+            ))
+        }
+        other => other.map(Duration::from_secs),
+    };
+    // Refuse before running: a long test run must not end in "nowhere to record".
+    read_existing_state(spec)?;
+    let before = evidence::fingerprint(project, spec)?;
+    if before.method == TreeMethod::Files {
+        output::note(&format!(
+            "{} is not a git work tree: the evidence is bound to a hash of its files (honouring .gitignore)",
+            project.root.display()
+        ));
+    }
+    let started_at = crate::events::now_rfc3339();
+    let outcome = execute(&project.root, command, timeout)?;
+    let after = evidence::fingerprint(project, spec)?;
+    let record = RunRecord {
+        command: command.to_string(),
+        exit_code: outcome.exit_code,
+        started_at,
+        duration_ms: outcome.duration.as_millis() as u64,
+        timed_out: outcome.timed_out,
+        output_tail: outcome.tail,
+        task_id: match slot {
+            Slot::Task(id) => Some(id.clone()),
+            Slot::Phase(_) => None,
+        },
+        before,
+        after,
+    };
+    let stored = record.to_json();
+    let path = spec.state_path();
+    store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
+        let Some(mut doc) = current else {
+            return Err(Error::Refused {
+                message: format!(
+                    "{} disappeared while the command ran; the evidence was not recorded",
+                    path.display()
+                ),
+            });
+        };
+        crate::state::typecheck(&doc, &path.display().to_string())?;
+        evidence::put_record(&mut doc, slot, stored.clone());
+        Ok((Some(doc), ()))
+    })?;
+    let event = json!({
+        "event": "verify",
+        "spec": spec.name,
+        "slot": slot.describe(),
+        "exitCode": record.exit_code,
+        "timedOut": record.timed_out,
+        "tree": record.before.tree,
+    });
+    if let Err(e) = crate::events::append(project, event) {
+        output::warn(&format!(
+            "evidence recorded, but the event log was not: {e}"
+        ));
+    }
+    report_run(spec, slot, &record);
+    let mut out = stored;
+    out["spec"] = Value::String(spec.name.clone());
+    out["slot"] = Value::String(slot.describe());
+    output::json_line(&out);
+    Ok(if record.timed_out {
+        TIMEOUT_EXIT
+    } else {
+        record.exit_code
+    })
+}
+
+fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
+    let verdict = if record.timed_out {
+        "timed out (process group killed)".to_string()
+    } else {
+        format!("exit {}", record.exit_code)
+    };
+    output::note(&format!(
+        "verify: {verdict} after {} ms; recorded in {} of {} against tree {} ({})",
+        record.duration_ms,
+        slot.describe(),
+        spec.name,
+        short(&record.before.tree),
+        record.before.method.as_str(),
+    ));
+    if record.before != record.after {
+        output::warn(&format!(
+            "the command changed the working tree ({} -> {}); the evidence is bound to the tree it started from and is stale now: re-run it on the result",
+            short(&record.before.tree),
+            short(&record.after.tree),
+        ));
+    }
+}
+
+fn short(tree: &str) -> &str {
+    &tree[..tree.len().min(12)]
+}
+
+struct Outcome {
+    exit_code: i32,
+    timed_out: bool,
+    duration: Duration,
+    tail: String,
+}
+
+/// Run `sh -c command` in its own process group, stream its output to our stderr, keep the
+/// last 4 KiB, and stop the whole group at the timeout — and whatever of the group is
+/// still running once the command itself has exited.
+fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> Result<Outcome> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| Error::io("<pipe>", "create an output pipe", e))?;
+    let writer_for_stderr = writer
+        .try_clone()
+        .map_err(|e| Error::io("<pipe>", "duplicate an output pipe", e))?;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(root)
+        // Unattended runs: a command waiting for input would hang, so it gets none.
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer_for_stderr)
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| Error::io("sh", "start", e))?;
+    // Our copies of the pipe's write end must close, or the reader never sees EOF.
+    drop(cmd);
+    let pgid = child.id() as i32;
+
+    let tail = Arc::new(Mutex::new(OutputTail::new(evidence::OUTPUT_TAIL_BYTES)));
+    let (pump_done_tx, pump_done) = mpsc::channel();
+    {
+        let tail = Arc::clone(&tail);
+        let mut reader = reader;
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut stderr = std::io::stderr();
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        // A closed stderr must not stop the draining (the command would block).
+                        let _ = stderr.write_all(&buf[..n]);
+                        tail.lock().expect("tail lock").push(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            let _ = pump_done_tx.send(());
+        });
+    }
+    let (exited_tx, exited) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = exited_tx.send(child.wait());
+    });
+
+    let mut timed_out = false;
+    let status = match timeout {
+        None => exited.recv().ok(),
+        Some(limit) => match exited.recv_timeout(limit) {
+            Ok(status) => Some(status),
+            Err(_) => {
+                timed_out = true;
+                stop_group(pgid);
+                exited.recv().ok()
+            }
+        },
+    };
+    let duration = started.elapsed();
+    // Background processes the command left in its group would keep running against the
+    // tree after the evidence is recorded (and hold the output pipe open).
+    if !timed_out && group_alive(pgid) {
+        stop_group(pgid);
+    }
+    // A process that left the group may still hold the pipe; do not wait for it forever.
+    let _ = pump_done.recv_timeout(KILL_GRACE);
+    let status = status
+        .transpose()
+        .map_err(|e| Error::io("sh", "wait for", e))?;
+    let exit_code = if timed_out {
+        TIMEOUT_EXIT
+    } else {
+        match status {
+            Some(s) => s
+                .code()
+                .or_else(|| s.signal().map(|n| 128 + n))
+                .unwrap_or(1),
+            None => 1,
+        }
+    };
+    let tail = tail.lock().expect("tail lock").text();
+    Ok(Outcome {
+        exit_code,
+        timed_out,
+        duration,
+        tail,
+    })
+}
+
+/// SIGTERM to the group, then SIGKILL if anything of it is still running after the grace.
+fn stop_group(pgid: i32) {
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = Instant::now() + KILL_GRACE;
+    while Instant::now() < deadline {
+        if !group_alive(pgid) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_group(pgid, libc::SIGKILL);
+}
+
+fn signal_group(pgid: i32, signal: libc::c_int) {
+    // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
+    unsafe {
+        libc::kill(-pgid, signal);
+    }
+}
+
+/// Whether a process of the group is still running. Zombies do not count: an orphan
+/// waits for its reaper, which some container inits never are.
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the group exists.
+    if unsafe { libc::kill(-pgid, 0) } != 0 {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            return false;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+    })
+}
+
+fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<i32> {
+    let state = store::read_json(&spec.state_path())?;
+    let record = state.as_ref().and_then(|s| slot.record_in(s));
+    // Only a passing record needs the current tree.
+    let passed = record.is_some_and(evidence::passed);
+    let current: Option<Fingerprint> = if passed {
+        Some(evidence::fingerprint(project, spec)?)
+    } else {
+        None
+    };
+    let freshness = evidence::assess(record, current.as_ref().map(|f| f.tree.as_str()));
+    let field = |k: &str| {
+        record
+            .and_then(|r| r.get(k))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let reason = match freshness {
+        Freshness::Fresh => "recorded against the current tree and passing".to_string(),
+        Freshness::Stale => {
+            if record
+                .and_then(|r| r.get("treeChanged"))
+                .and_then(Value::as_bool)
+                == Some(true)
+                && current.as_ref().map(|c| c.tree.as_str())
+                    == record
+                        .and_then(|r| r.get("treeAfter"))
+                        .and_then(Value::as_str)
+            {
+                "the command itself changed the working tree; re-run it on the result".to_string()
+            } else {
+                "the working tree changed since the evidence was recorded".to_string()
+            }
+        }
+        Freshness::Failed => {
+            if field("timedOut").as_bool() == Some(true) {
+                "the command timed out".to_string()
+            } else {
+                format!("the command exited {}", field("exitCode"))
+            }
+        }
+        Freshness::Missing if state.is_none() => format!(
+            "no state file at {} (run `specrun state init --spec {}`)",
+            spec.state_path().display(),
+            spec.name
+        ),
+        Freshness::Missing => format!("no evidence in {}", slot.describe()),
+    };
+    let rerun = record
+        .and_then(|r| r.get("command"))
+        .and_then(Value::as_str)
+        .filter(|_| freshness != Freshness::Fresh)
+        .map(|c| rerun_command(spec, slot, c));
+    if json_out {
+        output::json_line(&json!({
+            "spec": spec.name,
+            "slot": slot.describe(),
+            "status": freshness.as_str(),
+            "reason": reason,
+            "command": field("command"),
+            "exitCode": field("exitCode"),
+            "timedOut": field("timedOut"),
+            "startedAt": field("startedAt"),
+            "recordedTree": field("tree"),
+            "currentTree": current.as_ref().map(|c| c.tree.clone()),
+            "treeMethod": current.as_ref().map(|c| c.method.as_str()).map(Value::from).unwrap_or_else(|| field("treeMethod")),
+            "rerun": rerun,
+        }));
+    } else {
+        let mut line = format!(
+            "{}: {} of {} — {reason}",
+            freshness.as_str(),
+            slot.describe(),
+            spec.name
+        );
+        if let Some(c) = record
+            .and_then(|r| r.get("command"))
+            .and_then(Value::as_str)
+        {
+            line.push_str(&format!("; command: {c}"));
+        }
+        output::line(&line);
+        if let Some(r) = rerun {
+            output::line(&format!("re-run: {r}"));
+        }
+    }
+    Ok(if freshness.is_ok() { 0 } else { 1 })
+}
+
+/// The command line that records fresh evidence for `slot` again.
+fn rerun_command(spec: &Spec, slot: &Slot, command: &str) -> String {
+    let slot_flag = match slot {
+        Slot::Task(id) => format!(" --task {id}"),
+        Slot::Phase(p) if p == DEFAULT_PHASE => String::new(),
+        Slot::Phase(p) => format!(" --phase {p}"),
+    };
+    format!(
+        "specrun verify run --spec {}{slot_flag} --command {}",
+        spec.name,
+        shell_quote(command)
+    )
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }

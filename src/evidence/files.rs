@@ -1,0 +1,293 @@
+//! The fingerprint outside git: a SHA-256 over every file's path, kind and content under
+//! the project root, in a fixed order, skipping `.git`, the spec's bookkeeping and what
+//! the `.gitignore` files exclude. The `.gitignore` support is a documented subset
+//! (DESIGN-NOTES "Evidence"): per-directory files; `#` comments; `!` negation; `\`
+//! escapes; a leading or inner `/` anchors to the file's directory; a trailing `/`
+//! matches directories only; `*`, `?` and `**`. Not supported: `[...]` classes,
+//! `.git/info/exclude`, `core.excludesFile`.
+
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::sha256::Sha256;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// Directory of the `.gitignore` this rule came from, relative to the root ("" = root).
+    base: String,
+    pattern: String,
+    negate: bool,
+    dir_only: bool,
+    anchored: bool,
+}
+
+/// Parse one `.gitignore` file found in `base` (relative to the root).
+pub fn parse_rules(text: &str, base: &str) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    for line in text.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        // Trailing spaces are dropped unless escaped (`\ `).
+        let trimmed = line.trim_end_matches(' ');
+        let line = match trimmed.strip_suffix('\\') {
+            Some(kept) if trimmed.len() < line.len() => format!("{kept} "),
+            _ => trimmed.to_string(),
+        };
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (negate, rest) = match line.strip_prefix('!') {
+            Some(rest) => (true, rest.to_string()),
+            None => (false, line.clone()),
+        };
+        let mut pattern = match rest.strip_prefix('\\') {
+            Some(r) if r.starts_with('#') || r.starts_with('!') => r.to_string(),
+            _ => rest,
+        };
+        let dir_only = pattern.ends_with('/') && pattern.len() > 1;
+        if dir_only {
+            pattern.pop();
+        }
+        // A separator at the start or in the middle anchors the pattern to `base`.
+        let anchored = pattern.contains('/');
+        let pattern = pattern.trim_start_matches('/').to_string();
+        if pattern.is_empty() {
+            continue;
+        }
+        rules.push(Rule {
+            base: base.to_string(),
+            pattern,
+            negate,
+            dir_only,
+            anchored,
+        });
+    }
+    rules
+}
+
+/// Whether `rel` (relative to the root) is ignored: the last matching rule decides, and
+/// rules of deeper `.gitignore` files come later, so they win as in git.
+pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
+    let mut ignored = false;
+    for rule in rules {
+        if rule.dir_only && !is_dir {
+            continue;
+        }
+        let inside = if rule.base.is_empty() {
+            Some(rel)
+        } else {
+            rel.strip_prefix(rule.base.as_str())
+                .and_then(|r| r.strip_prefix('/'))
+        };
+        let Some(inside) = inside else { continue };
+        let subject = if rule.anchored {
+            inside
+        } else {
+            inside.rsplit('/').next().unwrap_or(inside)
+        };
+        if glob(rule.pattern.as_bytes(), subject.as_bytes()) {
+            ignored = !rule.negate;
+        }
+    }
+    ignored
+}
+
+/// Glob match: `**/` zero or more directories, `**` anything, `*` anything but `/`,
+/// `?` one character but `/`, `\x` a literal x.
+pub fn glob(p: &[u8], s: &[u8]) -> bool {
+    match p {
+        [] => s.is_empty(),
+        [b'*', b'*', b'/', rest @ ..] => {
+            glob(rest, s)
+                || s.iter()
+                    .enumerate()
+                    .any(|(i, &c)| c == b'/' && glob(rest, &s[i + 1..]))
+        }
+        [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| glob(rest, &s[i..])),
+        [b'*', rest @ ..] => {
+            for i in 0..=s.len() {
+                if glob(rest, &s[i..]) {
+                    return true;
+                }
+                if s.get(i) == Some(&b'/') {
+                    return false;
+                }
+            }
+            false
+        }
+        [b'?', rest @ ..] => matches!(s.first(), Some(&c) if c != b'/') && glob(rest, &s[1..]),
+        [b'\\', c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
+        [c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
+    }
+}
+
+/// The fingerprint of the files under `root`, leaving out `excluded` (root-relative paths
+/// of files or directories).
+pub fn tree(root: &Path, excluded: &[String]) -> Result<String> {
+    let mut overall = Sha256::default();
+    overall.update(b"specrun-files-v1\0");
+    let mut rules = Vec::new();
+    walk(root, "", excluded, &mut rules, &mut overall)?;
+    Ok(overall.finish_hex())
+}
+
+fn walk(
+    dir: &Path,
+    rel: &str,
+    excluded: &[String],
+    rules: &mut Vec<Rule>,
+    overall: &mut Sha256,
+) -> Result<()> {
+    let rules_before = rules.len();
+    if let Ok(text) = std::fs::read_to_string(dir.join(".gitignore")) {
+        rules.extend(parse_rules(&text, rel));
+    }
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, "list", e))?
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| Error::io(dir, "list", e))?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name == ".git" {
+            continue;
+        }
+        let name_str = String::from_utf8_lossy(name.as_bytes());
+        let child_rel = if rel.is_empty() {
+            name_str.into_owned()
+        } else {
+            format!("{rel}/{name_str}")
+        };
+        if excluded
+            .iter()
+            .any(|x| child_rel == *x || child_rel.starts_with(&format!("{x}/")))
+        {
+            continue;
+        }
+        let path = entry.path();
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| Error::io(&path, "stat", e))?;
+        let is_dir = meta.is_dir();
+        if is_ignored(rules, &child_rel, is_dir) {
+            continue;
+        }
+        if is_dir {
+            walk(&path, &child_rel, excluded, rules, overall)?;
+            continue;
+        }
+        let (kind, digest) = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&path).map_err(|e| Error::io(&path, "read", e))?;
+            ("link", super::sha256::hex(target.as_os_str().as_bytes()))
+        } else if meta.is_file() {
+            let exec = meta.permissions().mode() & 0o111 != 0;
+            (if exec { "exec" } else { "file" }, hash_file(&path)?)
+        } else {
+            // Sockets, fifos and devices have no content to verify.
+            continue;
+        };
+        overall.update(child_rel.len().to_string().as_bytes());
+        overall.update(b":");
+        overall.update(child_rel.as_bytes());
+        overall.update(b"\0");
+        overall.update(kind.as_bytes());
+        overall.update(b"\0");
+        overall.update(digest.as_bytes());
+        overall.update(b"\n");
+    }
+    rules.truncate(rules_before);
+    Ok(())
+}
+
+fn hash_file(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, "read", e))?;
+    let mut hasher = Sha256::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(|e| Error::io(path, "read", e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finish_hex())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_subset() {
+        assert!(glob(b"*.log", b"a.log"));
+        assert!(!glob(b"*.log", b"dir/a.log"));
+        assert!(glob(b"**/x", b"x"));
+        assert!(glob(b"**/x", b"a/b/x"));
+        assert!(glob(b"a/**", b"a/b/c"));
+        assert!(glob(b"a/**/z", b"a/z"));
+        assert!(glob(b"a/**/z", b"a/b/c/z"));
+        assert!(glob(b"?.rs", b"a.rs"));
+        assert!(!glob(b"?.rs", b"ab.rs"));
+        assert!(glob(b"\\*", b"*"));
+        assert!(!glob(b"\\*", b"a"));
+    }
+
+    #[test]
+    fn gitignore_rules() {
+        let rules = parse_rules(
+            "# comment\n\n/target\nbuild/\n*.log\n!keep.log\ndocs/*.tmp\n",
+            "",
+        );
+        assert!(is_ignored(&rules, "target", true));
+        assert!(!is_ignored(&rules, "sub/target", true), "leading / anchors");
+        assert!(is_ignored(&rules, "sub/build", true));
+        assert!(
+            !is_ignored(&rules, "build", false),
+            "trailing / is dirs only"
+        );
+        assert!(is_ignored(&rules, "x/y.log", false));
+        assert!(!is_ignored(&rules, "keep.log", false), "negation");
+        assert!(is_ignored(&rules, "docs/a.tmp", false));
+        assert!(
+            !is_ignored(&rules, "other/docs/a.tmp", false),
+            "inner / anchors"
+        );
+        let nested = parse_rules("*.gen\n", "sub");
+        assert!(is_ignored(&nested, "sub/a.gen", false));
+        assert!(is_ignored(&nested, "sub/deep/a.gen", false));
+        assert!(
+            !is_ignored(&nested, "a.gen", false),
+            "a nested file only covers its dir"
+        );
+    }
+
+    #[test]
+    fn tree_follows_content_and_ignores_what_it_should() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "*.log\nout/\n").unwrap();
+        std::fs::write(root.join("a.rs"), "one").unwrap();
+        std::fs::create_dir_all(root.join("specs/demo")).unwrap();
+        let excluded = vec!["specs/demo/tasks.md".to_string()];
+        let t1 = tree(root, &excluded).unwrap();
+        assert_eq!(t1, tree(root, &excluded).unwrap(), "not stable");
+        std::fs::write(root.join("x.log"), "noise").unwrap();
+        std::fs::create_dir_all(root.join("out")).unwrap();
+        std::fs::write(root.join("out/bin"), "noise").unwrap();
+        std::fs::write(root.join("specs/demo/tasks.md"), "- [x] 1 a").unwrap();
+        assert_eq!(
+            tree(root, &excluded).unwrap(),
+            t1,
+            "ignored or excluded file counted"
+        );
+        std::fs::write(root.join("a.rs"), "two").unwrap();
+        let t2 = tree(root, &excluded).unwrap();
+        assert_ne!(t2, t1);
+        std::fs::write(root.join("a.rs"), "one").unwrap();
+        assert_eq!(tree(root, &excluded).unwrap(), t1, "revert not restored");
+        std::fs::rename(root.join("a.rs"), root.join("b.rs")).unwrap();
+        assert_ne!(tree(root, &excluded).unwrap(), t1, "a rename went unseen");
+    }
+}

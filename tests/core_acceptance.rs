@@ -1,0 +1,545 @@
+//! Issue 2 acceptance: the one parser as the binary exposes it (`tasks count|list|next|
+//! show|check`), `snapshot` facts and gates, `state init|merge|get`, and `status` at 80
+//! columns with the exact resume command.
+
+mod common;
+
+use common::TempProject;
+use predicates::prelude::*;
+use serde_json::{json, Value};
+
+const STATE: &str = "specs/demo/.specrun-state.json";
+
+fn stdout_json(cmd: &mut assert_cmd::Command) -> Value {
+    let out = cmd.assert().success();
+    serde_json::from_slice(&out.get_output().stdout).expect("stdout is JSON")
+}
+
+fn snapshot(p: &TempProject) -> Value {
+    stdout_json(p.specrun().arg("snapshot"))
+}
+
+/// CRLF, a BOM, a fenced block holding `- [ ] x`, indented sub-checkboxes: 3 real tasks.
+const TRICKY: &str = "\u{feff}# Tasks\r\n\r\n## Phase 1: Core\r\n- [x] 1.1 [P] First   \r\n  - [ ] sub-step, not a task\r\n    - [x] deeper, not a task\r\n  ```md\r\n- [ ] x\r\n  ```\r\n```\r\n- [ ] fenced at column 0\r\n```\r\n- [ ] 1.2 [VERIFY] Second\r\n\t- [ ] tab-indented, not a task\r\n- [X] 1.3 Third\r\n";
+
+#[test]
+fn tasks_count_counts_only_real_tasks() {
+    let p = TempProject::git();
+    p.write("tasks.md", TRICKY);
+    p.specrun()
+        .args(["tasks", "count", "tasks.md"])
+        .assert()
+        .success()
+        .stdout("{\"total\":3,\"completed\":2,\"pending\":1,\"nextIndex\":1}\n");
+}
+
+#[test]
+fn tasks_count_of_empty_and_taskless_files() {
+    let p = TempProject::git();
+    p.write("empty.md", "");
+    p.write(
+        "prose.md",
+        "# Plan\n\nNothing yet.\n* [ ] a star item\n-[ ] no space\n",
+    );
+    for file in ["empty.md", "prose.md"] {
+        p.specrun()
+            .args(["tasks", "count", file])
+            .assert()
+            .success()
+            .stdout("{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0}\n");
+    }
+}
+
+#[test]
+fn tasks_check_flips_one_byte_and_undo_restores_the_file() {
+    let p = TempProject::git();
+    let path = p.spec("demo", TRICKY);
+    let original = std::fs::read(&path).unwrap();
+    p.specrun()
+        .args(["tasks", "check", "1.2"])
+        .assert()
+        .success()
+        .stdout("1.2 Second: now [x]\n");
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(after.len(), original.len());
+    let diffs: Vec<usize> = (0..after.len())
+        .filter(|&i| after[i] != original[i])
+        .collect();
+    assert_eq!(diffs.len(), 1, "exactly one byte changes");
+    assert_eq!((original[diffs[0]], after[diffs[0]]), (b' ', b'x'));
+    // Ticking again changes nothing.
+    p.specrun()
+        .args(["tasks", "check", "1.2"])
+        .assert()
+        .success()
+        .stdout("1.2 Second: already [x]\n");
+    assert_eq!(std::fs::read(&path).unwrap(), after);
+    p.specrun()
+        .args(["tasks", "check", "1.2", "--undo"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+    // Unticking an uppercase [X] writes a space; everything else is kept.
+    p.specrun()
+        .args(["tasks", "check", "1.3", "--undo"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        TRICKY.replace("- [X] 1.3", "- [ ] 1.3")
+    );
+}
+
+#[test]
+fn tasks_check_refuses_unknown_and_duplicate_ids() {
+    let p = TempProject::git();
+    let text = "- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n";
+    let path = p.spec("demo", text);
+    p.specrun()
+        .args(["tasks", "check", "9"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no task with id 9"));
+    p.specrun()
+        .args(["tasks", "check", "2"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "appears more than once: line 2, line 3",
+        ));
+    assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+}
+
+#[test]
+fn tasks_list_next_show_read_the_same_parser() {
+    let p = TempProject::git();
+    p.spec(
+        "demo",
+        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs, b.rs\n- [ ] 1.3 [P] Right\n- [ ] 1.4 [VERIFY] Check\n",
+    );
+    p.specrun()
+        .args(["tasks", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("[ ] 1.2 [P] Left\n"))
+        .stdout(predicate::str::ends_with("1/4 done\n"));
+    let next = stdout_json(p.specrun().args(["tasks", "next", "--json"]));
+    assert_eq!(next["next"]["id"], "1.2");
+    assert_eq!(next["parallelGroup"], json!(["1.2", "1.3"]));
+    let shown = stdout_json(p.specrun().args(["tasks", "show", "1.2", "--json"]));
+    assert_eq!(shown["verify"], "cargo test left");
+    assert_eq!(shown["files"], json!(["a.rs", "b.rs"]));
+    p.specrun()
+        .args(["tasks", "show", "1.2"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("  Verify: cargo test left\n"));
+    // Every task checked: `next` is a well-formed "no".
+    p.spec("demo", "- [x] 1 A\n");
+    p.specrun()
+        .args(["tasks", "next"])
+        .assert()
+        .code(1)
+        .stdout("all tasks are checked\n");
+}
+
+#[test]
+fn snapshot_without_specs_is_inactive_and_exits_zero() {
+    let p = TempProject::bare();
+    let doc = snapshot(&p);
+    assert_eq!(doc["active"], false);
+    assert_eq!(doc["gates"], json!(["no-active-spec"]));
+    assert_eq!(doc["spec"], Value::Null);
+    assert_eq!(doc["git"]["available"], false);
+    assert!(doc["nextAction"]
+        .as_str()
+        .unwrap()
+        .contains("/specrun:start"));
+    // A git repository with no specs/ is the same answer.
+    let p = TempProject::git();
+    let doc = snapshot(&p);
+    assert_eq!(doc["active"], false);
+    assert_eq!(doc["git"]["available"], true);
+}
+
+#[test]
+fn snapshot_reports_every_listed_field() {
+    let p = TempProject::git();
+    p.spec(
+        "demo",
+        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs\n  - **Depends**: 1.1\n- [ ] 1.3 [P] Right\n",
+    );
+    p.write("specs/demo/research.md", "notes\n");
+    p.specrun()
+        .args(["state", "init", "--spec", "demo", "--session-id", "s1"])
+        .assert()
+        .success();
+    let doc = snapshot(&p);
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let sorted = |names: &[&str]| {
+        let mut k: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        keys(&doc),
+        sorted(&[
+            "version",
+            "cwd",
+            "projectRoot",
+            "active",
+            "spec",
+            "state",
+            "artifacts",
+            "tasks",
+            "git",
+            "nextAction",
+            "gates"
+        ])
+    );
+    assert_eq!(keys(&doc["spec"]), sorted(&["name", "path", "statePath"]));
+    assert_eq!(
+        keys(&doc["state"]),
+        sorted(&[
+            "exists",
+            "valid",
+            "error",
+            "phase",
+            "completed",
+            "halt",
+            "taskIndex",
+            "totalTasks",
+            "taskIteration",
+            "maxTaskIterations",
+            "globalIteration",
+            "maxGlobalIterations"
+        ])
+    );
+    assert_eq!(
+        keys(&doc["artifacts"]),
+        sorted(&["research", "requirements", "design", "tasks", "progress"])
+    );
+    assert_eq!(
+        doc["artifacts"]["research"],
+        json!({"exists": true, "path": p.path("specs/demo/research.md").display().to_string(), "bytes": 6})
+    );
+    assert_eq!(doc["artifacts"]["design"]["exists"], false);
+    assert_eq!(
+        keys(&doc["tasks"]),
+        sorted(&[
+            "total",
+            "completed",
+            "pending",
+            "nextIndex",
+            "current",
+            "parallelGroup"
+        ])
+    );
+    assert_eq!(
+        doc["tasks"]["current"],
+        json!({"id": "1.2", "title": "Left", "markers": ["P"], "lineStart": 3, "lineEnd": 6,
+               "verify": "cargo test left", "files": ["a.rs"], "depends": ["1.1"]})
+    );
+    assert_eq!(doc["tasks"]["parallelGroup"], json!(["1.2", "1.3"]));
+    assert_eq!(
+        keys(&doc["git"]),
+        sorted(&["available", "branch", "head", "dirty", "changedFiles"])
+    );
+    assert_eq!(doc["git"]["branch"], "main");
+    assert_eq!(doc["git"]["dirty"], true);
+    assert_eq!(
+        doc["git"]["head"].as_str().unwrap(),
+        p.git_cmd(&["rev-parse", "HEAD"]).trim()
+    );
+    assert_eq!(doc["state"]["taskIndex"], 1);
+    assert_eq!(doc["state"]["totalTasks"], 3);
+    assert_eq!(doc["gates"], json!([]));
+    assert_eq!(
+        doc["nextAction"],
+        "Delegate tasks 1.2, 1.3 in parallel (one Agent call each), then continue with the next task."
+    );
+}
+
+/// (tasks.md, state file, `.current-spec` override, expected gates)
+type GateCase = (
+    &'static str,
+    Option<&'static str>,
+    Option<&'static str>,
+    &'static [&'static str],
+);
+
+/// One spec per gate, each with the state that raises it.
+#[test]
+fn snapshot_gates_for_each_case() {
+    let cases: &[GateCase] = &[
+        ("- [ ] 1 A\n", None, Some("gone"), &["missing-spec"]),
+        ("", None, None, &["empty-tasks"]),
+        ("# Only prose\n", None, None, &["empty-tasks"]),
+        ("- [ ] 1 A\n", None, None, &["no-state"]),
+        ("- [ ] 1 A\n", Some("{\"phase\":"), None, &["invalid-state"]),
+        (
+            "- [ ] 1 A\n",
+            Some("{\"taskIndex\":\"x\"}"),
+            None,
+            &["invalid-state"],
+        ),
+        (
+            "- [ ] 1 A\n",
+            Some(
+                r#"{"phase":"execution","halt":{"kind":"stall","reason":"no progress","at":"t"}}"#,
+            ),
+            None,
+            &["halted"],
+        ),
+        (
+            "- [ ] 1 A\n",
+            Some(r#"{"phase":"cancelled"}"#),
+            None,
+            &["cancelled"],
+        ),
+        (
+            "- [x] 1 A\n",
+            Some(r#"{"phase":"completed","completed":true}"#),
+            None,
+            &["completed"],
+        ),
+        (
+            "- [x] 1 A\n",
+            Some(r#"{"phase":"execution","completed":false}"#),
+            None,
+            &["completion-unmarked"],
+        ),
+        (
+            "- [ ] 1 A\n",
+            Some(r#"{"phase":"planning"}"#),
+            None,
+            &["not-executing"],
+        ),
+        (
+            "- [ ] 1 A\n",
+            Some(r#"{"phase":"execution","awaitingApproval":true}"#),
+            None,
+            &["awaiting-approval"],
+        ),
+        (
+            "- [ ] 1 A\n- [ ] 1 B\n",
+            Some(r#"{"phase":"execution"}"#),
+            None,
+            &["duplicate-task-ids"],
+        ),
+        ("- [ ] 1 A\n", Some(r#"{"phase":"execution"}"#), None, &[]),
+    ];
+    for (tasks, state, current, gates) in cases {
+        let p = TempProject::git();
+        p.spec("demo", tasks);
+        if let Some(state) = state {
+            p.write(STATE, state);
+        }
+        if let Some(name) = current {
+            p.write("specs/.current-spec", &format!("{name}\n"));
+        }
+        let doc = snapshot(&p);
+        assert_eq!(doc["active"], true, "{tasks:?} {state:?}");
+        assert_eq!(
+            doc["gates"],
+            json!(gates),
+            "tasks {tasks:?}, state {state:?}"
+        );
+        assert!(!doc["nextAction"].as_str().unwrap().is_empty());
+    }
+    // missing-tasks: a spec directory without tasks.md.
+    let p = TempProject::git();
+    p.write("specs/.current-spec", "demo\n");
+    p.write("specs/demo/requirements.md", "r\n");
+    assert_eq!(snapshot(&p)["gates"], json!(["missing-tasks"]));
+    // halted names the exact resume command.
+    let p = TempProject::git();
+    p.spec("demo", "- [ ] 1 A\n");
+    p.write(
+        STATE,
+        r#"{"phase":"execution","maxTaskIterations":5,"halt":{"kind":"task-iterations","reason":"5 of 5","at":"t"}}"#,
+    );
+    let action = snapshot(&p)["nextAction"].as_str().unwrap().to_string();
+    assert!(
+        action.contains("`specrun resume --spec demo --raise-task 10`"),
+        "{action}"
+    );
+}
+
+#[test]
+fn snapshot_writes_nothing() {
+    let p = TempProject::git();
+    p.spec("demo", "- [ ] 1 A\n");
+    p.commit_all("spec");
+    snapshot(&p);
+    assert_eq!(p.git_cmd(&["status", "--porcelain", "--ignored"]), "");
+}
+
+#[test]
+fn state_init_writes_execution_fields_and_keeps_the_rest() {
+    let p = TempProject::git();
+    p.spec("demo", "- [x] 1 A\n- [ ] 2 B\n- [ ] 3 C\n");
+    p.write(
+        STATE,
+        r#"{"name":"demo","phase":"planning","custom":{"x":1},"globalIteration":9,"usage":{"outputTokens":5,"transcriptOffset":77}}"#,
+    );
+    p.specrun()
+        .args([
+            "state",
+            "init",
+            "--spec",
+            "demo",
+            "--max-task-iterations",
+            "7",
+            "--max-global-iterations",
+            "40",
+            "--max-output-tokens",
+            "100000",
+            "--max-minutes",
+            "90",
+            "--session-id",
+            "sess-1",
+            "--quick",
+            "--recovery-mode",
+            "--driver",
+            "stop-hook",
+        ])
+        .assert()
+        .success();
+    let s = p.state("demo");
+    assert_eq!(s["custom"], json!({"x": 1}));
+    assert_eq!(s["version"], 1);
+    assert_eq!(s["phase"], "execution");
+    assert_eq!(
+        (s["taskIndex"].clone(), s["totalTasks"].clone()),
+        (json!(1), json!(3))
+    );
+    assert_eq!(s["taskIteration"], 0);
+    assert_eq!(s["globalIteration"], 0);
+    assert_eq!(s["maxTaskIterations"], 7);
+    assert_eq!(s["maxGlobalIterations"], 40);
+    assert_eq!(s["budget"]["maxOutputTokens"], 100000);
+    assert_eq!(s["budget"]["maxMinutes"], 90);
+    assert_eq!(s["sessionId"], "sess-1");
+    assert_eq!(s["quickMode"], true);
+    assert_eq!(s["recoveryMode"], true);
+    assert_eq!(s["executionDriver"], "stop-hook");
+    assert_eq!(s["usage"], json!({"outputTokens": 0, "inputTokens": 0}));
+    assert!(s["startedAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(s["halt"], Value::Null);
+}
+
+#[test]
+fn state_merge_recurses_replaces_and_unsets() {
+    let p = TempProject::git();
+    p.spec("demo", "- [ ] 1 A\n");
+    p.write(
+        STATE,
+        r#"{"a":{"b":1,"c":[1,2]},"taskEvidence":{"1.2":{"exitCode":0}},"keep":true}"#,
+    );
+    p.specrun()
+        .args(["state", "merge", STATE, "-"])
+        .write_stdin(r#"{"a":{"c":[3],"d":{"e":true}},"$unset":["taskEvidence.1.2","a.b"]}"#)
+        .assert()
+        .success()
+        .stdout("");
+    assert_eq!(
+        p.state("demo"),
+        json!({"a": {"c": [3], "d": {"e": true}}, "taskEvidence": {}, "keep": true})
+    );
+    p.specrun()
+        .args(["state", "get", STATE, "a.d.e"])
+        .assert()
+        .success()
+        .stdout("true\n");
+    // A file that does not exist yet (in an existing directory) is created.
+    p.specrun()
+        .args(["state", "merge", "specs/demo/new.json", r#"{"x":1}"#])
+        .assert()
+        .success();
+    assert_eq!(
+        common::assert_json_file(&p.path("specs/demo/new.json")),
+        json!({"x": 1})
+    );
+}
+
+fn status_lines(p: &TempProject) -> Vec<String> {
+    let out = p.specrun().arg("status").assert().success();
+    String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn status_fits_80_columns_and_shows_the_exact_resume_command() {
+    let p = TempProject::git();
+    let long_title = "Implement the extremely thorough and long-winded migration of every legacy configuration loader to the new layered format";
+    p.spec(
+        "checkout-flow",
+        &format!("## Phase 1\n- [x] 1.1 Setup\n- [ ] 1.2 {long_title}\n- [ ] 1.3 More\n"),
+    );
+    p.specrun()
+        .args([
+            "state",
+            "init",
+            "--spec",
+            "checkout-flow",
+            "--max-global-iterations",
+            "30",
+            "--max-output-tokens",
+            "500000",
+        ])
+        .assert()
+        .success();
+    let state = "specs/checkout-flow/.specrun-state.json";
+    let patch = json!({
+        "globalIteration": 30,
+        "halt": {"kind": "global-iterations", "reason": "30 of 30 stops used without finishing; raise the cap to continue", "at": "2026-01-01T00:00:00Z"},
+        "verificationBlocks": {"execution": {"command": "cargo test --workspace --all-features -- --include-ignored --test-threads 1", "exitCode": 1, "startedAt": "2026-01-01T00:00:00Z"}}
+    });
+    p.specrun()
+        .args(["state", "merge", state, &patch.to_string()])
+        .assert()
+        .success();
+    let lines = status_lines(&p);
+    for line in &lines {
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line:?}",
+            line.chars().count()
+        );
+    }
+    let text = lines.join("\n");
+    assert!(text.contains("checkout-flow"), "{text}");
+    assert!(text.contains("1/3"), "{text}");
+    assert!(text.contains("global 30/30"), "{text}");
+    assert!(text.contains("HALTED"), "{text}");
+    assert!(text.contains("evidence  exit 1"), "{text}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.trim() == "specrun resume --spec checkout-flow --raise-global 60"),
+        "the resume command on a line of its own:\n{text}"
+    );
+    // --json carries the same command.
+    let doc = stdout_json(p.specrun().args(["status", "--json"]));
+    assert_eq!(
+        doc["resumeCommand"],
+        "specrun resume --spec checkout-flow --raise-global 60"
+    );
+    assert_eq!(doc["lastEvidence"]["exitCode"], 1);
+}
+
+#[test]
+fn status_without_a_spec_says_so() {
+    let p = TempProject::bare();
+    let lines = status_lines(&p);
+    assert_eq!(lines[0], "specrun: no active spec");
+    assert!(lines.iter().all(|l| l.chars().count() <= 80));
+}

@@ -1,0 +1,186 @@
+//! Bad input for the hooks: each allows (exit 0), never blocks or halts on what it cannot
+//! read, prints at most one JSON object, and loses nothing.
+
+mod hook_common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use hook_common::*;
+use serde_json::json;
+
+#[test]
+fn empty_stdin_and_10_mb_of_garbage_are_ignored() {
+    let e = Exec::new(TASKS, json!({"executionDriver": "stop-hook"}));
+    let before = e.state_bytes();
+    for event in ["stop", "subagent-stop", "session-start", "pre-tool-use"] {
+        assert_eq!(e.hook(event, ""), "", "{event}");
+    }
+    let garbage: Vec<u8> = (0..10 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    assert_eq!(e.hook("stop", garbage), "");
+    // Valid JSON that is not an object.
+    assert_eq!(e.hook("stop", "[1,2,3]"), "");
+    assert_eq!(e.state_bytes(), before);
+    assert!(!e.p.path(".specrun").exists());
+}
+
+#[test]
+fn json_missing_every_field_is_not_this_sessions_execution() {
+    let e = Exec::new(
+        TASKS,
+        json!({"executionDriver": "stop-hook", "quickMode": true}),
+    );
+    let before = e.state_bytes();
+    for event in ["stop", "subagent-stop", "session-start", "pre-tool-use"] {
+        assert_eq!(e.hook(event, "{}"), "", "{event}");
+    }
+    assert_eq!(e.state_bytes(), before);
+}
+
+#[test]
+fn a_cwd_that_does_not_exist_falls_back_to_the_process_directory() {
+    let e = Exec::new(TASKS, json!({}));
+    let mut stdin: serde_json::Value =
+        serde_json::from_str(&stop_stdin(&e.p, "x", false, None)).unwrap();
+    stdin["cwd"] = json!("/nonexistent/specrun/dir");
+    assert_eq!(e.hook("stop", stdin.to_string()), "");
+    assert_eq!(
+        e.state()["globalIteration"],
+        1,
+        "the process directory's execution was counted"
+    );
+    // From a directory with no project, nothing happens.
+    let elsewhere = TempProject::bare();
+    assert_eq!(run_hook(&elsewhere, "stop", stdin.to_string()), "");
+    assert_eq!(e.state()["globalIteration"], 1);
+}
+
+#[test]
+fn unreadable_state_files_allow_with_a_message_naming_the_file() {
+    let cases: [(&str, &str); 5] = [
+        ("corrupt", "{\"phase\": \"execution\", oops}"),
+        ("truncated", "{\"version\": 1, \"phase\": \"exec"),
+        ("array", "[1, 2, 3]"),
+        (
+            "wrong types",
+            "{\"phase\": \"execution\", \"globalIteration\": \"seven\", \"sessionId\": \"sess-1\"}",
+        ),
+        ("not UTF-8", "{\"name\": \"\u{0}\"}"),
+    ];
+    for (what, content) in cases {
+        let e = Exec::new(TASKS, json!({}));
+        let bytes: Vec<u8> = if what == "not UTF-8" {
+            b"{\"name\": \"\xff\xfe\"}".to_vec()
+        } else {
+            content.as_bytes().to_vec()
+        };
+        std::fs::write(e.state_path(), &bytes).unwrap();
+        let state_path = e.state_path().display().to_string();
+        for event in ["stop", "subagent-stop", "session-start"] {
+            let out = e.hook(event, stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+            let v = json_of(&out);
+            let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["systemMessage"], "{what} {event}: {out}");
+            let m = v["systemMessage"].as_str().unwrap();
+            assert!(m.contains(&state_path), "{what} {event}: {m}");
+            assert!(
+                m.contains("`specrun state init --spec demo --force`"),
+                "{m}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(e.state_path()).unwrap(),
+            bytes,
+            "{what}: the file was changed"
+        );
+        assert_eq!(e.events().last().unwrap()["rule"], "unreadable-state");
+    }
+}
+
+#[test]
+fn transcript_missing_truncated_non_utf8_or_rotated_is_tolerated() {
+    let e = Exec::new(TASKS, json!({"usage": {"transcriptOffset": 0}}));
+    let t = e.p.path("t.jsonl");
+    let tp = t.to_str().unwrap().to_string();
+    // Missing: nothing counted, the offset kept.
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, Some(&tp))), "");
+    assert_eq!(e.state()["usage"]["transcriptOffset"], 0);
+    assert_eq!(e.state()["usage"]["outputTokens"], 0);
+    // Truncated mid-line: the complete line counts, the partial one waits.
+    let full = assistant_line("m1", 1, 10);
+    let second = assistant_line("m2", 2, 20);
+    let (head, tail) = second.split_at(25);
+    std::fs::write(&t, format!("{full}{head}")).unwrap();
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, Some(&tp))), "");
+    assert_eq!(e.state()["usage"]["outputTokens"], 10);
+    assert_eq!(e.state()["usage"]["transcriptOffset"], full.len());
+    // The line completes, with a non-UTF-8 garbage line after it.
+    let mut bytes = format!("{full}{head}{tail}").into_bytes();
+    bytes.extend_from_slice(b"\xff\xfe\"assistant\" garbage\n");
+    bytes.extend_from_slice(assistant_line("m3", 3, 30).as_bytes());
+    std::fs::write(&t, &bytes).unwrap();
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, Some(&tp))), "");
+    assert_eq!(e.state()["usage"]["outputTokens"], 60);
+    assert_eq!(e.state()["usage"]["inputTokens"], 6);
+    assert_eq!(e.state()["usage"]["transcriptOffset"], bytes.len());
+    // Rotated: shorter than the offset, read again from 0.
+    std::fs::write(&t, assistant_line("n1", 4, 40)).unwrap();
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, Some(&tp))), "");
+    assert_eq!(e.state()["usage"]["outputTokens"], 100);
+    assert_eq!(e.state()["globalIteration"], 4);
+}
+
+#[test]
+fn a_lock_held_elsewhere_for_5_s_allows_within_the_bound() {
+    let e = Exec::new(TASKS, json!({"executionDriver": "stop-hook"}));
+    let lock = e.p.path("specs/demo/.specrun-state.json.lock");
+    let mut holder = Command::new("flock")
+        .arg(&lock)
+        .args(["-c", "echo locked; sleep 5"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("flock (util-linux) runs");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "locked\n");
+    let before = e.state_bytes();
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+    holder.kill().ok();
+    holder.wait().ok();
+    let v = json_of(&out);
+    let m = v["systemMessage"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(v.as_object().unwrap().len(), 1, "{out}");
+    assert!(m.contains(&e.state_path().display().to_string()), "{m}");
+    assert!(
+        m.contains("this stop was allowed without being counted"),
+        "{m}"
+    );
+    assert_eq!(e.state_bytes(), before);
+    assert_eq!(e.events().last().unwrap()["rule"], "lock-timeout");
+}
+
+#[test]
+fn a_completion_claim_in_a_code_block_or_mid_message_is_not_a_claim() {
+    for message in [
+        "Print this when done:\n```\nALL_TASKS_COMPLETE\n```",
+        "```text\nALL_TASKS_COMPLETE",
+        "ALL_TASKS_COMPLETE\nis what I will say once the tests pass.",
+        "I will write ALL_TASKS_COMPLETE at the end.",
+    ] {
+        let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
+        e.fresh_execution_evidence("true");
+        assert_eq!(
+            e.hook("stop", stop_stdin(&e.p, message, false, None)),
+            "",
+            "{message:?}"
+        );
+        assert_eq!(e.state()["phase"], "execution", "{message:?}");
+        assert_eq!(e.state()["globalIteration"], 1);
+    }
+}

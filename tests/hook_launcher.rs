@@ -1,0 +1,126 @@
+//! bin/specrun (the plugin's launcher) and hooks/hooks.json: the launcher finds the binary
+//! in the documented order, never recurses into itself, exits 0 silently for hooks when no
+//! binary exists and 127 with an install hint otherwise.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A copy of the plugin's launcher in a temp plugin root (so target/ is under our control).
+fn plugin_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+    std::fs::copy(repo().join("bin/specrun"), dir.path().join("bin/specrun")).unwrap();
+    dir
+}
+
+fn launch(launcher: &Path, path_env: &str, spec_bin: Option<&Path>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(launcher);
+    cmd.args(args)
+        .env("PATH", path_env)
+        .env_remove("SPECRUN_LAUNCHED")
+        .env_remove("SPECRUN_BIN");
+    if let Some(bin) = spec_bin {
+        cmd.env("SPECRUN_BIN", bin);
+    }
+    cmd.output().unwrap()
+}
+
+fn fake_binary(dir: &Path, name: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("specrun");
+    std::fs::write(&path, format!("#!/bin/sh\necho {name} \"$@\"\n")).unwrap();
+    make_executable(&path);
+    path
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+const SYS_PATH: &str = "/usr/bin:/bin";
+
+#[test]
+fn finds_spec_bin_then_release_then_path() {
+    let plugin = plugin_copy();
+    let launcher = plugin.path().join("bin/specrun");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let on_path = fake_binary(&elsewhere.path().join("path-bin"), "path");
+    let path_env = format!(
+        "{}:{}:{SYS_PATH}",
+        plugin.path().join("bin").display(),
+        on_path.parent().unwrap().display()
+    );
+
+    let out = launch(&launcher, &path_env, None, &["status"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "path status\n");
+
+    fake_binary(&plugin.path().join("target/release"), "release");
+    let out = launch(&launcher, &path_env, None, &["hook", "stop"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "release hook stop\n");
+
+    let explicit = fake_binary(&elsewhere.path().join("explicit"), "explicit");
+    let out = launch(&launcher, &path_env, Some(&explicit), &["x"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "explicit x\n");
+}
+
+#[test]
+fn without_a_binary_hooks_exit_0_silently_and_commands_exit_127() {
+    let plugin = plugin_copy();
+    let launcher = plugin.path().join("bin/specrun");
+    // Its own bin/ on PATH, plus a second launcher copy: neither may be taken as the binary.
+    let other = plugin_copy();
+    let path_env = format!(
+        "{}:{}:{SYS_PATH}",
+        plugin.path().join("bin").display(),
+        other.path().join("bin").display()
+    );
+    let out = launch(&launcher, &path_env, None, &["hook", "stop"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    let out = launch(&launcher, &path_env, None, &["status"]);
+    assert_eq!(out.status.code(), Some(127));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cargo install --locked --path"), "{err}");
+    // A debug build is not picked up (SPECRUN_BIN points at it when wanted).
+    fake_binary(&plugin.path().join("target/debug"), "debug");
+    assert_eq!(
+        launch(&launcher, &path_env, None, &["status"])
+            .status
+            .code(),
+        Some(127)
+    );
+}
+
+#[test]
+fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
+    let text = std::fs::read_to_string(repo().join("hooks/hooks.json")).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hooks = doc["hooks"].as_object().unwrap();
+    let mut events: Vec<&str> = hooks.keys().map(String::as_str).collect();
+    events.sort();
+    assert_eq!(
+        events,
+        ["PreToolUse", "SessionStart", "Stop", "SubagentStop"]
+    );
+    for (event, groups) in hooks {
+        for group in groups.as_array().unwrap() {
+            for hook in group["hooks"].as_array().unwrap() {
+                let command = hook["command"].as_str().unwrap();
+                assert!(
+                    command.starts_with("\"${CLAUDE_PLUGIN_ROOT}/bin/specrun\" hook "),
+                    "{event}: {command}"
+                );
+                assert!(
+                    hook["timeout"].as_u64().is_some_and(|t| t > 0),
+                    "{event}: no timeout"
+                );
+            }
+        }
+    }
+    assert_eq!(hooks["PreToolUse"][0]["matcher"], "AskUserQuestion");
+}

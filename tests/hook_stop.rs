@@ -1,0 +1,363 @@
+//! `specrun hook stop`: one test per row of the decision order (DESIGN §6), each asserting
+//! the exact stdout and exit 0, plus the 40-stops cap test.
+
+mod hook_common;
+
+use hook_common::*;
+use serde_json::{json, Value};
+
+fn head(e: &Exec) -> String {
+    e.p.git_cmd(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+#[test]
+fn row1_fast_path_prints_nothing_and_writes_nothing() {
+    // No spec at all.
+    let p = TempProject::git();
+    assert_eq!(run_hook(&p, "stop", stop_stdin(&p, "hi", false, None)), "");
+    assert!(!p.path(".specrun").exists());
+    // A spec without state.
+    p.spec("demo", TASKS);
+    assert_eq!(run_hook(&p, "stop", stop_stdin(&p, "hi", false, None)), "");
+    // A state that is not executing.
+    for phase in ["planning", "completed", "cancelled"] {
+        let e = Exec::new(TASKS, json!({"phase": phase}));
+        let before = e.state_bytes();
+        assert_eq!(
+            e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+            ""
+        );
+        assert_eq!(e.state_bytes(), before, "{phase}");
+        assert!(
+            !e.p.path(".specrun").exists()
+                && !e.p.path("specs/demo/.specrun-state.json.lock").exists()
+        );
+    }
+    // Unparseable stdin on an executing spec.
+    let e = Exec::new(TASKS, json!({}));
+    let before = e.state_bytes();
+    assert_eq!(e.hook("stop", "{not json"), "");
+    assert_eq!(e.state_bytes(), before);
+    assert!(!e.p.path(".specrun").exists());
+}
+
+#[test]
+fn row2_another_sessions_execution_is_left_alone() {
+    let e = Exec::new(
+        TASKS,
+        json!({"sessionId": "someone-else", "executionDriver": "stop-hook"}),
+    );
+    let before = e.state_bytes();
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+        ""
+    );
+    assert_eq!(e.state_bytes(), before);
+    assert!(e.events().is_empty());
+    // An execution bound to no session is not driven either.
+    let e = Exec::new(TASKS, json!({"sessionId": null, "globalIteration": 99}));
+    let before = e.state_bytes();
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    assert_eq!(e.state_bytes(), before);
+}
+
+#[test]
+fn row3_counts_stops_usage_from_the_offset_and_the_fingerprint() {
+    let e = Exec::new(TASKS, json!({}));
+    let transcript = e.p.write("t.jsonl", &assistant_line("old", 1000, 1000));
+    let tpath = transcript.to_str().unwrap();
+    // First stop: no offset yet, so the history before it is not counted.
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
+    let s = e.state();
+    assert_eq!(s["globalIteration"], 1);
+    assert_eq!(s["usage"]["outputTokens"], 0);
+    let len = std::fs::metadata(&transcript).unwrap().len();
+    assert_eq!(s["usage"]["transcriptOffset"], len);
+    let fp = format!("1/2:1:{}", head(&e));
+    assert_eq!(s["guard"]["lastFingerprint"], fp.as_str());
+    assert_eq!(s["guard"]["stallStops"], 0);
+    // Second stop: two lines of one message and a second message are added.
+    let more = [
+        assistant_line("m1", 10, 20),
+        assistant_line("m1", 10, 20),
+        assistant_line("m2", 1, 2),
+    ]
+    .concat();
+    std::fs::write(
+        &transcript,
+        format!("{}{more}", assistant_line("old", 1000, 1000)),
+    )
+    .unwrap();
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
+    let s = e.state();
+    assert_eq!(s["globalIteration"], 2);
+    assert_eq!(
+        (
+            s["usage"]["inputTokens"].clone(),
+            s["usage"]["outputTokens"].clone()
+        ),
+        (json!(11), json!(22))
+    );
+    assert_eq!(
+        s["guard"]["stallStops"], 1,
+        "no progress since the first stop"
+    );
+    // Progress (a commit moves HEAD) resets the stall count.
+    e.p.write("src/b.rs", "// b\n");
+    e.p.commit_all("b");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "working", false, Some(tpath))),
+        ""
+    );
+    assert_eq!(e.state()["guard"]["stallStops"], 0);
+    let events = e.events();
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[2]["event"], "stop");
+    assert_eq!(events[2]["decision"], "allow");
+    assert_eq!(events[2]["globalIteration"], 3);
+    assert_eq!(events[2]["session"], SESSION);
+}
+
+fn halt_json(s: &str) -> Value {
+    json!({"continue": false, "stopReason": s, "systemMessage": s})
+}
+
+#[test]
+fn row4_global_iterations_cap_halts() {
+    let e = Exec::new(TASKS, json!({"globalIteration": 30}));
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
+    let s = "specrun halted spec 'demo': global iterations 31 > maxGlobalIterations 30. To continue: `specrun resume --spec demo --raise-global 60`, then /specrun:implement demo.";
+    assert_eq!(json_of(&out), halt_json(s));
+    let state = e.state();
+    assert_eq!(state["halt"]["kind"], "global-iterations");
+    assert_eq!(
+        state["halt"]["reason"],
+        "global iterations 31 > maxGlobalIterations 30"
+    );
+    let ev = e.events();
+    assert_eq!(ev.last().unwrap()["decision"], "halt");
+    assert_eq!(ev.last().unwrap()["rule"], "cap:global-iterations");
+}
+
+#[test]
+fn row4_task_iterations_cap_halts() {
+    let e = Exec::new(TASKS, json!({"taskIteration": 5}));
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
+    let s = "specrun halted spec 'demo': task iterations 5 >= maxTaskIterations 5. To continue: `specrun resume --spec demo --raise-task 10`, then /specrun:implement demo.";
+    assert_eq!(json_of(&out), halt_json(s));
+}
+
+#[test]
+fn row4_output_tokens_cap_halts_on_transcript_usage() {
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxOutputTokens": 100}, "usage": {"outputTokens": 60, "transcriptOffset": 0}}),
+    );
+    let t = e.p.write("t.jsonl", &assistant_line("m1", 5, 40));
+    let out = e.hook(
+        "stop",
+        stop_stdin(&e.p, "x", false, Some(t.to_str().unwrap())),
+    );
+    let s = "specrun halted spec 'demo': output tokens 100 >= budget.maxOutputTokens 100. To continue: `specrun resume --spec demo --raise-tokens 200`, then /specrun:implement demo.";
+    assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(e.state()["usage"]["outputTokens"], 100);
+}
+
+#[test]
+fn row4_minutes_cap_halts() {
+    let started =
+        chrono::Utc::now() - chrono::Duration::minutes(120) + chrono::Duration::seconds(30);
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}),
+    );
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
+    let s = "specrun halted spec 'demo': 119 minutes since startedAt >= budget.maxMinutes 60. To continue: `specrun resume --spec demo --raise-minutes 120`, then /specrun:implement demo.";
+    assert_eq!(json_of(&out), halt_json(s));
+}
+
+#[test]
+fn row4_stall_cap_halts_after_stops_without_progress() {
+    let e = Exec::new(TASKS, json!({}));
+    for _ in 0..5 {
+        assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    }
+    // Stops 2..6 saw the same fingerprint: the 6th is the 5th in a row without progress.
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
+    let s = "specrun halted spec 'demo': 5 stops in a row without progress (checked tasks, taskIndex and HEAD unchanged) >= budget.maxStallStops 5. To continue: `specrun resume --spec demo`, then /specrun:implement demo.";
+    assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(e.state()["halt"]["kind"], "stall");
+}
+
+#[test]
+fn row4_a_halted_execution_halts_again_until_resumed() {
+    let e = Exec::new(
+        TASKS,
+        json!({"halt": {"kind": "stall", "reason": "stuck", "at": "2026-01-01T00:00:00Z"}}),
+    );
+    let s = "specrun: spec 'demo' is halted (stuck). A person continues it with `specrun resume --spec demo`, then /specrun:implement demo.";
+    for n in 1..=2 {
+        let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+        assert_eq!(json_of(&out), halt_json(s));
+        assert_eq!(e.state()["globalIteration"], n);
+        assert_eq!(e.state()["halt"]["at"], "2026-01-01T00:00:00Z");
+    }
+}
+
+#[test]
+fn row5_completion_accepted_when_every_gate_holds() {
+    let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
+    e.fresh_execution_evidence("true");
+    let out = e.hook(
+        "stop",
+        stop_stdin(
+            &e.p,
+            "Everything passes.\n\nALL_TASKS_COMPLETE\n",
+            false,
+            None,
+        ),
+    );
+    assert_eq!(
+        json_of(&out),
+        json!({"systemMessage": "specrun: spec 'demo' complete: 2/2 tasks checked, execution evidence fresh, no blocking follow-up."})
+    );
+    let s = e.state();
+    assert_eq!(s["phase"], "completed");
+    assert_eq!(s["completed"], true);
+    assert!(s["completedAt"].is_string());
+    assert_eq!(e.events().last().unwrap()["rule"], "completion-accepted");
+    // Completed: the next stop is the fast path.
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)),
+        ""
+    );
+}
+
+#[test]
+fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
+    let e = Exec::new(TASKS, json!({}));
+    e.fresh_execution_evidence("cargo test --all");
+    // The code changes after the evidence ran: stale.
+    e.p.write("src/new.rs", "fn x() {}\n");
+    e.p.write(
+        "specs/demo/followups.json",
+        &json!({"version": 1, "items": [
+            {"id": "F1", "category": "VERIFY", "priority": "high", "title": "re-run the load test", "task": null, "files": [], "status": "open", "createdAt": "x"},
+            {"id": "F2", "category": "VERIFY", "priority": "low", "title": "nice to have", "task": null, "files": [], "status": "open", "createdAt": "x"},
+            {"id": "F3", "category": "VERIFY", "priority": "high", "title": "done", "task": null, "files": [], "status": "resolved", "createdAt": "x"}
+        ]})
+        .to_string(),
+    );
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+    let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
+- 1 of 2 tasks unchecked (1.2): delegate each to specrun:spec-executor; a task whose Verify passed is ticked with `specrun tasks check <id> --spec demo`.\n\
+- execution evidence is stale (the code changed since it ran): run `specrun verify run --phase execution --spec demo --command 'cargo test --all'` and make it pass.\n\
+- follow-up F1 (VERIFY, high) is open: re-run the load test. Do it, then `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
+When every item is done, end with ALL_TASKS_COMPLETE again.";
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
+    assert_eq!(e.state()["phase"], "execution");
+    // Blocked once; with stop_hook_active and nothing progressed, allow instead of looping.
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", true, None));
+    assert_eq!(
+        json_of(&out),
+        json!({"systemMessage": "specrun: ALL_TASKS_COMPLETE not accepted (3 gate(s) unmet); not re-prompting: nothing progressed since the last block (stall 1/5)."})
+    );
+    assert_eq!(e.state()["phase"], "execution");
+}
+
+#[test]
+fn row5_missing_evidence_is_named() {
+    let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+    let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
+- execution evidence is missing: run `specrun verify run --phase execution --spec demo --command '<full test command>'` and make it pass.\n\
+When every item is done, end with ALL_TASKS_COMPLETE again.";
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
+}
+
+#[test]
+fn row6_stop_hook_driver_re_prompts_with_the_next_task() {
+    let e = Exec::new(TASKS, json!({"executionDriver": "stop-hook"}));
+    let out = e.hook("stop", stop_stdin(&e.p, "Done with 1.1.", false, None));
+    let reason = "Spec 'demo': 1/2 tasks done. Next task 1.2: Second\n\
+Do: write the second part\n\
+Files: src/b.rs\n\
+Verify: `test -f src/b.rs`\n\
+Delegate it to specrun:spec-executor now. End with ALL_TASKS_COMPLETE only when every task is checked and `specrun verify run --phase execution --spec demo --command '<full test command>'` passed.";
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
+    // No progress, stop_hook_active: allowed with a note.
+    let out = e.hook("stop", stop_stdin(&e.p, "Still thinking.", true, None));
+    assert_eq!(
+        json_of(&out),
+        json!({"systemMessage": "specrun: task 1.2 is still open; not re-prompting: nothing progressed since the last block (stall 1/5)."})
+    );
+    // Progress (a commit) while stop_hook_active: re-prompted again.
+    e.p.write("src/b.rs", "// b\n");
+    e.p.commit_all("b");
+    let out = e.hook("stop", stop_stdin(&e.p, "Progress.", true, None));
+    assert_eq!(json_of(&out)["decision"], "block");
+    assert_eq!(e.state()["guard"]["blocks"], 2);
+}
+
+#[test]
+fn row7_otherwise_allow_silently_but_count() {
+    let e = Exec::new(TASKS, json!({"executionDriver": "native-goal"}));
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "Delegated 1.2.", false, None)),
+        ""
+    );
+    assert_eq!(e.state()["globalIteration"], 1);
+    assert_eq!(e.events().last().unwrap()["rule"], "allow");
+    // The stop-hook driver does not re-prompt while awaiting the user's approval.
+    let e = Exec::new(
+        TASKS,
+        json!({"executionDriver": "stop-hook", "awaitingApproval": true}),
+    );
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "May I?", false, None)), "");
+}
+
+#[test]
+fn forty_stops_with_max_30_halt_from_the_31st_on() {
+    let e = Exec::new(
+        TASKS,
+        json!({"maxGlobalIterations": 30, "budget": {"maxStallStops": 1000}}),
+    );
+    for n in 1..=40u64 {
+        let out = e.hook("stop", stop_stdin(&e.p, "working", false, None));
+        if n <= 30 {
+            assert_eq!(out, "", "stop {n} must allow");
+        } else {
+            let v = json_of(&out);
+            assert_eq!(v["continue"], false, "stop {n} must halt: {out}");
+            assert!(
+                v["stopReason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("global iterations 31 > maxGlobalIterations 30"),
+                "{out}"
+            );
+        }
+        assert_eq!(e.state()["globalIteration"], n, "stop {n} counted exactly");
+    }
+    let halts = e
+        .events()
+        .iter()
+        .filter(|ev| ev["decision"] == "halt")
+        .count();
+    assert_eq!(halts, 10);
+}

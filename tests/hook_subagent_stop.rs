@@ -1,0 +1,140 @@
+//! `specrun hook subagent-stop`: an executor's `TASK_COMPLETE <id>` is accepted only when
+//! the task is checked, its evidence is fresh and both self-critique records exist; else
+//! the executor is re-prompted once, and a second stop is recorded as an unverified claim.
+
+mod hook_common;
+
+use hook_common::*;
+use serde_json::{json, Value};
+
+fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String {
+    json!({
+        "session_id": SESSION, "transcript_path": "/nonexistent/t.jsonl", "cwd": e.p.root(),
+        "permission_mode": "bypassPermissions", "agent_id": "agent-7", "agent_type": agent_type,
+        "hook_event_name": "SubagentStop", "stop_hook_active": active,
+        "agent_transcript_path": "/nonexistent/a.jsonl", "last_assistant_message": message,
+        "background_tasks": [], "session_crons": [],
+    })
+    .to_string()
+}
+
+fn critique(e: &Exec, id: &str, stage: &str, at: &str) {
+    e.p.write(
+        &format!("specs/demo/critique/{id}-{stage}.json"),
+        &json!({"taskId": id, "stage": stage, "recordedAt": at, "checklist": []}).to_string(),
+    );
+}
+
+fn task_evidence(e: &Exec, id: &str) {
+    let tree = e.current_tree();
+    let mut state = e.state();
+    let mut record = evidence("test -f src/b.rs", &tree, 0);
+    record["taskId"] = json!(id);
+    record["startedAt"] = json!("2026-01-01T00:10:00Z");
+    state["taskEvidence"] = json!({ id: record });
+    e.write_state(&state);
+}
+
+#[test]
+fn a_complete_claim_with_everything_in_order_is_accepted() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    task_evidence(&e, "1.2");
+    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    let before = e.state_bytes();
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(
+            &e,
+            "specrun:spec-executor",
+            "All done.\nTASK_COMPLETE 1.2",
+            false,
+        ),
+    );
+    assert_eq!(out, "");
+    assert_eq!(e.state_bytes(), before);
+    assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
+}
+
+#[test]
+fn a_claim_missing_proof_is_re_prompted_once_then_recorded() {
+    let e = Exec::new(TASKS, json!({}));
+    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE: 1.2", false),
+    );
+    let reason = "TASK_COMPLETE 1.2 not accepted. Missing:\n\
+- task 1.2 is unchecked: once its Verify passes, `specrun tasks check 1.2 --spec demo`.\n\
+- evidence for task 1.2 is missing: `specrun verify run --task 1.2 --spec demo --command 'test -f src/b.rs'` must pass on the current code.\n\
+- self-critique record post-code is missing: `specrun critique record --task 1.2 --stage post-code --spec demo --file <record.json>`.\n\
+Do these, then end with TASK_COMPLETE 1.2 again.";
+    assert_eq!(
+        json_of(&out),
+        json!({"decision": "block", "reason": reason})
+    );
+    assert!(e.state().get("unverifiedClaims").is_none());
+
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", true),
+    );
+    assert_eq!(
+        json_of(&out),
+        json!({"systemMessage": "specrun: executor's TASK_COMPLETE 1.2 is unverified (3 item(s) missing); recorded in unverifiedClaims for the coordinator."})
+    );
+    let claims = e.state()["unverifiedClaims"].clone();
+    assert_eq!(claims.as_array().unwrap().len(), 1);
+    assert_eq!(claims[0]["taskId"], "1.2");
+    assert_eq!(claims[0]["agentId"], "agent-7");
+    assert_eq!(claims[0]["missing"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn stale_evidence_is_named() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    task_evidence(&e, "1.2");
+    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.p.write("src/b.rs", "// changed after the run\n");
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
+    );
+    let v: Value = json_of(&out);
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("evidence for task 1.2 is stale"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn other_agents_and_non_claims_are_ignored() {
+    let e = Exec::new(TASKS, json!({}));
+    let before = e.state_bytes();
+    for (agent, message) in [
+        ("specrun:qa-engineer", "TASK_COMPLETE 1.2"),
+        ("general-purpose", "TASK_COMPLETE 1.2"),
+        ("specrun:spec-executor", "I will end with TASK_COMPLETE 1.2"),
+        ("specrun:spec-executor", "```\nTASK_COMPLETE 1.2\n```"),
+    ] {
+        assert_eq!(
+            e.hook("subagent-stop", sub_stdin(&e, agent, message, false)),
+            "",
+            "{agent} {message:?}"
+        );
+    }
+    // Another session's executor.
+    let mut other: Value = serde_json::from_str(&sub_stdin(
+        &e,
+        "specrun:spec-executor",
+        "TASK_COMPLETE 1.2",
+        false,
+    ))
+    .unwrap();
+    other["session_id"] = json!("another-session");
+    assert_eq!(e.hook("subagent-stop", other.to_string()), "");
+    assert_eq!(e.state_bytes(), before);
+    assert!(e.events().is_empty());
+}
