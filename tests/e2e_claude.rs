@@ -58,6 +58,10 @@ fn e2e_1_plugin_loads() {
         "claude plugin validate . failed:\n{said}"
     );
     assert!(said.contains("Validation passed"), "{said}");
+    assert!(
+        !said.to_lowercase().contains("warning"),
+        "validate warned:\n{said}"
+    );
 
     let run = h.run(
         vec![Rule::main().turn(0).reply([text("LOADED_OK")])],
@@ -784,4 +788,100 @@ fn e2e_8_guard_halt_ends_a_native_goal_session() {
         verdicts.iter().all(|l| l["attachment"]["met"] == false),
         "{verdicts:?}"
     );
+}
+
+/// The fake model itself (no Claude Code needed): two requests on one keep-alive
+/// connection, one body by Content-Length and one chunked, answered by the matching rules
+/// as SSE in the event order of contract §1, and logged with the agent they came from.
+#[test]
+fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    use e2e::fake_model::{tool, FakeModel};
+
+    let model = FakeModel::start(vec![
+        Rule::main()
+            .turn(0)
+            .reply([text("FIRST"), tool("Bash", json!({"command": "ls"}))]),
+        Rule::sub().last_user("SECOND").reply([text("SUB_REPLY")]),
+    ]);
+    let addr = model.base_url().trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    // A parsing bug shows as a timeout, not a hang.
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let main_body = json!({"stream": true, "tools": [{"name": "Bash"}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "FIRST please"}]}]})
+    .to_string();
+    write!(
+        conn,
+        "POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{main_body}",
+        main_body.len()
+    )
+    .unwrap();
+    let sub_body = json!({"stream": true, "tools": [{"name": "Bash"}],
+        "messages": [{"role": "user", "content": "SECOND please"}]})
+    .to_string();
+    let (a, b) = sub_body.split_at(10);
+    write!(
+        conn,
+        "POST /v1/messages HTTP/1.1\r\nx-claude-code-agent-id: agent7\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    )
+    .unwrap();
+
+    let mut reader = BufReader::new(conn);
+    let mut read_response = || {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        String::from_utf8(body).unwrap()
+    };
+    let first = read_response();
+    let events: Vec<&str> = first
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert!(
+        first.contains(r#""partial_json":"{\"command\":\"ls\"}""#),
+        "{first}"
+    );
+    assert!(first.contains(r#""stop_reason":"tool_use""#), "{first}");
+    let second = read_response();
+    assert!(
+        second.contains("SUB_REPLY") && second.contains(r#""stop_reason":"end_turn""#),
+        "{second}"
+    );
+
+    let log = model.requests();
+    assert_eq!(log.len(), 2);
+    assert_eq!((log[0].agent, log[0].rule), (Agent::Main, Some(0)));
+    assert_eq!((log[1].agent, log[1].rule), (Agent::Sub, Some(1)));
+    assert_eq!(log[1].agent_id.as_deref(), Some("agent7"));
+    assert_eq!(log[1].last_user, "SECOND please");
 }
