@@ -14,7 +14,7 @@ use crate::tasks::{Task, TaskList};
 pub const MAX_FIX_TASKS_PER_TASK: u64 = 3;
 pub const MAX_FIX_DEPTH: usize = 3;
 /// The parser accepts ids of at most this many dot-separated parts.
-pub const MAX_ID_PARTS: usize = 3;
+pub const MAX_ID_PARTS: usize = crate::tasks::MAX_ID_PARTS;
 pub const COMPLETED_HEADING: &str = "## Completed tasks";
 pub const LEARNINGS_HEADING: &str = "## Learnings";
 
@@ -1268,9 +1268,16 @@ mod tests {
                 .name,
             "fix-limit"
         );
-        let deep = parse("- [ ] 1 A\n- [ ] 1.1 [FIX 1] F\n- [ ] 1.1.1 [FIX 1.1] G\n");
+        // Three fixes deep is allowed (a 4-level id), a fourth is not.
+        let deep = parse(
+            "- [ ] 1 A\n- [ ] 1.1 [FIX 1] F\n- [ ] 1.1.1 [FIX 1.1] G\n- [ ] 1.1.1.1 [FIX 1.1.1] H\n",
+        );
         assert_eq!(
-            plan_fix(&s, &deep, &deep.tasks[2], "x").unwrap_err().name,
+            plan_fix(&s, &deep, &deep.tasks[2], "x").unwrap().id,
+            "1.1.1.2"
+        );
+        assert_eq!(
+            plan_fix(&s, &deep, &deep.tasks[3], "x").unwrap_err().name,
             "fix-depth"
         );
         let patch = fix_map_patch(&s, &fix, "boom", 3);

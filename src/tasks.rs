@@ -241,14 +241,18 @@ fn task_line(line: &str) -> Option<(bool, usize, &str)> {
     }
 }
 
-/// `1`, `1.2`, `1.2.3` (an optional trailing `.` or `:` is dropped).
+/// Planned ids have 1–3 levels (`1`, `1.2`, `1.2.3`); fix tasks append one level per fix
+/// (`1.2.3.1`), up to three fixes deep, so ids of up to 6 levels are read.
+pub const MAX_ID_PARTS: usize = 6;
+
+/// `1`, `1.2`, `1.2.3` … (an optional trailing `.` or `:` is dropped).
 fn split_id(rest: &str) -> (Option<String>, &str) {
     let token_end = rest.find(' ').unwrap_or(rest.len());
     let token = &rest[..token_end];
     let bare = token.trim_end_matches(['.', ':']);
     let parts: Vec<&str> = bare.split('.').collect();
     let valid = !bare.is_empty()
-        && parts.len() <= 3
+        && parts.len() <= MAX_ID_PARTS
         && parts
             .iter()
             .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()));
@@ -614,7 +618,9 @@ mod tests {
 
     #[test]
     fn checked_uppercase_x_and_ids_of_one_to_three_levels() {
-        let list = parse("- [X] 1 A\n- [x] 1.2 B\n- [ ] 1.2.3 C\n- [ ] 1.2.3.4 D\n- [ ] No id\n");
+        let list = parse(
+            "- [X] 1 A\n- [x] 1.2 B\n- [ ] 1.2.3 C\n- [ ] 1.2.3.4.5.6.7 D\n- [ ] No id\n- [ ] 1.2.3.1 [FIX 1.2.3] F\n",
+        );
         assert_eq!(
             list.tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
             [
@@ -622,10 +628,12 @@ mod tests {
                 Some("1.2".into()),
                 Some("1.2.3".into()),
                 None,
-                None
+                None,
+                Some("1.2.3.1".into())
             ]
         );
-        assert_eq!(list.tasks[3].title, "1.2.3.4 D");
+        assert_eq!(list.tasks[3].title, "1.2.3.4.5.6.7 D");
+        assert_eq!(list.tasks[5].fixes(), Some("1.2.3"));
         assert_eq!(list.tasks[4].label(), "#5");
         assert_eq!(list.counts().completed, 2);
     }
