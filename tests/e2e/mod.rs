@@ -1,0 +1,257 @@
+//! Support for the end-to-end tests: the real Claude Code, this repository as its plugin,
+//! a scripted fake model, a temp git project and a temp HOME. Test-only code.
+
+pub mod fake_model;
+pub mod runner;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+use crate::common::TempProject;
+use fake_model::{bash, text, tool, Block, FakeModel, Rule};
+use runner::{Run, Session};
+
+/// Session ids are pinned so state can be bound to the session before it starts.
+pub const SESSION: &str = "5e55a0d1-0000-4000-8000-000000000001";
+pub const OTHER_SESSION: &str = "5e55a0d1-0000-4000-8000-000000000002";
+
+/// Three tasks, the last a `[VERIFY]` task; each has markers a test can look for in what
+/// the model was sent.
+pub const DEMO_TASKS: &str = "# Tasks: demo
+
+## Phase 1: Notes
+
+- [ ] 1.1 Write the alpha note
+  - **Do**: Create notes/alpha.txt holding ALPHA (ALPHA_DO_MARKER)
+  - **Files**: notes/alpha.txt
+  - **Done when**: notes/alpha.txt holds ALPHA
+  - **Verify**: `grep -q ALPHA notes/alpha.txt`
+  - **Commit**: `feat(notes): alpha`
+- [ ] 1.2 Write the beta note
+  - **Do**: Create notes/beta.txt holding BETA (BETA_DO_MARKER)
+  - **Files**: notes/beta.txt
+  - **Done when**: notes/beta.txt holds BETA
+  - **Verify**: `grep -q BETA notes/beta.txt`
+  - **Commit**: `feat(notes): beta`
+- [ ] 1.3 [VERIFY] Check both notes
+  - **Do**: Check both notes together (GAMMA_DO_MARKER)
+  - **Files**: notes/alpha.txt, notes/beta.txt
+  - **Done when**: both notes hold their words
+  - **Verify**: `grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt`
+  - **Commit**: `chore(notes): verify`
+";
+
+pub const ALL_NOTES_VERIFY: &str = "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt";
+
+/// One scenario: a temp git project holding the demo spec, a temp HOME, and the pinned
+/// Claude Code. `None` when the e2e tests were deliberately skipped (never in CI).
+pub struct Harness {
+    pub claude: PathBuf,
+    pub project: TempProject,
+    pub home: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn new() -> Option<Harness> {
+        // libtest names each test's thread after the test.
+        let current = std::thread::current();
+        let claude = runner::claude_or_skip(current.name().unwrap_or("an e2e test"))?;
+        let project = TempProject::git();
+        project.spec("demo", DEMO_TASKS);
+        project.commit_all("demo spec");
+        Some(Harness {
+            claude,
+            project,
+            home: tempfile::tempdir().expect("temp HOME"),
+        })
+    }
+
+    pub fn root(&self) -> PathBuf {
+        self.project.root()
+    }
+
+    /// Runs the built `specrun` in the project; panics (with its output) unless it exits 0.
+    pub fn specrun(&self, args: &[&str]) -> Output {
+        let out = self.specrun_status(args);
+        assert!(
+            out.status.success(),
+            "specrun {args:?} failed ({:?}):\n{}{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    pub fn specrun_status(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_specrun"))
+            .current_dir(self.root())
+            .args(args)
+            .output()
+            .expect("run specrun")
+    }
+
+    /// Starts an execution owned by `session` (as the implement skill does) with extra flags.
+    pub fn init_execution(&self, session: &str, flags: &[&str]) {
+        let mut args = vec!["state", "init", "--spec", "demo", "--session-id", session];
+        args.extend_from_slice(flags);
+        self.specrun(&args);
+    }
+
+    pub fn state(&self) -> Value {
+        self.project.state("demo")
+    }
+
+    pub fn state_path(&self) -> PathBuf {
+        self.root().join("specs/demo/.specrun-state.json")
+    }
+
+    pub fn merge_state(&self, patch: Value) {
+        let path = self.state_path();
+        self.specrun(&["state", "merge", path.to_str().unwrap(), &patch.to_string()]);
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.root().join(rel)).unwrap_or_default()
+    }
+
+    /// `.specrun/events.jsonl`, one object per line.
+    pub fn events(&self) -> Vec<Value> {
+        self.read(".specrun/events.jsonl")
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// `specrun tasks count` as JSON.
+    pub fn task_count(&self) -> Value {
+        let out = self.specrun(&["tasks", "count", "--spec", "demo"]);
+        serde_json::from_slice(&out.stdout).expect("tasks count prints JSON")
+    }
+
+    pub fn run(&self, rules: Vec<Rule>, session: Session) -> Run {
+        let model = FakeModel::start(rules);
+        runner::run_claude(
+            &self.claude,
+            &model,
+            &self.root(),
+            self.home.path(),
+            session,
+        )
+    }
+}
+
+/// The Agent tool call a coordinator makes to delegate one task.
+pub fn delegate(agent: &str, task_id: &str) -> Block {
+    tool(
+        "Agent",
+        json!({
+            "description": format!("Execute task {task_id}"),
+            "prompt": format!("[task {task_id}] Execute task {task_id} of spec demo and report TASK_COMPLETE {task_id}."),
+            "subagent_type": agent,
+        }),
+    )
+}
+
+/// A self-critique record as `specrun critique record` takes it: every checklist id of the
+/// stage, each passed with a note.
+pub fn critique_record(stage: &str) -> Value {
+    let ids: &[&str] = if stage == "post-code" {
+        &["SC-5.5.1", "SC-5.5.2", "SC-5.5.3", "SC-5.5.4", "SC-5.5.5"]
+    } else {
+        &[
+            "SC-6.5.1", "SC-6.5.2", "SC-6.5.3", "SC-6.5.4", "SC-6.5.5", "SC-6.5.6",
+        ]
+    };
+    let checklist: serde_json::Map<String, Value> = ids
+        .iter()
+        .map(|id| {
+            let note = format!("{id}: read the change against the task's Done when; nothing found");
+            (id.to_string(), json!({"result": "pass", "note": note}))
+        })
+        .collect();
+    json!({"checklist": checklist, "issuesFound": [], "issuesFixed": []})
+}
+
+/// The commands an honest executor runs for one task, in order (executor workflow):
+/// start the attempt, edit (optional), record evidence, both critique records, complete.
+pub fn executor_steps(
+    project: &Path,
+    task_id: &str,
+    edit: Option<(&str, &str)>,
+    verify: &str,
+) -> Vec<Block> {
+    let mut steps = vec![bash(&format!("specrun task start {task_id} --spec demo"))];
+    if let Some((file, content)) = edit {
+        steps.push(tool(
+            "Write",
+            json!({"file_path": project.join(file).display().to_string(), "content": content}),
+        ));
+    }
+    steps.push(bash(&format!(
+        "specrun verify run --task {task_id} --command '{verify}'"
+    )));
+    for stage in ["post-code", "post-test"] {
+        steps.push(bash(&format!(
+            "specrun critique record --task {task_id} --stage {stage} --file - <<'JSON'\n{}\nJSON",
+            critique_record(stage)
+        )));
+    }
+    steps.push(bash(&format!("specrun task complete {task_id} --check")));
+    steps
+}
+
+/// Rules for a subagent working on `task_id`: one step per turn from `first_turn`, then the
+/// final report `final_text`.
+pub fn subagent_rules(
+    task_id: &str,
+    first_turn: usize,
+    steps: Vec<Block>,
+    final_text: &str,
+) -> Vec<Rule> {
+    let marker = format!("[task {task_id}]");
+    let n = steps.len();
+    let mut rules: Vec<Rule> = steps
+        .into_iter()
+        .enumerate()
+        .map(|(i, step)| {
+            Rule::sub()
+                .first_user(&marker)
+                .turn(first_turn + i)
+                .reply([step])
+        })
+        .collect();
+    rules.push(
+        Rule::sub()
+            .first_user(&marker)
+            .turn(first_turn + n)
+            .reply([text(final_text)]),
+    );
+    rules
+}
+
+/// An honest executor for a demo task, ending with `TASK_COMPLETE <id>`.
+pub fn honest_executor(
+    project: &Path,
+    task_id: &str,
+    edit: Option<(&str, &str)>,
+    verify: &str,
+) -> Vec<Rule> {
+    subagent_rules(
+        task_id,
+        0,
+        executor_steps(project, task_id, edit, verify),
+        &format!("Done.\nTASK_COMPLETE {task_id}"),
+    )
+}
+
+/// The latest main-agent request whose last user message carries Stop hook feedback.
+pub fn stop_feedback(run: &Run) -> Vec<String> {
+    run.requests_of(fake_model::Agent::Main)
+        .into_iter()
+        .filter(|r| r.last_user.contains("Stop hook feedback:"))
+        .map(|r| r.last_user.clone())
+        .collect()
+}

@@ -1,0 +1,333 @@
+//! Runs the real, pinned Claude Code (`claude -p`) against the fake model, with this
+//! repository as `--plugin-dir`, in a temp git project with a temp HOME (contract §7).
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::fake_model::{Agent, Block, FakeModel, Request};
+
+pub const PINNED_VERSION: &str = "2.1.197 (Claude Code)";
+
+/// The repository root, which is the plugin root.
+pub fn plugin_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The pinned `claude`, or None when the e2e tests were explicitly skipped outside CI.
+///
+/// A missing Claude Code never looks like a pass: under `CI=true` it is a failure, and
+/// elsewhere it is a failure too unless `SPECRUN_E2E=skip` says the skip is deliberate.
+pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
+    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(find_claude);
+    match found {
+        Ok(path) => Some(path.clone()),
+        Err(why) => {
+            let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            let skip = std::env::var("SPECRUN_E2E").is_ok_and(|v| v == "skip");
+            if skip && !in_ci {
+                // Straight to fd 2: libtest captures eprintln! of passing tests, and this
+                // must be seen.
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "\n########## E2E TEST `{test}` DID NOT RUN ##########\n{why}\n\
+                     (SPECRUN_E2E=skip is set; this is NOT a pass. Run scripts/test to install Claude Code.)\n"
+                );
+                return None;
+            }
+            panic!(
+                "{why}\nThe e2e tests need the pinned Claude Code: run scripts/test (it installs it into \
+                 .claude-code/) or set CLAUDE_BIN. Outside CI, SPECRUN_E2E=skip skips them deliberately."
+            );
+        }
+    }
+}
+
+fn find_claude() -> Result<PathBuf, String> {
+    let path = match std::env::var_os("CLAUDE_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => plugin_root().join(".claude-code/node_modules/.bin/claude"),
+    };
+    let out = Command::new(&path)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("Claude Code not found at {}: {e}", path.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if version != PINNED_VERSION {
+        return Err(format!(
+            "{} --version printed {version:?}; the e2e tests pin {PINNED_VERSION:?}",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+/// One `claude -p` invocation.
+pub struct Session {
+    pub prompt: String,
+    /// `--session-id`: lets a test bind the execution to this session beforehand.
+    pub session_id: Option<String>,
+    /// A hang fails the test after this long instead of stalling the suite.
+    pub timeout: Duration,
+}
+
+impl Session {
+    pub fn new(prompt: &str) -> Session {
+        Session {
+            prompt: prompt.to_string(),
+            session_id: None,
+            timeout: Duration::from_secs(90),
+        }
+    }
+    pub fn session_id(mut self, id: &str) -> Session {
+        self.session_id = Some(id.to_string());
+        self
+    }
+}
+
+/// Everything a run left behind.
+pub struct Run {
+    pub rc: Option<i32>,
+    pub wall: Duration,
+    pub stderr: String,
+    pub events: Vec<Value>,
+    pub requests: Vec<Request>,
+    pub home: PathBuf,
+    pub session_id: Option<String>,
+}
+
+impl Run {
+    pub fn init(&self) -> &Value {
+        self.events
+            .iter()
+            .find(|e| e["type"] == "system" && e["subtype"] == "init")
+            .unwrap_or_else(|| panic!("no init event\n{}", self.describe()))
+    }
+
+    pub fn result(&self) -> &Value {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e["type"] == "result")
+            .unwrap_or_else(|| panic!("no result event\n{}", self.describe()))
+    }
+
+    pub fn terminal_reason(&self) -> &str {
+        self.result()["terminal_reason"]
+            .as_str()
+            .unwrap_or_default()
+    }
+
+    pub fn requests_of(&self, agent: Agent) -> Vec<&Request> {
+        self.requests.iter().filter(|r| r.agent == agent).collect()
+    }
+
+    /// `hook_response` events for one hook event name (e.g. "Stop").
+    pub fn hook_responses(&self, event: &str) -> Vec<&Value> {
+        self.events
+            .iter()
+            .filter(|e| e["subtype"] == "hook_response" && e["hook_event"] == event)
+            .collect()
+    }
+
+    /// The main transcript (one JSON object per line), read after the run.
+    pub fn transcript(&self) -> Vec<Value> {
+        let id = self
+            .session_id
+            .as_deref()
+            .expect("transcript needs a pinned session id");
+        let projects = self.home.join(".claude/projects");
+        let file = fs::read_dir(&projects)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|d| d.path().join(format!("{id}.jsonl")))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("no transcript for {id} under {}", projects.display()));
+        fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// A readable account of the run for failure messages: every request with what it was
+    /// sent last and what it got back, the hook responses, and the tail of stderr.
+    pub fn describe(&self) -> String {
+        let mut out = format!(
+            "--- claude rc={:?} wall={:.1}s, {} model requests ---\n",
+            self.rc,
+            self.wall.as_secs_f64(),
+            self.requests.len()
+        );
+        for r in &self.requests {
+            let reply: Vec<String> = r
+                .reply
+                .iter()
+                .map(|b| match b {
+                    Block::Text(t) => format!("text {:?}", clip(t, 160)),
+                    Block::Tool { name, input } => {
+                        format!("{name} {}", clip(&input.to_string(), 200))
+                    }
+                })
+                .collect();
+            out.push_str(&format!(
+                "#{} {:?} turn {} rule {:?}\n    last user: {:?}\n    reply: {}\n",
+                r.n,
+                r.agent,
+                r.turn,
+                r.rule,
+                clip(&r.last_user, 400),
+                reply.join(" | ")
+            ));
+        }
+        for e in self
+            .events
+            .iter()
+            .filter(|e| e["subtype"] == "hook_response")
+        {
+            out.push_str(&format!(
+                "hook {} exit {} stdout {:?} stderr {:?}\n",
+                e["hook_name"],
+                e["exit_code"],
+                clip(e["stdout"].as_str().unwrap_or_default(), 400),
+                clip(e["stderr"].as_str().unwrap_or_default(), 400)
+            ));
+        }
+        if let Some(result) = self.events.iter().rev().find(|e| e["type"] == "result") {
+            out.push_str(&format!("result: {}\n", clip(&result.to_string(), 600)));
+        }
+        out.push_str(&format!("stderr tail: {}\n", clip_tail(&self.stderr, 1500)));
+        out
+    }
+}
+
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    format!("{}…", s.chars().take(max).collect::<String>())
+}
+
+fn clip_tail(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    format!("…{}", s.chars().skip(n - max).collect::<String>())
+}
+
+fn running_as_root() -> bool {
+    fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// PATH without any directory that holds a `specrun`, so the model's `specrun` commands go
+/// through the plugin's bin/ launcher (Claude Code appends it to the Bash tool's PATH) and
+/// not an older installed copy.
+fn path_without_specrun() -> String {
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_string());
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.join("specrun").exists())
+        .map(|d| d.display().to_string())
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// Runs one session of the real binary in `project` (cwd) with `home` as HOME.
+pub fn run_claude(
+    claude: &Path,
+    model: &FakeModel,
+    project: &Path,
+    home: &Path,
+    session: Session,
+) -> Run {
+    fs::create_dir_all(home).unwrap();
+    let logs = home.join("run-logs");
+    fs::create_dir_all(&logs).unwrap();
+    let mut cmd = Command::new(claude);
+    cmd.env_clear()
+        .current_dir(project)
+        .env("PATH", path_without_specrun())
+        .env("HOME", home)
+        .env("TERM", "dumb")
+        .env("LANG", "C.UTF-8")
+        .env("ANTHROPIC_BASE_URL", model.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
+        // The binary this `cargo test` built: always fresh, and still reached through the
+        // plugin's bin/specrun launcher, which honours SPECRUN_BIN first.
+        .env("SPECRUN_BIN", env!("CARGO_BIN_EXE_specrun"));
+    if running_as_root() {
+        // Without it, --dangerously-skip-permissions is refused for root.
+        cmd.env("IS_SANDBOX", "1");
+    }
+    cmd.arg("--plugin-dir")
+        .arg(plugin_root())
+        .args([
+            "--dangerously-skip-permissions",
+            "--setting-sources",
+            "project,local",
+        ])
+        .arg("--debug-file")
+        .arg(logs.join("debug.log"));
+    if let Some(id) = &session.session_id {
+        cmd.args(["--session-id", id]);
+    }
+    cmd.args(["-p", &session.prompt])
+        .args([
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+        ])
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(logs.join("stdout")).unwrap())
+        .stderr(fs::File::create(logs.join("stderr")).unwrap());
+
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn claude");
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for claude") {
+            break Some(status);
+        }
+        if started.elapsed() > session.timeout {
+            timed_out = true;
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let stdout = fs::read_to_string(logs.join("stdout")).unwrap_or_default();
+    let run = Run {
+        rc: status.and_then(|s| s.code()),
+        wall: started.elapsed(),
+        events: stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+        stderr: fs::read_to_string(logs.join("stderr")).unwrap_or_default(),
+        requests: model.requests(),
+        home: home.to_path_buf(),
+        session_id: session.session_id.clone(),
+    };
+    assert!(
+        !timed_out,
+        "claude did not finish within {:?}\n{}",
+        session.timeout,
+        run.describe()
+    );
+    run
+}

@@ -1,0 +1,887 @@
+//! End to end against the real Claude Code 2.1.197: a scripted fake model drives the plugin
+//! in this repository, offline. Each test is one scenario of the e2e issue; they assert on
+//! the project's files and on what the model was sent, not only on exit codes.
+//!
+//! A missing Claude Code fails these tests (see `e2e::runner::claude_or_skip`).
+
+mod common;
+mod e2e;
+
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use e2e::fake_model::{bash, text, Agent, Rule};
+use e2e::runner::{plugin_root, Run, Session};
+use e2e::{
+    delegate, executor_steps, honest_executor, stop_feedback, subagent_rules, Harness,
+    ALL_NOTES_VERIFY, OTHER_SESSION, SESSION,
+};
+
+/// Asserts that the init event's list `key` holds every one of `wanted`.
+fn assert_lists(init: &Value, key: &str, wanted: &[&str]) {
+    let listed: Vec<&str> = init[key]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in wanted {
+        assert!(
+            listed.contains(name),
+            "{name} missing from init.{key}: {listed:?}"
+        );
+    }
+}
+
+/// Scenario 1: the plugin loads — `claude plugin validate .` passes, and the init event
+/// lists specrun's skills, commands and agents with no plugin_errors; its hooks run.
+#[test]
+fn e2e_1_plugin_loads() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+
+    let validate = Command::new(&h.claude)
+        .args(["plugin", "validate", "."])
+        .current_dir(plugin_root())
+        .env("HOME", h.home.path())
+        .output()
+        .expect("claude plugin validate");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&validate.stdout),
+        String::from_utf8_lossy(&validate.stderr)
+    );
+    assert!(
+        validate.status.success(),
+        "claude plugin validate . failed:\n{said}"
+    );
+    assert!(said.contains("Validation passed"), "{said}");
+    assert!(
+        !said.to_lowercase().contains("warning"),
+        "validate warned:\n{said}"
+    );
+
+    let run = h.run(
+        vec![Rule::main().turn(0).reply([text("LOADED_OK")])],
+        Session::new("say hello").session_id(SESSION),
+    );
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    let init = run.init();
+    let plugins: Vec<&str> = init["plugins"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(plugins.contains(&"specrun"), "plugins: {plugins:?}");
+    let errors = init["plugin_errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(errors.is_empty(), "plugin_errors: {errors:?}");
+
+    assert_lists(init, "skills", &["specrun:start", "specrun:implement"]);
+    assert_lists(
+        init,
+        "slash_commands",
+        &[
+            "specrun:start",
+            "specrun:implement",
+            "specrun:status",
+            "specrun:cancel",
+            "specrun:resume",
+        ],
+    );
+    assert_lists(
+        init,
+        "agents",
+        &[
+            "specrun:spec-executor",
+            "specrun:qa-engineer",
+            "specrun:spec-reviewer",
+            "specrun:task-planner",
+        ],
+    );
+
+    // The model was told about them too (the role:"system" listing message).
+    let first = &run.requests_of(Agent::Main)[0];
+    for listed in ["specrun:implement", "specrun:spec-executor"] {
+        assert!(
+            first.mid_system.contains(listed),
+            "{listed} not in the listing the model got"
+        );
+    }
+
+    // The hooks are wired: Stop ran our launcher and exited 0 with nothing to say (no spec
+    // execution is active, the fast path).
+    let stops = run.hook_responses("Stop");
+    assert_eq!(stops.len(), 1, "{}", run.describe());
+    assert_eq!(stops[0]["exit_code"], 0, "{}", run.describe());
+    assert_eq!(run.result()["result"], "LOADED_OK");
+    assert_eq!(run.terminal_reason(), "completed");
+}
+
+/// A coordinator that delegates one task to the executor and, once it reports
+/// `TASK_COMPLETE`, ends its turn with `then_says`.
+fn delegate_one_task_then_stop(task_id: &str, then_says: &str) -> Vec<Rule> {
+    vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", task_id)]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result(&format!("TASK_COMPLETE {task_id}"))
+            .reply([text(then_says)]),
+    ]
+}
+
+fn stop_events(h: &Harness) -> Vec<Value> {
+    h.events()
+        .into_iter()
+        .filter(|e| e["event"] == "stop")
+        .collect()
+}
+
+fn assert_completed(h: &Harness, run: &Run) {
+    let state = h.state();
+    assert_eq!(
+        state["phase"],
+        "completed",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    let count = h.task_count();
+    assert_eq!(count["pending"], 0, "tasks count {count}");
+    assert_eq!(count["completed"], 3, "tasks count {count}");
+}
+
+/// Scenario 2: `/specrun:implement demo` runs the whole protocol. The coordinator follows
+/// the skill (snapshot, state init, one Agent call per task, phase evidence, the completion
+/// line); each executor runs the verbs its agent file lists; the guard accepts the claim.
+#[test]
+fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([bash("specrun snapshot --spec demo")]),
+        Rule::main().turn(1).reply([bash(&format!(
+            "specrun state init --spec demo --session-id {SESSION} --driver native-goal"
+        ))]),
+        Rule::main()
+            .turn(2)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(3)
+            .last_tool_result("TASK_COMPLETE 1.1")
+            .reply([delegate("specrun:spec-executor", "1.2")]),
+        Rule::main()
+            .turn(4)
+            .last_tool_result("TASK_COMPLETE 1.2")
+            .reply([delegate("specrun:qa-engineer", "1.3")]),
+        Rule::main()
+            .turn(5)
+            .last_tool_result("VERIFICATION_PASS 1.3")
+            .reply([bash(&format!(
+                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
+            ))]),
+        Rule::main().turn(6).reply([text(
+            "All three tasks are done and verified.\nALL_TASKS_COMPLETE",
+        )]),
+    ];
+    rules.extend(honest_executor(
+        &root,
+        "1.1",
+        Some(("notes/alpha.txt", "ALPHA\n")),
+        "grep -q ALPHA notes/alpha.txt",
+    ));
+    rules.extend(honest_executor(
+        &root,
+        "1.2",
+        Some(("notes/beta.txt", "BETA\n")),
+        "grep -q BETA notes/beta.txt",
+    ));
+    rules.extend(subagent_rules(
+        "1.3",
+        0,
+        executor_steps(&root, "1.3", None, ALL_NOTES_VERIFY),
+        "Both notes check out.\nVERIFICATION_PASS 1.3",
+    ));
+
+    let run = h.run(
+        rules,
+        Session::new("/specrun:implement demo").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
+    assert!(
+        stop_feedback(&run).is_empty(),
+        "the honest run was blocked:\n{}",
+        run.describe()
+    );
+    assert_completed(&h, &run);
+    assert_eq!(h.read("notes/alpha.txt"), "ALPHA\n");
+    assert_eq!(h.read("notes/beta.txt"), "BETA\n");
+    let progress = h.read("specs/demo/.progress.md");
+    for line in [
+        "- [x] 1.1 Write the alpha note",
+        "- [x] 1.2 Write the beta note",
+        "- [x] 1.3 Check both notes",
+    ] {
+        assert!(
+            progress.contains(line),
+            "no progress line {line:?} in:\n{progress}"
+        );
+    }
+    for id in ["1.1", "1.2", "1.3"] {
+        for stage in ["post-code", "post-test"] {
+            let record = root.join(format!("specs/demo/critique/{id}-{stage}.json"));
+            assert!(
+                record.exists(),
+                "{} missing\n{}",
+                record.display(),
+                run.describe()
+            );
+        }
+    }
+    let state = h.state();
+    assert_eq!(
+        state["verificationBlocks"]["execution"]["exitCode"], 0,
+        "state: {state:#}"
+    );
+    let stops = stop_events(&h);
+    let last = stops
+        .last()
+        .unwrap_or_else(|| panic!("no stop decision in events.jsonl\n{}", run.describe()));
+    assert_eq!(last["session"], SESSION, "{last}");
+    assert!(
+        !["block", "halt"].contains(&last["decision"].as_str().unwrap_or_default()),
+        "the completion was not accepted: {last}"
+    );
+
+    // What the model was sent: the skill text names every command the coordinator ran
+    // (with this session's id substituted), and the executor's agent body names every verb.
+    let first = &run.requests_of(Agent::Main)[0];
+    for needle in [
+        "specrun snapshot --spec",
+        "specrun state init --spec",
+        &format!("--session-id {SESSION}"),
+        "specrun:spec-executor",
+        "specrun:qa-engineer",
+        "specrun verify run --phase execution",
+        "ALL_TASKS_COMPLETE",
+    ] {
+        assert!(
+            first.first_user.contains(needle),
+            "the implement skill text lacks {needle:?}"
+        );
+    }
+    let executor = run
+        .requests_of(Agent::Sub)
+        .into_iter()
+        .find(|r| r.first_user.contains("[task 1.1]"))
+        .expect("executor request");
+    for needle in [
+        "specrun task start",
+        "specrun verify run --task",
+        "specrun critique record --task <id> --stage post-code",
+        "specrun critique record --task <id> --stage post-test",
+        "specrun task complete <id> --check",
+        "TASK_COMPLETE <id>",
+    ] {
+        assert!(
+            executor.system.contains(needle),
+            "the executor's agent text lacks {needle:?}"
+        );
+    }
+    let qa = run
+        .requests_of(Agent::Sub)
+        .into_iter()
+        .find(|r| r.first_user.contains("[task 1.3]"))
+        .expect("qa request");
+    assert!(
+        qa.system.contains("VERIFICATION_PASS <id>"),
+        "qa-engineer body not sent"
+    );
+}
+
+/// Scenario 3: `ALL_TASKS_COMPLETE` while a task is unchecked is refused: the very next
+/// model request carries the Stop feedback naming that task; after the fix, the claim stands.
+#[test]
+fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.project.write("notes/alpha.txt", "ALPHA\n");
+    h.project.write("notes/beta.txt", "BETA\n");
+    h.project.commit_all("notes");
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    h.specrun(&["tasks", "check", "1.1", "--spec", "demo"]);
+    h.specrun(&["tasks", "check", "1.2", "--spec", "demo"]);
+
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([text("Everything is finished.\nALL_TASKS_COMPLETE")]),
+        Rule::main()
+            .turn(1)
+            .last_user("Stop hook feedback:")
+            .reply([delegate("specrun:qa-engineer", "1.3")]),
+        Rule::main()
+            .turn(2)
+            .last_tool_result("VERIFICATION_PASS 1.3")
+            .reply([bash(&format!(
+                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
+            ))]),
+        Rule::main()
+            .turn(3)
+            .reply([text("Now it is finished.\nALL_TASKS_COMPLETE")]),
+    ];
+    rules.extend(subagent_rules(
+        "1.3",
+        0,
+        executor_steps(&root, "1.3", None, ALL_NOTES_VERIFY),
+        "VERIFICATION_PASS 1.3",
+    ));
+
+    let run = h.run(
+        rules,
+        Session::new("Finish the demo spec.").session_id(SESSION),
+    );
+
+    let main = run.requests_of(Agent::Main);
+    assert!(
+        main.len() >= 2,
+        "the false claim ended the session\n{}",
+        run.describe()
+    );
+    let next = &main[1].last_user;
+    assert!(
+        next.starts_with("Stop hook feedback:"),
+        "request after the claim: {next:?}\n{}",
+        run.describe()
+    );
+    assert!(
+        next.contains("1.3"),
+        "the feedback does not name the unchecked task: {next:?}"
+    );
+    assert_eq!(stop_feedback(&run).len(), 1, "{}", run.describe());
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
+    assert!(run.result()["result"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with("ALL_TASKS_COMPLETE"));
+    assert_completed(&h, &run);
+    let decisions: Vec<String> = stop_events(&h)
+        .iter()
+        .filter(|e| e["session"] == SESSION)
+        .map(|e| e["decision"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        decisions.first().map(String::as_str),
+        Some("block"),
+        "events.jsonl stop decisions: {decisions:?}"
+    );
+    assert_eq!(
+        decisions.len(),
+        2,
+        "events.jsonl stop decisions: {decisions:?}"
+    );
+    assert_ne!(
+        decisions[1], "block",
+        "events.jsonl stop decisions: {decisions:?}"
+    );
+}
+
+/// Scenario 4: an execution at its global cap halts at the next Stop (the session ends
+/// with no further model request, the halt is recorded), and `specrun resume
+/// --raise-global` clears it.
+#[test]
+fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(
+        SESSION,
+        &["--driver", "stop-hook", "--max-global-iterations", "2"],
+    );
+    h.merge_state(json!({"globalIteration": 2}));
+
+    let run = h.run(
+        vec![Rule::main().turn(0).reply([text("Pausing for a moment.")])],
+        Session::new("Keep going with the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        run.requests.len(),
+        1,
+        "a model request followed the halt\n{}",
+        run.describe()
+    );
+    let stop = run.hook_responses("Stop");
+    let said: Value = serde_json::from_str(stop[0]["stdout"].as_str().unwrap_or_default().trim())
+        .unwrap_or_else(|e| panic!("Stop hook output is not JSON ({e})\n{}", run.describe()));
+    assert_eq!(said["continue"], false, "{said}");
+    assert!(
+        said["stopReason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("specrun resume"),
+        "{said}"
+    );
+
+    let stopped = run
+        .transcript()
+        .into_iter()
+        .find(|l| l["attachment"]["type"] == "hook_stopped_continuation")
+        .unwrap_or_else(|| {
+            panic!(
+                "no hook_stopped_continuation in the transcript\n{}",
+                run.describe()
+            )
+        });
+    assert!(stopped["attachment"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("specrun resume"));
+
+    let state = h.state();
+    assert_eq!(
+        state["halt"]["kind"], "global-iterations",
+        "state: {state:#}"
+    );
+    assert_eq!(state["globalIteration"], 3, "state: {state:#}");
+    let halt = stop_events(&h)
+        .into_iter()
+        .last()
+        .expect("the halt is in events.jsonl");
+    assert_eq!(halt["decision"], "halt", "{halt}");
+
+    // A halt is lifted only by raising the cap that caused it.
+    let refused = h.specrun_status(&["resume", "--spec", "demo"]);
+    assert!(
+        !refused.status.success(),
+        "resume without --raise-global cleared a cap halt"
+    );
+    assert_eq!(h.state()["halt"]["kind"], "global-iterations");
+    h.specrun(&["resume", "--spec", "demo", "--raise-global", "10"]);
+    let state = h.state();
+    assert!(state["halt"].is_null(), "state: {state:#}");
+    assert_eq!(state["maxGlobalIterations"], 10, "state: {state:#}");
+}
+
+/// Scenario 5: an executor that claims `TASK_COMPLETE` without doing the work is sent back
+/// once by SubagentStop with what is missing; it then does the work and is accepted.
+#[test]
+fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done.");
+    rules.extend([
+        // The lie: no start, no edit, no evidence, no critique.
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(0)
+            .reply([text("All good.\nTASK_COMPLETE 1.1")]),
+    ]);
+    rules.extend(subagent_rules(
+        "1.1",
+        1,
+        executor_steps(
+            &root,
+            "1.1",
+            Some(("notes/alpha.txt", "ALPHA\n")),
+            "grep -q ALPHA notes/alpha.txt",
+        ),
+        "Done for real.\nTASK_COMPLETE 1.1",
+    ));
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let feedback: Vec<&str> = run
+        .requests_of(Agent::Sub)
+        .into_iter()
+        .filter(|r| r.last_user.contains("Stop hook feedback:"))
+        .map(|r| r.last_user.as_str())
+        .collect();
+    assert_eq!(
+        feedback.len(),
+        1,
+        "the executor was not re-prompted exactly once\n{}",
+        run.describe()
+    );
+    let executor_ids: std::collections::BTreeSet<_> = run
+        .requests_of(Agent::Sub)
+        .iter()
+        .map(|r| r.agent_id.clone())
+        .collect();
+    assert_eq!(
+        executor_ids.len(),
+        1,
+        "the re-prompt went to another agent: {executor_ids:?}"
+    );
+    let missing = feedback[0].to_lowercase();
+    for item in ["1.1", "evidence", "critique"] {
+        assert!(
+            missing.contains(item),
+            "the re-prompt does not name {item:?}: {}",
+            feedback[0]
+        );
+    }
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(h.read("notes/alpha.txt"), "ALPHA\n");
+    let count = h.task_count();
+    assert_eq!(count["completed"], 1, "{count}\n{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["taskEvidence"]["1.1"]["exitCode"], 0,
+        "state: {state:#}"
+    );
+    let unverified = state["unverifiedClaims"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        unverified.is_empty(),
+        "the honest second claim was recorded as unverified: {unverified:?}"
+    );
+    let claims: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "subagent-stop")
+        .collect();
+    let decisions: Vec<&str> = claims
+        .iter()
+        .map(|e| e["decision"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        decisions,
+        ["block", "allow"],
+        "events.jsonl subagent-stop decisions: {claims:?}"
+    );
+    let main = run.requests_of(Agent::Main);
+    assert!(
+        main[1]
+            .last_tool_results
+            .iter()
+            .any(|t| t.contains("Done for real.")),
+        "{}",
+        run.describe()
+    );
+}
+
+/// Scenario 6: a second session stops freely while the first session's execution is
+/// active, and the first session's state is untouched.
+#[test]
+fn e2e_6_another_session_is_never_driven_or_counted() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "stop-hook"]);
+    let before = std::fs::read(h.state_path()).unwrap();
+
+    let run = h.run(
+        vec![Rule::main()
+            .turn(0)
+            .reply([text("Here is the answer to your question.")])],
+        Session::new("What does this repository do?").session_id(OTHER_SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
+    assert_eq!(
+        run.requests.len(),
+        1,
+        "the other session was driven\n{}",
+        run.describe()
+    );
+    assert!(stop_feedback(&run).is_empty(), "{}", run.describe());
+    assert_eq!(
+        run.result()["result"],
+        "Here is the answer to your question."
+    );
+    assert_eq!(run.hook_responses("Stop").len(), 1, "{}", run.describe());
+    let after = std::fs::read(h.state_path()).unwrap();
+    assert!(
+        before == after,
+        "the first session's state changed:\n{}",
+        String::from_utf8_lossy(&after)
+    );
+}
+
+/// Scenario 7: with the stop-hook driver, a model that stops after task 1.1 is re-prompted
+/// with task 1.2's brief — and only task 1.2's.
+#[test]
+fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "stop-hook"]);
+    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done; stopping here.");
+    rules.extend([Rule::main()
+        .turn(2)
+        .last_user("Stop hook feedback:")
+        .reply([text("Understood; I will continue later.")])]);
+    rules.extend(honest_executor(
+        &root,
+        "1.1",
+        Some(("notes/alpha.txt", "ALPHA\n")),
+        "grep -q ALPHA notes/alpha.txt",
+    ));
+
+    let run = h.run(
+        rules,
+        Session::new("Start on the demo spec.").session_id(SESSION),
+    );
+
+    let feedback = stop_feedback(&run);
+    assert!(
+        !feedback.is_empty(),
+        "the stop-hook driver did not re-prompt\n{}",
+        run.describe()
+    );
+    let brief = &feedback[0];
+    for needle in [
+        "1.2",
+        "Write the beta note",
+        "BETA_DO_MARKER",
+        "notes/beta.txt",
+        "grep -q BETA notes/beta.txt",
+    ] {
+        assert!(
+            brief.contains(needle),
+            "task 1.2's brief lacks {needle:?}: {brief}"
+        );
+    }
+    for other in ["ALPHA_DO_MARKER", "Check both notes", "GAMMA_DO_MARKER"] {
+        assert!(
+            !brief.contains(other),
+            "the brief carries another task ({other:?}): {brief}"
+        );
+    }
+    // Nothing progressed after the re-prompt, so the next stop is allowed (bounded).
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
+    assert_eq!(h.task_count()["completed"], 1);
+    let state = h.state();
+    assert_eq!(state["phase"], "execution", "state: {state:#}");
+    assert!(state["halt"].is_null(), "state: {state:#}");
+}
+
+/// Scenario 8: under Claude Code's native `/goal` (condition from `specrun goal`), an
+/// evaluator that keeps answering "not met" does not keep the session alive past the
+/// guard: the global cap's halt ends it.
+#[test]
+fn e2e_8_guard_halt_ends_a_native_goal_session() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(
+        SESSION,
+        &["--driver", "native-goal", "--max-global-iterations", "3"],
+    );
+    h.merge_state(json!({"globalIteration": 2}));
+    let goal: Value = serde_json::from_slice(&h.specrun(&["goal", "--spec", "demo"]).stdout)
+        .expect("goal prints JSON");
+    let slash = goal["slashCommand"]
+        .as_str()
+        .expect("slashCommand")
+        .to_string();
+    assert!(slash.starts_with("/goal "), "{goal:#}");
+
+    let not_met = r#"{"ok": false, "reason": "EVAL_NOT_MET: no ALL_TASKS_COMPLETE line yet"}"#;
+    let rules = vec![
+        Rule::side()
+            .system("evaluating a stop-condition hook")
+            .times(0)
+            .reply([text(not_met)]),
+        Rule::main()
+            .turn(0)
+            .reply([text("Working toward the goal.")]),
+        Rule::main()
+            .last_user("EVAL_NOT_MET")
+            .times(0)
+            .reply([text("Still working toward the goal.")]),
+    ];
+
+    let run = h.run(rules, Session::new(&slash).session_id(SESSION));
+
+    let main = run.requests_of(Agent::Main);
+    assert!(
+        main[0].first_user.contains("Goal set:"),
+        "/goal was not accepted\n{}",
+        run.describe()
+    );
+    assert!(
+        main.len() >= 2 && main[1].last_user.contains("EVAL_NOT_MET"),
+        "the goal evaluator did not re-prompt\n{}",
+        run.describe()
+    );
+    let evaluator = run.requests_of(Agent::Side);
+    assert!(
+        !evaluator.is_empty(),
+        "no evaluator request\n{}",
+        run.describe()
+    );
+    for r in &evaluator {
+        assert!(r.last_user.contains("Condition:"), "{}", run.describe());
+        assert_eq!(
+            r.body["output_config"]["format"]["type"], "json_schema",
+            "not the goal evaluator"
+        );
+    }
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        main.len(),
+        2,
+        "the session went on after the halt\n{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(
+        state["halt"]["kind"], "global-iterations",
+        "state: {state:#}"
+    );
+    let last = stop_events(&h)
+        .into_iter()
+        .last()
+        .expect("stop decisions in events.jsonl");
+    assert_eq!(last["decision"], "halt", "{last}");
+    // Claude Code recorded the evaluator's verdicts: the goal was never met.
+    let verdicts: Vec<Value> = run
+        .transcript()
+        .into_iter()
+        .filter(|l| {
+            l["attachment"]["type"] == "goal_status" && l["attachment"]["sentinel"].is_null()
+        })
+        .collect();
+    assert!(
+        !verdicts.is_empty(),
+        "no goal_status verdict in the transcript"
+    );
+    assert!(
+        verdicts.iter().all(|l| l["attachment"]["met"] == false),
+        "{verdicts:?}"
+    );
+}
+
+/// The fake model itself (no Claude Code needed): two requests on one keep-alive
+/// connection, one body by Content-Length and one chunked, answered by the matching rules
+/// as SSE in the event order of contract §1, and logged with the agent they came from.
+#[test]
+fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    use e2e::fake_model::{tool, FakeModel};
+
+    let model = FakeModel::start(vec![
+        Rule::main()
+            .turn(0)
+            .reply([text("FIRST"), tool("Bash", json!({"command": "ls"}))]),
+        Rule::sub().last_user("SECOND").reply([text("SUB_REPLY")]),
+    ]);
+    let addr = model.base_url().trim_start_matches("http://").to_string();
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    // A parsing bug shows as a timeout, not a hang.
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let main_body = json!({"stream": true, "tools": [{"name": "Bash"}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "FIRST please"}]}]})
+    .to_string();
+    write!(
+        conn,
+        "POST /v1/messages?beta=true HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{main_body}",
+        main_body.len()
+    )
+    .unwrap();
+    let sub_body = json!({"stream": true, "tools": [{"name": "Bash"}],
+        "messages": [{"role": "user", "content": "SECOND please"}]})
+    .to_string();
+    let (a, b) = sub_body.split_at(10);
+    write!(
+        conn,
+        "POST /v1/messages HTTP/1.1\r\nx-claude-code-agent-id: agent7\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{a}\r\n{:x}\r\n{b}\r\n0\r\n\r\n",
+        a.len(),
+        b.len()
+    )
+    .unwrap();
+
+    let mut reader = BufReader::new(conn);
+    let mut read_response = || {
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        String::from_utf8(body).unwrap()
+    };
+    let first = read_response();
+    let events: Vec<&str> = first
+        .lines()
+        .filter_map(|l| l.strip_prefix("event: "))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    assert!(
+        first.contains(r#""partial_json":"{\"command\":\"ls\"}""#),
+        "{first}"
+    );
+    assert!(first.contains(r#""stop_reason":"tool_use""#), "{first}");
+    let second = read_response();
+    assert!(
+        second.contains("SUB_REPLY") && second.contains(r#""stop_reason":"end_turn""#),
+        "{second}"
+    );
+
+    let log = model.requests();
+    assert_eq!(log.len(), 2);
+    assert_eq!((log[0].agent, log[0].rule), (Agent::Main, Some(0)));
+    assert_eq!((log[1].agent, log[1].rule), (Agent::Sub, Some(1)));
+    assert_eq!(log[1].agent_id.as_deref(), Some("agent7"));
+    assert_eq!(log[1].last_user, "SECOND please");
+}
