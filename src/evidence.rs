@@ -103,19 +103,19 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
         .strip_prefix(&project.root)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| format!("{}/{}", crate::project::SPECS_DIR, spec.name));
-    let mut paths: Vec<String> = [
+    // Each bookkeeping file comes with its `.lock` sidecar, which the first locked write
+    // creates (`task complete` locks .progress.md, for one).
+    let files = [
         crate::project::STATE_FILE,
-        ".specrun-state.json.lock",
         crate::project::PROGRESS_FILE,
         crate::project::TASKS_FILE,
-        "tasks.md.lock",
         crate::project::FOLLOWUPS_FILE,
-        "followups.json.lock",
-        crate::project::CRITIQUE_DIR,
-    ]
-    .iter()
-    .map(|f| format!("{spec_rel}/{f}"))
-    .collect();
+    ];
+    let mut paths: Vec<String> = files
+        .iter()
+        .flat_map(|f| [format!("{spec_rel}/{f}"), format!("{spec_rel}/{f}.lock")])
+        .collect();
+    paths.push(format!("{spec_rel}/{}", crate::project::CRITIQUE_DIR));
     paths.push(crate::project::EVENTS_DIR.to_string());
     paths.push(format!(
         "{}/{}",
@@ -527,6 +527,14 @@ mod tree_tests {
         assert_eq!(t0, t1);
         std::fs::write(root.join("specs/demo/tasks.md"), "- [x] 1 A\n").unwrap();
         std::fs::write(root.join("specs/demo/.progress.md"), "done\n").unwrap();
+        // Regression: the lock sidecar `task complete` creates for .progress.md staled evidence.
+        for lock in [
+            ".progress.md.lock",
+            "tasks.md.lock",
+            ".specrun-state.json.lock",
+        ] {
+            std::fs::write(root.join("specs/demo").join(lock), "").unwrap();
+        }
         assert_eq!(
             current_tree(&project, &spec).unwrap(),
             t1,
