@@ -141,8 +141,8 @@ fn render(facts: &GoalFacts, detail: Detail) -> String {
     if detail.keep_working {
         parts.push(format!(
             "Until then keep working: run `specrun snapshot --spec {s}`, delegate the next \
-             unchecked task, record its evidence with `specrun verify run`, and tick it with \
-             `specrun tasks check`."
+             unchecked task to its agent, which records evidence with `specrun verify run` and ticks \
+             it with `specrun task complete`."
         ));
     }
     if let Some(cmd) = facts.last_verifier.as_deref() {

@@ -448,7 +448,7 @@ fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<Str
     if !unchecked.is_empty() {
         let labels: Vec<String> = unchecked.iter().map(|t| t.label()).collect();
         unmet.push(format!(
-            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT}; a task whose Verify passed is ticked with `specrun tasks check <id> --spec {name}`.",
+            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete <id> --check --spec {name}`.",
             unchecked.len(),
             facts.tasks.tasks.len(),
             labels.join(", ")
@@ -554,7 +554,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         Some((checked, verify)) => {
             if !checked {
                 missing.push(format!(
-                    "task {id} is unchecked: once its Verify passes, `specrun tasks check {id} --spec {name}`."
+                    "task {id} is unchecked: once its evidence and both critique records are in, `specrun task complete {id} --check --spec {name}`."
                 ));
             }
             verify.clone()
@@ -1013,7 +1013,10 @@ mod tests {
             panic!("{o:?}")
         };
         assert!(r.contains("1 of 2 tasks unchecked (1.2)"), "{r}");
-        assert!(r.contains("`specrun tasks check <id> --spec demo`"), "{r}");
+        assert!(
+            r.contains("`specrun task complete <id> --check --spec demo`"),
+            "{r}"
+        );
         assert!(r.contains("execution evidence is stale"), "{r}");
         assert!(
             r.contains(

@@ -143,23 +143,45 @@ mod checker {
         out
     }
 
-    fn first_word(s: &str) -> Option<&str> {
-        s.split_whitespace().next()
-    }
-
     /// Each `specrun` command of one shell line (`a && specrun b | c` → `specrun b`).
     fn shell_invocations(line: &str, line_no: usize) -> Vec<Snippet> {
         let body = substitute(line.trim_start().trim_start_matches("$ "));
         let mut out = Vec::new();
         for command in split_commands(&body) {
-            if first_word(&command) == Some("specrun") {
+            if let Some(text) = as_specrun(&command) {
                 out.push(Snippet {
                     line: line_no,
-                    text: command,
+                    text,
                 });
             }
         }
         out
+    }
+
+    /// The command as `specrun …` when it runs the binary: by name, by a path ending in
+    /// `/specrun` (the plugin's launcher, a build output), or after `VAR=value` prefixes.
+    /// None for any other program, so nothing that runs specrun escapes the check.
+    pub fn as_specrun(command: &str) -> Option<String> {
+        let mut rest = command.trim_start();
+        loop {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            let word = &rest[..end];
+            if is_env_assignment(word) {
+                rest = rest[end..].trim_start();
+                continue;
+            }
+            let program = word.trim_matches(['"', '\'']);
+            return (program == "specrun" || program.ends_with("/specrun"))
+                .then(|| format!("specrun{}", &rest[end..]));
+        }
+    }
+
+    fn is_env_assignment(word: &str) -> bool {
+        word.split_once('=').is_some_and(|(name, _)| {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        })
     }
 
     /// Splits a shell line at `&&`, `||`, `|`, `;` outside quotes, and drops redirections
@@ -419,6 +441,85 @@ mod checker {
         (!inner.contains(q)).then_some(inner)
     }
 
+    /// Every fenced block that holds a self-critique record (a `"checklist"` key), validated
+    /// by the binary's own validator, as `path:line: reason`. The stage follows from the ids
+    /// the block uses. A record the binary would refuse fails here.
+    pub fn check_file_records(path: &Path, label: &str) -> Vec<String> {
+        let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{label}: {e}"));
+        let mut failures = Vec::new();
+        for (line, block) in fenced_blocks(&text) {
+            if !block.contains("\"checklist\"") {
+                continue;
+            }
+            let doc: serde_json::Value = match serde_json::from_str(&block) {
+                Ok(doc) => doc,
+                Err(e) => {
+                    failures.push(format!(
+                        "{label}:{line}: a critique record that is not JSON: {e}"
+                    ));
+                    continue;
+                }
+            };
+            let stage = if block.contains("SC-6.5.") {
+                "post-test"
+            } else {
+                "post-code"
+            };
+            if let Err(problems) = specrun::critique::validate(stage, "1.1", &doc) {
+                failures.push(format!(
+                    "{label}:{line}: `specrun critique record --stage {stage}` would refuse it: {}",
+                    problems.join("; ")
+                ));
+            }
+        }
+        failures
+    }
+
+    /// Fenced blocks as (line of the opening fence, body).
+    pub fn fenced_blocks(text: &str) -> Vec<(usize, String)> {
+        let mut blocks = Vec::new();
+        // (line of the opening fence, its marker, the body so far)
+        let mut open: Option<(usize, String, String)> = None;
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            let marker: String = trimmed
+                .chars()
+                .take_while(|c| *c == '`' || *c == '~')
+                .collect();
+            let closes = open.as_ref().is_some_and(|(_, fence, _)| {
+                trimmed.starts_with(fence.as_str()) && trimmed.trim_end() == marker
+            });
+            if closes {
+                let (at, _, body) = open.take().expect("an open block");
+                blocks.push((at, body));
+            } else if let Some((_, _, body)) = &mut open {
+                body.push_str(line);
+                body.push('\n');
+            } else if marker.len() >= 3 {
+                open = Some((i + 1, marker, String::new()));
+            }
+        }
+        blocks
+    }
+
+    /// `specrun:<item>` names a file mentions (a skill, command or agent), with their lines.
+    pub fn plugin_item_names(text: &str) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("specrun:") {
+                let name: String = line[at + "specrun:".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                    .collect();
+                let name = name.trim_end_matches('-');
+                if !name.is_empty() {
+                    out.push((i + 1, name.to_string()));
+                }
+            }
+        }
+        out
+    }
+
     pub fn word_count(text: &str) -> usize {
         text.split_whitespace().count()
     }
@@ -618,6 +719,98 @@ fn the_manifest_lists_every_agent_and_the_commands_directory() {
 }
 
 #[test]
+fn every_critique_record_example_is_one_the_binary_accepts() {
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for file in shipped_markdown(&root()) {
+        let text = fs::read_to_string(&file).unwrap();
+        checked += fenced_blocks(&text)
+            .iter()
+            .filter(|(_, b)| b.contains("\"checklist\""))
+            .count();
+        failures.extend(check_file_records(&file, &label(&file)));
+    }
+    assert!(
+        checked >= 1,
+        "no critique record example found: is the extractor broken?"
+    );
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+/// The lines the hooks read and the agent names they gate on are the ones the markdown
+/// tells the model to print and to delegate to.
+#[test]
+fn the_result_lines_and_agent_names_match_the_guard() {
+    use specrun::guard::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
+
+    let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
+    let implement = read("skills/implement/SKILL.md");
+    assert!(
+        implement.lines().any(|l| l.trim() == COMPLETION_TOKEN),
+        "skills/implement/SKILL.md never shows {COMPLETION_TOKEN} alone on a line"
+    );
+    let claim = format!("{TASK_COMPLETE_TOKEN} <id>");
+    for rel in [
+        "plugin/agents/spec-executor.md",
+        "references/executor-workflow.md",
+    ] {
+        assert!(
+            read(rel).lines().any(|l| l.trim() == claim),
+            "{rel} never shows `{claim}` alone on a line"
+        );
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&read(".claude-plugin/plugin.json")).unwrap();
+    let (plugin, agent) = EXECUTOR_AGENT.split_once(':').expect("plugin:agent");
+    assert_eq!(manifest["name"], plugin);
+    let (fields, _) = frontmatter(&read(&format!("plugin/agents/{agent}.md"))).unwrap();
+    assert_eq!(fields.get("name").map(String::as_str), Some(agent));
+
+    // Every `specrun:<item>` the markdown names is a skill, a command or an agent.
+    let mut items: Vec<String> = read_dir_sorted(&root().join("skills"))
+        .iter()
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for dir in ["plugin/commands", "plugin/agents"] {
+        items.extend(
+            read_dir_sorted(&root().join(dir))
+                .iter()
+                .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned()),
+        );
+    }
+    let mut unknown = Vec::new();
+    for file in shipped_markdown(&root()) {
+        let text = fs::read_to_string(&file).unwrap();
+        for (line, name) in plugin_item_names(&text) {
+            if !items.contains(&name) {
+                unknown.push(format!("{}:{line}: specrun:{name}", label(&file)));
+            }
+        }
+    }
+    assert!(
+        unknown.is_empty(),
+        "no such skill, command or agent:\n{}",
+        unknown.join("\n")
+    );
+}
+
+/// References, agents and commands are read whole by the model on every use: keep them
+/// short (skills have their own, stricter limit above).
+#[test]
+fn references_agents_and_commands_stay_short() {
+    for (dir, max) in [
+        ("references", 800),
+        ("plugin/agents", 600),
+        ("plugin/commands", 300),
+    ] {
+        for path in read_dir_sorted(&root().join(dir)) {
+            let words = word_count(&fs::read_to_string(&path).unwrap());
+            assert!(words <= max, "{}: {words} words (max {max})", label(&path));
+        }
+    }
+}
+
+#[test]
 fn the_tasks_template_parses_with_the_canonical_parser() {
     let text = fs::read_to_string(root().join("plugin/templates/tasks.md")).unwrap();
     let list = specrun::tasks::parse(&text);
@@ -625,6 +818,22 @@ fn the_tasks_template_parses_with_the_canonical_parser() {
     assert!(counts.total >= 4, "template has {} tasks", counts.total);
     assert_eq!(counts.completed, 0);
     assert!(list.duplicate_ids().is_empty());
+}
+
+/// `task complete` and `learn` append under these headings; a template with other headings
+/// would leave its own sections empty and grow a second one.
+#[test]
+fn the_progress_template_has_the_headings_the_binary_appends_to() {
+    let text = fs::read_to_string(root().join("plugin/templates/progress.md")).unwrap();
+    for heading in [
+        specrun::protocol::COMPLETED_HEADING,
+        specrun::protocol::LEARNINGS_HEADING,
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim_end() == heading),
+            "plugin/templates/progress.md lacks the line {heading:?}"
+        );
+    }
 }
 
 // ---- the checker itself, on fixtures ----
@@ -644,6 +853,9 @@ fn the_bad_fixture_is_rejected_with_file_and_line() {
         ("bad.md:14:", "--stage"),
         ("bad.md:17:", "--reason"),
         ("bad.md:20:", "--max-global"),
+        ("bad.md:27:", "nxt"),
+        ("bad.md:28:", "stopp"),
+        ("bad.md:29:", "--follow"),
     ];
     for (at, what) in expect {
         assert!(
@@ -661,9 +873,37 @@ fn the_bad_fixture_is_rejected_with_file_and_line() {
 fn the_good_fixture_passes_the_same_checker() {
     let path = fixture("good.md");
     let text = fs::read_to_string(&path).unwrap();
-    assert_eq!(invocations(&text).len(), 7);
+    assert_eq!(invocations(&text).len(), 9);
     let failures = check_file_invocations(&path, "good.md");
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn a_critique_record_the_binary_refuses_is_rejected_with_file_and_line() {
+    let failures = check_file_records(&fixture("bad.md"), "bad.md");
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(
+        failures[0].starts_with("bad.md:32:") && failures[0].contains("checklistId"),
+        "{failures:?}"
+    );
+    assert_eq!(
+        check_file_records(&fixture("good.md"), "good.md"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn specrun_run_by_path_or_with_env_prefixes_is_still_checked() {
+    assert_eq!(
+        as_specrun("SPECRUN_BIN=/x CI=true specrun status --json").as_deref(),
+        Some("specrun status --json")
+    );
+    assert_eq!(
+        as_specrun("\"${CLAUDE_PLUGIN_ROOT}/bin/specrun\" hook stop").as_deref(),
+        Some("specrun hook stop")
+    );
+    assert_eq!(as_specrun("git commit -m specrun"), None);
+    assert_eq!(as_specrun("specrunner x"), None);
 }
 
 #[test]

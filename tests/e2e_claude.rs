@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use e2e::fake_model::{bash, text, Agent, Rule};
 use e2e::runner::{plugin_root, Run, Session};
 use e2e::{
-    delegate, executor_steps, honest_executor, stop_feedback, subagent_rules, Harness,
-    ALL_NOTES_VERIFY, OTHER_SESSION, SESSION,
+    commit_subject, delegate, executor_steps, honest_executor, stop_feedback, subagent_rules,
+    Harness, ALL_NOTES_VERIFY, OTHER_SESSION, SESSION,
 };
 
 /// Asserts that the init event's list `key` holds every one of `wanted`.
@@ -260,10 +260,41 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
         .last()
         .unwrap_or_else(|| panic!("no stop decision in events.jsonl\n{}", run.describe()));
     assert_eq!(last["session"], SESSION, "{last}");
-    assert!(
-        !["block", "halt"].contains(&last["decision"].as_str().unwrap_or_default()),
+    assert_eq!(
+        (last["decision"].as_str(), last["rule"].as_str()),
+        (Some("allow"), Some("completion-accepted")),
         "the completion was not accepted: {last}"
     );
+    // Each executor's TASK_COMPLETE was checked by SubagentStop and accepted first time.
+    let claims: Vec<(String, String)> = h
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "subagent-stop")
+        .map(|e| {
+            (
+                e["taskId"].as_str().unwrap_or_default().to_string(),
+                e["rule"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        claims,
+        [
+            ("1.1".to_string(), "claim-accepted".to_string()),
+            ("1.2".to_string(), "claim-accepted".to_string())
+        ],
+        "events.jsonl subagent-stop decisions"
+    );
+    // One commit per implementing task, with the task's Commit field as the subject, and
+    // the commit did not stale the evidence it followed.
+    let log = h.project.git_cmd(&["log", "--format=%s"]);
+    for id in ["1.1", "1.2"] {
+        assert!(
+            log.lines().any(|l| l == commit_subject(id)),
+            "no commit {:?} in:\n{log}",
+            commit_subject(id)
+        );
+    }
 
     // What the model was sent: the skill text names every command the coordinator ran
     // (with this session's id substituted), and the executor's agent body names every verb.
@@ -288,10 +319,11 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
         .find(|r| r.first_user.contains("[task 1.1]"))
         .expect("executor request");
     for needle in [
-        "specrun task start",
-        "specrun verify run --task",
+        "specrun task start <id> --spec <name>",
+        "specrun verify run --task <id>",
         "specrun critique record --task <id> --stage post-code",
         "specrun critique record --task <id> --stage post-test",
+        "git commit",
         "specrun task complete <id> --check",
         "TASK_COMPLETE <id>",
     ] {
@@ -369,7 +401,7 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
         run.describe()
     );
     assert!(
-        next.contains("1.3"),
+        next.contains("1 of 3 tasks unchecked (1.3)"),
         "the feedback does not name the unchecked task: {next:?}"
     );
     assert_eq!(stop_feedback(&run).len(), 1, "{}", run.describe());
@@ -620,6 +652,15 @@ fn e2e_6_another_session_is_never_driven_or_counted() {
         "Here is the answer to your question."
     );
     assert_eq!(run.hook_responses("Stop").len(), 1, "{}", run.describe());
+    let foreign: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["session"] == OTHER_SESSION)
+        .collect();
+    assert!(
+        foreign.is_empty(),
+        "the guard recorded the other session: {foreign:?}"
+    );
     let after = std::fs::read(h.state_path()).unwrap();
     assert!(
         before == after,
@@ -673,7 +714,13 @@ fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
             "task 1.2's brief lacks {needle:?}: {brief}"
         );
     }
-    for other in ["ALPHA_DO_MARKER", "Check both notes", "GAMMA_DO_MARKER"] {
+    for other in [
+        "ALPHA_DO_MARKER",
+        "Write the alpha note",
+        "notes/alpha.txt",
+        "Check both notes",
+        "GAMMA_DO_MARKER",
+    ] {
         assert!(
             !brief.contains(other),
             "the brief carries another task ({other:?}): {brief}"

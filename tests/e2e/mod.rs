@@ -59,6 +59,9 @@ impl Harness {
         let current = std::thread::current();
         let claude = runner::claude_or_skip(current.name().unwrap_or("an e2e test"))?;
         let project = TempProject::git();
+        // The scripted executors commit (HOME is empty, so the identity is the repo's).
+        project.git_cmd(&["config", "user.email", "executor@example.com"]);
+        project.git_cmd(&["config", "user.name", "executor"]);
         project.spec("demo", DEMO_TASKS);
         project.commit_all("demo spec");
         Some(Harness {
@@ -175,14 +178,31 @@ pub fn critique_record(stage: &str) -> Value {
     json!({"checklist": checklist, "issuesFound": [], "issuesFixed": []})
 }
 
-/// The commands an honest executor runs for one task, in order (executor workflow):
-/// start the attempt, edit (optional), record evidence, both critique records, complete.
+/// The commit subject of a demo task: its **Commit** field, as commit-discipline says.
+pub fn commit_subject(task_id: &str) -> &'static str {
+    match task_id {
+        "1.1" => "feat(notes): alpha",
+        "1.2" => "feat(notes): beta",
+        _ => "chore(notes): verify",
+    }
+}
+
+/// The commands an honest executor runs for one task, in the order the executor workflow
+/// (references/executor-workflow.md) and the agent file give them: start the attempt,
+/// edit, post-code critique (5.5), record evidence (6), post-test critique (6.5), commit
+/// the task's file (12), complete with --check.
 pub fn executor_steps(
     project: &Path,
     task_id: &str,
     edit: Option<(&str, &str)>,
     verify: &str,
 ) -> Vec<Block> {
+    let critique = |stage: &str| {
+        bash(&format!(
+            "specrun critique record --task {task_id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
+            critique_record(stage)
+        ))
+    };
     let mut steps = vec![bash(&format!("specrun task start {task_id} --spec demo"))];
     if let Some((file, content)) = edit {
         steps.push(tool(
@@ -190,16 +210,20 @@ pub fn executor_steps(
             json!({"file_path": project.join(file).display().to_string(), "content": content}),
         ));
     }
+    steps.push(critique("post-code"));
     steps.push(bash(&format!(
-        "specrun verify run --task {task_id} --command '{verify}'"
+        "specrun verify run --task {task_id} --command '{verify}' --spec demo"
     )));
-    for stage in ["post-code", "post-test"] {
+    steps.push(critique("post-test"));
+    if let Some((file, _)) = edit {
         steps.push(bash(&format!(
-            "specrun critique record --task {task_id} --stage {stage} --file - <<'JSON'\n{}\nJSON",
-            critique_record(stage)
+            "git add {file} && git commit -q -m '{}' -- {file}",
+            commit_subject(task_id)
         )));
     }
-    steps.push(bash(&format!("specrun task complete {task_id} --check")));
+    steps.push(bash(&format!(
+        "specrun task complete {task_id} --check --spec demo"
+    )));
     steps
 }
 

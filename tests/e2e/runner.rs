@@ -30,7 +30,10 @@ pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
     match found {
         Ok(path) => Some(path.clone()),
         Err(why) => {
-            let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+            // Any CI value but an explicit no counts: CI=1 or CI=TRUE must not skip.
+            let in_ci = std::env::var("CI").is_ok_and(|v| {
+                !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "false" | "0")
+            });
             let skip = std::env::var("SPECRUN_E2E").is_ok_and(|v| v == "skip");
             if skip && !in_ci {
                 // Straight to fd 2: libtest captures eprintln! of passing tests, and this
