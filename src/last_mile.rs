@@ -461,12 +461,19 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    // Fresh passing execution evidence vouches for every checked task, as `task complete`
+    // accepts it in place of a task's own.
+    let phase_fresh = evidence::assess(
+        Slot::Phase("execution".into()).record_in(state),
+        input.current_tree,
+    ) == Freshness::Fresh;
     for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
         let label = t.label();
         let slot = Slot::Task(label.clone());
         let record = slot.record_in(state);
         match evidence::assess(record, input.current_tree) {
             Freshness::Fresh => {}
+            _ if phase_fresh => {}
             Freshness::Missing => out.push(format!(
                 "task {label} is checked but has no evidence ({})",
                 slot.describe()
@@ -944,6 +951,10 @@ mod tests {
             json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
         let d = Case::new(TWO, failed).decide();
         assert!(d.problem_types[0].evidence[0].contains("exit 3"));
+        // Fresh passing execution evidence covers a checked task, as in `task complete`.
+        let vouched = json!({"phase": "execution",
+            "verificationBlocks": {"execution": {"exitCode": 0, "tree": "T"}}});
+        assert!(Case::new(TWO, vouched).decide().problem_types.is_empty());
         // Stale with no later task started is a gap; once task 2 started it is not.
         let mut c = Case::new(TWO, executing());
         c.tree = Some("U");
