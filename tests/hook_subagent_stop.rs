@@ -126,6 +126,27 @@ fn a_hand_written_critique_stub_is_not_a_record() {
     );
 }
 
+/// `task complete` accepts fresh execution evidence in place of the task's own; the
+/// claim gate judges the same way.
+#[test]
+fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    let tree = e.current_tree();
+    let mut state = e.state();
+    let mut record = evidence("cargo test", &tree, 0);
+    record["startedAt"] = json!("2026-01-01T00:10:00Z");
+    state["verificationBlocks"] = json!({"execution": record});
+    e.write_state(&state);
+    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
+    );
+    assert_eq!(out, "");
+    assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
+}
+
 #[test]
 fn stale_evidence_is_named() {
     let e = Exec::new(ALL_DONE, json!({}));
