@@ -898,7 +898,13 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
         patch["halt"] = Value::Null;
     }
     if kind == Some(state::HALT_CANCELLED) || view.phase() == Some("cancelled") {
-        patch["phase"] = json!("execution");
+        let before = state
+            .get("halt")
+            .and_then(|h| h.get("phaseBefore"))
+            .and_then(Value::as_str)
+            .filter(|p| !matches!(*p, "cancelled" | "completed"))
+            .unwrap_or("execution");
+        patch["phase"] = json!(before);
     }
     if let Some(v) = raises.global {
         patch["maxGlobalIterations"] = json!(v);
@@ -940,10 +946,17 @@ pub fn cancel(state: &Value, now: &str) -> Outcome {
     if view.phase() == Some("cancelled") {
         return unchanged(format!("{spec} is already cancelled"));
     }
+    if view.phase() == Some("completed") || view.completed() {
+        // A finished execution has nothing left to stop; cancelling it would only make
+        // `resume` refuse to undo the cancel.
+        return unchanged(format!("{spec} is completed; there is nothing to cancel"));
+    }
     Outcome {
         patch: Some(json!({
             "phase": "cancelled",
-            "halt": {"kind": state::HALT_CANCELLED, "reason": "cancelled by `specrun cancel`", "at": now},
+            // `resume` puts this phase back (a cancelled plan must not resume as execution).
+            "halt": {"kind": state::HALT_CANCELLED, "reason": "cancelled by `specrun cancel`",
+                     "at": now, "phaseBefore": view.phase()},
         })),
         message: format!(
             "{spec}: cancelled; nothing was deleted (undo with `specrun resume --spec {spec}`)"
@@ -1435,6 +1448,21 @@ mod tests {
         let s3 = apply(&s2, &resume(&s2, Raises::default(), None, NOW).unwrap());
         assert_eq!(s3["phase"], "execution");
         assert!(s3["halt"].is_null());
+        // A cancelled plan resumes as a plan, not as an execution that skips approval.
+        let mut planning = exec_state();
+        planning["phase"] = json!("planning");
+        let cancelled = apply(&planning, &cancel(&planning, NOW));
+        let resumed = apply(
+            &cancelled,
+            &resume(&cancelled, Raises::default(), None, NOW).unwrap(),
+        );
+        assert_eq!(resumed["phase"], "planning");
+        // A completed execution is not cancelled (resume could not undo it).
+        let mut done = exec_state();
+        done["phase"] = json!("completed");
+        done["completed"] = json!(true);
+        let c = cancel(&done, NOW);
+        assert!(!c.changed && c.patch.is_none(), "{c:?}");
     }
 
     #[test]
