@@ -188,6 +188,14 @@ fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> E
 
 /// Summaries of open blocking follow-ups; an unreadable store is warned about.
 pub fn blocking_followups(spec: &Spec) -> Vec<String> {
+    blocking_followups_items(spec)
+        .iter()
+        .map(|i| i.summary())
+        .collect()
+}
+
+/// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
+pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
     let path = spec.followups_path();
     let doc = match store::read_json(&path) {
         Ok(doc) => doc,
@@ -197,7 +205,7 @@ pub fn blocking_followups(spec: &Spec) -> Vec<String> {
         }
     };
     match followups::blocking_open(doc.as_ref()) {
-        Ok(items) => items.iter().map(|i| i.summary()).collect(),
+        Ok(items) => items,
         Err(e) => {
             output::warn(&format!("{}: {e}", path.display()));
             Vec::new()
