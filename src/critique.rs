@@ -22,7 +22,9 @@ pub enum Stored {
     Missing,
     /// Present but not usable: why (invalid, open issues, no `recordedAt`).
     Unusable(String),
-    Usable { recorded_at: String },
+    Usable {
+        recorded_at: String,
+    },
 }
 
 impl Stored {
@@ -521,18 +523,28 @@ mod tests {
             }
         );
         // A hand-written stub with a timestamp is not a critique.
-        let stub = json!({"task": "1.2", "stage": "post-code", "recordedAt": "2026-01-01T00:00:00Z"});
-        assert!(matches!(judge("post-code", "1.2", &stub), Stored::Unusable(p) if p.contains("`checklist` is missing")));
+        let stub =
+            json!({"task": "1.2", "stage": "post-code", "recordedAt": "2026-01-01T00:00:00Z"});
+        assert!(
+            matches!(judge("post-code", "1.2", &stub), Stored::Unusable(p) if p.contains("`checklist` is missing"))
+        );
         // Another task's record does not count either.
-        assert!(matches!(judge("post-code", "2.1", &written), Stored::Unusable(_)));
+        assert!(matches!(
+            judge("post-code", "2.1", &written),
+            Stored::Unusable(_)
+        ));
         let mut open = all("post-code", "pass");
         open["issuesFound"] = json!([{"checklistId": "SC-5.5.5", "description": "retry storm"}]);
         let v = validate("post-code", "1.2", &open).unwrap();
         let written = to_record("1.2", "post-code", &v, "2026-01-01T00:00:00.000Z");
-        assert!(matches!(judge("post-code", "1.2", &written), Stored::Unusable(p) if p.contains("1 issue(s) found but not fixed")));
+        assert!(
+            matches!(judge("post-code", "1.2", &written), Stored::Unusable(p) if p.contains("1 issue(s) found but not fixed"))
+        );
         let mut undated = all("post-code", "pass");
         undated["task"] = json!("1.2");
-        assert!(matches!(judge("post-code", "1.2", &undated), Stored::Unusable(p) if p.contains("no recordedAt")));
+        assert!(
+            matches!(judge("post-code", "1.2", &undated), Stored::Unusable(p) if p.contains("no recordedAt"))
+        );
     }
 
     #[test]

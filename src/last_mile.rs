@@ -776,8 +776,7 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
         let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
-        if p
-            .evidence
+        if p.evidence
             .iter()
             .any(|e| e.starts_with("every task") && !e.starts_with(FOLLOWUP_GAP))
         {
@@ -1003,10 +1002,15 @@ mod tests {
         let mut c = Case::new(&all, st.clone());
         c.followups = vec![("F2".into(), "load test".into())];
         let d = c.decide();
-        assert_eq!(d.phase, Phase::Verifying, "an open VERIFY/high follow-up blocks completion");
+        assert_eq!(
+            d.phase,
+            Phase::Verifying,
+            "an open VERIFY/high follow-up blocks completion"
+        );
         assert_eq!(d.blocking_gates, ["verification-gap:followup-F2"]);
         assert!(
-            d.coordinator_instruction.starts_with("Do follow-up F2 (load test), then `specrun followup resolve F2"),
+            d.coordinator_instruction
+                .starts_with("Do follow-up F2 (load test), then `specrun followup resolve F2"),
             "{}",
             d.coordinator_instruction
         );

@@ -1178,7 +1178,9 @@ mod tests {
         assert!(err[1]
             .detail
             .contains("taskEvidence[2] is stale and verificationBlocks.execution is missing"));
-        assert!(err[3].detail.contains("does not count (1 issue(s) found but not fixed)"));
+        assert!(err[3]
+            .detail
+            .contains("does not count (1 issue(s) found but not fixed)"));
         // Post-test older than the evidence.
         let started = apply(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
         let mut input = complete_input(&started, &list, task);

@@ -23,7 +23,12 @@ fn valid_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
     let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
         .unwrap()
         .iter()
-        .map(|(cid, _)| (cid.to_string(), json!({"result": "pass", "note": "checked"})))
+        .map(|(cid, _)| {
+            (
+                cid.to_string(),
+                json!({"result": "pass", "note": "checked"}),
+            )
+        })
         .collect();
     let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
     let v = specrun::critique::validate(stage, id, &input).unwrap();

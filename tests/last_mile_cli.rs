@@ -203,13 +203,23 @@ fn an_open_blocking_followup_keeps_the_spec_verifying() {
         .success();
     assert_eq!(last_mile(&p, &[])["phase"], "releasing");
     p.specrun()
-        .args(["followup", "add", "--category", "VERIFY", "--priority", "high", "--title", "re-run the load test"])
+        .args([
+            "followup",
+            "add",
+            "--category",
+            "VERIFY",
+            "--priority",
+            "high",
+            "--title",
+            "re-run the load test",
+        ])
         .assert()
         .success();
     let v = last_mile(&p, &[]);
     assert_eq!(v["phase"], "verifying", "{v}");
     assert_eq!(v["blockingGates"][0], "verification-gap:followup-F1", "{v}");
-    assert!(evidence(&v, "verification-gap").contains("follow-up F1 (VERIFY, high) is open: re-run the load test"));
+    assert!(evidence(&v, "verification-gap")
+        .contains("follow-up F1 (VERIFY, high) is open: re-run the load test"));
     assert!(v["coordinatorInstruction"]
         .as_str()
         .unwrap()

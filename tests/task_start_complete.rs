@@ -162,7 +162,8 @@ fn critique_records_that_critique_record_would_not_write_do_not_count() {
             .to_string(),
     );
     let mut open = critique_record("1.1", "post-test", "2026-01-01T00:01:00Z");
-    open["issuesFound"] = json!([{"checklistId": "SC-6.5.3", "description": "no failure-path test"}]);
+    open["issuesFound"] =
+        json!([{"checklistId": "SC-6.5.3", "description": "no failure-path test"}]);
     p.write("specs/demo/critique/1.1-post-test.json", &open.to_string());
     let (code, out, _) = run(&p, &["task", "complete", "1.1", "--check"]);
     assert_eq!(code, 1, "{out}");

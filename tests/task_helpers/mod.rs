@@ -50,7 +50,12 @@ pub fn critique_record(id: &str, stage: &str, at: &str) -> Value {
     let items: serde_json::Map<String, Value> = specrun::critique::checklist(stage)
         .unwrap()
         .iter()
-        .map(|(cid, _)| (cid.to_string(), json!({"result": "pass", "note": "checked"})))
+        .map(|(cid, _)| {
+            (
+                cid.to_string(),
+                json!({"result": "pass", "note": "checked"}),
+            )
+        })
         .collect();
     let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
     let v = specrun::critique::validate(stage, id, &input).unwrap();
