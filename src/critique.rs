@@ -15,11 +15,63 @@ pub fn record_path(spec: &Spec, task_id: &str, stage: &str) -> PathBuf {
     spec.critique_dir().join(format!("{task_id}-{stage}.json"))
 }
 
-/// The record's `recordedAt`, if the record exists and parses.
-pub fn recorded_at(spec: &Spec, task_id: &str, stage: &str) -> Option<String> {
+/// A stored critique record as the completion gates (`task complete`, the SubagentStop
+/// guard) see it: only a record `critique record` would write counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stored {
+    Missing,
+    /// Present but not usable: why (invalid, open issues, no `recordedAt`).
+    Unusable(String),
+    Usable {
+        recorded_at: String,
+    },
+}
+
+impl Stored {
+    pub fn recorded_at(&self) -> Option<&str> {
+        match self {
+            Stored::Usable { recorded_at } => Some(recorded_at),
+            _ => None,
+        }
+    }
+}
+
+/// Judge a stored record (pure): it must validate as `critique record` validates its
+/// input, have no open issue (a found issue nobody fixed is not done) and carry its
+/// `recordedAt`. A hand-written file that skips validation does not count.
+pub fn judge(stage: &str, task_id: &str, doc: &Value) -> Stored {
+    let validated = match validate(stage, task_id, doc) {
+        Ok(v) => v,
+        Err(problems) => return Stored::Unusable(format!("invalid: {}", problems.join("; "))),
+    };
+    if validated.open_issues > 0 {
+        return Stored::Unusable(format!(
+            "{} issue(s) found but not fixed: fix them and record it again",
+            validated.open_issues
+        ));
+    }
+    match doc.get("recordedAt").and_then(Value::as_str) {
+        Some(at) if chrono::DateTime::parse_from_rfc3339(at).is_ok() => Stored::Usable {
+            recorded_at: at.to_string(),
+        },
+        Some(at) => Stored::Unusable(format!("recordedAt {at:?} is not an RFC 3339 time")),
+        None => Stored::Unusable("no recordedAt: write it with `specrun critique record`".into()),
+    }
+}
+
+/// The stored record of `task_id` at `stage`, judged.
+pub fn load(spec: &Spec, task_id: &str, stage: &str) -> Stored {
     let path = record_path(spec, task_id, stage);
-    let doc: Value = crate::store::read_json(&path).ok()??;
-    doc.get("recordedAt")?.as_str().map(str::to_string)
+    match crate::store::read_json(&path) {
+        Ok(None) => Stored::Missing,
+        Ok(Some(doc)) => judge(stage, task_id, &doc),
+        Err(e) => Stored::Unusable(format!("unreadable: {e}")),
+    }
+}
+
+/// The record's `recordedAt`, if the record exists and is usable (see `judge`).
+pub fn recorded_at(spec: &Spec, task_id: &str, stage: &str) -> Option<String> {
+    load(spec, task_id, stage).recorded_at().map(str::to_string)
 }
 
 /// The checklist of each stage, in our wording: the question each id answers.
@@ -458,6 +510,41 @@ mod tests {
         let record = to_record("1.2", "post-code", &v, "2026-01-01T00:00:00.000Z");
         assert_eq!(record["passed"], false);
         assert_eq!(record["recordedAt"], "2026-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn only_a_valid_record_without_open_issues_counts_for_completion() {
+        let v = validate("post-code", "1.2", &all("post-code", "pass")).unwrap();
+        let written = to_record("1.2", "post-code", &v, "2026-01-01T00:00:00.000Z");
+        assert_eq!(
+            judge("post-code", "1.2", &written),
+            Stored::Usable {
+                recorded_at: "2026-01-01T00:00:00.000Z".into()
+            }
+        );
+        // A hand-written stub with a timestamp is not a critique.
+        let stub =
+            json!({"task": "1.2", "stage": "post-code", "recordedAt": "2026-01-01T00:00:00Z"});
+        assert!(
+            matches!(judge("post-code", "1.2", &stub), Stored::Unusable(p) if p.contains("`checklist` is missing"))
+        );
+        // Another task's record does not count either.
+        assert!(matches!(
+            judge("post-code", "2.1", &written),
+            Stored::Unusable(_)
+        ));
+        let mut open = all("post-code", "pass");
+        open["issuesFound"] = json!([{"checklistId": "SC-5.5.5", "description": "retry storm"}]);
+        let v = validate("post-code", "1.2", &open).unwrap();
+        let written = to_record("1.2", "post-code", &v, "2026-01-01T00:00:00.000Z");
+        assert!(
+            matches!(judge("post-code", "1.2", &written), Stored::Unusable(p) if p.contains("1 issue(s) found but not fixed"))
+        );
+        let mut undated = all("post-code", "pass");
+        undated["task"] = json!("1.2");
+        assert!(
+            matches!(judge("post-code", "1.2", &undated), Stored::Unusable(p) if p.contains("no recordedAt"))
+        );
     }
 
     #[test]

@@ -141,8 +141,8 @@ fn render(facts: &GoalFacts, detail: Detail) -> String {
     if detail.keep_working {
         parts.push(format!(
             "Until then keep working: run `specrun snapshot --spec {s}`, delegate the next \
-             unchecked task to its agent, which records evidence with `specrun verify run` and ticks \
-             it with `specrun task complete`."
+             unchecked task (its executor ends with `specrun task complete <id> --check`), and \
+             confirm it with `specrun verify status --spec {s} --task <id>`."
         ));
     }
     if let Some(cmd) = facts.last_verifier.as_deref() {

@@ -11,6 +11,9 @@ use crate::goal::shell_word;
 use crate::state::{self, View};
 use crate::tasks::{Task, TaskList};
 
+/// How a verification-gap line about an open blocking follow-up starts.
+const FOLLOWUP_GAP: &str = "every task is checked but follow-up ";
+
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;
 
@@ -104,6 +107,9 @@ pub struct Inputs<'a> {
     /// Whether a program named by a Verify command can be run here.
     pub runnable: &'a dyn Fn(&str) -> bool,
     pub capabilities: Vec<Capability>,
+    /// Open VERIFY/high follow-ups as `(id, title)`: the guard refuses completion while
+    /// any is open, so last-mile never sends the coordinator to claim it.
+    pub blocking_followups: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -461,12 +467,19 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    // Fresh passing execution evidence vouches for every checked task, as `task complete`
+    // accepts it in place of a task's own.
+    let phase_fresh = evidence::assess(
+        Slot::Phase("execution".into()).record_in(state),
+        input.current_tree,
+    ) == Freshness::Fresh;
     for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
         let label = t.label();
         let slot = Slot::Task(label.clone());
         let record = slot.record_in(state);
         match evidence::assess(record, input.current_tree) {
             Freshness::Fresh => {}
+            _ if phase_fresh => {}
             Freshness::Missing => out.push(format!(
                 "task {label} is checked but has no evidence ({})",
                 slot.describe()
@@ -489,6 +502,13 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
                     ));
                 }
             }
+        }
+    }
+    if list.all_checked() && !is_completed(ctx) {
+        for (id, title) in &input.blocking_followups {
+            out.push(format!(
+                "{FOLLOWUP_GAP}{id} (VERIFY, high) is open: {title}"
+            ));
         }
     }
     if list.all_checked() {
@@ -601,7 +621,9 @@ fn gate_ids(problem: &Problem, ctx: &Ctx<'_>) -> Vec<String> {
             .evidence
             .iter()
             .filter_map(|e| {
-                if e.starts_with("every task") {
+                if let Some(rest) = e.strip_prefix(FOLLOWUP_GAP) {
+                    rest.split(' ').next().map(|id| format!("followup-{id}"))
+                } else if e.starts_with("every task") {
                     Some("execution".to_string())
                 } else {
                     e.strip_prefix("task ")
@@ -753,8 +775,17 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
         );
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        if p.evidence.iter().any(|e| e.starts_with("every task")) {
+        let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
+        if p.evidence
+            .iter()
+            .any(|e| e.starts_with("every task") && !e.starts_with(FOLLOWUP_GAP))
+        {
             return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
+        }
+        if let Some(rest) = followup {
+            let id = rest.split(' ').next().unwrap_or("?");
+            let title = rest.split_once(" is open: ").map_or("", |(_, t)| t);
+            return format!("Do follow-up {id} ({title}), then `specrun followup resolve {id} --spec {s} --note \"<what was done>\"`, before claiming completion.");
         }
         let id = p.evidence[0]
             .strip_prefix("task ")
@@ -808,6 +839,7 @@ mod tests {
         state: Option<Value>,
         git: Option<GitFacts>,
         tree: Option<&'static str>,
+        followups: Vec<(String, String)>,
         runnable: fn(&str) -> bool,
     }
 
@@ -819,6 +851,7 @@ mod tests {
                 git: Some(GitFacts::default()),
                 tree: Some("T"),
                 runnable: always,
+                followups: Vec::new(),
             }
         }
 
@@ -837,6 +870,7 @@ mod tests {
                 bookkeeping: vec!["specs/demo".into(), ".specrun".into()],
                 runnable: &self.runnable,
                 capabilities: Vec::new(),
+                blocking_followups: self.followups.clone(),
             })
         }
     }
@@ -944,6 +978,10 @@ mod tests {
             json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
         let d = Case::new(TWO, failed).decide();
         assert!(d.problem_types[0].evidence[0].contains("exit 3"));
+        // Fresh passing execution evidence covers a checked task, as in `task complete`.
+        let vouched = json!({"phase": "execution",
+            "verificationBlocks": {"execution": {"exitCode": 0, "tree": "T"}}});
+        assert!(Case::new(TWO, vouched).decide().problem_types.is_empty());
         // Stale with no later task started is a gap; once task 2 started it is not.
         let mut c = Case::new(TWO, executing());
         c.tree = Some("U");
@@ -961,6 +999,21 @@ mod tests {
         assert_eq!(d.phase, Phase::Verifying);
         assert_eq!(d.blocking_gates, ["verification-gap:execution"]);
         st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let mut c = Case::new(&all, st.clone());
+        c.followups = vec![("F2".into(), "load test".into())];
+        let d = c.decide();
+        assert_eq!(
+            d.phase,
+            Phase::Verifying,
+            "an open VERIFY/high follow-up blocks completion"
+        );
+        assert_eq!(d.blocking_gates, ["verification-gap:followup-F2"]);
+        assert!(
+            d.coordinator_instruction
+                .starts_with("Do follow-up F2 (load test), then `specrun followup resolve F2"),
+            "{}",
+            d.coordinator_instruction
+        );
         let d = Case::new(&all, st).decide();
         assert_eq!(d.phase, Phase::Releasing);
         assert!(d.coordinator_instruction.ends_with("ALL_TASKS_COMPLETE."));

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::critique::Stored;
 use crate::evidence::Freshness;
 use crate::state::{self, View};
 use crate::tasks::{Task, TaskList};
@@ -224,9 +225,9 @@ pub struct CompleteInput<'a> {
     pub check: bool,
     pub task_evidence: EvidenceFact,
     pub phase_evidence: EvidenceFact,
-    /// `recordedAt` of the post-code and post-test critique records.
-    pub post_code: Option<String>,
-    pub post_test: Option<String>,
+    /// The post-code and post-test critique records, judged (`critique::load`).
+    pub post_code: Stored,
+    pub post_test: Stored,
     /// Summaries of open blocking follow-ups (warned about, not refused).
     pub blocking_followups: Vec<String>,
     pub head: Option<&'a str>,
@@ -282,26 +283,30 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
             ),
         ));
     }
-    if input.post_code.is_none() {
-        unmet.push(Unmet::new(
-            "critique-post-code",
-            format!("no post-code critique record: run `specrun critique record --task {id} --stage post-code`"),
-        ));
+    for (stage, name, stored) in [
+        ("post-code", "critique-post-code", &input.post_code),
+        ("post-test", "critique-post-test", &input.post_test),
+    ] {
+        let record = format!("`specrun critique record --task {id} --stage {stage}`");
+        match stored {
+            Stored::Usable { .. } => {}
+            Stored::Missing => unmet.push(Unmet::new(
+                name,
+                format!("no {stage} critique record: run {record}"),
+            )),
+            Stored::Unusable(why) => unmet.push(Unmet::new(
+                name,
+                format!("the {stage} critique record does not count ({why}): run {record}"),
+            )),
+        }
     }
-    match (&input.post_test, evidence) {
-        (None, _) => unmet.push(Unmet::new(
-            "critique-post-test",
-            format!("no post-test critique record: run `specrun critique record --task {id} --stage post-test`"),
-        )),
+    match (input.post_test.recorded_at(), evidence) {
+        (None, _) => {}
         (Some(recorded), Some(ev)) => {
             let critique = parse_time(recorded);
             let verified = ev.started_at.as_deref().and_then(parse_time);
             match (critique, verified) {
                 (Some(c), Some(v)) if c > v => {}
-                (None, _) => unmet.push(Unmet::new(
-                    "critique-post-test",
-                    format!("the post-test record's recordedAt {recorded:?} is not an RFC 3339 time"),
-                )),
                 _ => unmet.push(Unmet::new(
                     "critique-post-test-newer",
                     format!(
@@ -893,7 +898,13 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
         patch["halt"] = Value::Null;
     }
     if kind == Some(state::HALT_CANCELLED) || view.phase() == Some("cancelled") {
-        patch["phase"] = json!("execution");
+        let before = state
+            .get("halt")
+            .and_then(|h| h.get("phaseBefore"))
+            .and_then(Value::as_str)
+            .filter(|p| !matches!(*p, "cancelled" | "completed"))
+            .unwrap_or("execution");
+        patch["phase"] = json!(before);
     }
     if let Some(v) = raises.global {
         patch["maxGlobalIterations"] = json!(v);
@@ -935,10 +946,17 @@ pub fn cancel(state: &Value, now: &str) -> Outcome {
     if view.phase() == Some("cancelled") {
         return unchanged(format!("{spec} is already cancelled"));
     }
+    if view.phase() == Some("completed") || view.completed() {
+        // A finished execution has nothing left to stop; cancelling it would only make
+        // `resume` refuse to undo the cancel.
+        return unchanged(format!("{spec} is completed; there is nothing to cancel"));
+    }
     Outcome {
         patch: Some(json!({
             "phase": "cancelled",
-            "halt": {"kind": state::HALT_CANCELLED, "reason": "cancelled by `specrun cancel`", "at": now},
+            // `resume` puts this phase back (a cancelled plan must not resume as execution).
+            "halt": {"kind": state::HALT_CANCELLED, "reason": "cancelled by `specrun cancel`",
+                     "at": now, "phaseBefore": view.phase()},
         })),
         message: format!(
             "{spec}: cancelled; nothing was deleted (undo with `specrun resume --spec {spec}`)"
@@ -1108,6 +1126,12 @@ mod tests {
         assert_eq!(ids, ["1.2", "1.2.1"]);
     }
 
+    fn usable(at: &str) -> Stored {
+        Stored::Usable {
+            recorded_at: at.into(),
+        }
+    }
+
     fn complete_input<'a>(
         state: &'a Value,
         list: &'a TaskList,
@@ -1120,8 +1144,8 @@ mod tests {
             check: false,
             task_evidence: fresh("2026-01-01T00:05:00Z"),
             phase_evidence: missing(),
-            post_code: Some("2026-01-01T00:04:00Z".into()),
-            post_test: Some("2026-01-01T00:06:00Z".into()),
+            post_code: usable("2026-01-01T00:04:00Z"),
+            post_test: usable("2026-01-01T00:06:00Z"),
             blocking_followups: vec![],
             head: Some("0123456789abcdef"),
             now: NOW,
@@ -1138,8 +1162,8 @@ mod tests {
             freshness: Freshness::Stale,
             started_at: Some("x".into()),
         };
-        input.post_code = None;
-        input.post_test = None;
+        input.post_code = Stored::Missing;
+        input.post_test = Stored::Unusable("1 issue(s) found but not fixed".into());
         let err = complete(&input).unwrap_err();
         assert_eq!(
             names(&err),
@@ -1154,19 +1178,17 @@ mod tests {
         assert!(err[1]
             .detail
             .contains("taskEvidence[2] is stale and verificationBlocks.execution is missing"));
+        assert!(err[3]
+            .detail
+            .contains("does not count (1 issue(s) found but not fixed)"));
         // Post-test older than the evidence.
         let started = apply(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
         let mut input = complete_input(&started, &list, task);
-        input.post_test = Some("2026-01-01T00:05:00Z".into());
+        input.post_test = usable("2026-01-01T00:05:00Z");
         input.check = true;
         assert_eq!(
             names(&complete(&input).unwrap_err()),
             ["critique-post-test-newer"]
-        );
-        input.post_test = Some("yesterday".into());
-        assert_eq!(
-            names(&complete(&input).unwrap_err()),
-            ["critique-post-test"]
         );
     }
 
@@ -1428,6 +1450,21 @@ mod tests {
         let s3 = apply(&s2, &resume(&s2, Raises::default(), None, NOW).unwrap());
         assert_eq!(s3["phase"], "execution");
         assert!(s3["halt"].is_null());
+        // A cancelled plan resumes as a plan, not as an execution that skips approval.
+        let mut planning = exec_state();
+        planning["phase"] = json!("planning");
+        let cancelled = apply(&planning, &cancel(&planning, NOW));
+        let resumed = apply(
+            &cancelled,
+            &resume(&cancelled, Raises::default(), None, NOW).unwrap(),
+        );
+        assert_eq!(resumed["phase"], "planning");
+        // A completed execution is not cancelled (resume could not undo it).
+        let mut done = exec_state();
+        done["phase"] = json!("completed");
+        done["completed"] = json!(true);
+        let c = cancel(&done, NOW);
+        assert!(!c.changed && c.patch.is_none(), "{c:?}");
     }
 
     #[test]

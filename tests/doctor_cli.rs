@@ -231,6 +231,49 @@ fn an_invalid_state_fails_with_the_init_fix() {
         .contains("specrun state init --spec demo --force"));
 }
 
+/// Regression: only the active spec's state was checked, so a broken state of another
+/// spec (which its guard and verbs cannot read) passed.
+#[test]
+fn an_invalid_state_of_a_spec_that_is_not_active_fails_too() {
+    let env = Env::new();
+    env.project
+        .specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success();
+    env.project.write("specs/other/tasks.md", "- [ ] 1 One\n");
+    env.project
+        .write("specs/other/.specrun-state.json", "[1, 2]");
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 1, "{v}");
+    let c = check(&v, "state");
+    assert_eq!(c["status"], "fail");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("specs/other/.specrun-state.json"),
+        "{c}"
+    );
+    assert!(c["fix"]
+        .as_str()
+        .unwrap()
+        .contains("specrun state init --spec other --force"));
+    // Repaired, every spec's state passes and is listed.
+    env.project
+        .specrun()
+        .args(["state", "init", "--spec", "other", "--force"])
+        .assert()
+        .success();
+    let (code, v) = env.json(&mut env.cmd());
+    assert_eq!(code, 0, "{v}");
+    let detail = check(&v, "state")["detail"].as_str().unwrap().to_string();
+    assert!(
+        detail.contains("spec demo: valid") && detail.contains("spec other: valid"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn a_lock_held_past_the_grace_period_fails_and_a_free_one_passes() {
     let env = Env::new();

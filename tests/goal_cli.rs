@@ -84,6 +84,11 @@ const TASKS: &str = "- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Verify**: `cargo t
 fn output_has_every_field_and_a_transcript_verifiable_condition() {
     let env = Env::new(TASKS);
     env.fake_claude("echo '2.1.197 (Claude Code)'");
+    env.project
+        .specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success();
     let (code, v, _) = env.goal(&["--max-turns", "9"]);
     assert_eq!(code, 0);
     let condition = v["condition"].as_str().unwrap();
@@ -114,6 +119,35 @@ fn output_has_every_field_and_a_transcript_verifiable_condition() {
     assert_eq!(v["recommendedDriver"], "native-goal");
     assert_eq!(v["evidenceProtocol"].as_array().unwrap().len(), 5);
     assert_eq!(v["warnings"], serde_json::json!([]));
+}
+
+/// A goal set on an execution that cannot run is never met: the output says why first.
+#[test]
+fn a_missing_or_halted_execution_is_warned_about() {
+    let env = Env::new(TASKS);
+    let (code, v, _) = env.goal(&[]);
+    assert_eq!(code, 0);
+    assert!(
+        warnings(&v).contains("has no execution state: run `specrun state init --spec demo`"),
+        "{v}"
+    );
+    env.project
+        .specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success();
+    let (_, v, _) = env.goal(&[]);
+    assert_eq!(v["warnings"], serde_json::json!([]));
+    let path = env.project.path("specs/demo/.specrun-state.json");
+    let mut state: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    state["halt"] = serde_json::json!({"kind": "stall", "reason": "5 stops without progress", "at": "2026-01-01T00:00:00Z"});
+    std::fs::write(&path, state.to_string()).unwrap();
+    let (code, v, _) = env.goal(&[]);
+    assert_eq!(code, 0);
+    assert!(
+        warnings(&v).contains("spec demo is halted (5 stops without progress): the goal cannot be met until a person runs `specrun resume --spec demo`"),
+        "{v}"
+    );
 }
 
 #[test]

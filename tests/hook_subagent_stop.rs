@@ -18,10 +18,27 @@ fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String 
     .to_string()
 }
 
+/// A record as `critique record` writes it: the guard ignores anything less.
+fn valid_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
+    let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
+        .unwrap()
+        .iter()
+        .map(|(cid, _)| {
+            (
+                cid.to_string(),
+                json!({"result": "pass", "note": "checked"}),
+            )
+        })
+        .collect();
+    let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
+    let v = specrun::critique::validate(stage, id, &input).unwrap();
+    specrun::critique::to_record(id, stage, &v, at)
+}
+
 fn critique(e: &Exec, id: &str, stage: &str, at: &str) {
     e.p.write(
         &format!("specs/demo/critique/{id}-{stage}.json"),
-        &json!({"taskId": id, "stage": stage, "recordedAt": at, "checklist": []}).to_string(),
+        &valid_record(id, stage, at).to_string(),
     );
 }
 
@@ -88,6 +105,51 @@ Do these, then end with TASK_COMPLETE 1.2 again.";
     assert_eq!(claims[0]["taskId"], "1.2");
     assert_eq!(claims[0]["agentId"], "agent-7");
     assert_eq!(claims[0]["missing"].as_array().unwrap().len(), 3);
+}
+
+/// Regression: the guard counted any file with a `recordedAt` as a critique, unlike
+/// `critique record`'s validation (and now `task complete`'s gate).
+#[test]
+fn a_hand_written_critique_stub_is_not_a_record() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    task_evidence(&e, "1.2");
+    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.p.write(
+        "specs/demo/critique/1.2-post-test.json",
+        &json!({"task": "1.2", "stage": "post-test", "recordedAt": "2026-01-01T00:20:00Z"})
+            .to_string(),
+    );
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
+    );
+    let v: Value = json_of(&out);
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("self-critique record post-test is missing"),
+        "{reason}"
+    );
+}
+
+/// `task complete` accepts fresh execution evidence in place of the task's own; the
+/// claim gate judges the same way.
+#[test]
+fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    let tree = e.current_tree();
+    let mut state = e.state();
+    let mut record = evidence("cargo test", &tree, 0);
+    record["startedAt"] = json!("2026-01-01T00:10:00Z");
+    state["verificationBlocks"] = json!({"execution": record});
+    e.write_state(&state);
+    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
+    );
+    assert_eq!(out, "");
+    assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
 }
 
 #[test]

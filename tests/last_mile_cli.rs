@@ -191,6 +191,46 @@ fn every_task_checked_without_execution_evidence_is_verifying() {
         .contains("--phase execution"));
 }
 
+/// Regression: with every task checked and fresh execution evidence, last-mile told the
+/// coordinator to claim ALL_TASKS_COMPLETE although the guard refuses it while a
+/// VERIFY/high follow-up is open.
+#[test]
+fn an_open_blocking_followup_keeps_the_spec_verifying() {
+    let p = project(&TASKS.replace("- [ ] 1.2", "- [x] 1.2"));
+    p.specrun()
+        .args(["verify", "run", "--spec", "demo", "--command", "true"])
+        .assert()
+        .success();
+    assert_eq!(last_mile(&p, &[])["phase"], "releasing");
+    p.specrun()
+        .args([
+            "followup",
+            "add",
+            "--category",
+            "VERIFY",
+            "--priority",
+            "high",
+            "--title",
+            "re-run the load test",
+        ])
+        .assert()
+        .success();
+    let v = last_mile(&p, &[]);
+    assert_eq!(v["phase"], "verifying", "{v}");
+    assert_eq!(v["blockingGates"][0], "verification-gap:followup-F1", "{v}");
+    assert!(evidence(&v, "verification-gap")
+        .contains("follow-up F1 (VERIFY, high) is open: re-run the load test"));
+    assert!(v["coordinatorInstruction"]
+        .as_str()
+        .unwrap()
+        .contains("specrun followup resolve F1"));
+    p.specrun()
+        .args(["followup", "resolve", "F1", "--note", "done"])
+        .assert()
+        .success();
+    assert_eq!(last_mile(&p, &[])["phase"], "releasing");
+}
+
 #[test]
 fn release_risk_dirty_tree_and_unpushed_commits_at_completion() {
     let p = project(&TASKS.replace("- [ ] 1.2", "- [x] 1.2"));

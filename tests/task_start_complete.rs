@@ -148,6 +148,41 @@ fn stale_failed_and_old_critique_are_each_refused() {
     );
 }
 
+/// Regression: `task complete` (and the SubagentStop guard) took any file with a
+/// `recordedAt` as a critique, so a hand-written stub or a record with unfixed issues let
+/// an unreviewed task complete.
+#[test]
+fn critique_records_that_critique_record_would_not_write_do_not_count() {
+    let p = project(TASKS, &[]);
+    run(&p, &["task", "start", "1.1"]);
+    ready_to_complete(&p, "1.1");
+    p.write(
+        "specs/demo/critique/1.1-post-code.json",
+        &json!({"task": "1.1", "stage": "post-code", "recordedAt": "2026-01-01T00:00:30Z"})
+            .to_string(),
+    );
+    let mut open = critique_record("1.1", "post-test", "2026-01-01T00:01:00Z");
+    open["issuesFound"] =
+        json!([{"checklistId": "SC-6.5.3", "description": "no failure-path test"}]);
+    p.write("specs/demo/critique/1.1-post-test.json", &open.to_string());
+    let (code, out, _) = run(&p, &["task", "complete", "1.1", "--check"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("critique-post-code: the post-code critique record does not count (invalid: `checklist` is missing"),
+        "{out}"
+    );
+    assert!(
+        out.contains("critique-post-test: the post-test critique record does not count (1 issue(s) found but not fixed"),
+        "{out}"
+    );
+    assert!(!p.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+    // Recorded properly, the same task completes.
+    critique(&p, "1.1", "post-code", "2026-01-01T00:00:30Z");
+    critique(&p, "1.1", "post-test", "2026-01-01T00:01:00Z");
+    let (code, out, _) = run(&p, &["task", "complete", "1.1", "--check"]);
+    assert_eq!(code, 0, "{out}");
+}
+
 #[test]
 fn complete_checks_advances_appends_progress_and_repeats_say_so() {
     let p = project(TASKS, &[]);

@@ -222,11 +222,14 @@ fn hooks(r: &crate::goal::Readiness) -> Check {
     }
 }
 
+/// The state of the selected spec (`--spec` or `.current-spec`) and of every other spec
+/// under specs/: a broken state anywhere breaks that spec's guard and verbs.
 fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
     const ID: &str = "state";
-    let spec = match project.spec(spec_arg) {
-        Ok(Some(spec)) => spec,
-        Ok(None) => return Check::pass(ID, "no active spec"),
+    let mut specs = Vec::new();
+    match project.spec(spec_arg) {
+        Ok(Some(spec)) => specs.push(spec),
+        Ok(None) => {}
         Err(e) => {
             return Check::not(
                 ID,
@@ -235,44 +238,75 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
                 "write a valid spec name to specs/.current-spec or pass --spec NAME",
             )
         }
-    };
-    let path = spec.state_path();
-    match read_state(&path) {
-        StateRead::Absent => Check::pass(ID, format!("spec {}: no state yet", spec.name)),
-        StateRead::Invalid(e) => Check::not(
-            ID,
-            Status::Fail,
-            e,
-            format!(
-                "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
-                spec.name
-            ),
-        ),
-        StateRead::Valid(doc) => {
-            let v = View(&doc);
-            if v.halt().is_some() {
-                Check::not(
-                    ID,
-                    Status::Warn,
-                    format!(
-                        "spec {}: halted ({})",
-                        spec.name,
-                        v.halt_reason().unwrap_or("no reason recorded")
-                    ),
-                    format!("a person runs `{}`", state::resume_command(&spec.name, v)),
-                )
-            } else {
-                Check::pass(
-                    ID,
-                    format!(
-                        "spec {}: valid, phase {}",
-                        spec.name,
-                        v.phase().unwrap_or("unset")
-                    ),
-                )
+    }
+    if spec_arg.is_none() {
+        let mut names: Vec<String> = std::fs::read_dir(project.specs_dir())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| project::validate_spec_name(n).is_ok())
+            .collect();
+        names.sort();
+        for name in names {
+            if specs.iter().any(|s| s.name == name) {
+                continue;
+            }
+            if let Ok(Some(spec)) = project.spec(Some(&name)) {
+                specs.push(spec);
             }
         }
     }
+    if specs.is_empty() {
+        return Check::pass(ID, "no spec");
+    }
+    let (mut failed, mut halted, mut fine) = (Vec::new(), Vec::new(), Vec::new());
+    for spec in &specs {
+        match read_state(&spec.state_path()) {
+            StateRead::Absent => fine.push(format!("spec {}: no state yet", spec.name)),
+            StateRead::Invalid(e) => failed.push((
+                e,
+                format!(
+                    "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
+                    spec.name
+                ),
+            )),
+            StateRead::Valid(doc) => {
+                let v = View(&doc);
+                if v.halt().is_some() {
+                    halted.push((
+                        format!(
+                            "spec {}: halted ({})",
+                            spec.name,
+                            v.halt_reason().unwrap_or("no reason recorded")
+                        ),
+                        format!("a person runs `{}`", state::resume_command(&spec.name, v)),
+                    ));
+                } else {
+                    fine.push(format!(
+                        "spec {}: valid, phase {}",
+                        spec.name,
+                        v.phase().unwrap_or("unset")
+                    ));
+                }
+            }
+        }
+    }
+    let join = |items: &[(String, String)]| {
+        let detail: Vec<&str> = items.iter().map(|(d, _)| d.as_str()).collect();
+        let fix: Vec<&str> = items.iter().map(|(_, f)| f.as_str()).collect();
+        (detail.join("; "), fix.join("; "))
+    };
+    if !failed.is_empty() {
+        let (detail, fix) = join(&failed);
+        return Check::not(ID, Status::Fail, detail, fix);
+    }
+    if !halted.is_empty() {
+        let (detail, fix) = join(&halted);
+        return Check::not(ID, Status::Warn, detail, fix);
+    }
+    Check::pass(ID, fine.join("; "))
 }
 
 /// Every `.lock` sidecar specrun may hold: under each spec directory, `specs/` and

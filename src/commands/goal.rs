@@ -71,6 +71,32 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
             goal::CONDITION_LIMIT
         )),
     }
+    // The goal cannot be met while the execution cannot run; say so before it is set.
+    match &state {
+        super::snapshot::StateRead::Absent => warnings.push(format!(
+            "spec {} has no execution state: run `specrun state init --spec {}` before setting the goal",
+            spec.name, spec.name
+        )),
+        super::snapshot::StateRead::Invalid(e) => warnings.push(format!(
+            "the execution state cannot be read ({e}): the guard and the task verbs will refuse it"
+        )),
+        super::snapshot::StateRead::Valid(doc) => {
+            let v = View(doc);
+            if v.halt().is_some() {
+                warnings.push(format!(
+                    "spec {} is halted ({}): the goal cannot be met until a person runs `{}`",
+                    spec.name,
+                    v.halt_reason().unwrap_or("no reason recorded"),
+                    crate::state::resume_command(&spec.name, v)
+                ));
+            } else if let Some(phase @ ("completed" | "cancelled")) = v.phase() {
+                warnings.push(format!(
+                    "spec {} is {phase}: the guard no longer drives it",
+                    spec.name
+                ));
+            }
+        }
+    }
     if counts.total == 0 {
         warnings.push(format!(
             "{} has no tasks: the goal can be met only after tasks are planned",

@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use crate::cli::HookEvent;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::error::{Error, Result};
-use crate::evidence::{self, Slot};
+use crate::evidence::{self, Freshness, Slot};
 use crate::guard::{
     self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
     UsageRead,
@@ -378,8 +378,15 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     let task = load_tasks(spec)
         .ok()
         .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
-    let slot = Slot::Task(id.to_string());
-    let evidence = evidence::check(project, spec, state, &slot);
+    let mut slot = Slot::Task(id.to_string());
+    let mut evidence = evidence::check(project, spec, state, &slot);
+    // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
+    if evidence != Freshness::Fresh {
+        let phase = Slot::Phase("execution".into());
+        if evidence::check(project, spec, state, &phase) == Freshness::Fresh {
+            (slot, evidence) = (phase, Freshness::Fresh);
+        }
+    }
     let evidence_started_at = slot
         .record_in(state)
         .and_then(|r| r.get("startedAt"))

@@ -61,6 +61,14 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         bookkeeping,
         runnable: &runnable,
         capabilities: capabilities(project, facts.git.available),
+        blocking_followups: spec
+            .map(|spec| {
+                crate::commands::task::blocking_followups_items(spec)
+                    .into_iter()
+                    .map(|i| (i.id, i.title))
+                    .collect()
+            })
+            .unwrap_or_default(),
     });
     let value = serde_json::to_value(&decision).unwrap_or(Value::Null);
     if args.record {

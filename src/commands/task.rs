@@ -188,6 +188,14 @@ fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> E
 
 /// Summaries of open blocking follow-ups; an unreadable store is warned about.
 pub fn blocking_followups(spec: &Spec) -> Vec<String> {
+    blocking_followups_items(spec)
+        .iter()
+        .map(|i| i.summary())
+        .collect()
+}
+
+/// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
+pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
     let path = spec.followups_path();
     let doc = match store::read_json(&path) {
         Ok(doc) => doc,
@@ -197,7 +205,7 @@ pub fn blocking_followups(spec: &Spec) -> Vec<String> {
         }
     };
     match followups::blocking_open(doc.as_ref()) {
-        Ok(items) => items.iter().map(|i| i.summary()).collect(),
+        Ok(items) => items,
         Err(e) => {
             output::warn(&format!("{}: {e}", path.display()));
             Vec::new()
@@ -243,8 +251,8 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         check,
         task_evidence: evidence_fact(project, spec, &held.state, Slot::Task(id.clone())),
         phase_evidence: evidence_fact(project, spec, &held.state, Slot::Phase("execution".into())),
-        post_code: critique::recorded_at(spec, &id, "post-code"),
-        post_test: critique::recorded_at(spec, &id, "post-test"),
+        post_code: critique::load(spec, &id, "post-code"),
+        post_test: critique::load(spec, &id, "post-test"),
         blocking_followups: blocking_followups(spec),
         head: head.as_deref(),
         now: &now,

@@ -45,10 +45,27 @@ pub fn evidence(p: &TempProject, id: &str, at: &str, exit_code: i64) {
     set_state(p, json!({"taskEvidence": {id: record}}));
 }
 
+/// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
+pub fn critique_record(id: &str, stage: &str, at: &str) -> Value {
+    let items: serde_json::Map<String, Value> = specrun::critique::checklist(stage)
+        .unwrap()
+        .iter()
+        .map(|(cid, _)| {
+            (
+                cid.to_string(),
+                json!({"result": "pass", "note": "checked"}),
+            )
+        })
+        .collect();
+    let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
+    let v = specrun::critique::validate(stage, id, &input).unwrap();
+    specrun::critique::to_record(id, stage, &v, at)
+}
+
 pub fn critique(p: &TempProject, id: &str, stage: &str, at: &str) {
     p.write(
         &format!("specs/{SPEC}/critique/{id}-{stage}.json"),
-        &json!({"task": id, "stage": stage, "recordedAt": at}).to_string(),
+        &critique_record(id, stage, at).to_string(),
     );
 }
 
