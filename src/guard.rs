@@ -915,8 +915,8 @@ mod tests {
             text.contains("specrun resume --spec demo --raise-global 60"),
             "{text}"
         );
-        assert_eq!(o.patch["halt"]["kind"], "global-iterations");
-        assert_eq!(o.rule, "cap:global-iterations");
+        assert_eq!(o.patch["halt"]["kind"], "global-cap");
+        assert_eq!(o.rule, "cap:global-cap");
         assert_eq!(o.decision.to_hook_json().unwrap()["continue"], false);
     }
 
@@ -954,7 +954,7 @@ mod tests {
         s["budget"]["maxMinutes"] = json!(60);
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_text(&o).contains("60 minutes since startedAt >= budget.maxMinutes 60"));
-        assert_eq!(o.patch["halt"]["kind"], "minutes");
+        assert_eq!(o.patch["halt"]["kind"], "time-cap");
     }
 
     #[test]

@@ -321,7 +321,9 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
     if !task.checked && !input.check {
         unmet.push(Unmet::new(
             "checked",
-            format!("task {id} is not checked in tasks.md: tick it (`specrun tasks check {id}`) or pass --check"),
+            format!(
+                "task {id} is not checked in tasks.md: run `specrun task complete {id} --check`"
+            ),
         ));
     }
     if !unmet.is_empty() {

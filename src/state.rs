@@ -415,27 +415,43 @@ impl<'a> View<'a> {
 }
 
 /// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
-pub const HALT_GLOBAL: &str = "global-iterations";
-pub const HALT_TASK: &str = "task-iterations";
-pub const HALT_TOKENS: &str = "output-tokens";
-pub const HALT_MINUTES: &str = "minutes";
+pub const HALT_GLOBAL: &str = "global-cap";
+pub const HALT_TASK: &str = "task-cap";
+pub const HALT_TOKENS: &str = "token-cap";
+pub const HALT_MINUTES: &str = "time-cap";
 pub const HALT_STALL: &str = "stall";
 pub const HALT_CANCELLED: &str = "cancelled";
 
 /// The exact shell command that clears this state's halt, with a raised cap where the
 /// halt kind needs one (the current limit doubled, at least +1).
 pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    let raised = |limit: u64| limit.saturating_mul(2).max(limit + 1);
+    // At least double the cap, and always another full cap's worth beyond what is already
+    // used (halted stops keep counting), so `resume` accepts the suggestion.
+    let raised = |limit: u64, used: u64| {
+        limit
+            .saturating_mul(2)
+            .max(used.saturating_add(limit))
+            .max(limit + 1)
+    };
     let flag = match view.halt_kind() {
-        Some(HALT_GLOBAL) => format!(" --raise-global {}", raised(view.max_global_iterations())),
-        Some(HALT_TASK) => format!(" --raise-task {}", raised(view.max_task_iterations())),
+        Some(HALT_GLOBAL) => format!(
+            " --raise-global {}",
+            raised(view.max_global_iterations(), view.global_iteration())
+        ),
+        Some(HALT_TASK) => format!(
+            " --raise-task {}",
+            raised(view.max_task_iterations(), view.task_iteration())
+        ),
         Some(HALT_TOKENS) => format!(
             " --raise-tokens {}",
-            raised(view.max_output_tokens().unwrap_or(view.output_tokens()))
+            raised(
+                view.max_output_tokens().unwrap_or(view.output_tokens()),
+                view.output_tokens()
+            )
         ),
         Some(HALT_MINUTES) => format!(
             " --raise-minutes {}",
-            raised(view.max_minutes().unwrap_or(60))
+            raised(view.max_minutes().unwrap_or(60), 0)
         ),
         _ => String::new(),
     };
@@ -445,6 +461,27 @@ pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resume_command_raises_past_what_halted_stops_used() {
+        let doc = json!({"maxGlobalIterations": 30, "globalIteration": 75,
+                         "halt": {"kind": HALT_GLOBAL, "reason": "r"}});
+        assert_eq!(
+            resume_command("demo", View(&doc)),
+            "specrun resume --spec demo --raise-global 105"
+        );
+        let doc = json!({"maxTaskIterations": 5, "taskIteration": 5,
+                         "halt": {"kind": HALT_TASK, "reason": "r"}});
+        assert_eq!(
+            resume_command("demo", View(&doc)),
+            "specrun resume --spec demo --raise-task 10"
+        );
+        let doc = json!({"halt": {"kind": HALT_STALL, "reason": "r"}});
+        assert_eq!(
+            resume_command("demo", View(&doc)),
+            "specrun resume --spec demo"
+        );
+    }
 
     #[test]
     fn merge_recurses_objects_and_replaces_arrays_and_scalars() {

@@ -361,7 +361,7 @@ fn snapshot_gates_for_each_case() {
     p.spec("demo", "- [ ] 1 A\n");
     p.write(
         STATE,
-        r#"{"phase":"execution","maxTaskIterations":5,"halt":{"kind":"task-iterations","reason":"5 of 5","at":"t"}}"#,
+        r#"{"phase":"execution","maxTaskIterations":5,"halt":{"kind":"task-cap","reason":"5 of 5","at":"t"}}"#,
     );
     let action = snapshot(&p)["nextAction"].as_str().unwrap().to_string();
     assert!(
@@ -500,7 +500,7 @@ fn status_fits_80_columns_and_shows_the_exact_resume_command() {
     let state = "specs/checkout-flow/.specrun-state.json";
     let patch = json!({
         "globalIteration": 30,
-        "halt": {"kind": "global-iterations", "reason": "30 of 30 stops used without finishing; raise the cap to continue", "at": "2026-01-01T00:00:00Z"},
+        "halt": {"kind": "global-cap", "reason": "30 of 30 stops used without finishing; raise the cap to continue", "at": "2026-01-01T00:00:00Z"},
         "verificationBlocks": {"execution": {"command": "cargo test --workspace --all-features -- --include-ignored --test-threads 1", "exitCode": 1, "startedAt": "2026-01-01T00:00:00Z"}}
     });
     p.specrun()

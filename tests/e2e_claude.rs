@@ -491,10 +491,7 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
         .contains("specrun resume"));
 
     let state = h.state();
-    assert_eq!(
-        state["halt"]["kind"], "global-iterations",
-        "state: {state:#}"
-    );
+    assert_eq!(state["halt"]["kind"], "global-cap", "state: {state:#}");
     assert_eq!(state["globalIteration"], 3, "state: {state:#}");
     let halt = stop_events(&h)
         .into_iter()
@@ -508,7 +505,7 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
         !refused.status.success(),
         "resume without --raise-global cleared a cap halt"
     );
-    assert_eq!(h.state()["halt"]["kind"], "global-iterations");
+    assert_eq!(h.state()["halt"]["kind"], "global-cap");
     h.specrun(&["resume", "--spec", "demo", "--raise-global", "10"]);
     let state = h.state();
     assert!(state["halt"].is_null(), "state: {state:#}");
@@ -810,10 +807,7 @@ fn e2e_8_guard_halt_ends_a_native_goal_session() {
         run.describe()
     );
     let state = h.state();
-    assert_eq!(
-        state["halt"]["kind"], "global-iterations",
-        "state: {state:#}"
-    );
+    assert_eq!(state["halt"]["kind"], "global-cap", "state: {state:#}");
     let last = stop_events(&h)
         .into_iter()
         .last()

@@ -36,7 +36,7 @@ Continue with /specrun:implement demo (`specrun status --spec demo` shows the de
 fn session_start_names_a_halt_and_its_resume_command() {
     let e = Exec::new(
         TASKS,
-        json!({"sessionId": null, "halt": {"kind": "global-iterations", "reason": "global iterations 31 > maxGlobalIterations 30"}}),
+        json!({"sessionId": null, "halt": {"kind": "global-cap", "reason": "global iterations 31 > maxGlobalIterations 30"}}),
     );
     let out = e.hook("session-start", start_stdin(&e, "any-session"));
     let v: Value = json_of(&out);

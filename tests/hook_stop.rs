@@ -135,14 +135,14 @@ fn row4_global_iterations_cap_halts() {
     let s = "specrun halted spec 'demo': global iterations 31 > maxGlobalIterations 30. To continue: `specrun resume --spec demo --raise-global 60`, then /specrun:implement demo.";
     assert_eq!(json_of(&out), halt_json(s));
     let state = e.state();
-    assert_eq!(state["halt"]["kind"], "global-iterations");
+    assert_eq!(state["halt"]["kind"], "global-cap");
     assert_eq!(
         state["halt"]["reason"],
         "global iterations 31 > maxGlobalIterations 30"
     );
     let ev = e.events();
     assert_eq!(ev.last().unwrap()["decision"], "halt");
-    assert_eq!(ev.last().unwrap()["rule"], "cap:global-iterations");
+    assert_eq!(ev.last().unwrap()["rule"], "cap:global-cap");
 }
 
 #[test]

@@ -24,7 +24,7 @@ fn a_cap_halt_needs_its_flag_and_a_real_raise() {
     let p = project(TASKS, &[]);
     set_state(
         &p,
-        json!({"globalIteration": 30, "halt": {"kind": "global-iterations", "reason": "30 stops", "at": "x"}, "guard": {"stallStops": 3}}),
+        json!({"globalIteration": 30, "halt": {"kind": "global-cap", "reason": "30 stops", "at": "x"}, "guard": {"stallStops": 3}}),
     );
     let (code, out, _) = run(&p, &["resume"]);
     assert_eq!(code, 1);
@@ -47,7 +47,7 @@ fn a_cap_halt_needs_its_flag_and_a_real_raise() {
         &["resume", "--raise-global", "60", "--session-id", "sess-2"],
     );
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("halt (global-iterations) cleared; continue with: claude --resume sess-2 \"/specrun:implement\""), "{out}");
+    assert!(out.contains("halt (global-cap) cleared; continue with: claude --resume sess-2 \"/specrun:implement\""), "{out}");
     let s = p.state(SPEC);
     assert!(s["halt"].is_null());
     assert_eq!(
@@ -60,9 +60,9 @@ fn a_cap_halt_needs_its_flag_and_a_real_raise() {
 #[test]
 fn each_cap_names_its_flag() {
     for (kind, flag, raise) in [
-        ("task-iterations", "--raise-task", "9"),
-        ("output-tokens", "--raise-tokens", "999999"),
-        ("minutes", "--raise-minutes", "100000000"),
+        ("task-cap", "--raise-task", "9"),
+        ("token-cap", "--raise-tokens", "999999"),
+        ("time-cap", "--raise-minutes", "100000000"),
     ] {
         let p = project(TASKS, &[]);
         set_state(
