@@ -308,8 +308,11 @@ fn decide_after_count(
 
     // Row 4: hard caps, in a fixed order.
     if let Some((kind, what)) = hit_cap(v, global, output_tokens, stall, facts.now) {
+        // The resume command is computed on the state as it will be written (this stop
+        // counted, this turn's tokens added), so its raise lifts the cap above the usage.
         let mut after = state.clone();
-        state::merge_into(&mut after, &json!({"halt": {"kind": kind}}));
+        state::merge_into(&mut after, patch);
+        state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
         let resume = state::resume_command(name, View(&after));
         let reason = what;
         let s = format!(

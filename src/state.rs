@@ -423,23 +423,46 @@ pub const HALT_STALL: &str = "stall";
 pub const HALT_CANCELLED: &str = "cancelled";
 
 /// The exact shell command that clears this state's halt, with a raised cap where the
-/// halt kind needs one (the current limit doubled, at least +1).
+/// halt kind needs one. `resume` refuses a raise that does not lift the cap above what is
+/// already used, so the new limit is twice the old one and always above the usage; tokens
+/// and minutes overshoot (one long turn, an idle night), so they get a whole limit more
+/// than was used. Minutes are counted up to `halt.at`, which keeps this pure.
 pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    let raised = |limit: u64| limit.saturating_mul(2).max(limit + 1);
+    let doubled = |limit: u64| limit.saturating_mul(2).max(limit.saturating_add(1));
+    let above = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(1));
+    let plus_limit = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(limit));
     let flag = match view.halt_kind() {
-        Some(HALT_GLOBAL) => format!(" --raise-global {}", raised(view.max_global_iterations())),
-        Some(HALT_TASK) => format!(" --raise-task {}", raised(view.max_task_iterations())),
+        Some(HALT_GLOBAL) => format!(
+            " --raise-global {}",
+            above(view.max_global_iterations(), view.global_iteration())
+        ),
+        Some(HALT_TASK) => format!(
+            " --raise-task {}",
+            above(view.max_task_iterations(), view.task_iteration())
+        ),
         Some(HALT_TOKENS) => format!(
             " --raise-tokens {}",
-            raised(view.max_output_tokens().unwrap_or(view.output_tokens()))
+            plus_limit(
+                view.max_output_tokens().unwrap_or(view.output_tokens()),
+                view.output_tokens()
+            )
         ),
         Some(HALT_MINUTES) => format!(
             " --raise-minutes {}",
-            raised(view.max_minutes().unwrap_or(60))
+            plus_limit(view.max_minutes().unwrap_or(60), minutes_until_halt(view))
         ),
         _ => String::new(),
     };
     format!("specrun resume --spec {spec_name}{flag}")
+}
+
+/// Whole minutes from `startedAt` to `halt.at` (0 when either is missing or unparsable).
+fn minutes_until_halt(view: View<'_>) -> u64 {
+    let at = |s: Option<&str>| s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    match (at(view.started_at()), at(view.str_at("halt.at"))) {
+        (Some(start), Some(halt)) => (halt - start).num_minutes().max(0) as u64,
+        _ => 0,
+    }
 }
 
 #[cfg(test)]
@@ -507,6 +530,38 @@ mod tests {
         unset_path(&mut doc, "taskEvidence.1.2");
         unset_path(&mut doc, "a.b.0");
         assert_eq!(doc, json!({"taskEvidence": {}, "a": {"b": [10, 20]}}));
+    }
+
+    #[test]
+    fn resume_command_raises_above_what_was_used() {
+        let cmd = |doc: Value| resume_command("demo", View(&doc));
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_GLOBAL}, "globalIteration": 31, "maxGlobalIterations": 30})
+            ),
+            "specrun resume --spec demo --raise-global 60"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_TASK}, "taskIteration": 12, "maxTaskIterations": 5})),
+            "specrun resume --spec demo --raise-task 13"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_TOKENS}, "usage": {"outputTokens": 310}, "budget": {"maxOutputTokens": 100}})
+            ),
+            "specrun resume --spec demo --raise-tokens 410"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_MINUTES, "at": "2026-01-01T05:00:30Z"},
+                       "startedAt": "2026-01-01T00:00:00Z", "budget": {"maxMinutes": 60}})
+            ),
+            "specrun resume --spec demo --raise-minutes 360"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_STALL}})),
+            "specrun resume --spec demo"
+        );
     }
 
     #[test]
