@@ -184,3 +184,29 @@ fn a_completion_claim_in_a_code_block_or_mid_message_is_not_a_claim() {
         assert_eq!(e.state()["globalIteration"], 1);
     }
 }
+
+/// Regression: a transcript_path naming a FIFO (or a device) was opened and read, which
+/// blocks until a writer appears: the hook hung until Claude Code's timeout. Only a regular
+/// file is read; anything else counts as unreadable (the stored offset is kept).
+#[test]
+fn a_transcript_that_is_not_a_regular_file_is_not_read() {
+    let e = Exec::new(TASKS, json!({"usage": {"transcriptOffset": 0}}));
+    let fifo = e.p.path("t.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out =
+        e.p.specrun()
+            .args(["hook", "stop"])
+            .write_stdin(stop_stdin(&e.p, "x", false, Some(fifo.to_str().unwrap())))
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, b"");
+    let s = e.state();
+    assert_eq!(s["globalIteration"], 1);
+    assert_eq!(s["usage"]["transcriptOffset"], 0);
+}
