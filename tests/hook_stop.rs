@@ -408,3 +408,32 @@ fn the_printed_resume_command_lifts_an_overshot_cap() {
     assert!(resumed.status.success(), "{halt}\n{resumed:?}");
     assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
 }
+
+/// Regression: the guard read followups.json with its own lenient reader, so an item the
+/// `followup` verbs reject (here priority "HIGH") was silently not blocking and a
+/// completion claim was accepted. It is read by the same parser as the verbs now.
+#[test]
+fn followups_the_verbs_cannot_read_block_completion() {
+    let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
+    e.fresh_execution_evidence("true");
+    e.p.write(
+        "specs/demo/followups.json",
+        &json!({"version": 1, "items": [
+            {"id": "F1", "category": "VERIFY", "priority": "HIGH", "title": "load test", "task": null, "files": [], "status": "open", "createdAt": "x"}
+        ]})
+        .to_string(),
+    );
+    e.p.specrun()
+        .args(["followup", "list", "--spec", "demo"])
+        .assert()
+        .code(2);
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+    let v = json_of(&out);
+    assert_eq!(v["decision"], "block", "{out}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("follow-ups cannot be read") && reason.contains("\"HIGH\""),
+        "{reason}"
+    );
+    assert_eq!(e.state()["phase"], "execution");
+}

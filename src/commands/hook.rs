@@ -26,7 +26,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::{self, TaskList};
-use crate::{critique, events, git, output, store, transcript};
+use crate::{critique, events, followups, git, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -316,33 +316,18 @@ fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> Completion
     }
 }
 
-/// Open VERIFY/high follow-ups in `followups.json` (absent = none).
+/// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
+/// parser as the `followup` verbs: a file they refuse is unreadable here too.
 fn open_blockers(path: &Path) -> std::result::Result<Vec<Blocker>, String> {
-    let doc = match store::read_json(path) {
-        Ok(None) => return Ok(Vec::new()),
-        Ok(Some(doc)) => doc,
-        Err(e) => return Err(e.to_string()),
-    };
-    let items = doc
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{}: `items` must be an array", path.display()))?;
-    let field = |item: &Value, key: &str| {
-        item.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let doc = store::read_json(path).map_err(|e| e.to_string())?;
+    let items = followups::Store::from_json(doc.as_ref())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(items
-        .iter()
-        .filter(|i| {
-            field(i, "status") == "open"
-                && field(i, "category") == "VERIFY"
-                && field(i, "priority") == "high"
-        })
+        .blocking_open()
+        .into_iter()
         .map(|i| Blocker {
-            id: field(i, "id"),
-            title: field(i, "title"),
+            id: i.id.clone(),
+            title: i.title.clone(),
         })
         .collect())
 }
@@ -378,6 +363,16 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     let task = load_tasks(spec)
         .ok()
         .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
+    // The id comes from the model: until tasks.md confirms it is a task, it names no file.
+    if task.is_none() {
+        return ClaimFacts {
+            task,
+            evidence: evidence::Freshness::Missing,
+            evidence_started_at: None,
+            post_code_at: None,
+            post_test_at: None,
+        };
+    }
     let slot = Slot::Task(id.to_string());
     let evidence = evidence::check(project, spec, state, &slot);
     let evidence_started_at = slot
