@@ -308,6 +308,9 @@ pub fn init_execution(
     unset_path(&mut usage, "transcriptOffset");
     unset_path(&mut usage, "transcriptPath");
     doc["usage"] = usage;
+    // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
+    // merging `{}` would keep it all, so a re-init could halt on the old stall count.
+    doc["guard"] = json!({});
     doc
 }
 
@@ -574,6 +577,7 @@ mod tests {
     fn init_keeps_unknown_fields_and_resets_counters() {
         let existing = json!({
             "name": "old", "custom": {"x": 1}, "globalIteration": 12, "halt": {"kind": "k", "reason": "r"},
+            "guard": {"stallStops": 4, "lastFingerprint": "f"},
             "usage": {"outputTokens": 99, "transcriptOffset": 500, "note": "mine"},
             "attempts": {"1": []}
         });
@@ -607,6 +611,7 @@ mod tests {
             json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
         );
         assert_eq!(v.max_stall_stops(), 5);
+        assert_eq!(doc["guard"], json!({}));
         typecheck(&doc, "s").unwrap();
     }
 }

@@ -437,3 +437,22 @@ fn followups_the_verbs_cannot_read_block_completion() {
     );
     assert_eq!(e.state()["phase"], "execution");
 }
+
+/// Regression: `state init` merged `"guard": {}` into the old guard record, which kept
+/// every key, so the stall count of the previous execution survived a re-init and the
+/// first stop of the new execution halted again on "no progress".
+#[test]
+fn state_init_starts_the_stall_count_afresh() {
+    let e = Exec::new(TASKS, json!({}));
+    for _ in 0..5 {
+        assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    }
+    assert_eq!(e.state()["guard"]["stallStops"], 4);
+    e.p.specrun()
+        .args(["state", "init", "--spec", "demo", "--session-id", SESSION])
+        .assert()
+        .success();
+    assert_eq!(e.state()["guard"], json!({}));
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    assert_eq!(e.state()["guard"]["stallStops"], 0);
+}
