@@ -181,8 +181,9 @@ impl Counter {
 
     fn flush(&mut self) {
         if let Some((id, i, o)) = self.current.take() {
-            self.input += i;
-            self.output += o;
+            // Figures come from the file: an absurd one must not overflow the sum.
+            self.input = self.input.saturating_add(i);
+            self.output = self.output.saturating_add(o);
             self.messages += 1;
             self.previous = Some(id).filter(|id| !id.is_empty());
         }
