@@ -36,13 +36,30 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let _ = std::io::stdin().lock().read_to_end(&mut stdin);
     // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
     std::panic::set_hook(Box::new(|_| {}));
-    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd)).unwrap_or_else(|_| {
-        Some(json!({"systemMessage": "specrun guard: internal error (panic); this hook allowed the action."}))
-    });
+    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
+        .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(value) = answer {
         output::line(&value.to_string());
     }
     0
+}
+
+const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook allowed the action.";
+
+/// The answer to a panic: allow with a message, and (best effort, itself guarded) the
+/// events.jsonl line every internal error leaves in the project the hook ran for.
+fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
+    let _ = std::panic::catch_unwind(|| {
+        let input = HookInput::parse(stdin)?;
+        let project = input
+            .str("cwd")
+            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
+            .or_else(|| Project::discover(cwd).ok())
+            .filter(|p| p.found)?;
+        record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
+        Some(())
+    });
+    json!({ "systemMessage": PANIC_MESSAGE })
 }
 
 /// The hook's stdin, parsed. Every field is optional.
@@ -409,4 +426,39 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
         "permissionDecision": "deny",
         "permissionDecisionReason": reason,
     }}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_allows_with_a_message_and_an_events_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("specs")).unwrap();
+        let stdin = json!({"session_id": "s1", "cwd": dir.path()}).to_string();
+        let answer = after_panic(HookEvent::Stop, stdin.as_bytes(), None);
+        assert_eq!(answer, json!({"systemMessage": PANIC_MESSAGE}));
+        let log = std::fs::read_to_string(dir.path().join(".specrun/events.jsonl")).unwrap();
+        let line: Value = serde_json::from_str(log.trim()).unwrap();
+        assert_eq!(
+            (
+                &line["event"],
+                &line["decision"],
+                &line["rule"],
+                &line["session"]
+            ),
+            (
+                &json!("stop"),
+                &json!("allow"),
+                &json!("panic"),
+                &json!("s1")
+            )
+        );
+        // No project found: nothing is written anywhere.
+        let bare = tempfile::tempdir().unwrap();
+        let stdin = json!({"cwd": bare.path()}).to_string();
+        after_panic(HookEvent::Stop, stdin.as_bytes(), None);
+        assert_eq!(std::fs::read_dir(bare.path()).unwrap().count(), 0);
+    }
 }
