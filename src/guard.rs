@@ -208,18 +208,18 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     let now = rfc3339(facts.now);
 
     // Row 3: count the stop, add usage, compare the fingerprint.
-    let global = v.global_iteration() + 1;
-    let output_tokens = v.output_tokens() + facts.usage.output_tokens;
-    let input_tokens = v.input_tokens() + facts.usage.input_tokens;
+    // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
+    let global = v.global_iteration().saturating_add(1);
+    let output_tokens = v.output_tokens().saturating_add(facts.usage.output_tokens);
+    let input_tokens = v.input_tokens().saturating_add(facts.usage.input_tokens);
     let fp = fingerprint(facts.tasks, state, facts.head);
     let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
     let mut stall = match last_fp {
-        Some(prev) if prev == fp => {
-            v.get("guard.stallStops")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                + 1
-        }
+        Some(prev) if prev == fp => v
+            .get("guard.stallStops")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .saturating_add(1),
         _ => 0,
     };
     let mut usage = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
@@ -250,7 +250,11 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         stall = 0;
     }
     if let Decision::Block(_) = decision {
-        let blocks = v.get("guard.blocks").and_then(Value::as_u64).unwrap_or(0) + 1;
+        let blocks = v
+            .get("guard.blocks")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .saturating_add(1);
         guard.insert("blocks".into(), json!(blocks));
         guard.insert("lastBlockFingerprint".into(), json!(fp));
     }
@@ -308,8 +312,11 @@ fn decide_after_count(
 
     // Row 4: hard caps, in a fixed order.
     if let Some((kind, what)) = hit_cap(v, global, output_tokens, stall, facts.now) {
+        // The resume command is computed on the state as it will be written (this stop
+        // counted, this turn's tokens added), so its raise lifts the cap above the usage.
         let mut after = state.clone();
-        state::merge_into(&mut after, &json!({"halt": {"kind": kind}}));
+        state::merge_into(&mut after, patch);
+        state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
         let resume = state::resume_command(name, View(&after));
         let reason = what;
         let s = format!(

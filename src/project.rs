@@ -211,10 +211,10 @@ impl Project {
         let looks_like_path = value.contains('/') || value.contains('\\') || value == ".";
         if !looks_like_path {
             validate_spec_name(&value)?;
-            return Ok(Some(Spec {
-                dir: self.specs_dir().join(&value),
-                name: value,
-            }));
+            let dir = self.specs_dir().join(&value);
+            // A `specs/<name>` symlink must not carry writes outside the root either.
+            self.inside(&dir)?;
+            return Ok(Some(Spec { dir, name: value }));
         }
         // A path: relative to the cwd for a flag, to the root for .current-spec.
         let base = if from_flag { &self.cwd } else { &self.root };

@@ -308,6 +308,9 @@ pub fn init_execution(
     unset_path(&mut usage, "transcriptOffset");
     unset_path(&mut usage, "transcriptPath");
     doc["usage"] = usage;
+    // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
+    // merging `{}` would keep it all, so a re-init could halt on the old stall count.
+    doc["guard"] = json!({});
     doc
 }
 
@@ -423,65 +426,51 @@ pub const HALT_STALL: &str = "stall";
 pub const HALT_CANCELLED: &str = "cancelled";
 
 /// The exact shell command that clears this state's halt, with a raised cap where the
-/// halt kind needs one (the current limit doubled, at least +1).
+/// halt kind needs one. `resume` refuses a raise that does not lift the cap above what is
+/// already used, so the new limit is twice the old one and always above the usage; tokens
+/// and minutes overshoot (one long turn, an idle night), so they get a whole limit more
+/// than was used. Minutes are counted up to `halt.at`, which keeps this pure.
 pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    // At least double the cap, and always another full cap's worth beyond what is already
-    // used (halted stops keep counting), so `resume` accepts the suggestion.
-    let raised = |limit: u64, used: u64| {
-        limit
-            .saturating_mul(2)
-            .max(used.saturating_add(limit))
-            .max(limit + 1)
-    };
+    let doubled = |limit: u64| limit.saturating_mul(2).max(limit.saturating_add(1));
+    let above = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(1));
+    let plus_limit = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(limit));
     let flag = match view.halt_kind() {
         Some(HALT_GLOBAL) => format!(
             " --raise-global {}",
-            raised(view.max_global_iterations(), view.global_iteration())
+            above(view.max_global_iterations(), view.global_iteration())
         ),
         Some(HALT_TASK) => format!(
             " --raise-task {}",
-            raised(view.max_task_iterations(), view.task_iteration())
+            above(view.max_task_iterations(), view.task_iteration())
         ),
         Some(HALT_TOKENS) => format!(
             " --raise-tokens {}",
-            raised(
+            plus_limit(
                 view.max_output_tokens().unwrap_or(view.output_tokens()),
                 view.output_tokens()
             )
         ),
         Some(HALT_MINUTES) => format!(
             " --raise-minutes {}",
-            raised(view.max_minutes().unwrap_or(60), 0)
+            plus_limit(view.max_minutes().unwrap_or(60), minutes_until_halt(view))
         ),
         _ => String::new(),
     };
     format!("specrun resume --spec {spec_name}{flag}")
 }
 
+/// Whole minutes from `startedAt` to `halt.at` (0 when either is missing or unparsable).
+fn minutes_until_halt(view: View<'_>) -> u64 {
+    let at = |s: Option<&str>| s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+    match (at(view.started_at()), at(view.str_at("halt.at"))) {
+        (Some(start), Some(halt)) => (halt - start).num_minutes().max(0) as u64,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resume_command_raises_past_what_halted_stops_used() {
-        let doc = json!({"maxGlobalIterations": 30, "globalIteration": 75,
-                         "halt": {"kind": HALT_GLOBAL, "reason": "r"}});
-        assert_eq!(
-            resume_command("demo", View(&doc)),
-            "specrun resume --spec demo --raise-global 105"
-        );
-        let doc = json!({"maxTaskIterations": 5, "taskIteration": 5,
-                         "halt": {"kind": HALT_TASK, "reason": "r"}});
-        assert_eq!(
-            resume_command("demo", View(&doc)),
-            "specrun resume --spec demo --raise-task 10"
-        );
-        let doc = json!({"halt": {"kind": HALT_STALL, "reason": "r"}});
-        assert_eq!(
-            resume_command("demo", View(&doc)),
-            "specrun resume --spec demo"
-        );
-    }
 
     #[test]
     fn merge_recurses_objects_and_replaces_arrays_and_scalars() {
@@ -547,6 +536,38 @@ mod tests {
     }
 
     #[test]
+    fn resume_command_raises_above_what_was_used() {
+        let cmd = |doc: Value| resume_command("demo", View(&doc));
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_GLOBAL}, "globalIteration": 31, "maxGlobalIterations": 30})
+            ),
+            "specrun resume --spec demo --raise-global 60"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_TASK}, "taskIteration": 12, "maxTaskIterations": 5})),
+            "specrun resume --spec demo --raise-task 13"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_TOKENS}, "usage": {"outputTokens": 310}, "budget": {"maxOutputTokens": 100}})
+            ),
+            "specrun resume --spec demo --raise-tokens 410"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_MINUTES, "at": "2026-01-01T05:00:30Z"},
+                       "startedAt": "2026-01-01T00:00:00Z", "budget": {"maxMinutes": 60}})
+            ),
+            "specrun resume --spec demo --raise-minutes 360"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_STALL}})),
+            "specrun resume --spec demo"
+        );
+    }
+
+    #[test]
     fn typecheck_rejects_non_objects() {
         assert!(typecheck(&json!([]), "s.json").is_err());
         assert!(typecheck(&json!({"halt": null, "budget": {"maxMinutes": null}}), "s").is_ok());
@@ -556,6 +577,7 @@ mod tests {
     fn init_keeps_unknown_fields_and_resets_counters() {
         let existing = json!({
             "name": "old", "custom": {"x": 1}, "globalIteration": 12, "halt": {"kind": "k", "reason": "r"},
+            "guard": {"stallStops": 4, "lastFingerprint": "f"},
             "usage": {"outputTokens": 99, "transcriptOffset": 500, "note": "mine"},
             "attempts": {"1": []}
         });
@@ -589,6 +611,7 @@ mod tests {
             json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
         );
         assert_eq!(v.max_stall_stops(), 5);
+        assert_eq!(doc["guard"], json!({}));
         typecheck(&doc, "s").unwrap();
     }
 }

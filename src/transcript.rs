@@ -60,6 +60,14 @@ struct Usage {
 /// not this execution's, so the read starts (and counts nothing) at the current end.
 /// `last_message_id` is the value a previous read returned.
 pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str>) -> TailRead {
+    // Opening a FIFO blocks until a writer appears and a device may never end: only a
+    // regular file is read; anything else is unreadable (the stored offset is kept).
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return TailRead {
+            last_message_id: last_message_id.map(str::to_string),
+            ..TailRead::default()
+        };
+    }
     let mut file = match File::open(path) {
         Ok(file) => file,
         Err(e) => {
@@ -173,8 +181,9 @@ impl Counter {
 
     fn flush(&mut self) {
         if let Some((id, i, o)) = self.current.take() {
-            self.input += i;
-            self.output += o;
+            // Figures come from the file: an absurd one must not overflow the sum.
+            self.input = self.input.saturating_add(i);
+            self.output = self.output.saturating_add(o);
             self.messages += 1;
             self.previous = Some(id).filter(|id| !id.is_empty());
         }
@@ -286,6 +295,16 @@ mod tests {
     fn a_missing_file_without_offset_starts_at_zero() {
         let r = read_usage(Path::new("/nonexistent/specrun/t.jsonl"), None, None);
         assert_eq!(r.next_offset, Some(0));
+    }
+
+    #[test]
+    fn a_directory_is_not_read_and_keeps_the_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        for offset in [None, Some(3)] {
+            let r = read_usage(dir.path(), offset, Some("m"));
+            assert_eq!(r.next_offset, None);
+            assert_eq!(r.last_message_id.as_deref(), Some("m"));
+        }
     }
 
     #[test]

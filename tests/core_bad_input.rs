@@ -449,3 +449,57 @@ fn state_get_absent_path_is_a_negative_answer() {
         .code(0)
         .stdout("null\n");
 }
+
+/// Regression: `tasks check --file` wrote wherever the path pointed, so a `../` path (or an
+/// absolute one) ticked a box in a file outside the project root.
+#[test]
+fn tasks_check_file_outside_the_root_is_refused() {
+    let p = TempProject::git();
+    p.spec("demo", TASKS);
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("tasks.md");
+    std::fs::write(&victim, "- [ ] 1 Outside\n").unwrap();
+    let escape = climb_to(&p.root(), &victim);
+    for file in [escape.as_str(), victim.to_str().unwrap()] {
+        p.specrun()
+            .args(["tasks", "check", "1", "--file", file])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("outside the project root"));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "- [ ] 1 Outside\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "no lock file may be left outside the root");
+    // Inside the root, --file still works.
+    p.specrun()
+        .args(["tasks", "check", "1.2", "--file", "specs/demo/tasks.md"])
+        .assert()
+        .success();
+}
+
+/// Regression: a spec *name* was joined under specs/ without the root check that a spec
+/// *path* gets, so a `specs/<name>` symlink to another directory made every write (state,
+/// tasks.md, locks) land outside the project root.
+#[test]
+fn spec_name_whose_directory_links_outside_the_root_is_refused() {
+    let p = TempProject::git();
+    p.write("specs/.keep", "");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("tasks.md"), "- [ ] 1 Outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.path("specs/linked")).unwrap();
+    for args in [
+        vec!["tasks", "check", "1", "--spec", "linked"],
+        vec!["state", "init", "--spec", "linked"],
+    ] {
+        p.specrun()
+            .args(&args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("outside the project root"));
+    }
+    let names: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
+    assert_eq!(names.len(), 1, "nothing may be written outside the root");
+}

@@ -184,3 +184,65 @@ fn a_completion_claim_in_a_code_block_or_mid_message_is_not_a_claim() {
         assert_eq!(e.state()["globalIteration"], 1);
     }
 }
+
+/// Regression: a transcript_path naming a FIFO (or a device) was opened and read, which
+/// blocks until a writer appears: the hook hung until Claude Code's timeout. Only a regular
+/// file is read; anything else counts as unreadable (the stored offset is kept).
+#[test]
+fn a_transcript_that_is_not_a_regular_file_is_not_read() {
+    let e = Exec::new(TASKS, json!({"usage": {"transcriptOffset": 0}}));
+    let fifo = e.p.path("t.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out =
+        e.p.specrun()
+            .args(["hook", "stop"])
+            .write_stdin(stop_stdin(&e.p, "x", false, Some(fifo.to_str().unwrap())))
+            .timeout(std::time::Duration::from_secs(10))
+            .output()
+            .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(out.stdout, b"");
+    let s = e.state();
+    assert_eq!(s["globalIteration"], 1);
+    assert_eq!(s["usage"]["transcriptOffset"], 0);
+}
+
+/// Regression: counters near u64::MAX (a hand-edited state, a transcript line with an absurd
+/// usage figure) overflowed `+ 1` and the token sums: a panic in debug builds (the hook
+/// answered "internal error"), a silent wrap to 0 in release (the cap never hit). The
+/// counts saturate, so such a state halts on its cap like any other.
+#[test]
+fn counters_at_the_top_of_their_range_saturate_and_halt() {
+    let max = u64::MAX;
+    let e = Exec::new(
+        TASKS,
+        json!({"globalIteration": max, "usage": {"outputTokens": max - 1, "inputTokens": max, "transcriptOffset": 0},
+               "guard": {"stallStops": max, "lastFingerprint": "-", "blocks": max}}),
+    );
+    let t = e.p.write(
+        "t.jsonl",
+        &[
+            assistant_line("m1", max, max),
+            assistant_line("m2", max, max),
+        ]
+        .concat(),
+    );
+    let out = e.hook(
+        "stop",
+        stop_stdin(&e.p, "x", false, Some(t.to_str().unwrap())),
+    );
+    let v = json_of(&out);
+    assert_eq!(v["continue"], false, "{out}");
+    let reason = v["stopReason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("global iterations {max} > maxGlobalIterations 30")),
+        "{reason}"
+    );
+    let s = e.state();
+    assert_eq!(s["globalIteration"], max);
+    assert_eq!(s["usage"]["outputTokens"], max);
+}

@@ -178,7 +178,7 @@ fn row4_minutes_cap_halts() {
         json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}),
     );
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
-    let s = "specrun halted spec 'demo': 119 minutes since startedAt >= budget.maxMinutes 60. To continue: `specrun resume --spec demo --raise-minutes 120`, then /specrun:implement demo.";
+    let s = "specrun halted spec 'demo': 119 minutes since startedAt >= budget.maxMinutes 60. To continue: `specrun resume --spec demo --raise-minutes 179`, then /specrun:implement demo.";
     assert_eq!(json_of(&out), halt_json(s));
 }
 
@@ -360,4 +360,99 @@ fn forty_stops_with_max_30_halt_from_the_31st_on() {
         .filter(|ev| ev["decision"] == "halt")
         .count();
     assert_eq!(halts, 10);
+}
+
+/// Run the resume command a halt message prints, exactly as printed.
+fn run_printed_resume(e: &Exec, halt: &str) -> std::process::Output {
+    let start = halt.find("To continue: `").expect("a resume command") + "To continue: `".len();
+    let command = &halt[start..start + halt[start..].find('`').unwrap()];
+    let words: Vec<&str> = command.split_whitespace().collect();
+    assert_eq!(words[..2], ["specrun", "resume"], "{command}");
+    e.p.specrun().args(&words[1..]).output().unwrap()
+}
+
+/// Regression: the printed command raised the cap to twice its limit, which `resume`
+/// refuses when usage had already overshot that (a long turn's tokens, a session idle for
+/// hours), so "the exact command that resumes" did not resume.
+#[test]
+fn the_printed_resume_command_lifts_an_overshot_cap() {
+    // Tokens: 60 stored + 250 in this turn against a cap of 100.
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxOutputTokens": 100}, "usage": {"outputTokens": 60, "transcriptOffset": 0}}),
+    );
+    let t = e.p.write("t.jsonl", &assistant_line("m1", 5, 250));
+    let tpath = t.to_str().unwrap();
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, Some(tpath)));
+    let halt = json_of(&out)["stopReason"].as_str().unwrap().to_string();
+    assert!(
+        halt.contains("output tokens 310 >= budget.maxOutputTokens 100"),
+        "{halt}"
+    );
+    let resumed = run_printed_resume(&e, &halt);
+    assert!(resumed.status.success(), "{halt}\n{resumed:?}");
+    assert_eq!(
+        e.hook("stop", stop_stdin(&e.p, "x", false, Some(tpath))),
+        ""
+    );
+
+    // Minutes: five hours in against a cap of 60.
+    let started = chrono::Utc::now() - chrono::Duration::minutes(300);
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}),
+    );
+    let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
+    let halt = json_of(&out)["stopReason"].as_str().unwrap().to_string();
+    let resumed = run_printed_resume(&e, &halt);
+    assert!(resumed.status.success(), "{halt}\n{resumed:?}");
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+}
+
+/// Regression: the guard read followups.json with its own lenient reader, so an item the
+/// `followup` verbs reject (here priority "HIGH") was silently not blocking and a
+/// completion claim was accepted. It is read by the same parser as the verbs now.
+#[test]
+fn followups_the_verbs_cannot_read_block_completion() {
+    let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
+    e.fresh_execution_evidence("true");
+    e.p.write(
+        "specs/demo/followups.json",
+        &json!({"version": 1, "items": [
+            {"id": "F1", "category": "VERIFY", "priority": "HIGH", "title": "load test", "task": null, "files": [], "status": "open", "createdAt": "x"}
+        ]})
+        .to_string(),
+    );
+    e.p.specrun()
+        .args(["followup", "list", "--spec", "demo"])
+        .assert()
+        .code(2);
+    let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+    let v = json_of(&out);
+    assert_eq!(v["decision"], "block", "{out}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("follow-ups cannot be read") && reason.contains("\"HIGH\""),
+        "{reason}"
+    );
+    assert_eq!(e.state()["phase"], "execution");
+}
+
+/// Regression: `state init` merged `"guard": {}` into the old guard record, which kept
+/// every key, so the stall count of the previous execution survived a re-init and the
+/// first stop of the new execution halted again on "no progress".
+#[test]
+fn state_init_starts_the_stall_count_afresh() {
+    let e = Exec::new(TASKS, json!({}));
+    for _ in 0..5 {
+        assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    }
+    assert_eq!(e.state()["guard"]["stallStops"], 4);
+    e.p.specrun()
+        .args(["state", "init", "--spec", "demo", "--session-id", SESSION])
+        .assert()
+        .success();
+    assert_eq!(e.state()["guard"], json!({}));
+    assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
+    assert_eq!(e.state()["guard"]["stallStops"], 0);
 }

@@ -200,3 +200,43 @@ fn other_agents_and_non_claims_are_ignored() {
     assert_eq!(e.state_bytes(), before);
     assert!(e.events().is_empty());
 }
+
+/// Regression: the claimed id went into file paths before it was known to be a task, so
+/// `TASK_COMPLETE ../../x` read critique records from outside the spec's critique/ (here
+/// planted to make the claim look reviewed). An id that is not a task of tasks.md reads
+/// nothing: every proof is missing.
+#[test]
+fn a_claimed_id_that_is_not_a_task_reads_no_files() {
+    let e = Exec::new(ALL_DONE, json!({}));
+    critique(&e, "1.1", "post-code", "2026-01-01T00:05:00Z");
+    e.p.write(
+        "specs/elsewhere/7-post-code.json",
+        &json!({"recordedAt": "2026-01-01T00:05:00Z"}).to_string(),
+    );
+    e.p.write(
+        "specs/elsewhere/7-post-test.json",
+        &json!({"recordedAt": "2026-01-01T00:20:00Z"}).to_string(),
+    );
+    let out = e.hook(
+        "subagent-stop",
+        sub_stdin(
+            &e,
+            "specrun:spec-executor",
+            "TASK_COMPLETE ../../elsewhere/7",
+            false,
+        ),
+    );
+    let reason = json_of(&out)["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains("task ../../elsewhere/7 does not exist"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("self-critique record post-code is missing"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("self-critique record post-test is missing"),
+        "{reason}"
+    );
+}

@@ -26,7 +26,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::{self, TaskList};
-use crate::{critique, events, git, output, store, transcript};
+use crate::{critique, events, followups, git, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -36,13 +36,30 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let _ = std::io::stdin().lock().read_to_end(&mut stdin);
     // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
     std::panic::set_hook(Box::new(|_| {}));
-    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd)).unwrap_or_else(|_| {
-        Some(json!({"systemMessage": "specrun guard: internal error (panic); this hook allowed the action."}))
-    });
+    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
+        .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(value) = answer {
         output::line(&value.to_string());
     }
     0
+}
+
+const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook allowed the action.";
+
+/// The answer to a panic: allow with a message, and (best effort, itself guarded) the
+/// events.jsonl line every internal error leaves in the project the hook ran for.
+fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
+    let _ = std::panic::catch_unwind(|| {
+        let input = HookInput::parse(stdin)?;
+        let project = input
+            .str("cwd")
+            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
+            .or_else(|| Project::discover(cwd).ok())
+            .filter(|p| p.found)?;
+        record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
+        Some(())
+    });
+    json!({ "systemMessage": PANIC_MESSAGE })
 }
 
 /// The hook's stdin, parsed. Every field is optional.
@@ -316,33 +333,18 @@ fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> Completion
     }
 }
 
-/// Open VERIFY/high follow-ups in `followups.json` (absent = none).
+/// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
+/// parser as the `followup` verbs: a file they refuse is unreadable here too.
 fn open_blockers(path: &Path) -> std::result::Result<Vec<Blocker>, String> {
-    let doc = match store::read_json(path) {
-        Ok(None) => return Ok(Vec::new()),
-        Ok(Some(doc)) => doc,
-        Err(e) => return Err(e.to_string()),
-    };
-    let items = doc
-        .get("items")
-        .and_then(Value::as_array)
-        .ok_or_else(|| format!("{}: `items` must be an array", path.display()))?;
-    let field = |item: &Value, key: &str| {
-        item.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let doc = store::read_json(path).map_err(|e| e.to_string())?;
+    let items = followups::Store::from_json(doc.as_ref())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(items
-        .iter()
-        .filter(|i| {
-            field(i, "status") == "open"
-                && field(i, "category") == "VERIFY"
-                && field(i, "priority") == "high"
-        })
+        .blocking_open()
+        .into_iter()
         .map(|i| Blocker {
-            id: field(i, "id"),
-            title: field(i, "title"),
+            id: i.id.clone(),
+            title: i.title.clone(),
         })
         .collect())
 }
@@ -378,6 +380,16 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     let task = load_tasks(spec)
         .ok()
         .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
+    // The id comes from the model: until tasks.md confirms it is a task, it names no file.
+    if task.is_none() {
+        return ClaimFacts {
+            task,
+            evidence: evidence::Freshness::Missing,
+            evidence_started_at: None,
+            post_code_at: None,
+            post_test_at: None,
+        };
+    }
     let mut slot = Slot::Task(id.to_string());
     let mut evidence = evidence::check(project, spec, state, &slot);
     // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
@@ -421,4 +433,39 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
         "permissionDecision": "deny",
         "permissionDecisionReason": reason,
     }}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_allows_with_a_message_and_an_events_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("specs")).unwrap();
+        let stdin = json!({"session_id": "s1", "cwd": dir.path()}).to_string();
+        let answer = after_panic(HookEvent::Stop, stdin.as_bytes(), None);
+        assert_eq!(answer, json!({"systemMessage": PANIC_MESSAGE}));
+        let log = std::fs::read_to_string(dir.path().join(".specrun/events.jsonl")).unwrap();
+        let line: Value = serde_json::from_str(log.trim()).unwrap();
+        assert_eq!(
+            (
+                &line["event"],
+                &line["decision"],
+                &line["rule"],
+                &line["session"]
+            ),
+            (
+                &json!("stop"),
+                &json!("allow"),
+                &json!("panic"),
+                &json!("s1")
+            )
+        );
+        // No project found: nothing is written anywhere.
+        let bare = tempfile::tempdir().unwrap();
+        let stdin = json!({"cwd": bare.path()}).to_string();
+        after_panic(HookEvent::Stop, stdin.as_bytes(), None);
+        assert_eq!(std::fs::read_dir(bare.path()).unwrap().count(), 0);
+    }
 }

@@ -78,6 +78,8 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             file,
         } => {
             let path = resolve_tasks_path(project, spec.spec.as_deref(), file.as_deref())?;
+            // A write: `--file` must not lead outside the project root.
+            let path = project.inside(&path)?;
             let (changed, label, title) = check(&path, &id, !undo)?;
             let mark = if undo { "[ ]" } else { "[x]" };
             let verb = if changed { "now" } else { "already" };
