@@ -215,6 +215,8 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     let fp = fingerprint(facts.tasks, state, facts.head);
     let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
     let mut stall = match last_fp {
+        // Waiting on the user is not a stall: those turns answer questions, not tasks.
+        _ if v.awaiting_approval() => 0,
         Some(prev) if prev == fp => v
             .get("guard.stallStops")
             .and_then(Value::as_u64)
@@ -962,6 +964,16 @@ mod tests {
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_text(&o).contains("60 minutes since startedAt >= budget.maxMinutes 60"));
         assert_eq!(o.patch["halt"]["kind"], "time-cap");
+    }
+
+    #[test]
+    fn awaiting_approval_stops_do_not_count_as_stalls() {
+        let mut s = state();
+        s["awaitingApproval"] = json!(true);
+        s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 4});
+        let o = decide(&s, TASKS, None, false, None);
+        assert_eq!(o.patch["guard"]["stallStops"], 0);
+        assert!(!matches!(o.decision, Decision::Halt(_)));
     }
 
     #[test]
