@@ -685,6 +685,75 @@ pub fn decide_subagent_stop(
     }
 }
 
+/// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
+/// whole file is this execution's work) and the last message id counted.
+pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Option<&'a str>) {
+    let entry = state
+        .get("usage")
+        .and_then(|u| u.get("agents"))
+        .and_then(|a| a.get(agent_key));
+    let offset = entry
+        .and_then(|e| e.get("offset"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let last = entry
+        .and_then(|e| e.get("lastMessageId"))
+        .and_then(Value::as_str);
+    (offset, last)
+}
+
+/// The state patch that adds a subagent's newly read usage to the execution's totals, so
+/// the token budget counts the executors' work and not only the coordinator's.
+pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -> Value {
+    let v = View(state);
+    let previous = state
+        .get("usage")
+        .and_then(|u| u.get("agents"))
+        .and_then(|a| a.get(agent_key))
+        .and_then(|e| e.get("outputTokens"))
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let mut entry = json!({"outputTokens": previous.saturating_add(usage.output_tokens)});
+    if let Some(offset) = usage.next_offset {
+        entry["offset"] = json!(offset);
+    }
+    if let Some(id) = &usage.last_message_id {
+        entry["lastMessageId"] = json!(id);
+    }
+    json!({"usage": {
+        "inputTokens": v.input_tokens().saturating_add(usage.input_tokens),
+        "outputTokens": v.output_tokens().saturating_add(usage.output_tokens),
+        "agents": {agent_key: entry},
+    }})
+}
+
+/// PreToolUse on `Agent`: once the owned execution is halted or has spent a budget, a new
+/// delegation is denied, so a coordinator that never ends its turn still stops at the caps.
+pub fn deny_delegation(
+    state: &Value,
+    tool_name: Option<&str>,
+    session: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    if !matches!(tool_name, Some("Agent" | "Task"))
+        || !executing(state)
+        || !owned_by(state, session)
+    {
+        return None;
+    }
+    let v = View(state);
+    let why = match v.halt() {
+        Some(_) => format!(
+            "the execution is halted ({})",
+            v.halt_reason().unwrap_or("no reason recorded")
+        ),
+        None => hit_cap(v, v.global_iteration(), v.output_tokens(), 0, now)?.1,
+    };
+    Some(format!(
+        "specrun: do not delegate more work: {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+    ))
+}
+
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
 pub fn session_context(
     name: &str,
@@ -964,6 +1033,51 @@ mod tests {
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_text(&o).contains("60 minutes since startedAt >= budget.maxMinutes 60"));
         assert_eq!(o.patch["halt"]["kind"], "time-cap");
+    }
+
+    #[test]
+    fn subagent_usage_adds_to_the_totals_and_remembers_the_agent_offset() {
+        let mut s = state();
+        s["usage"] = json!({"inputTokens": 10, "outputTokens": 100,
+                            "agents": {"a1": {"offset": 50, "lastMessageId": "m1", "outputTokens": 7}}});
+        assert_eq!(agent_transcript_start(&s, "a1"), (50, Some("m1")));
+        assert_eq!(agent_transcript_start(&s, "new"), (0, None));
+        let read = UsageRead {
+            input_tokens: 3,
+            output_tokens: 40,
+            next_offset: Some(90),
+            last_message_id: Some("m2".into()),
+            transcript_path: None,
+        };
+        let patch = subagent_usage_patch(&s, "a1", &read);
+        assert_eq!(
+            patch,
+            json!({"usage": {"inputTokens": 13, "outputTokens": 140,
+                             "agents": {"a1": {"outputTokens": 47, "offset": 90, "lastMessageId": "m2"}}}})
+        );
+    }
+
+    #[test]
+    fn delegation_is_denied_only_when_halted_or_a_budget_is_spent() {
+        let mut s = state();
+        let deny = |s: &Value, tool: &str, session: &str| {
+            deny_delegation(s, Some(tool), Some(session), now())
+        };
+        assert_eq!(deny(&s, "Agent", "s1"), None);
+        s["budget"]["maxOutputTokens"] = json!(1000);
+        s["usage"] = json!({"outputTokens": 1000});
+        let m = deny(&s, "Agent", "s1").expect("token budget spent");
+        assert!(
+            m.contains("output tokens 1000 >= budget.maxOutputTokens 1000"),
+            "{m}"
+        );
+        assert!(deny(&s, "Task", "s1").is_some());
+        assert_eq!(deny(&s, "Bash", "s1"), None);
+        assert_eq!(deny(&s, "Agent", "other-session"), None);
+        s["usage"] = json!({"outputTokens": 1});
+        s["halt"] = json!({"kind": "stall", "reason": "5 stops without progress"});
+        let m = deny(&s, "Agent", "s1").expect("halted");
+        assert!(m.contains("halted (5 stops without progress)"), "{m}");
     }
 
     #[test]

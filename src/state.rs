@@ -307,6 +307,7 @@ pub fn init_execution(
     merge_into(&mut usage, &json!({"outputTokens": 0, "inputTokens": 0}));
     unset_path(&mut usage, "transcriptOffset");
     unset_path(&mut usage, "transcriptPath");
+    unset_path(&mut usage, "agents");
     doc["usage"] = usage;
     // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
     // merging `{}` would keep it all, so a re-init could halt on the old stall count.

@@ -269,7 +269,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
     let claims: Vec<(String, String)> = h
         .events()
         .iter()
-        .filter(|e| e["event"] == "subagent-stop")
+        .filter(|e| e["event"] == "subagent-stop" && e["rule"] != "usage")
         .map(|e| {
             (
                 e["taskId"].as_str().unwrap_or_default().to_string(),
@@ -284,6 +284,14 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
             ("1.2".to_string(), "claim-accepted".to_string())
         ],
         "events.jsonl subagent-stop decisions"
+    );
+    // Every subagent's transcript was read into the execution's usage (the token budget
+    // counts the executors' work too).
+    let agents = h.state()["usage"]["agents"].clone();
+    assert_eq!(
+        agents.as_object().map(|a| a.len()),
+        Some(3),
+        "usage.agents: {agents}"
     );
     // One commit per implementing task, with the task's Commit field as the subject, and
     // the commit did not stale the evidence it followed.

@@ -122,5 +122,8 @@ fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
             }
         }
     }
-    assert_eq!(hooks["PreToolUse"][0]["matcher"], "AskUserQuestion");
+    assert_eq!(
+        hooks["PreToolUse"][0]["matcher"],
+        "AskUserQuestion|Agent|Task"
+    );
 }

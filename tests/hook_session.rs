@@ -87,3 +87,41 @@ fn pre_tool_use_denies_questions_in_quick_mode_only() {
         ""
     );
 }
+
+#[test]
+fn pre_tool_use_denies_a_new_delegation_once_a_budget_is_spent() {
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxOutputTokens": 500}, "usage": {"outputTokens": 499}}),
+    );
+    assert_eq!(e.hook("pre-tool-use", tool_stdin(&e, SESSION, "Agent")), "");
+    let e = Exec::new(
+        TASKS,
+        json!({"budget": {"maxOutputTokens": 500}, "usage": {"outputTokens": 500}}),
+    );
+    let out = json_of(&e.hook("pre-tool-use", tool_stdin(&e, SESSION, "Agent")));
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("output tokens 500 >= budget.maxOutputTokens 500"),
+        "{reason}"
+    );
+    // Another session's delegations and other tools are never touched.
+    assert_eq!(
+        e.hook("pre-tool-use", tool_stdin(&e, "another-session", "Agent")),
+        ""
+    );
+    assert_eq!(e.hook("pre-tool-use", tool_stdin(&e, SESSION, "Bash")), "");
+}
+
+#[test]
+fn pre_tool_use_denies_delegation_while_halted() {
+    let e = Exec::new(
+        TASKS,
+        json!({"halt": {"kind": "stall", "reason": "5 stops in a row without progress", "at": "x"}}),
+    );
+    let out = json_of(&e.hook("pre-tool-use", tool_stdin(&e, SESSION, "Agent")));
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+}

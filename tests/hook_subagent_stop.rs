@@ -240,3 +240,47 @@ fn a_claimed_id_that_is_not_a_task_reads_no_files() {
         "{reason}"
     );
 }
+
+/// Regression: executors' tokens were never counted, so `--max-output-tokens` saw only the
+/// coordinator's share of the bill.
+#[test]
+fn every_subagent_stop_adds_its_transcript_usage_once() {
+    let e = Exec::new(
+        TASKS,
+        json!({"usage": {"inputTokens": 1, "outputTokens": 10}}),
+    );
+    let transcript = e.p.path("agent-a7.jsonl");
+    let mut lines = assistant_line("m1", 100, 40);
+    lines.push_str(&assistant_line("m1", 100, 40)); // one message, two content lines
+    lines.push_str(&assistant_line("m2", 5, 60));
+    std::fs::write(&transcript, &lines).unwrap();
+    let stdin = |message: &str| {
+        json!({"session_id": SESSION, "transcript_path": "/nonexistent/main.jsonl", "cwd": e.p.root(),
+               "hook_event_name": "SubagentStop", "stop_hook_active": false,
+               "agent_id": "a7", "agent_type": "specrun:task-planner",
+               "agent_transcript_path": transcript, "last_assistant_message": message})
+        .to_string()
+    };
+    assert_eq!(e.hook("subagent-stop", stdin("done")), "");
+    let state = e.state();
+    assert_eq!(state["usage"]["outputTokens"], 110);
+    assert_eq!(state["usage"]["inputTokens"], 106);
+    assert_eq!(state["usage"]["agents"]["a7"]["outputTokens"], 100);
+    // A second stop of the same agent reads only what was added since.
+    std::fs::write(
+        &transcript,
+        format!("{lines}{}", assistant_line("m3", 0, 7)),
+    )
+    .unwrap();
+    e.hook("subagent-stop", stdin("done again"));
+    assert_eq!(e.state()["usage"]["outputTokens"], 117);
+    let last = e.events().pop().unwrap();
+    assert_eq!(
+        (&last["rule"], &last["outputTokens"]),
+        (&json!("usage"), &json!(7))
+    );
+    // Another session's subagents are not counted.
+    let other = stdin("x").replace(SESSION, "another-session");
+    e.hook("subagent-stop", other);
+    assert_eq!(e.state()["usage"]["outputTokens"], 117);
+}

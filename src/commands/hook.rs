@@ -350,28 +350,72 @@ fn open_blockers(path: &Path) -> std::result::Result<Vec<Blocker>, String> {
 }
 
 fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
-    if input.str("agent_type") != Some(guard::EXECUTOR_AGENT)
-        || !guard::owned_by(&active.state, input.session())
-    {
+    if !guard::owned_by(&active.state, input.session()) {
         return None;
     }
-    let id = guard::task_complete_claim(input.str("last_assistant_message"))?;
-    let facts = claim_facts(&active, &id);
+    let claim = (input.str("agent_type") == Some(guard::EXECUTOR_AGENT))
+        .then(|| guard::task_complete_claim(input.str("last_assistant_message")))
+        .flatten();
+    let agent_transcript = input.str("agent_transcript_path").filter(|p| !p.is_empty());
+    if claim.is_none() && agent_transcript.is_none() {
+        return None;
+    }
+    let facts = claim
+        .as_ref()
+        .map(|id| (id.clone(), claim_facts(&active, id)));
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
-        let sub = SubagentInput {
-            session_id: input.session(),
-            agent_id: input.str("agent_id"),
-            stop_hook_active: input.flag("stop_hook_active"),
-        };
-        Ok(Some(guard::decide_subagent_stop(
-            &active.spec.name,
-            &id,
-            &facts,
-            &sub,
-            state,
-            chrono::Utc::now(),
-        )))
+        let now = chrono::Utc::now();
+        let mut outcome = facts.map(|(id, facts)| {
+            let sub = SubagentInput {
+                session_id: input.session(),
+                agent_id: input.str("agent_id"),
+                stop_hook_active: input.flag("stop_hook_active"),
+            };
+            guard::decide_subagent_stop(&active.spec.name, &id, &facts, &sub, state, now)
+        });
+        if let Some(path) = agent_transcript {
+            let key = input.str("agent_id").unwrap_or(path);
+            let usage = read_agent_usage(path, key, state);
+            if usage.next_offset.is_some() {
+                let patch = guard::subagent_usage_patch(state, key, &usage);
+                let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, &usage));
+                state::merge_into(&mut outcome.patch, &patch);
+                outcome.event["outputTokens"] = json!(usage.output_tokens);
+            }
+        }
+        Ok(outcome)
     })
+}
+
+/// A subagent's usage since its stored offset (its whole transcript the first time).
+fn read_agent_usage(path: &str, key: &str, state: &Value) -> UsageRead {
+    let (offset, last_id) = guard::agent_transcript_start(state, key);
+    let tail = transcript::read_usage(Path::new(path), Some(offset), last_id);
+    UsageRead {
+        input_tokens: tail.input_tokens,
+        output_tokens: tail.output_tokens,
+        next_offset: tail.next_offset,
+        last_message_id: tail.last_message_id,
+        transcript_path: Some(path.to_string()),
+    }
+}
+
+/// The outcome of a subagent stop that only adds usage: allow, and log it.
+fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
+    Outcome {
+        decision: guard::Decision::Allow(None),
+        rule: "usage".into(),
+        patch: json!({}),
+        event: json!({
+            "session": input.session(),
+            "event": "subagent-stop",
+            "decision": "allow",
+            "rule": "usage",
+            "agentId": key,
+            "agentType": input.str("agent_type"),
+            "outputTokens": usage.output_tokens,
+        }),
+    }
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
@@ -427,7 +471,10 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
-    let reason = guard::deny_question(&active.state, input.str("tool_name"), input.session())?;
+    let tool = input.str("tool_name");
+    let reason = guard::deny_question(&active.state, tool, input.session()).or_else(|| {
+        guard::deny_delegation(&active.state, tool, input.session(), chrono::Utc::now())
+    })?;
     Some(json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": "deny",
