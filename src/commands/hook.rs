@@ -316,6 +316,11 @@ fn read_usage(input: &HookInput, state: &Value) -> UsageRead {
         return UsageRead::default();
     };
     let (offset, last_id) = guard::transcript_start(state, path);
+    usage_since(path, offset, last_id)
+}
+
+/// The usage `path` gained past `offset`, in the guard's terms.
+fn usage_since(path: &str, offset: Option<u64>, last_id: Option<&str>) -> UsageRead {
     let tail = transcript::read_usage(Path::new(path), offset, last_id);
     UsageRead {
         input_tokens: tail.input_tokens,
@@ -390,14 +395,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
 /// A subagent's usage since its stored offset (its whole transcript the first time).
 fn read_agent_usage(path: &str, key: &str, state: &Value) -> UsageRead {
     let (offset, last_id) = guard::agent_transcript_start(state, key);
-    let tail = transcript::read_usage(Path::new(path), Some(offset), last_id);
-    UsageRead {
-        input_tokens: tail.input_tokens,
-        output_tokens: tail.output_tokens,
-        next_offset: tail.next_offset,
-        last_message_id: tail.last_message_id,
-        transcript_path: Some(path.to_string()),
-    }
+    usage_since(path, Some(offset), last_id)
 }
 
 /// The outcome of a subagent stop that only adds usage: allow, and log it.
