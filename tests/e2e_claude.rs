@@ -842,6 +842,56 @@ fn e2e_8_guard_halt_ends_a_native_goal_session() {
 /// The fake model itself (no Claude Code needed): two requests on one keep-alive
 /// connection, one body by Content-Length and one chunked, answered by the matching rules
 /// as SSE in the event order of contract §1, and logged with the agent they came from.
+/// Scenario 9 (beyond the eight): a coordinator that never ends its turn never
+/// meets the Stop hook, so the caps also hold at delegation. With the token budget spent,
+/// PreToolUse denies the `Agent` call (the `AskUserQuestion|Agent|Task` matcher really
+/// matches it), no subagent runs, and the Stop that follows halts the session.
+#[test]
+fn e2e_9_spent_budget_denies_delegation_then_the_stop_halts() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--max-output-tokens", "100"]);
+    h.merge_state(json!({"usage": {"outputTokens": 100}}));
+
+    let run = h.run(
+        vec![
+            Rule::main()
+                .turn(0)
+                .reply([delegate("specrun:spec-executor", "1.1")]),
+            Rule::main()
+                .turn(1)
+                .last_tool_result("do not delegate more work")
+                .reply([text("The budget is spent; ending the turn.")]),
+        ],
+        Session::new("Continue the demo spec.").session_id(SESSION),
+    );
+
+    assert!(
+        run.requests_of(Agent::Sub).is_empty(),
+        "a subagent ran despite the spent budget\n{}",
+        run.describe()
+    );
+    let denied = run
+        .requests
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .find(|t| t.contains("do not delegate more work"))
+        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    assert!(
+        denied.contains("output tokens 100 >= budget.maxOutputTokens 100"),
+        "{denied}"
+    );
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(state["halt"]["kind"], "token-cap", "state: {state:#}");
+}
+
 #[test]
 fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
     use std::io::{BufRead, BufReader, Read, Write};
