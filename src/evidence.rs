@@ -161,7 +161,72 @@ pub fn current_tree(project: &Project, spec: &Spec) -> Result<String> {
 /// The fingerprint and how it was computed: git when the project root is inside a work
 /// tree, else a hash of the files (honouring `.gitignore`).
 pub fn fingerprint(project: &Project, spec: &Spec) -> Result<Fingerprint> {
-    let excluded = bookkeeping_paths(project, spec);
+    fingerprint_excluding(project, spec, &[])
+}
+
+/// The fingerprint of a record's tree: the spec's bookkeeping and the record's own
+/// `excludedPaths` (a parallel task's siblings' Files) left out, as when it was recorded.
+pub fn fingerprint_for(
+    project: &Project,
+    spec: &Spec,
+    record: Option<&Value>,
+) -> Result<Fingerprint> {
+    fingerprint_excluding(project, spec, &excluded_paths(record))
+}
+
+/// `excludedPaths` of a record (empty for records without it).
+pub fn excluded_paths(record: Option<&Value>) -> Vec<String> {
+    record
+        .and_then(|r| r.get("excludedPaths"))
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|p| is_plain_relative(p))
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A root-relative path with no `..`, no leading `/` and no pathspec magic, so a
+/// hand-edited record cannot widen what git is asked to leave out.
+fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.starts_with(':')
+        && !path.split('/').any(|part| part == "..")
+}
+
+/// Paths a parallel task's evidence leaves out: the Files of the other members of its
+/// parallel group (declared independent), minus the task's own Files. Empty when the task
+/// is not in the current group or the group has one member.
+pub fn sibling_files(list: &crate::tasks::TaskList, task_id: &str) -> Vec<String> {
+    let group = list.parallel_group(list.next_index());
+    let Some(own) = group.iter().find(|t| t.label() == task_id) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<String> = group
+        .iter()
+        .filter(|t| t.label() != task_id)
+        .flat_map(|t| t.files.iter())
+        .filter(|f| is_plain_relative(f) && !own.files.contains(f))
+        .cloned()
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// The fingerprint with `extra` root-relative paths left out besides the bookkeeping.
+pub fn fingerprint_excluding(
+    project: &Project,
+    spec: &Spec,
+    extra: &[String],
+) -> Result<Fingerprint> {
+    let mut excluded = bookkeeping_paths(project, spec);
+    excluded.extend(extra.iter().filter(|p| is_plain_relative(p)).cloned());
     match locate_git(&project.root) {
         Some(repo) => Ok(Fingerprint {
             tree: git_tree(&project.root, &repo, &excluded)?,
@@ -345,6 +410,8 @@ pub struct RunRecord {
     pub before: Fingerprint,
     /// The fingerprint when it ended.
     pub after: Fingerprint,
+    /// Paths both fingerprints leave out besides the bookkeeping (parallel siblings' Files).
+    pub excluded_paths: Vec<String>,
 }
 
 impl RunRecord {
@@ -362,6 +429,9 @@ impl RunRecord {
             "timedOut": self.timed_out,
             "taskId": self.task_id,
         });
+        if !self.excluded_paths.is_empty() {
+            record["excludedPaths"] = serde_json::json!(self.excluded_paths);
+        }
         if self.before != self.after {
             record["treeChanged"] = Value::Bool(true);
             record["treeAfter"] = Value::String(self.after.tree.clone());
@@ -397,7 +467,7 @@ pub fn check(project: &Project, spec: &Spec, state: &Value, slot: &Slot) -> Fres
     if record.is_none() {
         return Freshness::Missing;
     }
-    let tree = current_tree(project, spec).ok();
+    let tree = fingerprint_for(project, spec, record).ok().map(|f| f.tree);
     assess(record, tree.as_deref())
 }
 
@@ -465,10 +535,12 @@ mod tests {
             task_id: Some("1.2".into()),
             before: fp("t1"),
             after: fp("t1"),
+            excluded_paths: Vec::new(),
         };
         let json = run.to_json();
         assert_eq!(json["tree"], "t1");
         assert!(json.get("treeChanged").is_none());
+        assert!(json.get("excludedPaths").is_none());
         run.after = fp("t2");
         let json = run.to_json();
         assert_eq!(
@@ -481,6 +553,22 @@ mod tests {
         put_record(&mut state, &Slot::Phase("execution".into()), json);
         assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
         assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
+    }
+
+    #[test]
+    fn sibling_files_are_the_other_members_files_only() {
+        let list = crate::tasks::parse(
+            "- [ ] 1 [P] A\n  - **Files**: a.rs, shared.rs\n- [ ] 2 [P] B\n  - **Files**: b.rs, shared.rs, ../x\n- [ ] 3 C\n  - **Files**: c.rs\n",
+        );
+        assert_eq!(sibling_files(&list, "1"), ["b.rs"]);
+        assert_eq!(sibling_files(&list, "2"), ["a.rs"]);
+        assert!(
+            sibling_files(&list, "3").is_empty(),
+            "3 is not in the group"
+        );
+        let record =
+            serde_json::json!({"excludedPaths": ["b.rs", "../etc", "/abs", ":(glob)*", ""]});
+        assert_eq!(excluded_paths(Some(&record)), ["b.rs"]);
     }
 
     #[test]

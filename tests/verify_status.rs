@@ -189,3 +189,54 @@ fn a_command_that_changes_the_tree_leaves_stale_evidence_until_rerun() {
     );
     assert_status(&p, &[], "fresh", "a re-run on the formatted tree");
 }
+
+const PARALLEL: &str = "# Tasks\n\n- [ ] 1 [P] A\n  - **Files**: src/a.rs\n- [ ] 2 [P] B\n  - **Files**: src/b.rs, src/shared.rs\n- [ ] 3 C\n  - **Files**: src/c.rs\n";
+
+/// Regression: a parallel sibling's edit staled a finished member's evidence, so members
+/// of a `[P]` group could not complete while the group ran.
+#[test]
+fn a_parallel_member_is_not_staled_by_its_siblings_files() {
+    let p = TempProject::git();
+    p.spec("demo", PARALLEL);
+    for f in [
+        "src/a.rs",
+        "src/b.rs",
+        "src/shared.rs",
+        "src/c.rs",
+        "src/other.rs",
+    ] {
+        p.write(f, "// v1\n");
+    }
+    p.commit_all("spec");
+    p.specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success();
+    verify(&p, &["--task", "1", "--command", "true"]);
+    let record = p.state("demo")["taskEvidence"]["1"].clone();
+    assert_eq!(
+        record["excludedPaths"],
+        serde_json::json!(["src/b.rs", "src/shared.rs"])
+    );
+    // The sibling edits its own files: task 1's evidence stays fresh.
+    p.write("src/b.rs", "// v2\n");
+    p.write("src/shared.rs", "// v2\n");
+    assert_eq!(status(&p, &["--task", "1"]).0, "fresh");
+    // The sibling finishes (the group changes): the record keeps its own exclusions.
+    p.specrun().args(["tasks", "check", "2"]).assert().success();
+    assert_eq!(status(&p, &["--task", "1"]).0, "fresh");
+    // Anything else still stales it: its own file, a file no sibling declared.
+    p.write("src/other.rs", "// v2\n");
+    assert_eq!(status(&p, &["--task", "1"]).0, "stale");
+    p.write("src/other.rs", "// v1\n");
+    assert_eq!(status(&p, &["--task", "1"]).0, "fresh");
+    p.write("src/a.rs", "// v2\n");
+    assert_eq!(status(&p, &["--task", "1"]).0, "stale");
+    // A task outside a parallel group and phase evidence cover the whole tree.
+    verify(&p, &["--phase", "execution", "--command", "true"]);
+    assert!(p.state("demo")["verificationBlocks"]["execution"]
+        .get("excludedPaths")
+        .is_none());
+    p.write("src/b.rs", "// v3\n");
+    assert_eq!(status(&p, &["--phase", "execution"]).0, "stale");
+}

@@ -117,7 +117,13 @@ fn run_and_record(
     };
     // Refuse before running: a long test run must not end in "nowhere to record".
     read_existing_state(spec)?;
-    let before = evidence::fingerprint(project, spec)?;
+    // A member of a parallel group is bound to the tree minus its siblings' Files: they are
+    // declared independent and edit the tree at the same time.
+    let excluded_paths = match slot {
+        Slot::Task(id) => evidence::sibling_files(&load_tasks_file(&spec.tasks_path())?.list, id),
+        Slot::Phase(_) => Vec::new(),
+    };
+    let before = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
     if before.method == TreeMethod::Files {
         output::note(&format!(
             "{} is not a git work tree: the evidence is bound to a hash of its files (honouring .gitignore)",
@@ -126,7 +132,7 @@ fn run_and_record(
     }
     let started_at = crate::events::now_rfc3339();
     let outcome = execute(&project.root, command, timeout)?;
-    let after = evidence::fingerprint(project, spec)?;
+    let after = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
     let record = RunRecord {
         command: command.to_string(),
         exit_code: outcome.exit_code,
@@ -140,6 +146,7 @@ fn run_and_record(
         },
         before,
         after,
+        excluded_paths,
     };
     let stored = record.to_json();
     let path = spec.state_path();
@@ -365,7 +372,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     // Only a passing record needs the current tree.
     let passed = record.is_some_and(evidence::passed);
     let current: Option<Fingerprint> = if passed {
-        Some(evidence::fingerprint(project, spec)?)
+        Some(evidence::fingerprint_for(project, spec, record)?)
     } else {
         None
     };
