@@ -15,7 +15,7 @@ use e2e::fake_model::{bash, text, Agent, Rule};
 use e2e::runner::{plugin_root, Run, Session};
 use e2e::{
     commit_subject, delegate, executor_steps, honest_executor, stop_feedback, subagent_rules,
-    Harness, ALL_NOTES_VERIFY, OTHER_SESSION, SESSION,
+    Harness, ALL_NOTES_VERIFY, DEMO_TASKS, OTHER_SESSION, SESSION,
 };
 
 /// Asserts that the init event's list `key` holds every one of `wanted`.
@@ -890,6 +890,110 @@ fn e2e_9_spent_budget_denies_delegation_then_the_stop_halts() {
     );
     let state = h.state();
     assert_eq!(state["halt"]["kind"], "token-cap", "state: {state:#}");
+}
+
+/// Scenario 10 (beyond the eight): a `[P]` group runs as two concurrent executors.
+/// Each records its evidence while the other edits its own declared file; neither is
+/// staled by its sibling, both claims pass SubagentStop first time, and the run completes.
+#[test]
+fn e2e_10_parallel_group_members_complete_side_by_side() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let tasks = DEMO_TASKS
+        .replace("- [ ] 1.1 Write", "- [ ] 1.1 [P] Write")
+        .replace("- [ ] 1.2 Write", "- [ ] 1.2 [P] Write");
+    let tasks = &tasks[..tasks.find("- [ ] 1.3").expect("demo has 1.3")];
+    h.project.write("specs/demo/tasks.md", tasks);
+    h.project.commit_all("parallel demo");
+    h.init_execution(SESSION, &[]);
+
+    // Timing makes the race certain: 1.2 writes its file after 1.1 has recorded its
+    // evidence and before 1.1 completes.
+    let executor = |id: &str, file: &str, word: &str, before_write: &str, before_complete: &str| {
+        let critique = |stage: &str| {
+            bash(&format!(
+                "specrun critique record --task {id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
+                e2e::critique_record(stage)
+            ))
+        };
+        let steps = vec![
+            bash(&format!("specrun task start {id} --spec demo")),
+            bash(&format!("sleep {before_write}; mkdir -p notes && echo {word} > {file}")),
+            critique("post-code"),
+            bash(&format!(
+                "specrun verify run --task {id} --command 'grep -q {word} {file}' --spec demo"
+            )),
+            critique("post-test"),
+            // A sibling may hold index.lock: retry, as commit-discipline says.
+            bash(&format!(
+                "sleep {before_complete}; for i in 1 2 3 4 5 6 7 8 9 10; do git add {file} && git commit -q -m '{}' -- {file} && break; sleep 0.3; done",
+                commit_subject(id)
+            )),
+            bash(&format!("specrun task complete {id} --check --spec demo")),
+        ];
+        subagent_rules(id, 0, steps, &format!("Done.\nTASK_COMPLETE {id}"))
+    };
+    let mut rules = vec![
+        Rule::main().turn(0).reply([
+            delegate("specrun:spec-executor", "1.1"),
+            delegate("specrun:spec-executor", "1.2"),
+        ]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_COMPLETE")
+            .reply([bash(&format!(
+                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}' --spec demo"
+            ))]),
+        Rule::main().turn(2).reply([text(
+            "Both notes are written and verified.\nALL_TASKS_COMPLETE",
+        )]),
+    ];
+    rules.extend(executor("1.1", "notes/alpha.txt", "ALPHA", "0", "3"));
+    rules.extend(executor("1.2", "notes/beta.txt", "BETA", "1.5", "0"));
+
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["phase"],
+        "completed",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    let claims: Vec<String> = h
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "subagent-stop" && e["rule"] != "usage")
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["taskId"].as_str().unwrap_or("?"),
+                e["rule"].as_str().unwrap_or("?")
+            )
+        })
+        .collect();
+    assert_eq!(claims.len(), 2, "{claims:?}\n{}", run.describe());
+    assert!(
+        claims.iter().all(|c| c.ends_with("claim-accepted")),
+        "a member was refused: {claims:?}\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        state["taskEvidence"]["1.1"]["excludedPaths"],
+        json!(["notes/beta.txt"]),
+        "state: {state:#}"
+    );
+    let agents: std::collections::BTreeSet<_> = run
+        .requests_of(Agent::Sub)
+        .iter()
+        .filter_map(|r| r.agent_id.clone())
+        .collect();
+    assert_eq!(agents.len(), 2, "two executors ran\n{}", run.describe());
 }
 
 #[test]
