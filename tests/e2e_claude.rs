@@ -911,12 +911,7 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
     // Timing makes the race certain: 1.2 writes its file after 1.1 has recorded its
     // evidence and before 1.1 completes.
     let executor = |id: &str, file: &str, word: &str, before_write: &str, before_complete: &str| {
-        let critique = |stage: &str| {
-            bash(&format!(
-                "specrun critique record --task {id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
-                e2e::critique_record(stage)
-            ))
-        };
+        let critique = |stage: &str| e2e::critique_step(id, stage);
         let steps = vec![
             bash(&format!("specrun task start {id} --spec demo")),
             bash(&format!("sleep {before_write}; mkdir -p notes && echo {word} > {file}")),

@@ -178,6 +178,14 @@ pub fn critique_record(stage: &str) -> Value {
     json!({"checklist": checklist, "issuesFound": [], "issuesFixed": []})
 }
 
+/// The Bash step that records a passing self-critique of `stage` for `task_id`.
+pub fn critique_step(task_id: &str, stage: &str) -> Block {
+    bash(&format!(
+        "specrun critique record --task {task_id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
+        critique_record(stage)
+    ))
+}
+
 /// The commit subject of a demo task: its **Commit** field, as commit-discipline says.
 pub fn commit_subject(task_id: &str) -> &'static str {
     match task_id {
@@ -197,12 +205,7 @@ pub fn executor_steps(
     edit: Option<(&str, &str)>,
     verify: &str,
 ) -> Vec<Block> {
-    let critique = |stage: &str| {
-        bash(&format!(
-            "specrun critique record --task {task_id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
-            critique_record(stage)
-        ))
-    };
+    let critique = |stage: &str| critique_step(task_id, stage);
     let mut steps = vec![bash(&format!("specrun task start {task_id} --spec demo"))];
     if let Some((file, content)) = edit {
         steps.push(tool(
