@@ -32,22 +32,18 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
-    // The spec's bookkeeping, and the whole spec directory: planning documents are not
-    // code a task can drift into.
-    let mut bookkeeping = vec![
-        crate::project::EVENTS_DIR.to_string(),
-        format!(
-            "{}/{}",
-            crate::project::SPECS_DIR,
-            crate::project::CURRENT_SPEC_FILE
-        ),
-    ];
-    if let Some(spec) = spec {
-        bookkeeping.extend(evidence::bookkeeping_paths(project, spec));
-        if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
-            bookkeeping.push(rel.to_string_lossy().into_owned());
-        }
-    }
+    // The spec's bookkeeping (events and .current-spec included), and the whole spec
+    // directory: planning documents are not code a task can drift into. Without a spec
+    // there are no tasks, so nothing is judged against it.
+    let bookkeeping = spec
+        .map(|spec| {
+            let mut paths = evidence::bookkeeping_paths(project, spec);
+            if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
+                paths.push(rel.to_string_lossy().into_owned());
+            }
+            paths
+        })
+        .unwrap_or_default();
     let root = project.root.clone();
     let runnable = move |program: &str| runnable(&root, program);
     let decision = last_mile::decide(&Inputs {
