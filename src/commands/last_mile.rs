@@ -97,12 +97,9 @@ fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
     let mut committed_since_start = Vec::new();
     if let (Some(list), Some(state)) = (&facts.tasks, facts.state_doc()) {
         for task in list.parallel_group(list.next_index()) {
-            let start = state
-                .get("attempts")
-                .and_then(|a| a.get(task.label()))
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-                .filter(|a| a.get("status").and_then(Value::as_str) == Some("running"))
+            let start = last_mile::attempts(Some(state), &task.label())
+                .last()
+                .filter(|a| last_mile::status_of(a) == Some("running"))
                 .and_then(|a| a.get("startCommit"))
                 .and_then(Value::as_str);
             if let Some(start) = start {
