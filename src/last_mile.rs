@@ -222,7 +222,7 @@ fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
 }
 
 /// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
-fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
+pub fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
     state
         .and_then(|s| s.get("attempts"))
         .and_then(|a| a.get(id))
@@ -231,7 +231,7 @@ fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
         .unwrap_or(&[])
 }
 
-fn status_of(attempt: &Value) -> Option<&str> {
+pub fn status_of(attempt: &Value) -> Option<&str> {
     attempt.get("status").and_then(Value::as_str)
 }
 

@@ -236,11 +236,7 @@ fn an_invalid_state_fails_with_the_init_fix() {
 #[test]
 fn an_invalid_state_of_a_spec_that_is_not_active_fails_too() {
     let env = Env::new();
-    env.project
-        .specrun()
-        .args(["state", "init", "--spec", "demo"])
-        .assert()
-        .success();
+    env.project.init_state("demo");
     env.project.write("specs/other/tasks.md", "- [ ] 1 One\n");
     env.project
         .write("specs/other/.specrun-state.json", "[1, 2]");

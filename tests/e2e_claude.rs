@@ -839,9 +839,6 @@ fn e2e_8_guard_halt_ends_a_native_goal_session() {
     );
 }
 
-/// The fake model itself (no Claude Code needed): two requests on one keep-alive
-/// connection, one body by Content-Length and one chunked, answered by the matching rules
-/// as SSE in the event order of contract §1, and logged with the agent they came from.
 /// Scenario 9 (beyond the eight): a coordinator that never ends its turn never
 /// meets the Stop hook, so the caps also hold at delegation. With the token budget spent,
 /// PreToolUse denies the `Agent` call (the `AskUserQuestion|Agent|Task` matcher really
@@ -991,6 +988,9 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
     assert_eq!(agents.len(), 2, "two executors ran\n{}", run.describe());
 }
 
+/// The fake model itself (no Claude Code needed): two requests on one keep-alive
+/// connection, one body by Content-Length and one chunked, answered by the matching rules
+/// as SSE in the event order of contract §1, and logged with the agent they came from.
 #[test]
 fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
     use std::io::{BufRead, BufReader, Read, Write};

@@ -84,11 +84,7 @@ const TASKS: &str = "- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Verify**: `cargo t
 fn output_has_every_field_and_a_transcript_verifiable_condition() {
     let env = Env::new(TASKS);
     env.fake_claude("echo '2.1.197 (Claude Code)'");
-    env.project
-        .specrun()
-        .args(["state", "init", "--spec", "demo"])
-        .assert()
-        .success();
+    env.project.init_state("demo");
     let (code, v, _) = env.goal(&["--max-turns", "9"]);
     assert_eq!(code, 0);
     let condition = v["condition"].as_str().unwrap();
@@ -131,11 +127,7 @@ fn a_missing_or_halted_execution_is_warned_about() {
         warnings(&v).contains("has no execution state: run `specrun state init --spec demo`"),
         "{v}"
     );
-    env.project
-        .specrun()
-        .args(["state", "init", "--spec", "demo"])
-        .assert()
-        .success();
+    env.project.init_state("demo");
     let (_, v, _) = env.goal(&[]);
     assert_eq!(v["warnings"], serde_json::json!([]));
     let path = env.project.path("specs/demo/.specrun-state.json");

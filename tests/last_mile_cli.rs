@@ -14,10 +14,7 @@ fn project(tasks: &str) -> TempProject {
     p.write("src/lib.rs", "// lib\n");
     p.write("src/a.rs", "// a\n");
     p.commit_all("plan");
-    p.specrun()
-        .args(["state", "init", "--spec", "demo"])
-        .assert()
-        .success();
+    p.init_state("demo");
     p
 }
 

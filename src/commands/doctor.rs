@@ -326,12 +326,6 @@ fn lock_files(project: &Project) -> Vec<PathBuf> {
     locks
 }
 
-/// Whether the lock of `lock_file` can be taken now (it is released at once).
-fn lock_free(lock_file: &Path) -> bool {
-    let base = lock_file.with_extension("");
-    store::lock(&base, Duration::ZERO).is_ok()
-}
-
 fn locks(project: &Project) -> Check {
     const ID: &str = "locks";
     let grace = std::env::var(LOCK_GRACE_ENV)
@@ -340,12 +334,16 @@ fn locks(project: &Project) -> Check {
         .map(Duration::from_millis)
         .unwrap_or(LOCK_GRACE);
     let all = lock_files(project);
-    let mut held: Vec<PathBuf> = all.iter().filter(|l| !lock_free(l)).cloned().collect();
-    let start = Instant::now();
-    while !held.is_empty() && start.elapsed() < grace {
-        std::thread::sleep(Duration::from_millis(50));
-        held.retain(|l| !lock_free(l));
-    }
+    // store::lock polls for us; every lock shares one deadline (taken locks are released
+    // at once).
+    let deadline = Instant::now() + grace;
+    let held: Vec<&PathBuf> = all
+        .iter()
+        .filter(|l| {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            store::lock(&l.with_extension(""), wait).is_err()
+        })
+        .collect();
     if held.is_empty() {
         return Check::pass(ID, format!("{} lock file(s), none held", all.len()));
     }

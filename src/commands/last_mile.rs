@@ -32,22 +32,18 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
-    // The spec's bookkeeping, and the whole spec directory: planning documents are not
-    // code a task can drift into.
-    let mut bookkeeping = vec![
-        crate::project::EVENTS_DIR.to_string(),
-        format!(
-            "{}/{}",
-            crate::project::SPECS_DIR,
-            crate::project::CURRENT_SPEC_FILE
-        ),
-    ];
-    if let Some(spec) = spec {
-        bookkeeping.extend(evidence::bookkeeping_paths(project, spec));
-        if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
-            bookkeeping.push(rel.to_string_lossy().into_owned());
-        }
-    }
+    // The spec's bookkeeping (events and .current-spec included), and the whole spec
+    // directory: planning documents are not code a task can drift into. Without a spec
+    // there are no tasks, so nothing is judged against it.
+    let bookkeeping = spec
+        .map(|spec| {
+            let mut paths = evidence::bookkeeping_paths(project, spec);
+            if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
+                paths.push(rel.to_string_lossy().into_owned());
+            }
+            paths
+        })
+        .unwrap_or_default();
     let root = project.root.clone();
     let runnable = move |program: &str| runnable(&root, program);
     let decision = last_mile::decide(&Inputs {
@@ -101,12 +97,9 @@ fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
     let mut committed_since_start = Vec::new();
     if let (Some(list), Some(state)) = (&facts.tasks, facts.state_doc()) {
         for task in list.parallel_group(list.next_index()) {
-            let start = state
-                .get("attempts")
-                .and_then(|a| a.get(task.label()))
-                .and_then(Value::as_array)
-                .and_then(|a| a.last())
-                .filter(|a| a.get("status").and_then(Value::as_str) == Some("running"))
+            let start = last_mile::attempts(Some(state), &task.label())
+                .last()
+                .filter(|a| last_mile::status_of(a) == Some("running"))
                 .and_then(|a| a.get("startCommit"))
                 .and_then(Value::as_str);
             if let Some(start) = start {

@@ -87,6 +87,14 @@ impl TempProject {
         cmd
     }
 
+    /// `specrun state init --spec <spec>`, which must succeed.
+    pub fn init_state(&self, spec: &str) {
+        self.specrun()
+            .args(["state", "init", "--spec", spec])
+            .assert()
+            .success();
+    }
+
     pub fn state(&self, spec: &str) -> serde_json::Value {
         serde_json::from_str(&self.read(&format!("specs/{spec}/.specrun-state.json")))
             .expect("state is JSON")
