@@ -54,14 +54,6 @@ pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value>
     Ok(next)
 }
 
-/// HEAD's commit, `None` before the first commit or outside git.
-pub fn head(root: &Path) -> Option<String> {
-    git::run(root, &["rev-parse", "--verify", "-q", "HEAD"], &[])
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.
 pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
     if json_out {
@@ -142,7 +134,7 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     match protocol::start(
         &held.state,
         &held.tasks.list,
@@ -242,7 +234,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = find(&held, &args.id)?;
     let id = task.label();
     let spec = &held.spec;
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     let now = now_rfc3339();
     let input = CompleteInput {
         state: &held.state,
@@ -297,7 +289,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     let now = now_rfc3339();
     let input = FailInput {
         state: &held.state,
@@ -518,7 +510,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
             args.json,
         ));
     }
-    let head = head(root);
+    let head = git::head(root);
     let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
     let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
         a.get("startCommit")
