@@ -40,10 +40,14 @@ impl Stored {
 /// input, have no open issue (a found issue nobody fixed is not done) and carry its
 /// `recordedAt`. A hand-written file that skips validation does not count.
 pub fn judge(stage: &str, task_id: &str, doc: &Value) -> Stored {
-    let validated = match validate(stage, task_id, doc) {
-        Ok(v) => v,
-        Err(problems) => return Stored::Unusable(format!("invalid: {}", problems.join("; "))),
-    };
+    match validate(stage, task_id, doc) {
+        Ok(validated) => judge_validated(&validated, doc),
+        Err(problems) => Stored::Unusable(format!("invalid: {}", problems.join("; "))),
+    }
+}
+
+/// `judge` of a record already validated (`doc` is the record, `validated` its `validate`).
+pub fn judge_validated(validated: &Validated, doc: &Value) -> Stored {
     if validated.open_issues > 0 {
         return Stored::Unusable(format!(
             "{} issue(s) found but not fixed: fix them and record it again",

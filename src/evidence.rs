@@ -464,10 +464,11 @@ pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
 /// Assess one slot of a state document against the current tree.
 pub fn check(project: &Project, spec: &Spec, state: &Value, slot: &Slot) -> Freshness {
     let record = slot.record_in(state);
-    if record.is_none() {
-        return Freshness::Missing;
-    }
-    let tree = fingerprint_for(project, spec, record).ok().map(|f| f.tree);
+    // Only a passing record needs the current tree (a git process or a walk of the files).
+    let tree = record
+        .filter(|r| passed(r))
+        .and_then(|r| fingerprint_for(project, spec, Some(r)).ok())
+        .map(|f| f.tree);
     assess(record, tree.as_deref())
 }
 

@@ -145,6 +145,12 @@ pub fn head_fast(root: &Path) -> Option<String> {
         return None;
     }
     // No loose ref and no packed-refs: an unborn branch, or a ref backend we do not read.
+    self::head(root)
+}
+
+/// HEAD's commit as git resolves it (also from a directory below the top of the work
+/// tree), `None` before the first commit or outside git.
+pub fn head(root: &Path) -> Option<String> {
     run(root, &["rev-parse", "--verify", "-q", "HEAD"], &[])
         .ok()
         .map(|s| s.trim().to_string())

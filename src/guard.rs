@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::evidence::Freshness;
+use crate::goal::shell_word;
 use crate::state::{self, View};
 use crate::tasks::{Task, TaskList};
 
@@ -477,7 +478,7 @@ fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<Str
         };
         unmet.push(format!(
             "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
-            shell_quote(command)
+            shell_word(command)
         ));
     }
     match gates.map(|g| &g.blockers) {
@@ -495,18 +496,6 @@ fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<Str
         None => {}
     }
     unmet
-}
-
-/// Quote for a POSIX shell when needed, so the printed command runs as shown.
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// The re-prompt of the stop-hook driver: the next task only.
@@ -578,7 +567,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         missing.push(format!(
             "evidence for task {id} is {}: `specrun verify run --task {id} --spec {name} --command {}` must pass on the current code.",
             facts.evidence.as_str(),
-            shell_quote(&command)
+            shell_word(&command)
         ));
     }
     for (stage, at) in [

@@ -5,29 +5,6 @@ mod task_helpers;
 
 use task_helpers::*;
 
-fn add(
-    p: &common::TempProject,
-    cat: &str,
-    pri: &str,
-    title: &str,
-    task: Option<&str>,
-) -> (i32, String, String) {
-    let mut args = vec![
-        "followup",
-        "add",
-        "--category",
-        cat,
-        "--priority",
-        pri,
-        "--title",
-        title,
-    ];
-    if let Some(t) = task {
-        args.extend(["--task", t]);
-    }
-    run(p, &args)
-}
-
 #[test]
 fn add_list_resolve_round_trip() {
     let p = project(TASKS, &[]);
@@ -54,7 +31,7 @@ fn add_list_resolve_round_trip() {
         out.trim(),
         "added F1 [VERIFY/high] open: check the edge (task 1.1)"
     );
-    add(&p, "IDEA", "low", "maybe later", None);
+    followup_add(&p, "IDEA", "low", "maybe later", None);
     let doc = common::assert_json_file(&p.path("specs/demo/followups.json"));
     assert_eq!(doc["version"], 1);
     assert_eq!(
@@ -88,24 +65,30 @@ fn add_list_resolve_round_trip() {
 fn at_most_ten_open_per_task() {
     let p = project(TASKS, &[]);
     for i in 0..10 {
-        assert_eq!(add(&p, "REFAC", "low", &format!("r{i}"), Some("1.2")).0, 0);
+        assert_eq!(
+            followup_add(&p, "REFAC", "low", &format!("r{i}"), Some("1.2")).0,
+            0
+        );
     }
-    let (code, out, _) = add(&p, "REFAC", "low", "one too many", Some("1.2"));
+    let (code, out, _) = followup_add(&p, "REFAC", "low", "one too many", Some("1.2"));
     assert_eq!(code, 1);
     assert!(
         out.contains("task 1.2 already has 10 open follow-ups (at most 10)"),
         "{out}"
     );
-    assert_eq!(add(&p, "REFAC", "low", "other task", Some("1.3")).0, 0);
+    assert_eq!(
+        followup_add(&p, "REFAC", "low", "other task", Some("1.3")).0,
+        0
+    );
 }
 
 #[test]
 fn bad_input_is_named_and_changes_nothing() {
     let p = project(TASKS, &[]);
-    let (code, _, err) = add(&p, "IDEA", "low", "x", Some("9.9"));
+    let (code, _, err) = followup_add(&p, "IDEA", "low", "x", Some("9.9"));
     assert_eq!(code, 2);
     assert!(err.contains("no task with id 9.9"), "{err}");
-    let (code, _, err) = add(&p, "BUG", "low", "x", None);
+    let (code, _, err) = followup_add(&p, "BUG", "low", "x", None);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("invalid value 'BUG'"), "{err}");
     let (code, _, err) = run(&p, &["followup", "resolve", "F7", "--note", "n"]);

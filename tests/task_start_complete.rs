@@ -234,21 +234,7 @@ fn phase_evidence_vouches_and_blocking_followups_warn() {
     set_state(&p, json!({"verificationBlocks": {"execution": record}}));
     critique(&p, "1.1", "post-code", "2026-01-01T00:00:30Z");
     critique(&p, "1.1", "post-test", "2026-01-01T00:01:00Z");
-    run(
-        &p,
-        &[
-            "followup",
-            "add",
-            "--category",
-            "VERIFY",
-            "--priority",
-            "high",
-            "--title",
-            "check by hand",
-            "--task",
-            "1.1",
-        ],
-    );
+    followup_add(&p, "VERIFY", "high", "check by hand", Some("1.1"));
     p.specrun()
         .args(["tasks", "check", "1.1"])
         .assert()

@@ -163,6 +163,10 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
                     Ok(v) => {
                         entry["valid"] = Value::Bool(true);
                         entry["openIssues"] = json!(v.open_issues);
+                        // Complete means what the completion gates accept.
+                        if critique::judge_validated(&v, &doc).recorded_at().is_none() {
+                            complete = false;
+                        }
                         format!(
                             "recorded {}, {} open issue(s)",
                             recorded_at.unwrap_or("(no recordedAt)"),
@@ -177,9 +181,6 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
                         format!("invalid: {text}")
                     }
                 };
-                if recorded_at.is_none() {
-                    complete = false;
-                }
                 if *stage == "post-test" {
                     let order = critique::post_test_order(evidence_record.as_ref(), recorded_at);
                     entry["order"] = json!(order.as_str());

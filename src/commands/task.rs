@@ -54,14 +54,6 @@ pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value>
     Ok(next)
 }
 
-/// HEAD's commit, `None` before the first commit or outside git.
-pub fn head(root: &Path) -> Option<String> {
-    git::run(root, &["rev-parse", "--verify", "-q", "HEAD"], &[])
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-}
-
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.
 pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
     if json_out {
@@ -104,8 +96,22 @@ pub fn record_event(project: &Project, spec: &Spec, fields: Value) {
     }
 }
 
-fn unmet_names(unmet: &[Unmet]) -> Vec<&'static str> {
-    unmet.iter().map(|u| u.name).collect()
+/// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
+fn refused(
+    project: &Project,
+    spec: &Spec,
+    verb: &str,
+    id: &str,
+    unmet: &[Unmet],
+    json_out: bool,
+) -> i32 {
+    let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
+    record_event(
+        project,
+        spec,
+        json!({"event": format!("task-{verb}"), "task": id, "refused": names}),
+    );
+    refuse(&format!("task {verb}"), id, unmet, json_out)
 }
 
 struct Held {
@@ -142,7 +148,7 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     match protocol::start(
         &held.state,
         &held.tasks.list,
@@ -150,14 +156,9 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
         head.as_deref(),
         &now_rfc3339(),
     ) {
-        Err(unmet) => {
-            record_event(
-                project,
-                &held.spec,
-                json!({"event": "task-start", "task": id, "refused": unmet_names(&unmet)}),
-            );
-            Ok(refuse("task start", &id, &unmet, args.json))
-        }
+        Err(unmet) => Ok(refused(
+            project, &held.spec, "start", &id, &unmet, args.json,
+        )),
         Ok(out) => {
             if let Some(patch) = &out.patch {
                 write_state(&held.state_path, &held.state, patch)?;
@@ -242,7 +243,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = find(&held, &args.id)?;
     let id = task.label();
     let spec = &held.spec;
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     let now = now_rfc3339();
     let input = CompleteInput {
         state: &held.state,
@@ -259,12 +260,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     };
     let out = match protocol::complete(&input) {
         Err(unmet) => {
-            record_event(
-                project,
-                spec,
-                json!({"event": "task-complete", "task": id, "refused": unmet_names(&unmet)}),
-            );
-            return Ok(refuse("task complete", &id, &unmet, args.json));
+            return Ok(refused(project, spec, "complete", &id, &unmet, args.json));
         }
         Ok(out) => out,
     };
@@ -297,7 +293,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = head(&project.root);
+    let head = git::head(&project.root);
     let now = now_rfc3339();
     let input = FailInput {
         state: &held.state,
@@ -310,12 +306,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     };
     let out = match protocol::fail(&input) {
         Err(unmet) => {
-            record_event(
-                project,
-                &held.spec,
-                json!({"event": "task-fail", "task": id, "refused": unmet_names(&unmet)}),
-            );
-            return Ok(refuse("task fail", &id, &unmet, args.json));
+            return Ok(refused(project, &held.spec, "fail", &id, &unmet, args.json));
         }
         Ok(out) => out,
     };
@@ -518,7 +509,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
             args.json,
         ));
     }
-    let head = head(root);
+    let head = git::head(root);
     let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
     let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
         a.get("startCommit")
@@ -531,12 +522,9 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
-            record_event(
-                project,
-                &held.spec,
-                json!({"event": "task-rollback", "task": id, "refused": unmet_names(&unmet)}),
-            );
-            return Ok(refuse("task rollback", &id, &unmet, args.json));
+            return Ok(refused(
+                project, &held.spec, "rollback", &id, &unmet, args.json,
+            ));
         }
         Ok(plan) => plan,
     };

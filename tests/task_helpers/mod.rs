@@ -85,6 +85,30 @@ pub fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `followup add` with a category, priority, title and optional task.
+pub fn followup_add(
+    p: &TempProject,
+    cat: &str,
+    pri: &str,
+    title: &str,
+    task: Option<&str>,
+) -> (i32, String, String) {
+    let mut args = vec![
+        "followup",
+        "add",
+        "--category",
+        cat,
+        "--priority",
+        pri,
+        "--title",
+        title,
+    ];
+    if let Some(t) = task {
+        args.extend(["--task", t]);
+    }
+    run(p, &args)
+}
+
 pub fn events(p: &TempProject) -> Vec<Value> {
     std::fs::read_to_string(p.path(".specrun/events.jsonl"))
         .unwrap_or_default()
