@@ -183,35 +183,6 @@ pub fn programs(command: &str) -> Vec<String> {
     out
 }
 
-/// Whether `path` is covered by one entry of a task's Files: the same path, a directory
-/// holding it, or a glob (`*`, `?` within a segment, `**` across segments).
-pub fn file_matches(entry: &str, path: &str) -> bool {
-    let entry = entry.trim().trim_matches('`').trim_start_matches("./");
-    if entry.is_empty() {
-        return false;
-    }
-    if entry.contains(['*', '?']) {
-        return glob(entry.as_bytes(), path.as_bytes());
-    }
-    let dir = entry.trim_end_matches('/');
-    path == dir || path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
-}
-
-fn glob(pat: &[u8], text: &[u8]) -> bool {
-    match pat {
-        [] => text.is_empty(),
-        [b'*', b'*', rest @ ..] => {
-            let rest = rest.strip_prefix(b"/").unwrap_or(rest);
-            (0..=text.len()).any(|i| glob(rest, &text[i..]))
-        }
-        [b'*', rest @ ..] => (0..=text.len())
-            .take_while(|&i| i == 0 || text[i - 1] != b'/')
-            .any(|i| glob(rest, &text[i..])),
-        [b'?', rest @ ..] => text.first().is_some_and(|&c| c != b'/') && glob(rest, &text[1..]),
-        [c, rest @ ..] => text.first() == Some(c) && glob(rest, &text[1..]),
-    }
-}
-
 fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
     bookkeeping.iter().any(|b| {
         path == b
@@ -444,7 +415,11 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
     let labels: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
     let mut out: Vec<String> = Vec::new();
     for path in git.uncommitted.iter().chain(&git.committed_since_start) {
-        if is_bookkeeping(path, &input.bookkeeping) || files.iter().any(|f| file_matches(f, path)) {
+        if is_bookkeeping(path, &input.bookkeeping)
+            || files
+                .iter()
+                .any(|f| crate::glob::file_entry_covers(f, path))
+        {
             continue;
         }
         let line = format!(
@@ -1100,20 +1075,6 @@ mod tests {
         assert_eq!(programs("./scripts/check.sh"), ["./scripts/check.sh"]);
         assert_eq!(verify_command("`make test` passes"), "make test");
         assert_eq!(verify_command("make test"), "make test");
-    }
-
-    #[test]
-    fn files_entries_match_paths_dirs_and_globs() {
-        assert!(file_matches("src/a.rs", "src/a.rs"));
-        assert!(file_matches("`./src/a.rs`", "src/a.rs"));
-        assert!(file_matches("src/", "src/x/y.rs"));
-        assert!(file_matches("src", "src/x.rs"));
-        assert!(!file_matches("src", "srcx/a.rs"));
-        assert!(file_matches("src/*.rs", "src/a.rs"));
-        assert!(!file_matches("src/*.rs", "src/x/a.rs"));
-        assert!(file_matches("src/**/*.rs", "src/x/y/a.rs"));
-        assert!(file_matches("src/**/*.rs", "src/a.rs"));
-        assert!(file_matches("tests/t?.rs", "tests/t1.rs"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod events;
 pub mod evidence;
 pub mod followups;
 pub mod git;
+pub mod glob;
 pub mod goal;
 pub mod guard;
 pub mod last_mile;

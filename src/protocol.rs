@@ -650,26 +650,9 @@ pub fn insert_after_block(text: &str, task: &Task, lines: &[String], crlf: bool)
 /// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
 /// listed directory, or matching a `*` / `**` pattern.
 pub fn path_in_files(path: &str, files: &[String]) -> bool {
-    files.iter().any(|f| {
-        let f = f.trim_start_matches("./").trim_end_matches('/');
-        path == f
-            || path.starts_with(&format!("{f}/"))
-            || (f.contains('*') && glob_match(f.as_bytes(), path.as_bytes()))
-    })
-}
-
-fn glob_match(pat: &[u8], s: &[u8]) -> bool {
-    match pat.first() {
-        None => s.is_empty(),
-        Some(b'*') if pat.get(1) == Some(&b'*') => {
-            let rest = pat[2..].strip_prefix(b"/").unwrap_or(&pat[2..]);
-            (0..=s.len()).any(|i| glob_match(rest, &s[i..]))
-        }
-        Some(b'*') => (0..=s.len())
-            .take_while(|&i| i == 0 || s[i - 1] != b'/')
-            .any(|i| glob_match(&pat[1..], &s[i..])),
-        Some(&c) => s.first() == Some(&c) && glob_match(&pat[1..], &s[1..]),
-    }
+    files
+        .iter()
+        .any(|f| crate::glob::file_entry_covers(f, path))
 }
 
 /// What `task rollback` will do, decided before touching the tree.

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use super::sha256::Sha256;
 use crate::error::{Error, Result};
+use crate::glob::glob;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
@@ -92,35 +93,6 @@ pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
         }
     }
     ignored
-}
-
-/// Glob match: `**/` zero or more directories, `**` anything, `*` anything but `/`,
-/// `?` one character but `/`, `\x` a literal x.
-pub fn glob(p: &[u8], s: &[u8]) -> bool {
-    match p {
-        [] => s.is_empty(),
-        [b'*', b'*', b'/', rest @ ..] => {
-            glob(rest, s)
-                || s.iter()
-                    .enumerate()
-                    .any(|(i, &c)| c == b'/' && glob(rest, &s[i + 1..]))
-        }
-        [b'*', b'*', rest @ ..] => (0..=s.len()).any(|i| glob(rest, &s[i..])),
-        [b'*', rest @ ..] => {
-            for i in 0..=s.len() {
-                if glob(rest, &s[i..]) {
-                    return true;
-                }
-                if s.get(i) == Some(&b'/') {
-                    return false;
-                }
-            }
-            false
-        }
-        [b'?', rest @ ..] => matches!(s.first(), Some(&c) if c != b'/') && glob(rest, &s[1..]),
-        [b'\\', c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
-        [c, rest @ ..] => s.first() == Some(c) && glob(rest, &s[1..]),
-    }
 }
 
 /// The fingerprint of the files under `root`, leaving out `excluded` (root-relative paths
@@ -218,21 +190,6 @@ fn hash_file(path: &Path) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn glob_subset() {
-        assert!(glob(b"*.log", b"a.log"));
-        assert!(!glob(b"*.log", b"dir/a.log"));
-        assert!(glob(b"**/x", b"x"));
-        assert!(glob(b"**/x", b"a/b/x"));
-        assert!(glob(b"a/**", b"a/b/c"));
-        assert!(glob(b"a/**/z", b"a/z"));
-        assert!(glob(b"a/**/z", b"a/b/c/z"));
-        assert!(glob(b"?.rs", b"a.rs"));
-        assert!(!glob(b"?.rs", b"ab.rs"));
-        assert!(glob(b"\\*", b"*"));
-        assert!(!glob(b"\\*", b"a"));
-    }
 
     #[test]
     fn gitignore_rules() {
