@@ -51,11 +51,7 @@ const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook al
 fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
-        let project = input
-            .str("cwd")
-            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
-            .or_else(|| Project::discover(cwd).ok())
-            .filter(|p| p.found)?;
+        let project = input.project(cwd).filter(|p| p.found)?;
         record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
         Some(())
     });
@@ -80,6 +76,12 @@ impl HookInput {
     }
     fn session(&self) -> Option<&str> {
         self.str("session_id")
+    }
+    /// The project of stdin `cwd`, falling back to `--cwd` or the process directory.
+    fn project(&self, cwd: Option<&Path>) -> Option<Project> {
+        self.str("cwd")
+            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
+            .or_else(|| Project::discover(cwd).ok())
     }
 }
 
@@ -126,11 +128,7 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
 /// Find the project from stdin `cwd` (falling back to `--cwd` or the process directory),
 /// then its active spec and state. Only stats and small reads.
 fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
-    let project = input
-        .str("cwd")
-        .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
-        .or_else(|| Project::discover(cwd).ok());
-    let Some(project) = project else {
+    let Some(project) = input.project(cwd) else {
         return Located::Nothing;
     };
     let Ok(Some(spec)) = project.spec(None) else {
