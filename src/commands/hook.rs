@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
+use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
@@ -25,7 +26,7 @@ use crate::guard::{
 };
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
-use crate::tasks::{self, TaskList};
+use crate::tasks::TaskList;
 use crate::{critique, events, followups, git, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
@@ -273,10 +274,7 @@ fn under_lock(
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
-    Ok(tasks::parse(&store::read_text(
-        &spec.tasks_path(),
-        "tasks file",
-    )?))
+    load_tasks_file(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
 fn stop(input: &HookInput, active: Active) -> Option<Value> {
