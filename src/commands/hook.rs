@@ -251,7 +251,7 @@ fn under_lock(
         };
         let file = path.display().to_string();
         if outcome.patch.as_object().is_some_and(|p| !p.is_empty()) {
-            let next = state::apply_patch(Some(state.clone()), &outcome.patch, &file)?;
+            let next = state::apply_patch(Some(state), &outcome.patch, &file)?;
             store::write_atomic(&path, &store::to_pretty_bytes(&next))?;
         }
         Ok(Some(outcome))
