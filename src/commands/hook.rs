@@ -18,6 +18,7 @@ use serde_json::{json, Value};
 use crate::cli::HookEvent;
 use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
+use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::guard::{
@@ -428,24 +429,18 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             post_test_at: None,
         };
     }
-    let mut slot = Slot::Task(id.to_string());
-    let mut evidence = evidence::check(project, spec, state, &slot);
+    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()));
     // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
-    if evidence != Freshness::Fresh {
-        let phase = Slot::Phase("execution".into());
-        if evidence::check(project, spec, state, &phase) == Freshness::Fresh {
-            (slot, evidence) = (phase, Freshness::Fresh);
+    if evidence.freshness != Freshness::Fresh {
+        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()));
+        if phase.freshness == Freshness::Fresh {
+            evidence = phase;
         }
     }
-    let evidence_started_at = slot
-        .record_in(state)
-        .and_then(|r| r.get("startedAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
     ClaimFacts {
         task,
-        evidence,
-        evidence_started_at,
+        evidence: evidence.freshness,
+        evidence_started_at: evidence.started_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
         post_test_at: critique::recorded_at(spec, id, "post-test"),
     }
