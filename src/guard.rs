@@ -688,10 +688,7 @@ pub fn decide_subagent_stop(
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
 /// whole file is this execution's work) and the last message id counted.
 pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Option<&'a str>) {
-    let entry = state
-        .get("usage")
-        .and_then(|u| u.get("agents"))
-        .and_then(|a| a.get(agent_key));
+    let entry = agent_usage(state, agent_key);
     let offset = entry
         .and_then(|e| e.get("offset"))
         .and_then(Value::as_u64)
@@ -702,14 +699,17 @@ pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Op
     (offset, last)
 }
 
+/// `usage.agents.<key>`: what is stored of one subagent's usage. Looked up key by key, as
+/// a key without an agent id is the transcript path, dots and all.
+fn agent_usage<'a>(state: &'a Value, agent_key: &str) -> Option<&'a Value> {
+    state.get("usage")?.get("agents")?.get(agent_key)
+}
+
 /// The state patch that adds a subagent's newly read usage to the execution's totals, so
 /// the token budget counts the executors' work and not only the coordinator's.
 pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -> Value {
     let v = View(state);
-    let previous = state
-        .get("usage")
-        .and_then(|u| u.get("agents"))
-        .and_then(|a| a.get(agent_key))
+    let previous = agent_usage(state, agent_key)
         .and_then(|e| e.get("outputTokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
