@@ -877,6 +877,23 @@ mod tests {
         }
     }
 
+    fn block_text(o: &Outcome) -> &str {
+        match &o.decision {
+            Decision::Block(r) => r,
+            d => panic!("expected a block, got {d:?}"),
+        }
+    }
+
+    /// Agent a1 of session s1 claims task 1.2.
+    fn decide_claim(facts: &ClaimFacts, stop_hook_active: bool) -> Outcome {
+        let input = SubagentInput {
+            session_id: Some("s1"),
+            agent_id: Some("a1"),
+            stop_hook_active,
+        };
+        decide_subagent_stop("demo", "1.2", facts, &input, &state(), now())
+    }
+
     #[test]
     fn final_line_ignores_code_blocks_and_trailing_blank_lines() {
         assert_eq!(
@@ -1142,9 +1159,7 @@ mod tests {
             }]),
         });
         let o = decide(&s, TASKS, Some(COMPLETION_TOKEN), false, gates);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.contains("1 of 2 tasks unchecked (1.2)"), "{r}");
         assert!(
             r.contains("`specrun task complete <id> --check --spec demo`"),
@@ -1169,9 +1184,7 @@ mod tests {
     #[test]
     fn row5_missing_gates_count_as_missing_evidence() {
         let o = decide(&state(), DONE, Some(COMPLETION_TOKEN), false, None);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.contains("execution evidence is missing"), "{r}");
         assert!(r.contains("--command '<full test command>'"), "{r}");
     }
@@ -1197,9 +1210,7 @@ mod tests {
         let mut s = state();
         s["executionDriver"] = json!("stop-hook");
         let o = decide(&s, TASKS, Some("done for now"), false, None);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.starts_with("Spec 'demo': 1/2 tasks done. Next task 1.2: Second\nDo: write it\nFiles: src/a.rs\nVerify: `cargo test a`\n"), "{r}");
         assert!(!r.contains("1.1"), "{r}");
         // Bounded: a second stop with stop_hook_active and no progress is allowed.
@@ -1247,18 +1258,7 @@ mod tests {
     #[test]
     fn subagent_claim_accepted_refused_then_recorded() {
         let ok = claim(Some((true, None)), Freshness::Fresh, true, true);
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &ok,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: false,
-            },
-            &state(),
-            now(),
-        );
+        let o = decide_claim(&ok, false);
         assert_eq!(o.decision, Decision::Allow(None));
 
         let bad = claim(
@@ -1267,21 +1267,8 @@ mod tests {
             false,
             true,
         );
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &bad,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: false,
-            },
-            &state(),
-            now(),
-        );
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let o = decide_claim(&bad, false);
+        let r = block_text(&o);
         assert!(r.contains("task 1.2 is unchecked"), "{r}");
         assert!(
             r.contains("`specrun verify run --task 1.2 --spec demo --command 'cargo test a'`"),
@@ -1290,18 +1277,7 @@ mod tests {
         assert!(r.contains("post-code is missing"), "{r}");
         assert!(!r.contains("post-test is missing"), "{r}");
 
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &bad,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: true,
-            },
-            &state(),
-            now(),
-        );
+        let o = decide_claim(&bad, true);
         assert!(matches!(o.decision, Decision::Allow(Some(_))));
         let claims = o.patch["unverifiedClaims"].as_array().unwrap();
         assert_eq!(claims.len(), 1);
