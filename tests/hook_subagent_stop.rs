@@ -18,30 +18,6 @@ fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String 
     .to_string()
 }
 
-/// A record as `critique record` writes it: the guard ignores anything less.
-fn valid_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
-    let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
-        .unwrap()
-        .iter()
-        .map(|(cid, _)| {
-            (
-                cid.to_string(),
-                json!({"result": "pass", "note": "checked"}),
-            )
-        })
-        .collect();
-    let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
-    let v = specrun::critique::validate(stage, id, &input).unwrap();
-    specrun::critique::to_record(id, stage, &v, at)
-}
-
-fn critique(e: &Exec, id: &str, stage: &str, at: &str) {
-    e.p.write(
-        &format!("specs/demo/critique/{id}-{stage}.json"),
-        &valid_record(id, stage, at).to_string(),
-    );
-}
-
 fn task_evidence(e: &Exec, id: &str) {
     let tree = e.current_tree();
     let mut state = e.state();
@@ -56,8 +32,8 @@ fn task_evidence(e: &Exec, id: &str) {
 fn a_complete_claim_with_everything_in_order_is_accepted() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     let before = e.state_bytes();
     let out = e.hook(
         "subagent-stop",
@@ -76,7 +52,7 @@ fn a_complete_claim_with_everything_in_order_is_accepted() {
 #[test]
 fn a_claim_missing_proof_is_re_prompted_once_then_recorded() {
     let e = Exec::new(TASKS, json!({}));
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     let out = e.hook(
         "subagent-stop",
         sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE: 1.2", false),
@@ -113,7 +89,7 @@ Do these, then end with TASK_COMPLETE 1.2 again.";
 fn a_hand_written_critique_stub_is_not_a_record() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
     e.p.write(
         "specs/demo/critique/1.2-post-test.json",
         &json!({"task": "1.2", "stage": "post-test", "recordedAt": "2026-01-01T00:20:00Z"})
@@ -142,8 +118,8 @@ fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
     record["startedAt"] = json!("2026-01-01T00:10:00Z");
     state["verificationBlocks"] = json!({"execution": record});
     e.write_state(&state);
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     let out = e.hook(
         "subagent-stop",
         sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
@@ -156,8 +132,8 @@ fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
 fn stale_evidence_is_named() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     e.p.write("src/b.rs", "// changed after the run\n");
     let out = e.hook(
         "subagent-stop",
@@ -208,7 +184,7 @@ fn other_agents_and_non_claims_are_ignored() {
 #[test]
 fn a_claimed_id_that_is_not_a_task_reads_no_files() {
     let e = Exec::new(ALL_DONE, json!({}));
-    critique(&e, "1.1", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.1", "post-code", "2026-01-01T00:05:00Z");
     e.p.write(
         "specs/elsewhere/7-post-code.json",
         &json!({"recordedAt": "2026-01-01T00:05:00Z"}).to_string(),
