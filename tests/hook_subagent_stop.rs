@@ -18,6 +18,22 @@ fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String 
     .to_string()
 }
 
+/// The executor ends with `message`: the hook's stdout.
+fn executor_stop(e: &Exec, message: &str, active: bool) -> String {
+    e.hook(
+        "subagent-stop",
+        sub_stdin(e, "specrun:spec-executor", message, active),
+    )
+}
+
+/// The re-prompt reason when the executor's `message` is refused.
+fn refusal(e: &Exec, message: &str) -> String {
+    json_of(&executor_stop(e, message, false))["reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn task_evidence(e: &Exec, id: &str) {
     let tree = e.current_tree();
     let mut state = e.state();
@@ -35,15 +51,7 @@ fn a_complete_claim_with_everything_in_order_is_accepted() {
     e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
     e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     let before = e.state_bytes();
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(
-            &e,
-            "specrun:spec-executor",
-            "All done.\nTASK_COMPLETE 1.2",
-            false,
-        ),
-    );
+    let out = executor_stop(&e, "All done.\nTASK_COMPLETE 1.2", false);
     assert_eq!(out, "");
     assert_eq!(e.state_bytes(), before);
     assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
@@ -53,10 +61,7 @@ fn a_complete_claim_with_everything_in_order_is_accepted() {
 fn a_claim_missing_proof_is_re_prompted_once_then_recorded() {
     let e = Exec::new(TASKS, json!({}));
     e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE: 1.2", false),
-    );
+    let out = executor_stop(&e, "TASK_COMPLETE: 1.2", false);
     let reason = "TASK_COMPLETE 1.2 not accepted. Missing:\n\
 - task 1.2 is unchecked: once its evidence and both critique records are in, `specrun task complete 1.2 --check --spec demo`.\n\
 - evidence for task 1.2 is missing: `specrun verify run --task 1.2 --spec demo --command 'test -f src/b.rs'` must pass on the current code.\n\
@@ -68,10 +73,7 @@ Do these, then end with TASK_COMPLETE 1.2 again.";
     );
     assert!(e.state().get("unverifiedClaims").is_none());
 
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", true),
-    );
+    let out = executor_stop(&e, "TASK_COMPLETE 1.2", true);
     assert_eq!(
         json_of(&out),
         json!({"systemMessage": "specrun: executor's TASK_COMPLETE 1.2 is unverified (3 item(s) missing); recorded in unverifiedClaims for the coordinator."})
@@ -95,12 +97,7 @@ fn a_hand_written_critique_stub_is_not_a_record() {
         &json!({"task": "1.2", "stage": "post-test", "recordedAt": "2026-01-01T00:20:00Z"})
             .to_string(),
     );
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
-    let v: Value = json_of(&out);
-    let reason = v["reason"].as_str().unwrap();
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
     assert!(
         reason.contains("self-critique record post-test is missing"),
         "{reason}"
@@ -120,10 +117,7 @@ fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
     e.write_state(&state);
     e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
     e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
+    let out = executor_stop(&e, "TASK_COMPLETE 1.2", false);
     assert_eq!(out, "");
     assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
 }
@@ -135,12 +129,7 @@ fn stale_evidence_is_named() {
     e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
     e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     e.p.write("src/b.rs", "// changed after the run\n");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
-    let v: Value = json_of(&out);
-    let reason = v["reason"].as_str().unwrap();
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
     assert!(
         reason.contains("evidence for task 1.2 is stale"),
         "{reason}"
@@ -193,16 +182,7 @@ fn a_claimed_id_that_is_not_a_task_reads_no_files() {
         "specs/elsewhere/7-post-test.json",
         &json!({"recordedAt": "2026-01-01T00:20:00Z"}).to_string(),
     );
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(
-            &e,
-            "specrun:spec-executor",
-            "TASK_COMPLETE ../../elsewhere/7",
-            false,
-        ),
-    );
-    let reason = json_of(&out)["reason"].as_str().unwrap().to_string();
+    let reason = refusal(&e, "TASK_COMPLETE ../../elsewhere/7");
     assert!(
         reason.contains("task ../../elsewhere/7 does not exist"),
         "{reason}"
