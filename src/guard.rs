@@ -677,10 +677,7 @@ pub fn decide_subagent_stop(
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
 /// whole file is this execution's work) and the last message id counted.
 pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Option<&'a str>) {
-    let entry = state
-        .get("usage")
-        .and_then(|u| u.get("agents"))
-        .and_then(|a| a.get(agent_key));
+    let entry = agent_usage(state, agent_key);
     let offset = entry
         .and_then(|e| e.get("offset"))
         .and_then(Value::as_u64)
@@ -691,14 +688,17 @@ pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Op
     (offset, last)
 }
 
+/// `usage.agents.<key>`: what is stored of one subagent's usage. Looked up key by key, as
+/// a key without an agent id is the transcript path, dots and all.
+fn agent_usage<'a>(state: &'a Value, agent_key: &str) -> Option<&'a Value> {
+    state.get("usage")?.get("agents")?.get(agent_key)
+}
+
 /// The state patch that adds a subagent's newly read usage to the execution's totals, so
 /// the token budget counts the executors' work and not only the coordinator's.
 pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -> Value {
     let v = View(state);
-    let previous = state
-        .get("usage")
-        .and_then(|u| u.get("agents"))
-        .and_then(|a| a.get(agent_key))
+    let previous = agent_usage(state, agent_key)
         .and_then(|e| e.get("outputTokens"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
@@ -864,6 +864,23 @@ mod tests {
             Decision::Halt(s) => s,
             d => panic!("expected a halt, got {d:?}"),
         }
+    }
+
+    fn block_text(o: &Outcome) -> &str {
+        match &o.decision {
+            Decision::Block(r) => r,
+            d => panic!("expected a block, got {d:?}"),
+        }
+    }
+
+    /// Agent a1 of session s1 claims task 1.2.
+    fn decide_claim(facts: &ClaimFacts, stop_hook_active: bool) -> Outcome {
+        let input = SubagentInput {
+            session_id: Some("s1"),
+            agent_id: Some("a1"),
+            stop_hook_active,
+        };
+        decide_subagent_stop("demo", "1.2", facts, &input, &state(), now())
     }
 
     #[test]
@@ -1131,9 +1148,7 @@ mod tests {
             }]),
         });
         let o = decide(&s, TASKS, Some(COMPLETION_TOKEN), false, gates);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.contains("1 of 2 tasks unchecked (1.2)"), "{r}");
         assert!(
             r.contains("`specrun task complete <id> --check --spec demo`"),
@@ -1158,9 +1173,7 @@ mod tests {
     #[test]
     fn row5_missing_gates_count_as_missing_evidence() {
         let o = decide(&state(), DONE, Some(COMPLETION_TOKEN), false, None);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.contains("execution evidence is missing"), "{r}");
         assert!(r.contains("--command '<full test command>'"), "{r}");
     }
@@ -1186,9 +1199,7 @@ mod tests {
         let mut s = state();
         s["executionDriver"] = json!("stop-hook");
         let o = decide(&s, TASKS, Some("done for now"), false, None);
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let r = block_text(&o);
         assert!(r.starts_with("Spec 'demo': 1/2 tasks done. Next task 1.2: Second\nDo: write it\nFiles: src/a.rs\nVerify: `cargo test a`\n"), "{r}");
         assert!(!r.contains("1.1"), "{r}");
         // Bounded: a second stop with stop_hook_active and no progress is allowed.
@@ -1236,18 +1247,7 @@ mod tests {
     #[test]
     fn subagent_claim_accepted_refused_then_recorded() {
         let ok = claim(Some((true, None)), Freshness::Fresh, true, true);
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &ok,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: false,
-            },
-            &state(),
-            now(),
-        );
+        let o = decide_claim(&ok, false);
         assert_eq!(o.decision, Decision::Allow(None));
 
         let bad = claim(
@@ -1256,21 +1256,8 @@ mod tests {
             false,
             true,
         );
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &bad,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: false,
-            },
-            &state(),
-            now(),
-        );
-        let Decision::Block(r) = &o.decision else {
-            panic!("{o:?}")
-        };
+        let o = decide_claim(&bad, false);
+        let r = block_text(&o);
         assert!(r.contains("task 1.2 is unchecked"), "{r}");
         assert!(
             r.contains("`specrun verify run --task 1.2 --spec demo --command 'cargo test a'`"),
@@ -1279,18 +1266,7 @@ mod tests {
         assert!(r.contains("post-code is missing"), "{r}");
         assert!(!r.contains("post-test is missing"), "{r}");
 
-        let o = decide_subagent_stop(
-            "demo",
-            "1.2",
-            &bad,
-            &SubagentInput {
-                session_id: Some("s1"),
-                agent_id: Some("a1"),
-                stop_hook_active: true,
-            },
-            &state(),
-            now(),
-        );
+        let o = decide_claim(&bad, true);
         assert!(matches!(o.decision, Decision::Allow(Some(_))));
         let claims = o.patch["unverifiedClaims"].as_array().unwrap();
         assert_eq!(claims.len(), 1);

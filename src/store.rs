@@ -3,7 +3,7 @@
 //! file, no writer loses another's update, and a crash leaves the old or the new file.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -18,13 +18,6 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Lock {
     file: File,
-    path: PathBuf,
-}
-
-impl Lock {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for Lock {
@@ -59,7 +52,7 @@ pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
         match handle.try_lock() {
             Ok(()) => {
                 remove_stale_temps(file);
-                return Ok(Lock { file: handle, path });
+                return Ok(Lock { file: handle });
             }
             Err(TryLockError::WouldBlock) => {
                 let waited = start.elapsed();
@@ -228,16 +221,6 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
     buf.push('\n');
     file.write_all(buf.as_bytes())
         .map_err(|e| Error::io(path, "append to", e))
-}
-
-/// Read at most `max` bytes from `path` starting at `offset`.
-pub fn read_from(path: &Path, offset: u64, max: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut buf = Vec::new();
-    file.take(max).read_to_end(&mut buf)?;
-    Ok(buf)
 }
 
 #[cfg(test)]

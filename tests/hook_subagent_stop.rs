@@ -18,28 +18,20 @@ fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String 
     .to_string()
 }
 
-/// A record as `critique record` writes it: the guard ignores anything less.
-fn valid_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
-    let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
-        .unwrap()
-        .iter()
-        .map(|(cid, _)| {
-            (
-                cid.to_string(),
-                json!({"result": "pass", "note": "checked"}),
-            )
-        })
-        .collect();
-    let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
-    let v = specrun::critique::validate(stage, id, &input).unwrap();
-    specrun::critique::to_record(id, stage, &v, at)
+/// The executor ends with `message`: the hook's stdout.
+fn executor_stop(e: &Exec, message: &str, active: bool) -> String {
+    e.hook(
+        "subagent-stop",
+        sub_stdin(e, "specrun:spec-executor", message, active),
+    )
 }
 
-fn critique(e: &Exec, id: &str, stage: &str, at: &str) {
-    e.p.write(
-        &format!("specs/demo/critique/{id}-{stage}.json"),
-        &valid_record(id, stage, at).to_string(),
-    );
+/// The re-prompt reason when the executor's `message` is refused.
+fn refusal(e: &Exec, message: &str) -> String {
+    json_of(&executor_stop(e, message, false))["reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn task_evidence(e: &Exec, id: &str) {
@@ -56,18 +48,10 @@ fn task_evidence(e: &Exec, id: &str) {
 fn a_complete_claim_with_everything_in_order_is_accepted() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     let before = e.state_bytes();
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(
-            &e,
-            "specrun:spec-executor",
-            "All done.\nTASK_COMPLETE 1.2",
-            false,
-        ),
-    );
+    let out = executor_stop(&e, "All done.\nTASK_COMPLETE 1.2", false);
     assert_eq!(out, "");
     assert_eq!(e.state_bytes(), before);
     assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
@@ -76,11 +60,8 @@ fn a_complete_claim_with_everything_in_order_is_accepted() {
 #[test]
 fn a_claim_missing_proof_is_re_prompted_once_then_recorded() {
     let e = Exec::new(TASKS, json!({}));
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE: 1.2", false),
-    );
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
+    let out = executor_stop(&e, "TASK_COMPLETE: 1.2", false);
     let reason = "TASK_COMPLETE 1.2 not accepted. Missing:\n\
 - task 1.2 is unchecked: once its evidence and both critique records are in, `specrun task complete 1.2 --check --spec demo`.\n\
 - evidence for task 1.2 is missing: `specrun verify run --task 1.2 --spec demo --command 'test -f src/b.rs'` must pass on the current code.\n\
@@ -92,10 +73,7 @@ Do these, then end with TASK_COMPLETE 1.2 again.";
     );
     assert!(e.state().get("unverifiedClaims").is_none());
 
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", true),
-    );
+    let out = executor_stop(&e, "TASK_COMPLETE 1.2", true);
     assert_eq!(
         json_of(&out),
         json!({"systemMessage": "specrun: executor's TASK_COMPLETE 1.2 is unverified (3 item(s) missing); recorded in unverifiedClaims for the coordinator."})
@@ -113,18 +91,13 @@ Do these, then end with TASK_COMPLETE 1.2 again.";
 fn a_hand_written_critique_stub_is_not_a_record() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
     e.p.write(
         "specs/demo/critique/1.2-post-test.json",
         &json!({"task": "1.2", "stage": "post-test", "recordedAt": "2026-01-01T00:20:00Z"})
             .to_string(),
     );
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
-    let v: Value = json_of(&out);
-    let reason = v["reason"].as_str().unwrap();
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
     assert!(
         reason.contains("self-critique record post-test is missing"),
         "{reason}"
@@ -142,12 +115,9 @@ fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
     record["startedAt"] = json!("2026-01-01T00:10:00Z");
     state["verificationBlocks"] = json!({"execution": record});
     e.write_state(&state);
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
+    let out = executor_stop(&e, "TASK_COMPLETE 1.2", false);
     assert_eq!(out, "");
     assert_eq!(e.events().last().unwrap()["rule"], "claim-accepted");
 }
@@ -156,15 +126,10 @@ fn fresh_execution_evidence_vouches_for_the_claim_as_in_task_complete() {
 fn stale_evidence_is_named() {
     let e = Exec::new(ALL_DONE, json!({}));
     task_evidence(&e, "1.2");
-    critique(&e, "1.2", "post-code", "2026-01-01T00:05:00Z");
-    critique(&e, "1.2", "post-test", "2026-01-01T00:20:00Z");
+    e.critique("1.2", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.2", "post-test", "2026-01-01T00:20:00Z");
     e.p.write("src/b.rs", "// changed after the run\n");
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(&e, "specrun:spec-executor", "TASK_COMPLETE 1.2", false),
-    );
-    let v: Value = json_of(&out);
-    let reason = v["reason"].as_str().unwrap();
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
     assert!(
         reason.contains("evidence for task 1.2 is stale"),
         "{reason}"
@@ -208,7 +173,7 @@ fn other_agents_and_non_claims_are_ignored() {
 #[test]
 fn a_claimed_id_that_is_not_a_task_reads_no_files() {
     let e = Exec::new(ALL_DONE, json!({}));
-    critique(&e, "1.1", "post-code", "2026-01-01T00:05:00Z");
+    e.critique("1.1", "post-code", "2026-01-01T00:05:00Z");
     e.p.write(
         "specs/elsewhere/7-post-code.json",
         &json!({"recordedAt": "2026-01-01T00:05:00Z"}).to_string(),
@@ -217,16 +182,7 @@ fn a_claimed_id_that_is_not_a_task_reads_no_files() {
         "specs/elsewhere/7-post-test.json",
         &json!({"recordedAt": "2026-01-01T00:20:00Z"}).to_string(),
     );
-    let out = e.hook(
-        "subagent-stop",
-        sub_stdin(
-            &e,
-            "specrun:spec-executor",
-            "TASK_COMPLETE ../../elsewhere/7",
-            false,
-        ),
-    );
-    let reason = json_of(&out)["reason"].as_str().unwrap().to_string();
+    let reason = refusal(&e, "TASK_COMPLETE ../../elsewhere/7");
     assert!(
         reason.contains("task ../../elsewhere/7 does not exist"),
         "{reason}"

@@ -16,7 +16,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
+use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
+use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::guard::{
@@ -25,7 +27,7 @@ use crate::guard::{
 };
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
-use crate::tasks::{self, TaskList};
+use crate::tasks::TaskList;
 use crate::{critique, events, followups, git, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
@@ -51,11 +53,7 @@ const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook al
 fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
-        let project = input
-            .str("cwd")
-            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
-            .or_else(|| Project::discover(cwd).ok())
-            .filter(|p| p.found)?;
+        let project = input.project(cwd).filter(|p| p.found)?;
         record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
         Some(())
     });
@@ -80,6 +78,12 @@ impl HookInput {
     }
     fn session(&self) -> Option<&str> {
         self.str("session_id")
+    }
+    /// The project of stdin `cwd`, falling back to `--cwd` or the process directory.
+    fn project(&self, cwd: Option<&Path>) -> Option<Project> {
+        self.str("cwd")
+            .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
+            .or_else(|| Project::discover(cwd).ok())
     }
 }
 
@@ -126,11 +130,7 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
 /// Find the project from stdin `cwd` (falling back to `--cwd` or the process directory),
 /// then its active spec and state. Only stats and small reads.
 fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
-    let project = input
-        .str("cwd")
-        .and_then(|dir| Project::discover(Some(Path::new(dir))).ok())
-        .or_else(|| Project::discover(cwd).ok());
-    let Some(project) = project else {
+    let Some(project) = input.project(cwd) else {
         return Located::Nothing;
     };
     let Ok(Some(spec)) = project.spec(None) else {
@@ -252,7 +252,7 @@ fn under_lock(
         };
         let file = path.display().to_string();
         if outcome.patch.as_object().is_some_and(|p| !p.is_empty()) {
-            let next = state::apply_patch(Some(state.clone()), &outcome.patch, &file)?;
+            let next = state::apply_patch(Some(state), &outcome.patch, &file)?;
             store::write_atomic(&path, &store::to_pretty_bytes(&next))?;
         }
         Ok(Some(outcome))
@@ -275,10 +275,7 @@ fn under_lock(
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
-    Ok(tasks::parse(&store::read_text(
-        &spec.tasks_path(),
-        "tasks file",
-    )?))
+    load_tasks_file(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
 fn stop(input: &HookInput, active: Active) -> Option<Value> {
@@ -432,24 +429,18 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             post_test_at: None,
         };
     }
-    let mut slot = Slot::Task(id.to_string());
-    let mut evidence = evidence::check(project, spec, state, &slot);
+    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()));
     // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
-    if evidence != Freshness::Fresh {
-        let phase = Slot::Phase("execution".into());
-        if evidence::check(project, spec, state, &phase) == Freshness::Fresh {
-            (slot, evidence) = (phase, Freshness::Fresh);
+    if evidence.freshness != Freshness::Fresh {
+        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()));
+        if phase.freshness == Freshness::Fresh {
+            evidence = phase;
         }
     }
-    let evidence_started_at = slot
-        .record_in(state)
-        .and_then(|r| r.get("startedAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
     ClaimFacts {
         task,
-        evidence,
-        evidence_started_at,
+        evidence: evidence.freshness,
+        evidence_started_at: evidence.started_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
         post_test_at: critique::recorded_at(spec, id, "post-test"),
     }

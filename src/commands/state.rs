@@ -58,11 +58,10 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
 }
 
 /// Merge `patch` into the state file under its lock; nothing is written on any error.
-pub fn merge(path: &Path, patch: &Value) -> Result<Value> {
+fn merge(path: &Path, patch: &Value) -> Result<()> {
     let name = path.display().to_string();
     store::update_json(path, store::DEFAULT_LOCK_WAIT, |current| {
-        let next = state::apply_patch(current, patch, &name)?;
-        Ok((Some(next.clone()), next))
+        Ok((Some(state::apply_patch(current, patch, &name)?), ()))
     })
 }
 

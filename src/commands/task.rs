@@ -174,7 +174,7 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
     }
 }
 
-fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
+pub fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
     let freshness = evidence::check(project, spec, state, &slot);
     let started_at = slot
         .record_in(state)

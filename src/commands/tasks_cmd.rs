@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::commands::{load_tasks_file, resolve_tasks_path};
+use crate::commands::{load_tasks_file, resolve_tasks_path, LoadedTasks};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::project::Project;
@@ -57,11 +57,9 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             Ok(if list.next().is_some() { 0 } else { 1 })
         }
         TasksCommand::Show { id, read: args } => {
-            let list = read(project, &args)?;
-            let path =
-                resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
-            let task = list.find(&id).map_err(|e| Error::Task {
-                path,
+            let loaded = load(project, &args)?;
+            let task = loaded.list.find(&id).map_err(|e| Error::Task {
+                path: loaded.path,
                 message: e.to_string(),
             })?;
             if args.json {
@@ -106,8 +104,12 @@ pub fn check(path: &std::path::Path, id: &str, checked: bool) -> Result<(bool, S
 }
 
 fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
+    Ok(load(project, args)?.list)
+}
+
+fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {
     let path = resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
-    Ok(load_tasks_file(&path)?.list)
+    load_tasks_file(&path)
 }
 
 fn markers(t: &Task) -> String {

@@ -110,3 +110,20 @@ pub fn assert_json_file(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
+
+/// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
+pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
+    let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
+        .unwrap()
+        .iter()
+        .map(|(cid, _)| {
+            (
+                cid.to_string(),
+                serde_json::json!({"result": "pass", "note": "checked"}),
+            )
+        })
+        .collect();
+    let input = serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
+    let v = specrun::critique::validate(stage, id, &input).unwrap();
+    specrun::critique::to_record(id, stage, &v, at)
+}

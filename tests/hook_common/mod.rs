@@ -87,6 +87,14 @@ impl Exec {
         self.write_state(&state);
     }
 
+    /// A valid self-critique record of task `id` at `stage`, dated `at`.
+    pub fn critique(&self, id: &str, stage: &str, at: &str) {
+        self.p.write(
+            &format!("specs/demo/critique/{id}-{stage}.json"),
+            &common::critique_record(id, stage, at).to_string(),
+        );
+    }
+
     pub fn current_tree(&self) -> String {
         let project = specrun::project::Project::discover(Some(&self.p.root())).unwrap();
         let spec = project.spec(Some("demo")).unwrap().unwrap();

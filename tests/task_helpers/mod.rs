@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+pub use crate::common::critique_record;
 use crate::common::TempProject;
 
 pub const SPEC: &str = "demo";
@@ -43,23 +44,6 @@ pub fn evidence(p: &TempProject, id: &str, at: &str, exit_code: i64) {
     let record = json!({"command": "true", "exitCode": exit_code, "startedAt": at, "durationMs": 1,
         "tree": tree(p), "outputTail": "", "timedOut": false, "taskId": id});
     set_state(p, json!({"taskEvidence": {id: record}}));
-}
-
-/// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
-pub fn critique_record(id: &str, stage: &str, at: &str) -> Value {
-    let items: serde_json::Map<String, Value> = specrun::critique::checklist(stage)
-        .unwrap()
-        .iter()
-        .map(|(cid, _)| {
-            (
-                cid.to_string(),
-                json!({"result": "pass", "note": "checked"}),
-            )
-        })
-        .collect();
-    let input = json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
-    let v = specrun::critique::validate(stage, id, &input).unwrap();
-    specrun::critique::to_record(id, stage, &v, at)
 }
 
 pub fn critique(p: &TempProject, id: &str, stage: &str, at: &str) {
