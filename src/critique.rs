@@ -386,27 +386,48 @@ pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> P
     let Some(recorded_at) = recorded_at else {
         return PostTestOrder::NoRecord;
     };
-    let ended = evidence
-        .get("startedAt")
-        .and_then(Value::as_str)
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| {
-            let ms = evidence
-                .get("durationMs")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            t + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64)
-        });
-    let recorded = chrono::DateTime::parse_from_rfc3339(recorded_at).ok();
-    match (ended, recorded) {
-        (Some(e), Some(r)) if r >= e => PostTestOrder::InOrder,
+    match crate::evidence::ended_at(evidence) {
+        Some(ended) if reviews_run(recorded_at, &ended) => PostTestOrder::InOrder,
         _ => PostTestOrder::RecordOlder,
     }
+}
+
+/// The one ordering rule of a post-test critique: recorded no earlier than the end of the
+/// run it reviews. `task complete`, SubagentStop and `critique status` all ask this.
+pub fn reviews_run(recorded_at: &str, run_ended_at: &str) -> bool {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    matches!((parse(recorded_at), parse(run_ended_at)), (Some(r), Some(e)) if r >= e)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: task complete (strictly after the start), SubagentStop (not before the
+    /// start) and critique status (not before the end) each had their own rule.
+    #[test]
+    fn one_ordering_rule_for_post_test_reviews() {
+        assert!(reviews_run(
+            "2026-01-01T00:05:00Z",
+            "2026-01-01T00:05:00.000Z"
+        ));
+        assert!(!reviews_run("2026-01-01T00:04:59Z", "2026-01-01T00:05:00Z"));
+        assert!(!reviews_run("not a time", "2026-01-01T00:05:00Z"));
+        let run = serde_json::json!({"exitCode": 0, "startedAt": "2026-01-01T00:00:00Z", "durationMs": 90000});
+        assert_eq!(
+            crate::evidence::ended_at(&run).as_deref(),
+            Some("2026-01-01T00:01:30.000Z")
+        );
+        // Recorded while the run was still going: not a review of it.
+        assert_eq!(
+            post_test_order(Some(&run), Some("2026-01-01T00:01:00Z")),
+            PostTestOrder::RecordOlder
+        );
+        assert_eq!(
+            post_test_order(Some(&run), Some("2026-01-01T00:01:30Z")),
+            PostTestOrder::InOrder
+        );
+    }
 
     fn all(stage: &str, result: &str) -> Value {
         let items: Map<String, Value> = checklist(stage)

@@ -80,6 +80,19 @@ pub fn passed(record: &Value) -> bool {
             .unwrap_or(false)
 }
 
+/// When a record's run ended (`startedAt + durationMs`), RFC 3339; `None` without a
+/// readable `startedAt`. A review of the run must come no earlier than this.
+pub fn ended_at(record: &Value) -> Option<String> {
+    let started = record.get("startedAt").and_then(Value::as_str)?;
+    let started = chrono::DateTime::parse_from_rfc3339(started).ok()?;
+    let ms = record
+        .get("durationMs")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let ended = started + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
+    Some(ended.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+}
+
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
 pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
     let Some(record) = record else {

@@ -536,7 +536,8 @@ pub struct ClaimFacts {
     /// `taskEvidence.<id>` against the current tree.
     pub evidence: Freshness,
     /// `startedAt` of that evidence.
-    pub evidence_started_at: Option<String>,
+    /// When the evidence run ended (`startedAt + durationMs`).
+    pub evidence_ended_at: Option<String>,
     pub post_code_at: Option<String>,
     pub post_test_at: Option<String>,
 }
@@ -583,19 +584,13 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     // The post-test review must look at the passing run, so it must come after it.
     if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
         &facts.post_test_at,
-        &facts.evidence_started_at,
+        &facts.evidence_ended_at,
         facts.evidence,
     ) {
-        let parsed = (
-            DateTime::parse_from_rfc3339(test_at),
-            DateTime::parse_from_rfc3339(ev_at),
-        );
-        if let (Ok(t), Ok(e)) = parsed {
-            if t < e {
-                missing.push(format!(
-                    "the post-test self-critique ({test_at}) predates the passing evidence ({ev_at}): record it again: `specrun critique record --task {id} --stage post-test --spec {name} --file <record.json>`."
-                ));
-            }
+        if !crate::critique::reviews_run(test_at, ev_at) {
+            missing.push(format!(
+                "the post-test self-critique ({test_at}) predates the end of the passing evidence run ({ev_at}): record it again: `specrun critique record --task {id} --stage post-test --spec {name} --file <record.json>`."
+            ));
         }
     }
     missing
@@ -1238,7 +1233,7 @@ mod tests {
         ClaimFacts {
             task,
             evidence: ev,
-            evidence_started_at: Some("2026-01-01T00:10:00Z".into()),
+            evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
             post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
         }

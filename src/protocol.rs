@@ -214,7 +214,8 @@ pub fn short_commit(c: &str) -> &str {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EvidenceFact {
     pub freshness: Freshness,
-    pub started_at: Option<String>,
+    /// When the run ended (`startedAt + durationMs`).
+    pub ended_at: Option<String>,
 }
 
 pub struct CompleteInput<'a> {
@@ -303,17 +304,18 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
     match (input.post_test.recorded_at(), evidence) {
         (None, _) => {}
         (Some(recorded), Some(ev)) => {
-            let critique = parse_time(recorded);
-            let verified = ev.started_at.as_deref().and_then(parse_time);
-            match (critique, verified) {
-                (Some(c), Some(v)) if c > v => {}
-                _ => unmet.push(Unmet::new(
+            let in_order = ev
+                .ended_at
+                .as_deref()
+                .is_some_and(|ended| crate::critique::reviews_run(recorded, ended));
+            if !in_order {
+                unmet.push(Unmet::new(
                     "critique-post-test-newer",
                     format!(
-                        "the post-test critique ({recorded}) is not newer than the evidence it reviews ({}): record it again after the verification run",
-                        ev.started_at.as_deref().unwrap_or("no startedAt")
+                        "the post-test critique ({recorded}) is not newer than the evidence it reviews (ended {}): record it again after the verification run",
+                        ev.ended_at.as_deref().unwrap_or("at an unknown time")
                     ),
-                )),
+                ));
             }
         }
         (Some(_), None) => {}
@@ -1054,14 +1056,14 @@ mod tests {
     fn fresh(at: &str) -> EvidenceFact {
         EvidenceFact {
             freshness: Freshness::Fresh,
-            started_at: Some(at.into()),
+            ended_at: Some(at.into()),
         }
     }
 
     fn missing() -> EvidenceFact {
         EvidenceFact {
             freshness: Freshness::Missing,
-            started_at: None,
+            ended_at: None,
         }
     }
 
@@ -1145,7 +1147,7 @@ mod tests {
         let mut input = complete_input(&s, &list, task);
         input.task_evidence = EvidenceFact {
             freshness: Freshness::Stale,
-            started_at: Some("x".into()),
+            ended_at: Some("x".into()),
         };
         input.post_code = Stored::Missing;
         input.post_test = Stored::Unusable("1 issue(s) found but not fixed".into());
@@ -1166,10 +1168,10 @@ mod tests {
         assert!(err[3]
             .detail
             .contains("does not count (1 issue(s) found but not fixed)"));
-        // Post-test older than the evidence.
+        // Post-test older than the evidence (which ended at 00:05).
         let started = apply(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
         let mut input = complete_input(&started, &list, task);
-        input.post_test = usable("2026-01-01T00:05:00Z");
+        input.post_test = usable("2026-01-01T00:04:59Z");
         input.check = true;
         assert_eq!(
             names(&complete(&input).unwrap_err()),

@@ -424,7 +424,7 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         return ClaimFacts {
             task,
             evidence: evidence::Freshness::Missing,
-            evidence_started_at: None,
+            evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
         };
@@ -440,7 +440,7 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     ClaimFacts {
         task,
         evidence: evidence.freshness,
-        evidence_started_at: evidence.started_at,
+        evidence_ended_at: evidence.ended_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
         post_test_at: critique::recorded_at(spec, id, "post-test"),
     }

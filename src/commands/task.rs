@@ -176,14 +176,10 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
 
 pub fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
     let freshness = evidence::check(project, spec, state, &slot);
-    let started_at = slot
-        .record_in(state)
-        .and_then(|r| r.get("startedAt"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let ended_at = slot.record_in(state).and_then(evidence::ended_at);
     EvidenceFact {
         freshness,
-        started_at,
+        ended_at,
     }
 }
 
