@@ -190,16 +190,6 @@ impl Store {
     }
 }
 
-/// The open VERIFY/high items of a parsed followups.json (`None` = no file). An unreadable
-/// store yields an error so the caller can say so rather than silently allow.
-pub fn blocking_open(doc: Option<&Value>) -> Result<Vec<Item>, String> {
-    Ok(Store::from_json(doc)?
-        .blocking_open()
-        .into_iter()
-        .cloned()
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,10 +267,13 @@ mod tests {
         s.add(new("REFAC", "high", Some("1")), "t").unwrap();
         assert_eq!(s.blocking_open().len(), 1);
         let doc = s.to_json();
-        assert_eq!(blocking_open(Some(&doc)).unwrap()[0].id, "F1");
+        assert_eq!(
+            Store::from_json(Some(&doc)).unwrap().blocking_open()[0].id,
+            "F1"
+        );
         s.resolve("F1", "ok", "t").unwrap();
         assert!(s.blocking_open().is_empty());
-        assert!(blocking_open(None).unwrap().is_empty());
+        assert!(Store::from_json(None).unwrap().blocking_open().is_empty());
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{critique, events, followups, git, output, store, transcript};
+use crate::{critique, events, git, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -331,17 +331,16 @@ fn usage_since(path: &str, offset: Option<u64>, last_id: Option<&str>) -> UsageR
 fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
     CompletionGates {
         evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
-        blockers: open_blockers(&spec.followups_path()),
+        blockers: open_blockers(spec),
     }
 }
 
 /// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
 /// parser as the `followup` verbs: a file they refuse is unreadable here too.
-fn open_blockers(path: &Path) -> std::result::Result<Vec<Blocker>, String> {
-    let doc = store::read_json(path).map_err(|e| e.to_string())?;
-    let items = followups::Store::from_json(doc.as_ref())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(items
+/// Open VERIFY/high follow-ups, read as the `followup` verbs read them.
+fn open_blockers(spec: &Spec) -> std::result::Result<Vec<Blocker>, String> {
+    let store = super::followup::load(spec).map_err(|e| e.to_string())?;
+    Ok(store
         .blocking_open()
         .into_iter()
         .map(|i| Blocker {

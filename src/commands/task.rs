@@ -193,18 +193,10 @@ pub fn blocking_followups(spec: &Spec) -> Vec<String> {
 
 /// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
 pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
-    let path = spec.followups_path();
-    let doc = match store::read_json(&path) {
-        Ok(doc) => doc,
+    match super::followup::load(spec) {
+        Ok(store) => store.blocking_open().into_iter().cloned().collect(),
         Err(e) => {
             output::warn(&format!("follow-ups unreadable: {e}"));
-            return Vec::new();
-        }
-    };
-    match followups::blocking_open(doc.as_ref()) {
-        Ok(items) => items,
-        Err(e) => {
-            output::warn(&format!("{}: {e}", path.display()));
             Vec::new()
         }
     }
