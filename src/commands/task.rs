@@ -233,13 +233,24 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let spec = &held.spec;
     let head = git::head(&project.root);
     let now = now_rfc3339();
+    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()));
+    // The phase evidence is consulted only when the task's own is not fresh; each costs a
+    // fingerprint of the tree.
+    let phase_evidence = if task_evidence.freshness.is_ok() {
+        EvidenceFact {
+            freshness: evidence::Freshness::Missing,
+            ended_at: None,
+        }
+    } else {
+        evidence_fact(project, spec, &held.state, Slot::Phase("execution".into()))
+    };
     let input = CompleteInput {
         state: &held.state,
         list: &held.tasks.list,
         task,
         check,
-        task_evidence: evidence_fact(project, spec, &held.state, Slot::Task(id.clone())),
-        phase_evidence: evidence_fact(project, spec, &held.state, Slot::Phase("execution".into())),
+        task_evidence,
+        phase_evidence,
         post_code: critique::load(spec, &id, "post-code"),
         post_test: critique::load(spec, &id, "post-test"),
         blocking_followups: blocking_followups(spec),
