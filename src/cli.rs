@@ -32,6 +32,19 @@ pub struct SpecArg {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Create specs/NAME from the templates, make it the active spec, write the ignore rules.
+    New(NewArgs),
+    /// Complete the execution from a shell: the Stop hook's completion gates, checked in code.
+    Finish(FinishArgs),
+    /// One short line for Claude Code's statusLine setting (reads its JSON on stdin).
+    Statusline,
+    /// One execution's story: per task its attempts, durations, tokens, evidence, reviews.
+    Report(ReportArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Run a notify command with an event on stdin, killing it after its time bound.
+    #[command(hide = true)]
+    NotifyRun(NotifyRunArgs),
     /// Print the read-only JSON fact surface of the active spec.
     Snapshot(SnapshotArgs),
     /// Read and tick tasks in tasks.md.
@@ -68,6 +81,73 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Cancel the execution; nothing is deleted.
     Cancel(CancelArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NewArgs {
+    /// The spec's name: letters, digits, `-`, `_` and `.`, not starting with `.`.
+    pub name: String,
+    /// The goal, written into .progress.md; default: a line to fill in.
+    #[arg(long, value_name = "TEXT")]
+    pub goal: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FinishArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Md,
+    Html,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ReportFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+    Powershell,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to print the completion script for.
+    #[arg(value_enum)]
+    pub shell: CompletionShell,
+}
+
+#[derive(Debug, Args)]
+pub struct NotifyRunArgs {
+    /// Kill the command's process group after MS milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// The command, run with sh -c.
+    pub command: String,
+}
+
+/// A cap: a positive integer (a cap of 0 would halt before the first step).
+fn cap(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(0) => Err("a cap of 0 would halt before the first step: give 1 or more".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -125,12 +205,18 @@ pub struct TasksReadArgs {
 pub enum StateCommand {
     /// Merge a JSON patch into a state file (objects recurse; `$unset` deletes dot paths).
     Merge {
+        /// The state file (inside the project; --cwd picks another project).
         file: PathBuf,
         /// The patch as JSON text, or - to read it from stdin.
         patch: String,
     },
     /// Print the state (or the value at a dot path) as JSON.
-    Get { file: PathBuf, path: Option<String> },
+    Get {
+        /// The state file.
+        file: PathBuf,
+        /// A dot path into it; default: the whole document.
+        path: Option<String>,
+    },
     /// Write the execution fields, keeping every other field of the file.
     Init(StateInitArgs),
 }
@@ -139,17 +225,22 @@ pub enum StateCommand {
 pub struct StateInitArgs {
     #[command(flatten)]
     pub spec: SpecArg,
-    #[arg(long, value_name = "N")]
+    /// Failed attempts at one task before the execution halts; default 5.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub max_task_iterations: Option<u64>,
-    #[arg(long, value_name = "N")]
+    /// Stops (turn ends) of the session before the execution halts; default 30.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub max_global_iterations: Option<u64>,
-    #[arg(long, value_name = "N")]
+    /// Output tokens (session and subagents) before the execution halts; default: no cap.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub max_output_tokens: Option<u64>,
-    #[arg(long, value_name = "N")]
+    /// Minutes since the start before the execution halts; default: no cap.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub max_minutes: Option<u64>,
+    /// Stops in a row without progress before the execution halts (0 turns the check off); default 5.
     #[arg(long, value_name = "N")]
     pub max_stall_stops: Option<u64>,
-    /// The Claude Code session that owns this execution (the guard ignores other sessions).
+    /// The Claude Code session that owns this execution (the guard ignores other sessions); default: none (any session).
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// Quick mode: no questions to the user.
@@ -158,6 +249,7 @@ pub struct StateInitArgs {
     /// Recovery mode: failed tasks get fix tasks.
     #[arg(long)]
     pub recovery_mode: bool,
+    /// Who re-prompts between tasks; default manual (a person, or /specrun:implement).
     #[arg(long, value_enum)]
     pub driver: Option<Driver>,
     /// Replace a corrupt state file (the old one is kept as <file>.corrupt-<timestamp>).
@@ -186,12 +278,17 @@ impl Driver {
 pub struct StatusArgs {
     #[command(flatten)]
     pub spec: SpecArg,
+    /// Print JSON (every figure the text shows) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Redraw whenever the spec changes, until it is complete, halted or cancelled.
+    #[arg(long, conflicts_with = "json")]
+    pub watch: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct HookArgs {
+    /// The hook event whose JSON arrives on stdin.
     pub event: HookEvent,
 }
 
@@ -207,28 +304,32 @@ pub enum HookEvent {
 pub enum VerifyCommand {
     /// Run C with sh -c in the project root and record the evidence.
     Run {
+        /// The command, run with sh -c in the project root.
         #[arg(long, value_name = "C")]
         command: String,
         /// Evidence slot (verificationBlocks.<P>); default execution.
         #[arg(long, value_name = "P")]
         phase: Option<String>,
-        /// Record as task evidence (taskEvidence.<ID>).
+        /// Record as task evidence (taskEvidence.<ID>) instead of a phase's; default: none.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
         #[command(flatten)]
         spec: SpecArg,
-        /// Kill the command's process group after SECS seconds (exit 124).
+        /// Kill the command's process group after SECS seconds (exit 124); default: no limit.
         #[arg(long, value_name = "SECS")]
         timeout: Option<u64>,
     },
     /// Say whether evidence is fresh, stale, failed or missing (exit 0 only for fresh and passing).
     Status {
+        /// Evidence slot (verificationBlocks.<P>); default execution.
         #[arg(long, value_name = "P")]
         phase: Option<String>,
+        /// A task's evidence (taskEvidence.<ID>) instead of a phase's.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -238,8 +339,10 @@ pub enum VerifyCommand {
 pub enum CritiqueCommand {
     /// Validate a self-critique record and write it under the spec's critique/.
     Record {
+        /// The task the record reviews.
         #[arg(long, value_name = "ID")]
         task: String,
+        /// Which review: after the code, or after the tests ran.
         #[arg(long, value_enum)]
         stage: CritiqueStage,
         /// The record as a JSON file, or - for stdin (default: stdin).
@@ -250,10 +353,12 @@ pub enum CritiqueCommand {
     },
     /// Say which critique records exist for a task.
     Status {
+        /// The task whose records to list.
         #[arg(long, value_name = "ID")]
         task: String,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -278,7 +383,7 @@ impl CritiqueStage {
 pub struct GoalArgs {
     #[command(flatten)]
     pub spec: SpecArg,
-    /// Turn budget to name in the goal condition (a positive integer).
+    /// Turn budget to name in the goal condition (a positive integer); default: none named.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_turns: Option<u64>,
 }
@@ -296,6 +401,7 @@ pub struct LastMileArgs {
 pub struct DoctorArgs {
     #[command(flatten)]
     pub spec: SpecArg,
+    /// Print JSON instead of the table.
     #[arg(long)]
     pub json: bool,
 }
@@ -316,6 +422,7 @@ pub enum TaskCommand {
     Fail {
         #[command(flatten)]
         verb: TaskVerbArgs,
+        /// What failed, in one line.
         #[arg(long, value_name = "TEXT")]
         reason: String,
         /// In recovery mode, write the fix task into tasks.md.
@@ -334,9 +441,11 @@ pub enum TaskCommand {
 
 #[derive(Debug, Args)]
 pub struct TaskVerbArgs {
+    /// The task id (as in tasks.md, e.g. 1.2).
     pub id: String,
     #[command(flatten)]
     pub spec: SpecArg,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -345,18 +454,24 @@ pub struct TaskVerbArgs {
 pub enum FollowupCommand {
     /// Add a follow-up.
     Add {
+        /// VERIFY (blocks completion at high priority), REFAC or IDEA.
         #[arg(long, value_enum)]
         category: FollowupCategory,
+        /// How much it matters.
         #[arg(long, value_enum)]
         priority: FollowupPriority,
+        /// What to do, in one line.
         #[arg(long, value_name = "T")]
         title: String,
+        /// The task it was found in; default: none.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
+        /// Files it concerns; default: none.
         #[arg(long, value_name = "FILE", num_args = 1..)]
         files: Vec<String>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -367,16 +482,20 @@ pub enum FollowupCommand {
         open: bool,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Resolve a follow-up.
     Resolve {
+        /// The follow-up's id (F1, F2, …).
         fid: String,
+        /// What was done about it.
         #[arg(long, value_name = "T")]
         note: String,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -399,7 +518,9 @@ pub enum FollowupPriority {
 
 #[derive(Debug, Args)]
 pub struct LearnArgs {
+    /// The learning, one fact.
     pub text: String,
+    /// The task it was learned in; default: none.
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
     #[command(flatten)]
@@ -410,21 +531,22 @@ pub struct LearnArgs {
 pub struct ResumeArgs {
     #[command(flatten)]
     pub spec: SpecArg,
-    /// New maxGlobalIterations.
-    #[arg(long, value_name = "N")]
+    /// New maxGlobalIterations; default: unchanged.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub raise_global: Option<u64>,
-    /// New maxTaskIterations.
-    #[arg(long, value_name = "N")]
+    /// New maxTaskIterations; default: unchanged.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub raise_task: Option<u64>,
-    /// New budget.maxOutputTokens.
-    #[arg(long, value_name = "N")]
+    /// New budget.maxOutputTokens; default: unchanged.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub raise_tokens: Option<u64>,
-    /// New budget.maxMinutes.
-    #[arg(long, value_name = "N")]
+    /// New budget.maxMinutes; default: unchanged.
+    #[arg(long, value_name = "N", value_parser = cap)]
     pub raise_minutes: Option<u64>,
-    /// Bind the execution to this Claude Code session.
+    /// Bind the execution to this Claude Code session; default: unchanged.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }
@@ -433,6 +555,7 @@ pub struct ResumeArgs {
 pub struct CancelArgs {
     #[command(flatten)]
     pub spec: SpecArg,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -98,7 +98,7 @@ impl fmt::Display for Error {
             Error::SpecName { name, reason } => write!(f, "invalid spec name {name:?}: {reason}"),
             Error::OutsideProject { path, root } => write!(
                 f,
-                "{} lies outside the project root {}",
+                "{} lies outside the project root {}: to work in the project that holds it, pass `--cwd DIR` (a directory of that project) before the subcommand",
                 path.display(),
                 root.display()
             ),

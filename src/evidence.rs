@@ -309,15 +309,15 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
+    // Add everything, then take the excluded paths out. Excluding them in `git add` itself
+    // fails as soon as one of them is also ignored by a .gitignore (git reports an
+    // explicitly named ignored path as an error), which `specrun new`'s rules make the rule.
+    crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], &env)?;
     if !excluded.is_empty() {
         let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
         rm_args.extend(excluded.iter().map(String::as_str));
         crate::git::run(dir, &rm_args, &env)?;
     }
-    let excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
-    let mut add_args = vec!["add", "-A", "--ignore-errors", "--", "."];
-    add_args.extend(excludes.iter().map(String::as_str));
-    crate::git::run(dir, &add_args, &env)?;
     let prefix_arg = format!("--prefix={}", repo.prefix);
     let mut write_args = vec!["write-tree"];
     if !repo.prefix.is_empty() {

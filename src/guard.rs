@@ -342,14 +342,8 @@ fn decide_after_count(
     if claims_all_complete(input.last_assistant_message) {
         let unmet = completion_unmet(name, state, facts);
         if unmet.is_empty() {
-            patch["phase"] = json!("completed");
-            patch["completed"] = json!(true);
-            patch["completedAt"] = json!(now);
-            let c = facts.tasks.counts();
-            let m = format!(
-                "specrun: spec '{name}' complete: {}/{} tasks checked, execution evidence fresh, no blocking follow-up.",
-                c.completed, c.total
-            );
+            state::merge_into(patch, &completion_patch(now));
+            let m = format!("specrun: {}", completion_message(name, facts.tasks));
             return (Decision::Allow(Some(m)), "completion-accepted".into());
         }
         if no_progress_since_block {
@@ -446,8 +440,38 @@ fn hit_cap(
     None
 }
 
-/// Every unmet completion gate, each with the command that satisfies it.
-fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<String> {
+/// The state fields that mark an execution complete (the Stop hook and `specrun finish`).
+pub fn completion_patch(now: &str) -> Value {
+    json!({"phase": "completed", "completed": true, "completedAt": now})
+}
+
+/// What a completed execution reports.
+pub fn completion_message(name: &str, tasks: &TaskList) -> String {
+    let c = tasks.counts();
+    format!(
+        "spec '{name}' complete: {}/{} tasks checked, execution evidence fresh, no blocking follow-up.",
+        c.completed, c.total
+    )
+}
+
+/// The full-check command to name when none was recorded: the last [VERIFY] task's Verify
+/// line, else the last task's.
+fn full_check_command<'a>(state: &'a Value, tasks: &'a TaskList) -> Option<&'a str> {
+    View(state)
+        .get("verificationBlocks.execution.command")
+        .and_then(Value::as_str)
+        .or_else(|| {
+            let with_verify = || tasks.tasks.iter().rev().filter(|t| t.verify.is_some());
+            with_verify()
+                .find(|t| t.is_verify())
+                .or_else(|| with_verify().next())
+                .and_then(|t| t.verify.as_deref())
+        })
+}
+
+/// Every unmet completion gate, each with the command that satisfies it. The Stop hook's
+/// judgement of ALL_TASKS_COMPLETE and `specrun finish` both call this.
+pub fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<String> {
     let mut unmet = Vec::new();
     let unchecked: Vec<&Task> = facts.tasks.tasks.iter().filter(|t| !t.checked).collect();
     if facts.tasks.tasks.is_empty() {
@@ -458,19 +482,17 @@ fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<Str
     if !unchecked.is_empty() {
         let labels: Vec<String> = unchecked.iter().map(|t| t.label()).collect();
         unmet.push(format!(
-            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete <id> --check --spec {name}`.",
+            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete {} --check --spec {name}` (then the next).",
             unchecked.len(),
             facts.tasks.tasks.len(),
-            labels.join(", ")
+            labels.join(", "),
+            labels[0]
         ));
     }
     let gates = facts.completion.as_ref();
     let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
     if evidence != Freshness::Fresh {
-        let command = View(state)
-            .get("verificationBlocks.execution.command")
-            .and_then(Value::as_str)
-            .unwrap_or("<full test command>");
+        let command = full_check_command(state, facts.tasks).unwrap_or("<full test command>");
         let why = match evidence {
             Freshness::Stale => "stale (the code changed since it ran)",
             Freshness::Failed => "failed",
@@ -1146,7 +1168,7 @@ mod tests {
         let r = block_text(&o);
         assert!(r.contains("1 of 2 tasks unchecked (1.2)"), "{r}");
         assert!(
-            r.contains("`specrun task complete <id> --check --spec demo`"),
+            r.contains("`specrun task complete 1.2 --check --spec demo` (then the next)"),
             "{r}"
         );
         assert!(r.contains("execution evidence is stale"), "{r}");

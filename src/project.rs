@@ -228,14 +228,50 @@ impl Project {
         Ok(Some(Spec { name, dir }))
     }
 
-    /// Like `spec`, but a missing spec is an error telling how to name one.
+    /// Like `spec`, but a missing spec, or one whose directory does not exist, is an error
+    /// naming a step that works: the specs that do exist, else `specrun new`.
     pub fn require_spec(&self, arg: Option<&str>) -> Result<Spec> {
-        self.spec(arg)?.ok_or_else(|| {
-            Error::Usage(format!(
-                "no active spec: pass --spec NAME or write the name to {}",
-                self.current_spec_path().display()
-            ))
-        })
+        let Some(spec) = self.spec(arg)? else {
+            return Err(Error::Usage(format!(
+                "no active spec: {}",
+                self.spec_choices(None)
+            )));
+        };
+        if !spec.dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "spec {:?} not found ({} does not exist): {}",
+                spec.name,
+                spec.dir.display(),
+                self.spec_choices(Some(&spec.name))
+            )));
+        }
+        Ok(spec)
+    }
+
+    /// The spec directories under specs/, sorted by name.
+    pub fn spec_names(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.specs_dir()) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| validate_spec_name(n).is_ok())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// What to do without a usable spec: pass one that exists, or create one.
+    fn spec_choices(&self, wanted: Option<&str>) -> String {
+        let names = self.spec_names();
+        if names.is_empty() {
+            let name = wanted.unwrap_or("NAME");
+            return format!("create one with `specrun new {name}`");
+        }
+        let list: Vec<String> = names.iter().map(|n| format!("`--spec {n}`")).collect();
+        format!("pass one of the specs here: {}", list.join(", "))
     }
 }
 

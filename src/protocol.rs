@@ -118,7 +118,10 @@ fn execution_gates(state: &Value, unmet: &mut Vec<Unmet>) {
         )),
         None => unmet.push(Unmet::new(
             "phase",
-            "the state has no phase: run `specrun state init` first",
+            format!(
+                "the state has no phase: run `specrun state init --spec {}` first",
+                view.name().unwrap_or("<spec>")
+            ),
         )),
     }
     if let Some(kind) = view.halt_kind() {
@@ -582,7 +585,7 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
             state::merge_into(&mut halted_doc, &patch);
             message.push_str("; execution halted");
             notes.push(format!(
-                "halted: {why}; to continue: {}",
+                "halted: {why}; to continue: `{}`",
                 state::resume_command(view.name().unwrap_or("<spec>"), View(&halted_doc))
             ));
         }

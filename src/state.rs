@@ -330,7 +330,7 @@ impl<'a> View<'a> {
         get_path(self.0, path).and_then(Value::as_u64)
     }
 
-    fn str_at(&self, path: &str) -> Option<&'a str> {
+    pub fn str_at(&self, path: &str) -> Option<&'a str> {
         get_path(self.0, path).and_then(Value::as_str)
     }
 

@@ -90,7 +90,7 @@ fn missing_spec_directory_is_named() {
         .args(["state", "init", "--spec", "gone"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("spec directory not found"))
+        .stderr(predicate::str::contains("spec \"gone\" not found"))
         .stderr(predicate::str::contains("specs/gone"));
     p.specrun()
         .args(["state", "merge", "specs/gone/.specrun-state.json", "{}"])
@@ -103,7 +103,8 @@ fn missing_spec_directory_is_named() {
         .args(["tasks", "list"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("tasks file not found"));
+        .stderr(predicate::str::contains("spec \"gone\" not found"))
+        .stderr(predicate::str::contains("`specrun new gone`"));
     let out = p.specrun().arg("snapshot").assert().code(0);
     let doc: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(doc["gates"], serde_json::json!(["missing-spec"]));

@@ -256,7 +256,7 @@ fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
     );
     let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
     let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
-- 1 of 2 tasks unchecked (1.2): delegate each to specrun:spec-executor (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete <id> --check --spec demo`.\n\
+- 1 of 2 tasks unchecked (1.2): delegate each to specrun:spec-executor (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete 1.2 --check --spec demo` (then the next).\n\
 - execution evidence is stale (the code changed since it ran): run `specrun verify run --phase execution --spec demo --command 'cargo test --all'` and make it pass.\n\
 - follow-up F1 (VERIFY, high) is open: re-run the load test. Do it, then `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";

@@ -102,7 +102,10 @@ fn start_refuses_when_halted_cancelled_or_uninitialised() {
     q.spec("demo", TASKS);
     let (code, _, err) = run(&q, &["task", "start", "1.1"]);
     assert_eq!(code, 2);
-    assert!(err.contains("run `specrun state init` first"), "{err}");
+    assert!(
+        err.contains("run `specrun state init --spec demo` first"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -4,18 +4,16 @@
 use serde_json::json;
 
 use crate::cli::CancelArgs;
-use crate::commands::task::{read_state, record_event, report, write_state};
+use crate::commands::task::{lock_state, record_event, report, write_state};
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::project::Project;
 use crate::protocol;
-use crate::store;
 
 pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let spec = project.require_spec(args.spec.spec.as_deref())?;
     let path = spec.state_path();
-    let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-    let state = read_state(&path)?;
+    let (_lock, state) = lock_state(&spec)?;
     let out = protocol::cancel(&state, &now_rfc3339());
     if let Some(patch) = &out.patch {
         write_state(&path, &state, patch)?;

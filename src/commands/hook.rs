@@ -28,7 +28,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{critique, events, git, output, store, transcript};
+use crate::{critique, events, git, notify, output, store, transcript};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -261,6 +261,7 @@ fn under_lock(
     match result {
         Ok(Some(outcome)) => {
             let _ = events::append(project, outcome.event.clone());
+            notify_outcome(project, spec, &outcome);
             outcome.decision.to_hook_json()
         }
         Ok(None) => None,
@@ -272,6 +273,23 @@ fn under_lock(
             format!("specrun guard: {e}; allowed."),
         ),
     }
+}
+
+/// A new halt or an accepted completion starts the user's notify command (detached).
+fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
+    let kind = match outcome.rule.as_str() {
+        r if r.starts_with("cap:") => "halt",
+        "completion-accepted" => "completed",
+        _ => return,
+    };
+    let text = match &outcome.decision {
+        guard::Decision::Allow(Some(m)) | guard::Decision::Block(m) | guard::Decision::Halt(m) => {
+            m.as_str()
+        }
+        guard::Decision::Allow(None) => "",
+    };
+    let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
+    notify::send(project, &event);
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
@@ -328,7 +346,8 @@ fn usage_since(path: &str, offset: Option<u64>, last_id: Option<&str>) -> UsageR
     }
 }
 
-fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
+/// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
+pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
     CompletionGates {
         evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
         blockers: open_blockers(spec),

@@ -10,17 +10,22 @@ use crate::store;
 use crate::tasks::{self, TaskList};
 
 pub mod cancel;
+pub mod completions;
 pub mod critique;
 pub mod doctor;
+pub mod finish;
 pub mod followup;
 pub mod goal;
 pub mod hook;
 pub mod last_mile;
 pub mod learn;
+pub mod new;
+pub mod report;
 pub mod resume;
 pub mod snapshot;
 pub mod state;
 pub mod status;
+pub mod statusline;
 pub mod task;
 pub mod tasks_cmd;
 pub mod verify;
@@ -30,6 +35,17 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     match cli.command {
         // Hooks resolve their own directory from stdin and never fail.
         Command::Hook(args) => Ok(hook::run(args.event, cwd)),
+        // A status line must never show an error either.
+        Command::Statusline => Ok(statusline::run(cwd)),
+        Command::Completions(args) => Ok(completions::run(args.shell)),
+        Command::NotifyRun(args) => Ok(crate::notify::run(
+            &Project::discover(cwd)?,
+            &args.command,
+            std::time::Duration::from_millis(args.timeout_ms),
+        )),
+        Command::New(args) => new::run(&Project::discover(cwd)?, args),
+        Command::Finish(args) => finish::run(&Project::discover(cwd)?, args),
+        Command::Report(args) => report::run(&Project::discover(cwd)?, args),
         Command::Snapshot(args) => snapshot::run(&Project::discover(cwd)?, args),
         Command::Tasks(cmd) => tasks_cmd::run(&Project::discover(cwd)?, cmd),
         Command::State(cmd) => state::run(cwd, cmd),

@@ -4,18 +4,20 @@
 use serde_json::json;
 
 use crate::cli::ResumeArgs;
-use crate::commands::task::{read_state, record_event, refuse, report, write_state};
+use crate::commands::load_tasks_file;
+use crate::commands::status::shell_step;
+use crate::commands::task::{lock_state, record_event, refuse, report, write_state};
 use crate::error::Result;
 use crate::events::now_rfc3339;
+use crate::next::Audience;
+use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
-use crate::store;
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     let spec = project.require_spec(args.spec.spec.as_deref())?;
     let path = spec.state_path();
-    let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-    let state = read_state(&path)?;
+    let (_lock, state) = lock_state(&spec)?;
     let raises = Raises {
         global: args.raise_global,
         task: args.raise_task,
@@ -30,9 +32,10 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             Ok(refuse("resume", &spec.name, &unmet, args.json))
         }
         Ok(out) => {
-            if let Some(patch) = &out.patch {
-                write_state(&path, &state, patch)?;
-            }
+            let after = match &out.patch {
+                Some(patch) => write_state(&path, &state, patch)?,
+                None => state.clone(),
+            };
             let cleared = state.get("halt").and_then(|h| h.get("kind")).cloned();
             record_event(
                 project,
@@ -42,6 +45,12 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                                   "tokens": raises.tokens, "minutes": raises.minutes}}),
             );
             report("resume", &spec.name, &out, args.json, json!({}));
+            if !args.json && Audience::detect() == Audience::Shell {
+                let tasks = load_tasks_file(&spec.tasks_path()).ok().map(|t| t.list);
+                if let Some(cmd) = shell_step(&spec, Some(&after), tasks.as_ref()) {
+                    output::line(&format!("next at a shell: `{cmd}`"));
+                }
+            }
             Ok(0)
         }
     }

@@ -243,7 +243,8 @@ impl Facts {
             "version": env!("CARGO_PKG_VERSION"),
             "cwd": project.cwd.display().to_string(),
             "projectRoot": project.root.display().to_string(),
-            "active": self.spec.is_some(),
+            // A --spec naming no directory is not an active spec.
+            "active": self.spec.is_some() && self.spec_dir_exists,
             "spec": spec,
             "state": state,
             "artifacts": artifacts,

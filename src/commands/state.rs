@@ -9,6 +9,7 @@ use crate::cli::{StateCommand, StateInitArgs};
 use crate::commands::load_spec_tasks;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
+use crate::goal::shell_word;
 use crate::output;
 use crate::project::Project;
 use crate::state::{self, InitParams};
@@ -20,6 +21,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
     let project = Project::discover(cwd)?;
     match cmd {
         StateCommand::Merge { file, patch } => {
+            let patch_arg = patch.clone();
             let patch_text = if patch == "-" {
                 let mut buf = String::new();
                 std::io::stdin()
@@ -32,7 +34,9 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
             let patch_text = patch_text.strip_prefix('\u{feff}').unwrap_or(&patch_text);
             let patch: Value = serde_json::from_str(patch_text)
                 .map_err(|e| Error::bad_input("patch", format!("not valid JSON: {e}")))?;
-            let path = project.inside(&project.cwd.join(&file))?;
+            let path = project
+                .inside(&project.cwd.join(&file))
+                .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
             merge(&path, &patch)?;
             Ok(0)
         }
@@ -55,6 +59,26 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
         }
         StateCommand::Init(args) => init(&project, args),
     }
+}
+
+/// A file outside the project: name the `--cwd` that reaches its project.
+fn outside_hint(err: Error, file: &Path, patch: &str) -> Error {
+    let Error::OutsideProject { path, root } = err else {
+        return err;
+    };
+    let dir = file
+        .ancestors()
+        .skip(1)
+        .find(|d| d.is_dir())
+        .unwrap_or(Path::new("/"));
+    Error::Usage(format!(
+        "{} lies outside the project root {}: to change a file of another project, run the command there: `specrun --cwd {} state merge {} {}`",
+        path.display(),
+        root.display(),
+        shell_word(&dir.display().to_string()),
+        shell_word(&file.display().to_string()),
+        shell_word(patch)
+    ))
 }
 
 /// Merge `patch` into the state file under its lock; nothing is written on any error.

@@ -1,36 +1,232 @@
-//! `specrun status`: the dashboard for a person resuming by hand. Fits 80 columns.
+//! `specrun status`: the dashboard for a person following or resuming an execution. Fits
+//! `$COLUMNS` (80 when unknown), colours on a terminal unless `NO_COLOR` is set, and with
+//! `--watch` redraws on every change until the execution is complete, halted or cancelled.
+//! `--json` carries every figure the text shows.
 
+use std::io::IsTerminal;
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
-use crate::error::Result;
+use crate::critique;
+use crate::error::{Error, Result};
+use crate::evidence;
+use crate::next::{self, TaskProgress};
 use crate::output;
-use crate::project::Project;
+use crate::project::{Project, Spec};
 use crate::state::{self, View};
+use crate::tasks::TaskList;
 
 use super::snapshot::{collect, Facts, StateRead};
 
-const WIDTH: usize = 80;
-const BAR: usize = 30;
+const DEFAULT_WIDTH: usize = 80;
+const LABEL: usize = 10;
+const WATCH_POLL: Duration = Duration::from_millis(300);
 
 pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
-    let facts = collect(project, args.spec.spec.as_deref())?;
+    let spec_arg = args.spec.spec.as_deref();
+    if args.watch {
+        return watch(project, spec_arg);
+    }
+    let facts = collect(project, spec_arg)?;
+    let board = Dashboard::build(&facts, Utc::now());
     if args.json {
         let mut doc = facts.to_json(project);
-        doc["resumeCommand"] = json!(resume(&facts));
+        doc["resumeCommand"] = json!(board.halt.as_ref().map(|h| h.resume.clone()));
         doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
+        doc["dashboard"] = serde_json::to_value(&board).unwrap_or(Value::Null);
         output::json_pretty(&doc);
     } else {
-        output::raw(&render(&facts));
+        output::raw(&render(&board, width(), colour()));
     }
     Ok(0)
 }
 
-fn resume(facts: &Facts) -> Option<String> {
-    let spec = facts.spec.as_ref()?;
-    let doc = facts.state_doc()?;
-    View(doc).halt()?;
-    Some(state::resume_command(&spec.name, View(doc)))
+/// The terminal width: `$COLUMNS`, else 80 (never under 40).
+pub fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+        .max(40)
+}
+
+/// Colour only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
+fn colour() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Every figure the dashboard shows, typed (also `status --json`'s `dashboard`).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dashboard {
+    pub spec: Option<String>,
+    pub phase: String,
+    pub state_error: Option<String>,
+    pub tasks_total: usize,
+    pub tasks_completed: usize,
+    pub current: Option<Current>,
+    pub running: Option<Running>,
+    pub task_iteration: u64,
+    pub max_task_iterations: u64,
+    pub global_iteration: u64,
+    pub max_global_iterations: u64,
+    pub output_tokens: u64,
+    pub input_tokens: u64,
+    pub max_output_tokens: Option<u64>,
+    pub elapsed_minutes: Option<u64>,
+    pub max_minutes: Option<u64>,
+    pub remaining_minutes: Option<u64>,
+    pub driver: Option<String>,
+    pub halt: Option<Halt>,
+    pub evidence: Option<String>,
+    pub gates: Vec<String>,
+    /// The next step for a person at a shell (a command that works as printed).
+    pub next_shell: Option<String>,
+    /// The next step inside Claude Code.
+    pub next_claude: String,
+    pub done: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Current {
+    pub id: String,
+    pub title: String,
+    pub attempts: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Running {
+    pub task: String,
+    pub attempt: u64,
+    pub started_at: String,
+    pub minutes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Halt {
+    pub kind: Option<String>,
+    pub reason: String,
+    pub resume: String,
+}
+
+/// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
+pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
+    let t = DateTime::parse_from_rfc3339(at).ok()?;
+    Some((now - t.with_timezone(&Utc)).num_minutes().max(0) as u64)
+}
+
+impl Dashboard {
+    pub fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
+        let (gates, action) = facts.gates_and_action();
+        let mut d = Dashboard {
+            gates: gates.iter().map(|g| g.to_string()).collect(),
+            next_claude: action,
+            ..Default::default()
+        };
+        let Some(spec) = &facts.spec else {
+            return d;
+        };
+        d.spec = Some(spec.name.clone());
+        d.phase = match &facts.state {
+            StateRead::Valid(doc) => View(doc).phase().unwrap_or("unknown").to_string(),
+            StateRead::Invalid(e) => {
+                d.state_error = Some(e.clone());
+                "state unreadable".into()
+            }
+            StateRead::Absent => "not started".into(),
+        };
+        if let Some(list) = &facts.tasks {
+            let c = list.counts();
+            (d.tasks_total, d.tasks_completed) = (c.total, c.completed);
+            d.current = list.next().map(|t| Current {
+                id: t.label(),
+                title: t.title.clone(),
+                attempts: facts
+                    .state_doc()
+                    .map_or(0, |s| next::attempt_count(s, &t.label())),
+            });
+        }
+        if let Some(doc) = facts.state_doc() {
+            d.fill_state(&spec.name, doc, now);
+        }
+        d.evidence = last_evidence(facts).map(describe_evidence);
+        d.next_shell = shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
+        d
+    }
+
+    fn fill_state(&mut self, name: &str, doc: &Value, now: DateTime<Utc>) {
+        let v = View(doc);
+        self.task_iteration = v.task_iteration();
+        self.max_task_iterations = v.max_task_iterations();
+        self.global_iteration = v.global_iteration();
+        self.max_global_iterations = v.max_global_iterations();
+        self.output_tokens = v.output_tokens();
+        self.input_tokens = v.input_tokens();
+        self.max_output_tokens = v.max_output_tokens();
+        self.max_minutes = v.max_minutes();
+        // A finished execution's clock stops at its end.
+        let end = v
+            .str_at("completedAt")
+            .or_else(|| v.str_at("halt.at"))
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map_or(now, |t| t.with_timezone(&Utc));
+        self.elapsed_minutes = v.started_at().and_then(|s| minutes_since(s, end));
+        self.remaining_minutes = match (self.max_minutes, self.elapsed_minutes) {
+            (Some(max), Some(used)) => Some(max.saturating_sub(used)),
+            _ => None,
+        };
+        self.driver = Some(v.driver().to_string());
+        self.running = next::running_attempt(doc).map(|(task, attempt, started)| Running {
+            minutes: minutes_since(&started, now),
+            task,
+            attempt,
+            started_at: started,
+        });
+        self.halt = v.halt().map(|h| Halt {
+            kind: h.get("kind").and_then(Value::as_str).map(str::to_string),
+            reason: v.halt_reason().unwrap_or("no reason recorded").to_string(),
+            resume: state::resume_command(name, v),
+        });
+        self.done = v.phase() != Some("execution") || v.halt().is_some() || v.completed();
+    }
+}
+
+/// The shell step for a spec, with the current task's evidence and reviews read.
+pub fn shell_step(spec: &Spec, state: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
+    let progress = match (state, tasks.and_then(TaskList::next)) {
+        (Some(doc), Some(task)) => task_progress(spec, doc, &task.label()),
+        _ => TaskProgress::default(),
+    };
+    next::shell_step(&spec.name, state, tasks, progress)
+}
+
+/// What the running attempt of `id` has so far: passing evidence and reviews recorded
+/// since it started.
+fn task_progress(spec: &Spec, state: &Value, id: &str) -> TaskProgress {
+    let Some(since) = next::running_since(state, id) else {
+        return TaskProgress::default();
+    };
+    let after = |at: Option<String>| at.is_some_and(|t| t.as_str() >= since);
+    let record = evidence::Slot::Task(id.to_string()).record_in(state);
+    TaskProgress {
+        evidence: record.is_some_and(|r| {
+            evidence::passed(r)
+                && after(
+                    r.get("startedAt")
+                        .and_then(Value::as_str)
+                        .map(str::to_string),
+                )
+        }),
+        post_code: after(critique::recorded_at(spec, id, "post-code")),
+        post_test: after(critique::recorded_at(spec, id, "post-test")),
+    }
 }
 
 /// The most recent evidence record: the execution block, else the newest task evidence.
@@ -50,128 +246,362 @@ fn last_evidence(facts: &Facts) -> Option<&Value> {
     })
 }
 
-fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        text.to_string()
-    } else {
-        let mut s: String = text.chars().take(width.saturating_sub(1)).collect();
-        s.push('…');
-        s
+fn describe_evidence(ev: &Value) -> String {
+    let code = ev
+        .get("exitCode")
+        .and_then(Value::as_i64)
+        .map(|c| c.to_string())
+        .unwrap_or("?".into());
+    let cmd = ev.get("command").and_then(Value::as_str).unwrap_or("?");
+    let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
+    format!("exit {code} at {at}: {cmd}")
+}
+
+/// How a line is coloured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tone {
+    Plain,
+    Good,
+    Bad,
+}
+
+/// A dashboard line: label, text, tone; `verbatim` lines are never wrapped (commands).
+struct Line {
+    label: &'static str,
+    text: String,
+    tone: Tone,
+    verbatim: bool,
+}
+
+fn line(label: &'static str, text: String) -> Line {
+    Line {
+        label,
+        text,
+        tone: Tone::Plain,
+        verbatim: false,
     }
 }
 
-fn bar(done: usize, total: usize) -> String {
-    let filled = (done * BAR).checked_div(total).unwrap_or(0);
-    format!("[{}{}]", "#".repeat(filled), "-".repeat(BAR - filled))
+fn bar(done: usize, total: usize, len: usize) -> String {
+    let filled = (done * len).checked_div(total).unwrap_or(0);
+    format!("[{}{}]", "#".repeat(filled), "-".repeat(len - filled))
 }
 
-pub fn render(facts: &Facts) -> String {
-    let mut lines: Vec<String> = Vec::new();
-    // (index in `lines` to print before, text) for lines that must not be wrapped.
-    let mut verbatim: Vec<(usize, String)> = Vec::new();
-    let (gates, action) = facts.gates_and_action();
-    match &facts.spec {
-        None => lines.push("specrun: no active spec".into()),
-        Some(spec) => {
-            let phase = match &facts.state {
-                StateRead::Valid(doc) => View(doc).phase().unwrap_or("unknown").to_string(),
-                StateRead::Invalid(_) => "state unreadable".into(),
-                StateRead::Absent => "not started".into(),
-            };
-            lines.push(format!("spec      {}   phase {phase}", spec.name));
-            if let Some(list) = &facts.tasks {
-                let c = list.counts();
-                let pct = (c.completed * 100).checked_div(c.total).unwrap_or(0);
-                lines.push(format!(
-                    "progress  {} {}/{} ({pct}%)",
-                    bar(c.completed, c.total),
-                    c.completed,
-                    c.total
-                ));
-                if let Some(t) = list.next() {
-                    lines.push(format!("current   {} {}", t.label(), t.title));
-                }
-            }
-            if let StateRead::Invalid(e) = &facts.state {
-                lines.push(format!("state     {e}"));
-            }
-            if let Some(doc) = facts.state_doc() {
-                let v = View(doc);
-                lines.push(format!(
-                    "iters     task {}/{}   global {}/{}",
-                    v.task_iteration(),
-                    v.max_task_iterations(),
-                    v.global_iteration(),
-                    v.max_global_iterations()
-                ));
-                let tokens = match v.max_output_tokens() {
-                    Some(max) => format!("{}/{max}", v.output_tokens()),
-                    None => format!("{} (no cap)", v.output_tokens()),
-                };
-                let minutes = v
-                    .max_minutes()
-                    .map(|m| format!("   minutes cap {m}"))
-                    .unwrap_or_default();
-                lines.push(format!(
-                    "tokens    out {tokens}{minutes}   driver {}",
-                    v.driver()
-                ));
-                if v.halt().is_some() {
-                    lines.push(format!(
-                        "HALTED    {}",
-                        v.halt_reason().unwrap_or("(no reason recorded)")
-                    ));
-                    // The command is printed whole on a line of its own (never wrapped), so
-                    // it can be copied as is.
-                    lines.push("resume    run this command:".into());
-                    verbatim.push((lines.len(), state::resume_command(&spec.name, v)));
-                }
-            }
-            if let Some(ev) = last_evidence(facts) {
-                let code = ev
-                    .get("exitCode")
-                    .and_then(Value::as_i64)
-                    .map(|c| c.to_string())
-                    .unwrap_or("?".into());
-                let cmd = ev.get("command").and_then(Value::as_str).unwrap_or("?");
-                let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
-                lines.push(format!("evidence  exit {code} at {at}: {cmd}"));
-            }
+fn of_cap(used: u64, cap: Option<u64>, unit: &str) -> String {
+    match cap {
+        Some(max) => format!(
+            "{used}/{max}{unit} ({}%)",
+            (used * 100).checked_div(max).unwrap_or(0)
+        ),
+        None => format!("{used}{unit} (no cap)"),
+    }
+}
+
+fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
+    let mut out = Vec::new();
+    let Some(spec) = &d.spec else {
+        out.push(line("", "specrun: no active spec".into()));
+        push_next(d, &mut out);
+        return out;
+    };
+    out.push(line("spec", format!("{spec}   phase {}", d.phase)));
+    if d.tasks_total > 0 || d.phase != "not started" {
+        let pct = (d.tasks_completed * 100)
+            .checked_div(d.tasks_total)
+            .unwrap_or(0);
+        let len = width.saturating_sub(LABEL + 16).clamp(10, 30);
+        let mut l = line(
+            "progress",
+            format!(
+                "{} {}/{} ({pct}%)",
+                bar(d.tasks_completed, d.tasks_total, len),
+                d.tasks_completed,
+                d.tasks_total
+            ),
+        );
+        if d.tasks_total > 0 && d.tasks_completed == d.tasks_total {
+            l.tone = Tone::Good;
         }
+        out.push(l);
     }
-    if !gates.is_empty() {
-        lines.push(format!("gates     {}", gates.join(", ")));
+    if let Some(c) = &d.current {
+        out.push(line(
+            "current",
+            format!("{} {} (attempts {})", c.id, c.title, c.attempts),
+        ));
     }
-    lines.push(format!("next      {action}"));
+    if let Some(r) = &d.running {
+        let mins = r.minutes.map(|m| format!(", {m} min")).unwrap_or_default();
+        out.push(line(
+            "running",
+            format!(
+                "task {} attempt {} since {}{mins}",
+                r.task, r.attempt, r.started_at
+            ),
+        ));
+    }
+    if let Some(e) = &d.state_error {
+        let mut l = line("state", e.clone());
+        l.tone = Tone::Bad;
+        out.push(l);
+    }
+    if d.driver.is_some() {
+        out.push(line(
+            "iters",
+            format!(
+                "task {}/{}   global {}/{}",
+                d.task_iteration,
+                d.max_task_iterations,
+                d.global_iteration,
+                d.max_global_iterations
+            ),
+        ));
+        out.push(line(
+            "tokens",
+            format!(
+                "out {}   in {}",
+                of_cap(d.output_tokens, d.max_output_tokens, ""),
+                d.input_tokens
+            ),
+        ));
+        let elapsed = d.elapsed_minutes.map_or("?".into(), |m| m.to_string());
+        let remaining = d
+            .remaining_minutes
+            .map(|r| format!("   remaining {r} min"))
+            .unwrap_or_default();
+        let cap = d
+            .max_minutes
+            .map_or("no cap".into(), |m| format!("cap {m}"));
+        out.push(line(
+            "minutes",
+            format!(
+                "elapsed {elapsed} ({cap}){remaining}   driver {}",
+                d.driver.as_deref().unwrap_or("?")
+            ),
+        ));
+    }
+    if let Some(h) = &d.halt {
+        let mut l = line("HALTED", h.reason.clone());
+        l.tone = Tone::Bad;
+        out.push(l);
+        out.push(line("resume", "run this command:".into()));
+        out.push(Line {
+            label: "",
+            text: h.resume.clone(),
+            tone: Tone::Plain,
+            verbatim: true,
+        });
+    }
+    if let Some(e) = &d.evidence {
+        out.push(line("evidence", e.clone()));
+    }
+    push_next(d, &mut out);
+    out
+}
+
+fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
+    if !d.gates.is_empty() {
+        out.push(line("gates", d.gates.join(", ")));
+    }
+    if let Some(cmd) = &d.next_shell {
+        let what = if cmd.contains("critique record") {
+            "next step at a shell (the review as JSON on stdin):"
+        } else {
+            "next step at a shell:"
+        };
+        out.push(line("shell", what.into()));
+        out.push(Line {
+            label: "",
+            text: cmd.clone(),
+            tone: Tone::Plain,
+            verbatim: true,
+        });
+    }
+    let mut l = line("claude", d.next_claude.clone());
+    if d.gates.iter().any(|g| g == "completed") {
+        l.tone = Tone::Good;
+    }
+    out.push(l);
+}
+
+/// The dashboard as text: every line at most `width` columns, except a command printed
+/// verbatim (indented two spaces, never wrapped, so it can be copied whole).
+pub fn render(d: &Dashboard, width: usize, colour: bool) -> String {
     let mut out = String::new();
-    for (i, l) in lines.into_iter().enumerate() {
-        for (_, text) in verbatim.iter().filter(|(at, _)| *at == i) {
+    for l in lines_of(d, width) {
+        if l.verbatim {
             out.push_str("  ");
-            out.push_str(text);
+            out.push_str(&l.text);
             out.push('\n');
+            continue;
         }
-        // Continuation lines are indented under the label column.
-        let mut first = true;
-        let mut rest = l.as_str();
-        while !rest.is_empty() {
-            let width = if first { WIDTH } else { WIDTH - 10 };
-            let take: String = rest.chars().take(width).collect();
-            let cut = if take.chars().count() < width {
-                take.len()
-            } else {
-                take.rfind(' ').filter(|&i| i > 20).unwrap_or(take.len())
-            };
-            let (head, tail) = rest.split_at(cut);
-            if first {
-                out.push_str(head);
-            } else {
-                out.push_str("          ");
-                out.push_str(&clip(head.trim_start(), width));
-            }
-            out.push('\n');
-            rest = tail.trim_start();
-            first = false;
-        }
+        let body = if l.label.is_empty() {
+            wrap(&l.text, width, 0)
+        } else {
+            wrap(&l.text, width - LABEL, LABEL)
+        };
+        let label = if l.label.is_empty() {
+            String::new()
+        } else {
+            format!("{:<LABEL$}", l.label)
+        };
+        let (on, off) = match (colour, l.tone) {
+            (false, _) | (true, Tone::Plain) => ("", ""),
+            (true, Tone::Good) => ("\x1b[32m", "\x1b[0m"),
+            (true, Tone::Bad) => ("\x1b[1;31m", "\x1b[0m"),
+        };
+        let label = if colour && !label.is_empty() && l.tone == Tone::Plain {
+            format!("\x1b[2m{label}\x1b[0m")
+        } else {
+            label
+        };
+        out.push_str(&format!("{on}{label}{body}{off}\n"));
     }
     out
+}
+
+/// Word-wrap `text` to `width` columns; continuation lines are indented by `indent`.
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut rest = text.trim_end();
+    let mut first = true;
+    while !rest.is_empty() {
+        let take: String = rest.chars().take(width).collect();
+        let cut = if take.chars().count() < width {
+            take.len()
+        } else {
+            take.rfind(' ')
+                .filter(|&i| i > width / 4)
+                .unwrap_or(take.len())
+        };
+        let (head, tail) = rest.split_at(cut);
+        if !first {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+        }
+        out.push_str(head.trim_end());
+        rest = tail.trim_start();
+        first = false;
+    }
+    out
+}
+
+/// What `--watch` compares between polls: the spec's files (mtime, size) and the minute shown.
+type Signature = (Vec<Option<(SystemTime, u64)>>, Option<u64>);
+
+fn files_signature(spec: &Spec) -> Vec<Option<(SystemTime, u64)>> {
+    let stat = |p: std::path::PathBuf| {
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
+    };
+    vec![
+        stat(spec.state_path()),
+        stat(spec.tasks_path()),
+        stat(spec.critique_dir()),
+        stat(spec.followups_path()),
+    ]
+}
+
+fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
+    let spec = project.require_spec(spec_arg)?;
+    let arg = Some(spec.dir.to_string_lossy().into_owned());
+    let tty = std::io::stdout().is_terminal();
+    let mut last: Option<Signature> = None;
+    loop {
+        if !spec.dir.is_dir() {
+            return Err(Error::Refused {
+                message: format!(
+                    "spec {} was deleted while watching ({} no longer exists)",
+                    spec.name,
+                    spec.dir.display()
+                ),
+            });
+        }
+        let facts = collect(project, arg.as_deref())?;
+        let board = Dashboard::build(&facts, Utc::now());
+        let now_sig = (files_signature(&spec), board.elapsed_minutes);
+        if last.as_ref() != Some(&now_sig) {
+            if tty {
+                output::raw("\x1b[H\x1b[2J");
+            } else if last.is_some() {
+                output::line("");
+            }
+            output::raw(&render(&board, width(), colour()));
+            last = Some(now_sig);
+        }
+        if board.done {
+            return Ok(0);
+        }
+        std::thread::sleep(WATCH_POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> Dashboard {
+        Dashboard {
+            spec: Some("demo".into()),
+            phase: "execution".into(),
+            tasks_total: 3,
+            tasks_completed: 1,
+            current: Some(Current {
+                id: "1.2".into(),
+                title: "A very long title ".repeat(8),
+                attempts: 2,
+            }),
+            running: Some(Running {
+                task: "1.2".into(),
+                attempt: 2,
+                started_at: "2026-01-01T00:00:00Z".into(),
+                minutes: Some(7),
+            }),
+            max_task_iterations: 5,
+            max_global_iterations: 30,
+            output_tokens: 250,
+            max_output_tokens: Some(1000),
+            elapsed_minutes: Some(12),
+            max_minutes: Some(60),
+            remaining_minutes: Some(48),
+            driver: Some("manual".into()),
+            next_shell: Some(
+                "specrun verify run --task 1.2 --spec demo --command 'cargo test'".into(),
+            ),
+            next_claude: "Delegate task 1.2 to specrun:spec-executor.".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn fits_the_width_and_shows_every_figure() {
+        for width in [40, 80, 120] {
+            let text = render(&board(), width, false);
+            for l in text.lines().filter(|l| !l.starts_with("  specrun")) {
+                assert!(l.chars().count() <= width, "{width}: {l:?}");
+            }
+            for needle in [
+                "attempt 2",
+                "7 min",
+                "250/1000 (25%)",
+                "elapsed 12",
+                "remaining 48",
+            ] {
+                assert!(text.contains(needle), "{needle}: {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn colour_marks_a_halt_and_plain_text_has_no_escapes() {
+        let mut b = board();
+        b.halt = Some(Halt {
+            kind: Some("maxTaskIterations".into()),
+            reason: "task 1.2 failed".into(),
+            resume: "specrun resume --spec demo --raise-task 10".into(),
+        });
+        assert!(render(&b, 80, true).contains("\x1b[1;31mHALTED"));
+        assert!(!render(&b, 80, false).contains('\x1b'));
+    }
 }

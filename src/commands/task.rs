@@ -36,15 +36,39 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
 
 /// The state document read under its (already held) lock; a missing file says how to
 /// create one.
-pub fn read_state(path: &Path) -> Result<Value> {
-    let doc = store::read_json(path)?.ok_or_else(|| Error::Refused {
-        message: format!(
-            "no execution state at {}: run `specrun state init` first",
-            path.display()
-        ),
-    })?;
+pub fn read_state(spec: &Spec) -> Result<Value> {
+    let path = spec.state_path();
+    let doc = store::read_json(&path)?.ok_or_else(|| no_state(spec))?;
     state::typecheck(&doc, &path.display().to_string())?;
     Ok(doc)
+}
+
+/// Lock and read a spec's state. A missing state is named before the lock is taken, so a
+/// refused command leaves no lock file behind.
+pub fn lock_state(spec: &Spec) -> Result<(store::Lock, Value)> {
+    if !spec.state_path().exists() {
+        return Err(no_state(spec));
+    }
+    let lock = store::lock(&spec.state_path(), store::DEFAULT_LOCK_WAIT)?;
+    let state = read_state(spec)?;
+    Ok((lock, state))
+}
+
+/// No state file: the step that creates one, or the one before it when there are no tasks.
+fn no_state(spec: &Spec) -> Error {
+    let name = &spec.name;
+    let message = if spec.tasks_path().exists() {
+        format!(
+            "no execution state at {}: run `specrun state init --spec {name}` first",
+            spec.state_path().display()
+        )
+    } else {
+        format!(
+            "spec {name} has no tasks ({} does not exist): write them there (one `- [ ] 1.1 Title` line each, the format is in plugin/templates/tasks.md), then run `specrun state init --spec {name}`",
+            spec.tasks_path().display()
+        )
+    };
+    Error::Refused { message }
 }
 
 /// Apply a verb's patch to the state read under the lock and write it atomically.
@@ -114,6 +138,19 @@ fn refused(
     refuse(&format!("task {verb}"), id, unmet, json_out)
 }
 
+/// A verb that halted the execution starts the user's notify command (detached).
+fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Outcome) {
+    if out.halted {
+        let text = out
+            .notes
+            .iter()
+            .find(|n| n.starts_with("halted"))
+            .unwrap_or(&out.message);
+        let event = crate::notify::event("halt", &spec.name, text, json!({"task": id}));
+        crate::notify::send(project, &event);
+    }
+}
+
 struct Held {
     spec: Spec,
     state_path: PathBuf,
@@ -125,8 +162,7 @@ struct Held {
 fn hold(project: &Project, args: &TaskVerbArgs) -> Result<Held> {
     let spec = project.require_spec(args.spec.spec.as_deref())?;
     let state_path = spec.state_path();
-    let lock = store::lock(&state_path, store::DEFAULT_LOCK_WAIT)?;
-    let state = read_state(&state_path)?;
+    let (lock, state) = lock_state(&spec)?;
     let tasks = load_tasks_file(&spec.tasks_path())?;
     Ok(Held {
         spec,
@@ -321,6 +357,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
                "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
     );
+    notify_halt(project, &held.spec, &id, &out);
     report(
         "task fail",
         &id,
@@ -583,6 +620,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "to": plan.start_commit, "halted": out.halted}),
     );
+    notify_halt(project, &held.spec, &id, &out);
     report(
         "task rollback",
         &id,

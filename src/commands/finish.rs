@@ -1,0 +1,90 @@
+//! `specrun finish`: the shell's way to complete an execution. It judges the same gates as
+//! the Stop hook's ALL_TASKS_COMPLETE — `guard::completion_unmet` on the facts
+//! `hook::completion_gates` gathers — so a gate added there binds both.
+
+use serde_json::json;
+
+use crate::cli::FinishArgs;
+use crate::commands::hook::completion_gates;
+use crate::commands::load_tasks_file;
+use crate::commands::task::{lock_state, record_event, write_state};
+use crate::error::Result;
+use crate::events::now_rfc3339;
+use crate::guard::{self, StopFacts};
+use crate::notify;
+use crate::output;
+use crate::project::Project;
+use crate::state::{self, View};
+
+pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
+    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let (_lock, doc) = lock_state(&spec)?;
+    let tasks = load_tasks_file(&spec.tasks_path())?.list;
+    let name = spec.name.as_str();
+    let v = View(&doc);
+    let unmet = if v.phase() == Some("completed") {
+        return answer(
+            args.json,
+            name,
+            true,
+            &[],
+            &format!("spec '{name}' is already complete"),
+        );
+    } else if v.phase() != Some("execution") {
+        vec![format!(
+            "the execution is {}, not running: start it again with `specrun state init --spec {name}`",
+            v.phase().unwrap_or("not started")
+        )]
+    } else if v.halt().is_some() {
+        vec![format!(
+            "the execution is halted ({}): clear it with `{}`",
+            v.halt_reason().unwrap_or("no reason recorded"),
+            state::resume_command(name, v)
+        )]
+    } else {
+        let facts = StopFacts {
+            spec_name: name,
+            tasks: &tasks,
+            head: None,
+            usage: Default::default(),
+            completion: Some(completion_gates(project, &spec, &doc)),
+            now: chrono::Utc::now(),
+        };
+        guard::completion_unmet(name, &doc, &facts)
+    };
+    if !unmet.is_empty() {
+        record_event(project, &spec, json!({"event": "finish", "refused": unmet}));
+        return answer(args.json, name, false, &unmet, "");
+    }
+    write_state(
+        &spec.state_path(),
+        &doc,
+        &guard::completion_patch(&now_rfc3339()),
+    )?;
+    let message = guard::completion_message(name, &tasks);
+    record_event(
+        project,
+        &spec,
+        json!({"event": "finish", "completed": true}),
+    );
+    notify::send(
+        project,
+        &notify::event("completed", name, &message, json!({"rule": "finish"})),
+    );
+    answer(args.json, name, true, &[], &message)
+}
+
+/// Print the verdict; exit 0 when complete, 1 with each unmet gate named.
+fn answer(json_out: bool, name: &str, ok: bool, unmet: &[String], message: &str) -> Result<i32> {
+    if json_out {
+        output::json_line(&json!({"ok": ok, "spec": name, "message": message, "unmet": unmet}));
+    } else if ok {
+        output::line(message);
+    } else {
+        output::line(&format!("finish {name} refused. Unmet:"));
+        for item in unmet {
+            output::line(&format!("  - {item}"));
+        }
+    }
+    Ok(if ok { 0 } else { 1 })
+}

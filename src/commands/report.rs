@@ -1,0 +1,72 @@
+//! `specrun report [--format md|html|json]`: gather an execution's record and print its story.
+
+use serde_json::Value;
+
+use crate::cli::{ReportArgs, ReportFormat};
+use crate::commands::snapshot::{read_state, StateRead};
+use crate::commands::{followup, load_tasks_file};
+use crate::critique;
+use crate::error::{Error, Result};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::report::{self, Inputs};
+use crate::store;
+
+pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
+    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let state = match read_state(&spec.state_path()) {
+        StateRead::Valid(doc) => doc,
+        StateRead::Absent => {
+            return Err(Error::Refused {
+                message: format!(
+                    "spec {} has no execution to report yet: start one with `specrun state init --spec {}`",
+                    spec.name, spec.name
+                ),
+            })
+        }
+        StateRead::Invalid(e) => return Err(Error::Refused { message: e }),
+    };
+    let tasks = load_tasks_file(&spec.tasks_path())?.list;
+    let followups = followup::load(&spec).map(|s| s.items).unwrap_or_default();
+    let critiques: Vec<(String, Option<String>, Option<String>)> = tasks
+        .tasks
+        .iter()
+        .map(|t| {
+            let id = t.label();
+            let code = critique::recorded_at(&spec, &id, "post-code");
+            let test = critique::recorded_at(&spec, &id, "post-test");
+            (id, code, test)
+        })
+        .collect();
+    let events = spec_events(project, &spec)?;
+    let now = chrono::Utc::now();
+    let story = report::build(&Inputs {
+        spec: &spec.name,
+        state: &state,
+        tasks: &tasks,
+        followups: &followups,
+        critiques: &critiques,
+        events: &events,
+        now,
+    });
+    match args.format {
+        ReportFormat::Md => output::raw(&report::markdown(&story)),
+        ReportFormat::Html => output::raw(&report::html(&story, now)),
+        ReportFormat::Json => {
+            output::json_pretty(&serde_json::to_value(&story).unwrap_or(Value::Null))
+        }
+    }
+    Ok(0)
+}
+
+/// This spec's lines of .specrun/events.jsonl (a torn or foreign line is skipped).
+fn spec_events(project: &Project, spec: &Spec) -> Result<Vec<Value>> {
+    let Some(bytes) = store::read_optional(&project.events_path())? else {
+        return Ok(Vec::new());
+    };
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e.get("spec").and_then(Value::as_str) == Some(spec.name.as_str()))
+        .collect())
+}

@@ -1,0 +1,166 @@
+//! `specrun statusline`: one short line for Claude Code's `statusLine` setting. Reads the
+//! status JSON Claude Code sends on stdin (`workspace.current_dir`, `cwd`), then only the
+//! active spec's small files: no git, no lock, no transcript. Prints nothing without an
+//! execution; never fails (a status line must not show an error box).
+
+use std::io::Read;
+use std::path::Path;
+
+use chrono::Utc;
+use serde_json::Value;
+
+use crate::commands::snapshot::{read_state, StateRead};
+use crate::commands::status::minutes_since;
+use crate::output;
+use crate::project::Project;
+use crate::state::View;
+use crate::store;
+use crate::tasks;
+
+/// At most this many characters: it shares the line with Claude Code's own status.
+const MAX: usize = 72;
+
+pub fn run(cwd: Option<&Path>) -> i32 {
+    let mut stdin = Vec::new();
+    let _ = std::io::stdin().lock().read_to_end(&mut stdin);
+    if let Some(text) = line_for(&stdin, cwd) {
+        output::line(&text);
+    }
+    0
+}
+
+fn project_of(stdin: &[u8], cwd: Option<&Path>) -> Option<Project> {
+    let doc: Value = serde_json::from_slice(stdin).unwrap_or(Value::Null);
+    let dir = doc
+        .pointer("/workspace/current_dir")
+        .or_else(|| doc.get("cwd"))
+        .and_then(Value::as_str);
+    match dir {
+        Some(d) => Project::discover(Some(Path::new(d))).ok(),
+        None => Project::discover(cwd).ok(),
+    }
+}
+
+fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
+    let project = project_of(stdin, cwd)?;
+    let spec = project.spec(None).ok()??;
+    let StateRead::Valid(state) = read_state(&spec.state_path()) else {
+        return None;
+    };
+    let text = store::read_text(&spec.tasks_path(), "tasks file").ok()?;
+    let list = tasks::parse(&text);
+    Some(compose(&spec.name, &state, &list, Utc::now()))
+}
+
+/// The line: spec, i/n, then the halt, the completion, or the current task and the
+/// headroom left under each cap.
+pub fn compose(
+    name: &str,
+    state: &Value,
+    list: &tasks::TaskList,
+    now: chrono::DateTime<Utc>,
+) -> String {
+    let v = View(state);
+    let c = list.counts();
+    let head = format!("specrun {name} {}/{}", c.completed, c.total);
+    let text = if let Some(kind) = v.halt_kind() {
+        format!("{head} HALTED ({kind}): {}", crate::state::resume_command(name, v))
+    } else if v.phase() == Some("completed") {
+        format!("{head} complete")
+    } else if v.phase() != Some("execution") {
+        format!("{head} {}", v.phase().unwrap_or("not started"))
+    } else {
+        let mut parts = vec![head];
+        if let Some(t) = list.next() {
+            parts.push(format!("{} {}", t.label(), t.title));
+        }
+        parts.push(headroom(v, now));
+        let tail = parts.split_off(1);
+        let fixed = parts[0].chars().count() + tail.last().map_or(0, |h| h.chars().count()) + 6;
+        let mut out = parts.remove(0);
+        if tail.len() == 2 {
+            let room = MAX.saturating_sub(fixed).max(8);
+            out.push_str(" · ");
+            out.push_str(&clip(&tail[0], room));
+        }
+        out.push_str(" · ");
+        out.push_str(tail.last().map(String::as_str).unwrap_or(""));
+        out
+    };
+    clip(&text, MAX + 20)
+}
+
+/// The caps' headroom: task attempts, stops, and tokens and minutes when capped.
+fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
+    let mut parts = vec![
+        format!("try {}/{}", v.task_iteration() + 1, v.max_task_iterations()),
+        format!(
+            "stops {}/{}",
+            v.global_iteration(),
+            v.max_global_iterations()
+        ),
+    ];
+    if let Some(max) = v.max_output_tokens() {
+        parts.push(format!(
+            "tok {}%",
+            (v.output_tokens() * 100).checked_div(max).unwrap_or(0)
+        ));
+    }
+    if let (Some(max), Some(start)) = (v.max_minutes(), v.started_at()) {
+        if let Some(used) = minutes_since(start, now) {
+            parts.push(format!("{}m left", max.saturating_sub(used)));
+        }
+    }
+    parts.join(" ")
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_running_execution_shows_task_and_headroom_in_one_short_line() {
+        let list = tasks::parse(&format!(
+            "- [x] 1.1 A\n- [ ] 1.2 {}\n",
+            "Long title ".repeat(20)
+        ));
+        let state = json!({"phase": "execution", "taskIteration": 1, "maxTaskIterations": 5,
+            "globalIteration": 7, "maxGlobalIterations": 30,
+            "usage": {"outputTokens": 500}, "budget": {"maxOutputTokens": 1000, "maxMinutes": 60},
+            "startedAt": "2026-01-01T00:00:00Z"});
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:10:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let line = compose("demo", &state, &list, now);
+        assert!(
+            line.starts_with("specrun demo 1/2 · 1.2 Long title"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("try 2/5 stops 7/30 tok 50% 50m left"),
+            "{line}"
+        );
+        assert!(line.chars().count() <= MAX + 20, "{line}");
+    }
+
+    #[test]
+    fn a_halt_names_the_way_out() {
+        let list = tasks::parse("- [ ] 1 A\n");
+        let state = json!({"phase": "execution", "halt": {"kind": "task-cap"},
+            "taskIteration": 5, "maxTaskIterations": 5});
+        assert_eq!(
+            compose("demo", &state, &list, Utc::now()),
+            "specrun demo 0/1 HALTED (task-cap): specrun resume --spec demo --raise-task 10"
+        );
+    }
+}

@@ -1,0 +1,648 @@
+//! One execution's story (pure): per task its attempts, durations, tokens, evidence,
+//! reviews, follow-ups and rollbacks; the halts and resumes; totals. Built from the state
+//! document, tasks.md, follow-ups, critique times and the spec's events.jsonl lines, then
+//! rendered as Markdown, JSON or one self-contained HTML page with an inline-SVG timeline.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::followups::Item;
+use crate::protocol;
+use crate::state::View;
+use crate::tasks::TaskList;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub spec: String,
+    pub phase: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub tasks: Vec<TaskStory>,
+    pub halts: Vec<Halt>,
+    pub totals: Totals,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStory {
+    pub id: String,
+    pub title: String,
+    pub checked: bool,
+    pub attempts: Vec<Attempt>,
+    pub minutes: f64,
+    /// Output tokens spent on this task, when the state keeps a per-task ledger.
+    pub output_tokens: Option<u64>,
+    pub evidence: Option<Evidence>,
+    pub post_code_at: Option<String>,
+    pub post_test_at: Option<String>,
+    pub followups: Vec<String>,
+    pub rollbacks: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attempt {
+    pub n: u64,
+    pub status: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    pub minutes: Option<f64>,
+    pub reason: Option<String>,
+    pub rollback_ref: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub command: String,
+    pub exit_code: Option<i64>,
+    pub started_at: Option<String>,
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Halt {
+    pub at: String,
+    pub reason: String,
+    /// When a `resume` cleared it, if one did.
+    pub resumed_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Totals {
+    pub tasks: usize,
+    pub checked: usize,
+    pub attempts: usize,
+    pub failed: usize,
+    pub rollbacks: usize,
+    pub halts: usize,
+    pub minutes: f64,
+    pub output_tokens: u64,
+    pub input_tokens: u64,
+    pub max_output_tokens: Option<u64>,
+    pub stops: u64,
+}
+
+/// The inputs gathered at the edge.
+pub struct Inputs<'a> {
+    pub spec: &'a str,
+    pub state: &'a Value,
+    pub tasks: &'a TaskList,
+    pub followups: &'a [Item],
+    /// (task id, post-code recordedAt, post-test recordedAt).
+    pub critiques: &'a [(String, Option<String>, Option<String>)],
+    /// This spec's events.jsonl lines, in order.
+    pub events: &'a [Value],
+    pub now: DateTime<Utc>,
+}
+
+/// Output tokens spent on one task. The per-task ledger (`taskUsage.<id>.outputTokens`)
+/// is the one place this reads; without it the column says "-".
+pub fn task_tokens(state: &Value, id: &str) -> Option<u64> {
+    state
+        .get("taskUsage")?
+        .get(id)?
+        .get("outputTokens")?
+        .as_u64()
+}
+
+fn parse(at: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn minutes_between(a: Option<&str>, b: Option<&str>) -> Option<f64> {
+    let (a, b) = (parse(a?)?, parse(b?)?);
+    Some(((b - a).num_milliseconds().max(0) as f64) / 60_000.0)
+}
+
+fn str_of(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+pub fn build(input: &Inputs<'_>) -> Report {
+    let v = View(input.state);
+    let now = input
+        .now
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let tasks: Vec<TaskStory> = input
+        .tasks
+        .tasks
+        .iter()
+        .map(|t| story(input, t, &now))
+        .collect();
+    let halts = halts(input);
+    let ended_at = v
+        .str_at("completedAt")
+        .map(str::to_string)
+        .or_else(|| input.events.last().and_then(|e| str_of(e, "at")));
+    let totals = Totals {
+        tasks: tasks.len(),
+        checked: tasks.iter().filter(|t| t.checked).count(),
+        attempts: tasks.iter().map(|t| t.attempts.len()).sum(),
+        failed: tasks
+            .iter()
+            .flat_map(|t| &t.attempts)
+            .filter(|a| a.status == "failed")
+            .count(),
+        rollbacks: tasks.iter().map(|t| t.rollbacks).sum(),
+        halts: halts.len(),
+        minutes: minutes_between(v.started_at(), ended_at.as_deref()).unwrap_or(0.0),
+        output_tokens: v.output_tokens(),
+        input_tokens: v.input_tokens(),
+        max_output_tokens: v.max_output_tokens(),
+        stops: v.global_iteration(),
+    };
+    Report {
+        spec: input.spec.to_string(),
+        phase: v.phase().unwrap_or("not started").to_string(),
+        started_at: v.started_at().map(str::to_string),
+        ended_at,
+        tasks,
+        halts,
+        totals,
+    }
+}
+
+fn story(input: &Inputs<'_>, t: &crate::tasks::Task, now: &str) -> TaskStory {
+    let id = t.label();
+    let attempts: Vec<Attempt> = protocol::attempts(input.state, &id)
+        .iter()
+        .map(|a| {
+            let started = str_of(a, "startedAt");
+            let ended = str_of(a, "endedAt");
+            let until = ended.as_deref().or(Some(now));
+            Attempt {
+                n: a.get("n").and_then(Value::as_u64).unwrap_or(0),
+                status: str_of(a, "status").unwrap_or_else(|| "?".into()),
+                minutes: minutes_between(started.as_deref(), until),
+                started_at: started,
+                ended_at: ended,
+                reason: str_of(a, "reason"),
+                rollback_ref: str_of(a, "rollbackRef"),
+            }
+        })
+        .collect();
+    let evidence = input
+        .state
+        .get("taskEvidence")
+        .and_then(|m| m.get(&id))
+        .filter(|r| r.is_object())
+        .map(|r| Evidence {
+            command: str_of(r, "command").unwrap_or_default(),
+            exit_code: r.get("exitCode").and_then(Value::as_i64),
+            started_at: str_of(r, "startedAt"),
+            duration_ms: r.get("durationMs").and_then(Value::as_u64),
+        });
+    let (post_code_at, post_test_at) = input
+        .critiques
+        .iter()
+        .find(|(cid, _, _)| *cid == id)
+        .map(|(_, a, b)| (a.clone(), b.clone()))
+        .unwrap_or((None, None));
+    TaskStory {
+        minutes: attempts.iter().filter_map(|a| a.minutes).sum(),
+        rollbacks: attempts.iter().filter(|a| a.rollback_ref.is_some()).count(),
+        output_tokens: task_tokens(input.state, &id),
+        followups: input
+            .followups
+            .iter()
+            .filter(|f| f.task.as_deref() == Some(id.as_str()))
+            .map(|f| {
+                format!(
+                    "{} {} {} ({}): {}",
+                    f.id, f.category, f.priority, f.status, f.title
+                )
+            })
+            .collect(),
+        title: t.title.clone(),
+        checked: t.checked,
+        attempts,
+        evidence,
+        post_code_at,
+        post_test_at,
+        id,
+    }
+}
+
+/// Halts from the events log (a guard cap, or a task verb that halted), each with the
+/// `resume` that cleared it; a halt still in the state but not in the log is added.
+fn halts(input: &Inputs<'_>) -> Vec<Halt> {
+    let mut out: Vec<Halt> = Vec::new();
+    for e in input.events {
+        let event = e.get("event").and_then(Value::as_str).unwrap_or("");
+        let at = str_of(e, "at").unwrap_or_default();
+        let halted = (event == "stop"
+            && e.get("decision").and_then(Value::as_str) == Some("halt")
+            && e.get("rule")
+                .and_then(Value::as_str)
+                .is_some_and(|r| r.starts_with("cap:")))
+            || e.get("halted").and_then(Value::as_bool) == Some(true);
+        if halted {
+            let reason = str_of(e, "reason")
+                .map(|r| format!("{event}: {r}"))
+                .unwrap_or_else(|| {
+                    format!("{event} of task {}", str_of(e, "task").unwrap_or_default())
+                });
+            out.push(Halt {
+                at,
+                reason,
+                resumed_at: None,
+            });
+        } else if event == "resume" && e.get("cleared").is_some_and(|c| !c.is_null()) {
+            if let Some(open) = out.iter_mut().rev().find(|h| h.resumed_at.is_none()) {
+                open.resumed_at = Some(at);
+            }
+        }
+    }
+    let v = View(input.state);
+    if let (Some(_), Some(at)) = (v.halt(), v.str_at("halt.at")) {
+        if !out.iter().any(|h| h.resumed_at.is_none()) {
+            out.push(Halt {
+                at: at.to_string(),
+                reason: v.halt_reason().unwrap_or("halted").to_string(),
+                resumed_at: None,
+            });
+        }
+    }
+    out
+}
+
+fn fmt_min(m: f64) -> String {
+    format!("{m:.1}")
+}
+
+fn opt(s: &Option<String>) -> &str {
+    s.as_deref().unwrap_or("-")
+}
+
+fn tokens_cell(t: &TaskStory) -> String {
+    t.output_tokens.map_or("-".into(), |n| n.to_string())
+}
+
+/// The report as Markdown.
+pub fn markdown(r: &Report) -> String {
+    let mut s = format!("# specrun report: {}\n\n", r.spec);
+    s.push_str(&format!(
+        "Phase **{}**, started {}, last activity {}.\n\n",
+        r.phase,
+        opt(&r.started_at),
+        opt(&r.ended_at)
+    ));
+    s.push_str("| Task | Title | Done | Attempts | Minutes | Out tokens | Evidence | Reviews | Follow-ups | Rollbacks |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for t in &r.tasks {
+        let attempts: Vec<String> = t
+            .attempts
+            .iter()
+            .map(|a| format!("#{} {}", a.n, a.status))
+            .collect();
+        let evidence = t.evidence.as_ref().map_or("-".into(), |e| {
+            format!(
+                "exit {} `{}`",
+                e.exit_code.map_or("?".into(), |c| c.to_string()),
+                e.command.replace('|', "\\|")
+            )
+        });
+        let reviews = match (&t.post_code_at, &t.post_test_at) {
+            (Some(_), Some(_)) => "post-code, post-test",
+            (Some(_), None) => "post-code",
+            (None, Some(_)) => "post-test",
+            (None, None) => "-",
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            t.id,
+            t.title.replace('|', "\\|"),
+            if t.checked { "yes" } else { "no" },
+            if attempts.is_empty() {
+                "-".into()
+            } else {
+                attempts.join(", ")
+            },
+            fmt_min(t.minutes),
+            tokens_cell(t),
+            evidence,
+            reviews,
+            if t.followups.is_empty() {
+                "-".into()
+            } else {
+                t.followups.join("; ").replace('|', "\\|")
+            },
+            t.rollbacks
+        ));
+    }
+    let failures: Vec<String> = r
+        .tasks
+        .iter()
+        .flat_map(|t| {
+            t.attempts
+                .iter()
+                .filter(|a| a.reason.is_some())
+                .map(move |a| (t, a))
+        })
+        .map(|(t, a)| format!("- {} attempt {}: {}", t.id, a.n, opt(&a.reason)))
+        .collect();
+    if !failures.is_empty() {
+        s.push_str("\n## Failed attempts\n\n");
+        s.push_str(&failures.join("\n"));
+        s.push('\n');
+    }
+    s.push_str("\n## Halts\n\n");
+    if r.halts.is_empty() {
+        s.push_str("None.\n");
+    }
+    for h in &r.halts {
+        s.push_str(&format!(
+            "- {}: {} (resumed {})\n",
+            h.at,
+            h.reason,
+            opt(&h.resumed_at)
+        ));
+    }
+    let t = &r.totals;
+    s.push_str(&format!(
+        "\n## Totals\n\n{}/{} tasks checked, {} attempts ({} failed), {} rollbacks, {} halts, {} minutes, {} stops, output tokens {}{}, input tokens {}.\n",
+        t.checked,
+        t.tasks,
+        t.attempts,
+        t.failed,
+        t.rollbacks,
+        t.halts,
+        fmt_min(t.minutes),
+        t.stops,
+        t.output_tokens,
+        t.max_output_tokens.map(|m| format!(" of {m}")).unwrap_or_default(),
+        t.input_tokens
+    ));
+    s
+}
+
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The timeline: one row per task, one bar per attempt (green done, red failed, blue
+/// running), a red line at each halt.
+pub fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
+    let start = r
+        .started_at
+        .as_deref()
+        .and_then(parse)
+        .or_else(|| {
+            r.tasks
+                .iter()
+                .flat_map(|t| &t.attempts)
+                .filter_map(|a| a.started_at.as_deref().and_then(parse))
+                .min()
+        })
+        .unwrap_or(now);
+    let end = r
+        .ended_at
+        .as_deref()
+        .and_then(parse)
+        .unwrap_or(now)
+        .max(start);
+    let span = ((end - start).num_milliseconds().max(1)) as f64;
+    let (left, width, row) = (120.0, 760.0, 26.0);
+    let height = 40.0 + row * r.tasks.len() as f64;
+    let x = |at: &str| -> f64 {
+        parse(at).map_or(left, |t| {
+            left + width * ((t - start).num_milliseconds() as f64 / span).clamp(0.0, 1.0)
+        })
+    };
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" id="timeline" role="img" aria-label="timeline" width="{}" height="{height}" viewBox="0 0 {} {height}">"#,
+        left + width + 20.0,
+        left + width + 20.0
+    );
+    svg.push_str(&format!(
+        r##"<rect x="{left}" y="10" width="{width}" height="{}" fill="#f6f8fa" stroke="#d0d7de"/>"##,
+        height - 30.0
+    ));
+    let end_str = end.to_rfc3339();
+    for (i, t) in r.tasks.iter().enumerate() {
+        let y = 16.0 + row * i as f64;
+        svg.push_str(&format!(
+            r##"<text x="{}" y="{}" font-size="12" text-anchor="end" fill="#24292f">{}</text>"##,
+            left - 8.0,
+            y + 13.0,
+            esc(&t.id)
+        ));
+        for a in &t.attempts {
+            let Some(s) = a.started_at.as_deref() else {
+                continue;
+            };
+            let x0 = x(s);
+            let x1 = x(a.ended_at.as_deref().unwrap_or(&end_str)).max(x0 + 3.0);
+            let colour = match a.status.as_str() {
+                "done" => "#2da44e",
+                "failed" => "#cf222e",
+                _ => "#0969da",
+            };
+            svg.push_str(&format!(
+                r#"<rect class="attempt {}" x="{x0:.1}" y="{y}" width="{:.1}" height="16" rx="3" fill="{colour}"><title>{} attempt {}: {}</title></rect>"#,
+                esc(&a.status),
+                x1 - x0,
+                esc(&t.id),
+                a.n,
+                esc(&a.status)
+            ));
+        }
+    }
+    for h in &r.halts {
+        let hx = x(&h.at);
+        svg.push_str(&format!(
+            r##"<line class="halt" x1="{hx:.1}" y1="10" x2="{hx:.1}" y2="{}" stroke="#cf222e" stroke-width="2" stroke-dasharray="4 3"><title>halt: {}</title></line>"##,
+            height - 20.0,
+            esc(&h.reason)
+        ));
+    }
+    svg.push_str(&format!(
+        r##"<text x="{left}" y="{}" font-size="11" fill="#57606a">{}</text><text x="{}" y="{}" font-size="11" text-anchor="end" fill="#57606a">{}</text></svg>"##,
+        height - 4.0,
+        esc(&start.format("%Y-%m-%d %H:%M").to_string()),
+        left + width,
+        height - 4.0,
+        esc(&end.format("%H:%M").to_string())
+    ));
+    svg
+}
+
+/// One self-contained page: inline CSS and SVG, no scripts, no network.
+pub fn html(r: &Report, now: DateTime<Utc>) -> String {
+    let mut rows = String::new();
+    for t in &r.tasks {
+        let attempts: Vec<String> = t
+            .attempts
+            .iter()
+            .map(|a| {
+                let why = a
+                    .reason
+                    .as_deref()
+                    .map(|w| format!(": {}", esc(w)))
+                    .unwrap_or_default();
+                format!("#{} {}{why}", a.n, esc(&a.status))
+            })
+            .collect();
+        let evidence = t.evidence.as_ref().map_or("-".into(), |e| {
+            format!(
+                "exit {} <code>{}</code>",
+                e.exit_code.map_or("?".into(), |c| c.to_string()),
+                esc(&e.command)
+            )
+        });
+        rows.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>\n",
+            esc(&t.id),
+            esc(&t.title),
+            if t.checked { "&#10003;" } else { "" },
+            if attempts.is_empty() { "-".into() } else { attempts.join("<br>") },
+            fmt_min(t.minutes),
+            tokens_cell(t),
+            evidence,
+            esc(opt(&t.post_code_at)),
+            esc(opt(&t.post_test_at)),
+            if t.followups.is_empty() { "-".into() } else { esc(&t.followups.join("; ")) },
+            t.rollbacks
+        ));
+    }
+    let halts: String = if r.halts.is_empty() {
+        "<li>None</li>".into()
+    } else {
+        r.halts
+            .iter()
+            .map(|h| {
+                format!(
+                    "<li>{}: {} (resumed {})</li>",
+                    esc(&h.at),
+                    esc(&h.reason),
+                    esc(opt(&h.resumed_at))
+                )
+            })
+            .collect()
+    };
+    let t = &r.totals;
+    format!(
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>specrun report: {name}</title>
+<style>
+body{{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#24292f}}
+table{{border-collapse:collapse;margin:12px 0}}td,th{{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}}
+th{{background:#f6f8fa}}code{{font-size:12px}}.legend span{{display:inline-block;width:12px;height:12px;margin:0 4px 0 12px;vertical-align:middle}}
+</style></head><body>
+<h1>specrun report: {name}</h1>
+<p>Phase <b>{phase}</b>, started {started}, last activity {ended}.</p>
+<h2>Timeline</h2>
+<p class="legend"><span style="background:#2da44e"></span>done<span style="background:#cf222e"></span>failed<span style="background:#0969da"></span>running<span style="border-left:2px dashed #cf222e"></span>halt</p>
+{svg}
+<h2>Tasks</h2>
+<table><tr><th>Task</th><th>Title</th><th>Done</th><th>Attempts</th><th>Minutes</th><th>Out tokens</th><th>Evidence</th><th>Reviews (post-code / post-test)</th><th>Follow-ups</th><th>Rollbacks</th></tr>
+{rows}</table>
+<h2>Halts</h2><ul>{halts}</ul>
+<h2>Totals</h2>
+<p>{checked}/{tasks} tasks checked, {attempts} attempts ({failed} failed), {rollbacks} rollbacks, {nhalts} halts, {minutes} minutes, {stops} stops, output tokens {out}{max}, input tokens {inp}.</p>
+</body></html>
+"#,
+        name = esc(&r.spec),
+        phase = esc(&r.phase),
+        started = esc(opt(&r.started_at)),
+        ended = esc(opt(&r.ended_at)),
+        svg = timeline_svg(r, now),
+        checked = t.checked,
+        tasks = t.tasks,
+        attempts = t.attempts,
+        failed = t.failed,
+        rollbacks = t.rollbacks,
+        nhalts = t.halts,
+        minutes = fmt_min(t.minutes),
+        stops = t.stops,
+        out = t.output_tokens,
+        max = t
+            .max_output_tokens
+            .map(|m| format!(" of {m}"))
+            .unwrap_or_default(),
+        inp = t.input_tokens,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample() -> Report {
+        let state = json!({
+            "phase": "execution", "startedAt": "2026-01-01T00:00:00Z",
+            "usage": {"outputTokens": 900, "inputTokens": 50}, "budget": {"maxOutputTokens": 5000},
+            "taskUsage": {"1.1": {"outputTokens": 300}},
+            "attempts": {
+                "1.1": [{"n": 1, "status": "failed", "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:10:00Z", "reason": "tests <red>"},
+                        {"n": 2, "status": "done", "startedAt": "2026-01-01T00:12:00Z", "endedAt": "2026-01-01T00:20:00Z"}],
+                "1.2": [{"n": 1, "status": "failed", "startedAt": "2026-01-01T00:21:00Z", "endedAt": "2026-01-01T00:25:00Z", "reason": "rolled back", "rollbackRef": "refs/specrun/x"}]
+            },
+            "taskEvidence": {"1.1": {"command": "cargo test a|b", "exitCode": 0, "startedAt": "2026-01-01T00:15:00Z"}}
+        });
+        let tasks = crate::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
+        let events = vec![
+            json!({"at": "2026-01-01T00:25:00Z", "event": "task-rollback", "task": "1.2", "halted": true}),
+            json!({"at": "2026-01-01T00:30:00Z", "event": "resume", "cleared": "maxTaskIterations"}),
+            json!({"at": "2026-01-01T00:40:00Z", "event": "stop", "decision": "halt", "rule": "cap:global", "reason": "global cap"}),
+        ];
+        build(&Inputs {
+            spec: "demo",
+            state: &state,
+            tasks: &tasks,
+            followups: &[],
+            critiques: &[("1.1".into(), Some("2026-01-01T00:16:00Z".into()), None)],
+            events: &events,
+            now: parse("2026-01-01T01:00:00Z").unwrap(),
+        })
+    }
+
+    #[test]
+    fn the_story_has_attempts_durations_halts_and_totals() {
+        let r = sample();
+        assert_eq!(r.tasks[0].attempts.len(), 2);
+        assert_eq!(r.tasks[0].minutes, 18.0);
+        assert_eq!(r.tasks[0].output_tokens, Some(300));
+        assert_eq!(r.tasks[1].output_tokens, None);
+        assert_eq!(r.tasks[1].rollbacks, 1);
+        assert_eq!(r.halts.len(), 2);
+        assert_eq!(
+            r.halts[0].resumed_at.as_deref(),
+            Some("2026-01-01T00:30:00Z")
+        );
+        assert_eq!(r.halts[1].resumed_at, None);
+        assert_eq!(
+            (r.totals.attempts, r.totals.failed, r.totals.halts),
+            (3, 2, 2)
+        );
+        assert_eq!(r.totals.minutes, 40.0);
+        let md = markdown(&r);
+        assert!(md.contains("| 1.1 | One | yes | #1 failed, #2 done | 18.0 | 300 | exit 0 `cargo test a\\|b` | post-code |"), "{md}");
+        assert!(md.contains("- 1.2 attempt 1: rolled back"), "{md}");
+    }
+
+    #[test]
+    fn the_page_is_self_contained_and_escaped() {
+        let r = sample();
+        let page = html(&r, parse("2026-01-01T01:00:00Z").unwrap());
+        assert!(!page.contains("<script"), "no scripts");
+        assert!(
+            !page.contains("http://") || page.matches("http://").count() == 1,
+            "only the SVG namespace"
+        );
+        assert!(page.contains("tests &lt;red&gt;"));
+        assert_eq!(page.matches("class=\"attempt ").count(), 3);
+        assert_eq!(page.matches("class=\"halt\"").count(), 2);
+    }
+}
