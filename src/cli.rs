@@ -171,12 +171,14 @@ pub enum TasksCommand {
     Next(TasksReadArgs),
     /// Show one task's block.
     Show {
+        /// The task id (as in tasks.md, e.g. 1.2).
         id: String,
         #[command(flatten)]
         read: TasksReadArgs,
     },
     /// Tick (or with --undo untick) exactly one checkbox, preserving every other byte.
     Check {
+        /// The task id (as in tasks.md, e.g. 1.2).
         id: String,
         /// Untick instead of tick.
         #[arg(long)]
@@ -558,4 +560,46 @@ pub struct CancelArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every option says what it does, and an optional value says what happens without it.
+    #[test]
+    fn every_option_has_a_description_and_its_default() {
+        fn walk(cmd: &clap::Command, path: &str, problems: &mut Vec<String>) {
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+                if help.trim().is_empty() {
+                    problems.push(format!("{path} {id}: no description"));
+                    continue;
+                }
+                let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+                let optional = !arg.is_required_set() && !arg.is_positional();
+                let has_default = !arg.get_default_values().is_empty();
+                let enumerated = !arg.get_possible_values().is_empty();
+                if takes_value
+                    && optional
+                    && !has_default
+                    && !enumerated
+                    && !help.contains("default")
+                {
+                    problems.push(format!("{path} --{id}: no default named: {help:?}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &format!("{path} {}", sub.get_name()), problems);
+            }
+        }
+        let mut problems = Vec::new();
+        walk(&Cli::command(), "specrun", &mut problems);
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
 }

@@ -5,6 +5,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, CompletionShell};
+use crate::output;
 
 pub fn run(shell: CompletionShell) -> i32 {
     let shell = match shell {
@@ -14,6 +15,9 @@ pub fn run(shell: CompletionShell) -> i32 {
         CompletionShell::Powershell => Shell::PowerShell,
     };
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "specrun", &mut std::io::stdout());
+    // Generated into memory: a closed pipe (`… | head`) is then not a panic.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "specrun", &mut script);
+    output::raw(&String::from_utf8_lossy(&script));
     0
 }

@@ -64,7 +64,10 @@ pub fn compose(
     let c = list.counts();
     let head = format!("specrun {name} {}/{}", c.completed, c.total);
     let text = if let Some(kind) = v.halt_kind() {
-        format!("{head} HALTED ({kind}): {}", crate::state::resume_command(name, v))
+        format!(
+            "{head} HALTED ({kind}): {}",
+            crate::state::resume_command(name, v)
+        )
     } else if v.phase() == Some("completed") {
         format!("{head} complete")
     } else if v.phase() != Some("execution") {
