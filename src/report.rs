@@ -469,10 +469,10 @@ pub fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
     svg.push_str(&format!(
         r##"<text x="{left}" y="{}" font-size="11" fill="#57606a">{}</text><text x="{}" y="{}" font-size="11" text-anchor="end" fill="#57606a">{}</text></svg>"##,
         height - 4.0,
-        esc(&start.format("%Y-%m-%d %H:%M").to_string()),
+        esc(&start.format("%Y-%m-%d %H:%M:%S").to_string()),
         left + width,
         height - 4.0,
-        esc(&end.format("%H:%M").to_string())
+        esc(&end.format("%H:%M:%S").to_string())
     ));
     svg
 }
