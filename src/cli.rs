@@ -219,7 +219,7 @@ pub enum StateCommand {
         /// A dot path into it; default: the whole document.
         path: Option<String>,
     },
-    /// Write the execution fields, keeping every other field of the file.
+    /// Start an execution (or continue the one in progress), keeping every other field.
     Init(StateInitArgs),
 }
 
@@ -227,22 +227,22 @@ pub enum StateCommand {
 pub struct StateInitArgs {
     #[command(flatten)]
     pub spec: SpecArg,
-    /// Failed attempts at one task before the execution halts; default 5.
+    /// Failed attempts at one task before the execution halts; default 5 (a continued execution keeps its own).
     #[arg(long, value_name = "N", value_parser = cap)]
     pub max_task_iterations: Option<u64>,
-    /// Stops (turn ends) of the session before the execution halts; default 30.
+    /// Stops (turn ends) of the session before the execution halts; default 30 (a continued execution keeps its own).
     #[arg(long, value_name = "N", value_parser = cap)]
     pub max_global_iterations: Option<u64>,
-    /// Output tokens (session and subagents) before the execution halts; default: no cap.
+    /// Output tokens (session and subagents) before the execution halts; default: no cap (a continued execution keeps its own).
     #[arg(long, value_name = "N", value_parser = cap)]
     pub max_output_tokens: Option<u64>,
-    /// Minutes since the start before the execution halts; default: no cap.
+    /// Minutes since the start before the execution halts; default: no cap (a continued execution keeps its own).
     #[arg(long, value_name = "N", value_parser = cap)]
     pub max_minutes: Option<u64>,
     /// Stops in a row without progress before the execution halts (0 turns the check off); default 5.
     #[arg(long, value_name = "N")]
     pub max_stall_stops: Option<u64>,
-    /// The Claude Code session that owns this execution (the guard ignores other sessions); default: none (any session).
+    /// The Claude Code session that owns this execution (the guard ignores other sessions); default: none, and the hooks leave the execution alone.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// Quick mode: no questions to the user.
@@ -257,6 +257,10 @@ pub struct StateInitArgs {
     /// Replace a corrupt state file (the old one is kept as <file>.corrupt-<timestamp>).
     #[arg(long)]
     pub force: bool,
+    /// Start a new execution even when one is running, halted or cancelled: counters,
+    /// caps and the halt start over. Without it, init continues that execution.
+    #[arg(long)]
+    pub restart: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -50,10 +50,11 @@ pub fn shell_step(
         return Some(format!("specrun state init --spec {name}"));
     };
     let v = View(doc);
-    if v.halt().is_some() && v.phase() == Some("execution") {
-        return Some(state::resume_command(name, v));
-    }
     match v.phase() {
+        // `resume` clears a halt and undoes a cancel.
+        Some("execution") | Some("cancelled") if v.halt().is_some() => {
+            return Some(state::resume_command(name, v));
+        }
         Some("execution") => {}
         Some("completed") => return None,
         _ => return Some(format!("specrun state init --spec {name}")),
@@ -191,6 +192,11 @@ mod tests {
         assert_eq!(
             step(Some(halted), TaskProgress::default()).unwrap(),
             "specrun resume --spec demo --raise-task 4"
+        );
+        let cancelled = json!({"phase": "cancelled", "halt": {"kind": "cancelled"}});
+        assert_eq!(
+            step(Some(cancelled), TaskProgress::default()).unwrap(),
+            "specrun resume --spec demo"
         );
         let all = crate::tasks::parse("- [x] 1.1 One\n");
         let run = json!({"phase": "execution"});

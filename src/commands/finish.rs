@@ -30,9 +30,13 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
             &[],
             &format!("spec '{name}' is already complete"),
         );
+    } else if v.phase() == Some("cancelled") {
+        vec![format!(
+            "the execution is cancelled, not running: take it up again with `specrun resume --spec {name}`"
+        )]
     } else if v.phase() != Some("execution") {
         vec![format!(
-            "the execution is {}, not running: start it again with `specrun state init --spec {name}`",
+            "the execution is {}, not running: start it with `specrun state init --spec {name}`",
             v.phase().unwrap_or("not started")
         )]
     } else if v.halt().is_some() {
