@@ -374,7 +374,13 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for t in list.tasks.iter().filter(|t| !t.checked) {
         let label = t.label();
-        let failed: Vec<&Value> = attempts(ctx.state, &label)
+        let history = attempts(ctx.state, &label);
+        // Failures up to the one that got a fix task are answered by that fix.
+        let since_fix = history
+            .iter()
+            .rposition(|a| a.get("fixTaskId").is_some_and(|f| !f.is_null()))
+            .map_or(0, |i| i + 1);
+        let failed: Vec<&Value> = history[since_fix..]
             .iter()
             .filter(|a| status_of(a) == Some("failed"))
             .collect();
@@ -913,7 +919,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"n": 2, "status": "failed", "reason": "test y"}));
-        let d = Case::new(TWO, state).decide();
+        let d = Case::new(TWO, state.clone()).decide();
         assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
         assert_eq!(
             d.problem_types[0].evidence[0],
@@ -921,6 +927,32 @@ mod tests {
         );
         assert_eq!(d.phase, Phase::Recovering);
         assert!(d.coordinator_instruction.contains("[FIX 2]"));
+        // Once a fix task answers them, those failures no longer ask for one; two new
+        // failures after it do.
+        state["attempts"]["2"][1]["fixTaskId"] = json!("2.1");
+        let fixed =
+            format!("{TWO}- [ ] 2.1 [FIX 2] Fix\n  - **Verify**: `true`\n  - **Done when**: ok\n");
+        let d = Case::new(&fixed, state.clone()).decide();
+        assert!(
+            !kinds(&d).contains(&ProblemType::RepeatedFailure),
+            "{:?}",
+            d.problem_types
+        );
+        assert_eq!(
+            d.coordinator_instruction,
+            "Delegate task 2.1 (Fix) to specrun:spec-executor."
+        );
+        for n in [3, 4] {
+            state["attempts"]["2"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"n": n, "status": "failed", "reason": "again"}));
+        }
+        let d = Case::new(TWO, state).decide();
+        assert_eq!(
+            d.problem_types[0].evidence[0],
+            "task 2 failed 2 times: again; again"
+        );
     }
 
     #[test]

@@ -1125,6 +1125,40 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
     }
 }
 
+/// coordinator-pattern step 6 on a confirmed task whose evidence went stale (a later edit
+/// outside its Files): `task fail` refuses a checked task, so the step re-runs the check
+/// with the command `verify status` prints instead.
+#[test]
+fn walk_a_checked_task_whose_evidence_went_stale() {
+    let w = Walk::new(WALK_TASKS);
+    implement_init(&w, "");
+    delegate(&w, &["1.1".into()]);
+    w.p.write("notes.txt", "an edit outside every task's Files\n");
+    let (_, status) = doc_command(LOOP, "specrun verify status --task", &[("id", "1.1")]);
+    let stale = w.sh(&status, "");
+    assert_ne!(stale.code, 0, "{}", stale.stdout);
+    let steps = read_doc(LOOP);
+    let fail_rule = steps
+        .split(". ")
+        .find(|s| s.contains("claimed complete"))
+        .expect("step 6 says when a claim is a failure");
+    assert!(
+        fail_rule.contains("unchecked"),
+        "{LOOP}: step 6 sends a checked task to `task fail`, which refuses it: {fail_rule}"
+    );
+    assert!(
+        steps.contains("`re-run:`"),
+        "{LOOP}: step 6 does not say how to re-run"
+    );
+    let printed = format!("{}{}", stale.stdout, stale.stderr);
+    let rerun = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("re-run: "))
+        .unwrap_or_else(|| panic!("`{status}` prints no re-run command:\n{printed}"));
+    w.ok(LOOP, rerun, "");
+    w.ok(LOOP, &status, "");
+}
+
 /// failure-recovery.md, recovery mode: fail, retry, insert a fix task, run the fix, run the
 /// original; and a refused `task start` is still a failure the coordinator records.
 #[test]
@@ -1163,6 +1197,11 @@ fn walk_failure_fix_task_and_retry() {
         (Some("1.1.1".into()), vec!["1.1.1".into()]),
         "{RECOVERY}: `tasks next` names the fix task"
     );
+    // last-mile-autopilot.md: run again after a failed task; it must now send the fix task,
+    // not ask for one.
+    let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
+    let said = w.json(SKILL, &last_mile)["coordinatorInstruction"].to_string();
+    assert!(said.contains("Delegate task 1.1.1"), "{LAST_MILE}: {said}");
     // Delegating anything else now: the executor's start is refused, it reports
     // TASK_FAILED, and the coordinator records that as it records any failure.
     let (_, refused) = doc_command(
