@@ -151,21 +151,7 @@ pub struct UsageRead {
     pub transcript_path: Option<String>,
 }
 
-/// A follow-up that blocks completion (open, VERIFY, high).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocker {
-    pub id: String,
-    pub title: String,
-}
-
-/// What a completion claim is judged on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompletionGates {
-    /// `verificationBlocks.execution` against the current tree.
-    pub evidence: Freshness,
-    /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
-    pub blockers: Result<Vec<Blocker>, String>,
-}
+pub use crate::completion::{Blocker, Gates as CompletionGates};
 
 /// The facts a Stop is decided on, gathered under the state lock.
 pub struct StopFacts<'a> {
@@ -236,16 +222,20 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         guard.insert("lastMessageId".into(), json!(id));
     }
     let mut patch = json!({"globalIteration": global, "usage": usage});
+    let mut unmet: Vec<&'static str> = Vec::new();
 
     let (decision, rule) = decide_after_count(
         input,
         state,
         facts,
-        global,
-        output_tokens,
-        stall,
+        Counted {
+            global,
+            output_tokens,
+            stall,
+        },
         &fp,
         &mut patch,
+        &mut unmet,
         &now,
     );
     if matches!(decision, Decision::Halt(_)) {
@@ -278,6 +268,10 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         "fingerprint": fp,
         "stopHookActive": input.stop_hook_active,
     });
+    let mut event = event;
+    if !unmet.is_empty() {
+        event["unmet"] = json!(unmet);
+    }
     Outcome {
         decision,
         rule,
@@ -286,18 +280,30 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     }
 }
 
+/// What this stop brings the counters to.
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    global: u64,
+    output_tokens: u64,
+    stall: u64,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn decide_after_count(
     input: &StopInput<'_>,
     state: &Value,
     facts: &StopFacts<'_>,
-    global: u64,
-    output_tokens: u64,
-    stall: u64,
+    counted: Counted,
     fp: &str,
     patch: &mut Value,
+    unmet_names: &mut Vec<&'static str>,
     now: &str,
 ) -> (Decision, String) {
+    let Counted {
+        global,
+        output_tokens,
+        stall,
+    } = counted;
     let v = View(state);
     let name = facts.spec_name;
 
@@ -340,7 +346,9 @@ fn decide_after_count(
 
     // Row 5: the completion claim.
     if claims_all_complete(input.last_assistant_message) {
-        let unmet = completion_unmet(name, state, facts);
+        let unmet =
+            crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+        unmet_names.extend(unmet.iter().map(|u| u.name));
         if unmet.is_empty() {
             patch["phase"] = json!("completed");
             patch["completed"] = json!(true);
@@ -365,7 +373,7 @@ fn decide_after_count(
         let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
         for item in &unmet {
             r.push_str("- ");
-            r.push_str(item);
+            r.push_str(&item.detail);
             r.push('\n');
         }
         r.push_str(&format!(
@@ -446,58 +454,6 @@ fn hit_cap(
     None
 }
 
-/// Every unmet completion gate, each with the command that satisfies it.
-fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<String> {
-    let mut unmet = Vec::new();
-    let unchecked: Vec<&Task> = facts.tasks.tasks.iter().filter(|t| !t.checked).collect();
-    if facts.tasks.tasks.is_empty() {
-        unmet.push(format!(
-            "specs/{name}/tasks.md has no tasks: there is nothing to complete."
-        ));
-    }
-    if !unchecked.is_empty() {
-        let labels: Vec<String> = unchecked.iter().map(|t| t.label()).collect();
-        unmet.push(format!(
-            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete <id> --check --spec {name}`.",
-            unchecked.len(),
-            facts.tasks.tasks.len(),
-            labels.join(", ")
-        ));
-    }
-    let gates = facts.completion.as_ref();
-    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
-    if evidence != Freshness::Fresh {
-        let command = View(state)
-            .get("verificationBlocks.execution.command")
-            .and_then(Value::as_str)
-            .unwrap_or("<full test command>");
-        let why = match evidence {
-            Freshness::Stale => "stale (the code changed since it ran)",
-            Freshness::Failed => "failed",
-            _ => "missing",
-        };
-        unmet.push(format!(
-            "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
-            shell_word(command)
-        ));
-    }
-    match gates.map(|g| &g.blockers) {
-        Some(Ok(blockers)) => {
-            for b in blockers {
-                unmet.push(format!(
-                    "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" --spec {name}`.",
-                    b.id, b.title, b.id
-                ));
-            }
-        }
-        Some(Err(e)) => unmet.push(format!(
-            "follow-ups cannot be read ({e}): fix specs/{name}/followups.json so open VERIFY/high items can be checked."
-        )),
-        None => {}
-    }
-    unmet
-}
-
 /// The re-prompt of the stop-hook driver: the next task only.
 fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
     let c = tasks.counts();
@@ -535,6 +491,8 @@ pub struct ClaimFacts {
     pub task: Option<(bool, Option<String>)>,
     /// `taskEvidence.<id>` against the current tree.
     pub evidence: Freshness,
+    /// Why that evidence does not count by its command (another command than the Verify).
+    pub evidence_mismatch: Option<String>,
     /// `startedAt` of that evidence.
     /// When the evidence run ended (`startedAt + durationMs`).
     pub evidence_ended_at: Option<String>,
@@ -560,15 +518,19 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         }
     };
     if facts.evidence != Freshness::Fresh {
-        let command = verify
-            .as_deref()
-            .map(|v| v.trim().trim_matches('`').to_string())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "<the task's Verify command>".into());
+        // Without --command, `verify run --task` runs the task's own Verify command.
+        let command = match verify.as_deref().filter(|v| !v.trim().is_empty()) {
+            Some(_) => String::new(),
+            None => " --command '<a command that proves it>'".into(),
+        };
         missing.push(format!(
-            "evidence for task {id} is {}: `specrun verify run --task {id} --spec {name} --command {}` must pass on the current code.",
+            "evidence for task {id} is {}: `specrun verify run --task {} --spec {name}{command}` must pass on the current code.",
             facts.evidence.as_str(),
-            shell_word(&command)
+            shell_word(id)
+        ));
+    } else if let Some(why) = &facts.evidence_mismatch {
+        missing.push(format!(
+            "evidence for task {id} does not count: {why}."
         ));
     }
     for (stage, at) in [
@@ -819,7 +781,7 @@ mod tests {
             "budget": {"maxOutputTokens": null, "maxMinutes": null, "maxStallStops": 5},
             "usage": {"outputTokens": 0, "inputTokens": 0},
             "startedAt": "2026-01-01T00:00:00Z", "executionDriver": "manual",
-            "halt": null, "guard": {}
+            "halt": null, "guard": {}, "checkedAtInit": ["1.1", "1.2"]
         })
     }
 
@@ -1166,6 +1128,21 @@ mod tests {
     }
 
     #[test]
+    fn row5_a_box_ticked_by_hand_is_not_a_completion() {
+        // The executor ticked 1.2 with sed: its attempt still runs, its claim is unverified.
+        let mut s = state();
+        s["checkedAtInit"] = json!(["1.1"]);
+        s["attempts"] = json!({"1.2": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:01:00Z"}]});
+        s["unverifiedClaims"] = json!([{"taskId": "1.2", "at": "2026-01-01T00:05:00Z", "missing": []}]);
+        let o = decide(&s, DONE, Some(COMPLETION_TOKEN), false, good_gates());
+        let r = block_text(&o);
+        assert!(r.contains("task 1.2 is checked but attempt 1 is still running"), "{r}");
+        assert!(r.contains("TASK_COMPLETE 1.2"), "{r}");
+        assert_eq!(o.event["unmet"], json!(["attempt-running", "unverified-claim"]));
+        assert!(o.patch.get("phase").is_none());
+    }
+
+    #[test]
     fn row5_missing_gates_count_as_missing_evidence() {
         let o = decide(&state(), DONE, Some(COMPLETION_TOKEN), false, None);
         let r = block_text(&o);
@@ -1232,6 +1209,7 @@ mod tests {
     ) -> ClaimFacts {
         ClaimFacts {
             task,
+            evidence_mismatch: None,
             evidence: ev,
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
@@ -1255,7 +1233,7 @@ mod tests {
         let r = block_text(&o);
         assert!(r.contains("task 1.2 is unchecked"), "{r}");
         assert!(
-            r.contains("`specrun verify run --task 1.2 --spec demo --command 'cargo test a'`"),
+            r.contains("`specrun verify run --task 1.2 --spec demo` must pass"),
             "{r}"
         );
         assert!(r.contains("post-code is missing"), "{r}");
@@ -1268,6 +1246,21 @@ mod tests {
         assert_eq!(claims[0]["taskId"], "1.2");
         assert_eq!(claims[0]["agentId"], "a1");
         assert_eq!(claims[0]["missing"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn evidence_of_another_command_does_not_settle_a_claim() {
+        let mut f = claim(Some((true, Some("cargo test a".into()))), Freshness::Fresh, true, true);
+        f.evidence_mismatch = Some("it ran `true`, not the task's Verify command `cargo test a`".into());
+        let missing = claim_missing("demo", "1.2", &f);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("does not count: it ran `true`"), "{missing:?}");
+        let none = claim(Some((false, None)), Freshness::Missing, true, true);
+        let missing = claim_missing("demo", "1.2", &none);
+        assert!(
+            missing.iter().any(|m| m.contains("--command '<a command that proves it>'")),
+            "{missing:?}"
+        );
     }
 
     #[test]

@@ -97,6 +97,7 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("checkedAtInit", Kind::Array),
 ];
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such

@@ -20,7 +20,7 @@ use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
-use crate::evidence::{self, Freshness, Slot};
+use crate::evidence::{self, Slot};
 use crate::guard::{
     self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
     UsageRead,
@@ -415,29 +415,33 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
 fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     let (project, spec, state) = (&active.project, &active.spec, &active.state);
-    let task = load_tasks(spec)
-        .ok()
-        .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
+    let list = load_tasks(spec).ok();
+    let found = list.as_ref().and_then(|l| l.find(id).ok());
+    let task = found.map(|t| (t.checked, t.verify_command().map(str::to_string)));
     // The id comes from the model: until tasks.md confirms it is a task, it names no file.
     if task.is_none() {
         return ClaimFacts {
             task,
+            evidence_mismatch: None,
             evidence: evidence::Freshness::Missing,
             evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
         };
     }
-    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()));
-    // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
-    if evidence.freshness != Freshness::Fresh {
-        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()));
-        if phase.freshness == Freshness::Fresh {
+    let own = (id, found.and_then(|t| t.verify_command()));
+    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()), own);
+    // Fresh passing execution evidence of the task's own Verify command vouches for the
+    // task, as `task complete` accepts.
+    if !evidence.counts() {
+        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()), own);
+        if phase.counts() {
             evidence = phase;
         }
     }
     ClaimFacts {
         task,
+        evidence_mismatch: evidence.mismatch.clone(),
         evidence: evidence.freshness,
         evidence_ended_at: evidence.ended_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),

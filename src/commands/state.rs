@@ -97,6 +97,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
+        let baseline = crate::completion::baseline_at_init(existing.as_ref(), &loaded.list);
         let mut doc =
             state::init_execution(existing, &params, counts.next_index, counts.total, &now);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
@@ -105,6 +106,9 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
         }
+        // The boxes ticked before this execution started: the completion gate excepts
+        // them from "ticked through `task complete`".
+        doc["checkedAtInit"] = serde_json::json!(baseline);
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         doc
     };

@@ -25,7 +25,7 @@ pub fn base_state() -> Value {
         "startedAt": chrono::Utc::now().to_rfc3339(),
         "executionDriver": "manual", "quickMode": false, "recoveryMode": false,
         "awaitingApproval": false, "halt": null, "completed": false, "completedAt": null,
-        "guard": {}
+        "guard": {}, "checkedAtInit": ["1.1", "1.2"]
     })
 }
 
