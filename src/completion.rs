@@ -345,7 +345,11 @@ mod tests {
             "1.2": [{"n": 1, "status": "failed"}]}}));
         let u = unmet("demo", &s, &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["attempt-running", "checked-without-complete"]);
-        assert!(u[0].detail.contains("attempt 1 is still running"), "{}", u[0]);
+        assert!(
+            u[0].detail.contains("attempt 1 is still running"),
+            "{}",
+            u[0]
+        );
         assert!(u[1].detail.contains("is failed"), "{}", u[1]);
         // A running attempt of an unchecked task blocks as well.
         let s = state(json!({"attempts": {"1.2": [{"n": 2, "status": "running"}]}}));
@@ -358,8 +362,10 @@ mod tests {
     fn an_unverified_claim_stays_open_until_an_attempt_ends_after_it() {
         let claim = json!([{"taskId": "1.2", "at": "2026-01-01T00:20:00Z", "missing": []},
                            {"taskId": "9.9", "at": "2026-01-01T00:20:00Z"}]);
-        let s = state(json!({"checkedAtInit": ["1.1", "1.2"], "unverifiedClaims": claim,
-                             "attempts": done("1.2")}));
+        let s = state(
+            json!({"checkedAtInit": ["1.1", "1.2"], "unverifiedClaims": claim,
+                             "attempts": done("1.2")}),
+        );
         let u = unmet("demo", &s, &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["unverified-claim"], "{u:?}");
         assert!(u[0].detail.contains("TASK_COMPLETE 1.2"), "{}", u[0]);

@@ -563,7 +563,10 @@ mod tests {
             why.contains("ran `true`, not the task's Verify command `grep -q A a.txt`"),
             "{why}"
         );
-        assert!(why.contains("`specrun verify run --task 1.1 --spec demo`"), "{why}");
+        assert!(
+            why.contains("`specrun verify run --task 1.1 --spec demo`"),
+            "{why}"
+        );
         let accepted = json!({"command": "true", "acceptedOther": {"reason": "flaky CI box"}});
         assert_eq!(
             command_fit(&accepted, Some("make test")),

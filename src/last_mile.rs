@@ -137,7 +137,6 @@ fn capped(mut lines: Vec<String>) -> Vec<String> {
 }
 
 /// The command inside the first backtick pair of a Verify field, else the whole field.
-
 pub use crate::tasks::verify_command;
 
 const SHELL_WORDS: &[&str] = &[
@@ -1017,8 +1016,9 @@ mod tests {
         assert_eq!(d.phase, Phase::Verifying);
         assert_eq!(d.blocking_gates, ["verification-gap:2"]);
         assert!(
-            d.coordinator_instruction
-                .starts_with("Do not claim completion yet: task 2 is checked but attempt 1 is still running"),
+            d.coordinator_instruction.starts_with(
+                "Do not claim completion yet: task 2 is checked but attempt 1 is still running"
+            ),
             "{}",
             d.coordinator_instruction
         );

@@ -24,6 +24,7 @@ pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod transcript;
+pub mod uncounted;
 
 use clap::Parser;
 

@@ -821,11 +821,9 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
             "the execution is completed; there is nothing to resume",
         ));
     }
-    let minutes_used = view
-        .started_at()
-        .and_then(parse_time)
-        .zip(parse_time(now))
-        .map(|(s, n)| (n - s).num_minutes().max(0) as u64)
+    // Counted as the guard counts: a missing or bad startedAt does not make it 0.
+    let minutes_used = parse_time(now)
+        .map(|n| state::minutes_since(view, n).0)
         .unwrap_or(0);
     // Each raise must lift its cap above what is already used, or the guard halts at once.
     let checks: [(Option<u64>, u64, &str, &str); 4] = [
@@ -1196,8 +1194,9 @@ mod tests {
         let err = complete(&input).unwrap_err();
         assert!(names(&err).contains(&"evidence"), "{err:?}");
         assert!(
-            err.iter()
-                .any(|u| u.detail.contains("taskEvidence[2] is not the task's (it ran `true`")),
+            err.iter().any(|u| u
+                .detail
+                .contains("taskEvidence[2] is not the task's (it ran `true`")),
             "{err:?}"
         );
         // Post-test older than the evidence (which ended at 00:05).

@@ -28,7 +28,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{critique, events, git, output, store, transcript};
+use crate::{critique, events, git, output, store, transcript, uncounted};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -105,6 +105,8 @@ enum Located {
         error: String,
     },
     Executing(Active),
+    /// Cancelled by `specrun cancel`: only PreToolUse still applies.
+    Cancelled(Active),
 }
 
 fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
@@ -118,6 +120,8 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
             error,
         } => return unreadable_state(event, &input, &project, &spec, &error),
         Located::Executing(active) => active,
+        Located::Cancelled(active) if event == HookEvent::PreToolUse => active,
+        Located::Cancelled(_) => return None,
     };
     match event {
         HookEvent::Stop => stop(&input, active),
@@ -148,6 +152,14 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
             spec,
             state,
         }),
+        // A cancelled execution still denies new work (PreToolUse), nothing else.
+        StateRead::Valid(state) if View(&state).phase() == Some("cancelled") => {
+            Located::Cancelled(Active {
+                project,
+                spec,
+                state,
+            })
+        }
         StateRead::Valid(_) => Located::Nothing,
     }
 }
@@ -221,22 +233,13 @@ fn under_lock(
     let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
         Ok(lock) => lock,
         Err(Error::LockTimeout { waited_ms, .. }) => {
-            let m = format!(
-                "specrun guard: {} stayed locked for {waited_ms} ms (another specrun is writing it); this {} was allowed without being counted.",
-                path.display(),
-                event_name(event)
+            let cause = format!(
+                "{} stayed locked for {waited_ms} ms: another specrun is writing it",
+                path.display()
             );
-            return trouble(project, event, input, "lock-timeout", m);
+            return not_counted(event, input, active, "lock-timeout", &cause);
         }
-        Err(e) => {
-            return trouble(
-                project,
-                event,
-                input,
-                "error",
-                format!("specrun guard: {e}; allowed."),
-            )
-        }
+        Err(e) => return not_counted(event, input, active, "error", &e.to_string()),
     };
     let state = match read_state(&path) {
         StateRead::Valid(s) => s,
@@ -261,17 +264,53 @@ fn under_lock(
     match result {
         Ok(Some(outcome)) => {
             let _ = events::append(project, outcome.event.clone());
-            outcome.decision.to_hook_json()
+            outcome.to_hook_json()
         }
         Ok(None) => None,
-        Err(e) => trouble(
-            project,
-            event,
-            input,
-            "error",
-            format!("specrun guard: {e}; allowed."),
-        ),
+        Err(e) => not_counted(event, input, active, "error", &e.to_string()),
     }
+}
+
+/// Internal trouble under the lock: allow with a message. A Stop that could not be counted
+/// also leaves a line in the uncounted ledger, and the caps still hold on the count.
+fn not_counted(
+    event: HookEvent,
+    input: &HookInput,
+    active: &Active,
+    rule: &str,
+    cause: &str,
+) -> Option<Value> {
+    let project = &active.project;
+    if event != HookEvent::Stop {
+        let m = format!(
+            "specrun guard: {cause}; this {} was allowed.",
+            event_name(event)
+        );
+        return trouble(project, event, input, rule, m);
+    }
+    let name = &active.spec.name;
+    let ledger = uncounted::record(project, name, input.session(), cause);
+    let offset = uncounted::offset(&active.state);
+    let mut missed = uncounted::since(project, name, offset).count;
+    if ledger.is_err() {
+        missed += 1;
+    }
+    let ledger_error = ledger.err().map(|e| e.to_string());
+    let (decision, outcome_rule) = guard::decide_uncounted_stop(
+        name,
+        &active.state,
+        missed.max(1),
+        cause,
+        ledger_error.as_deref(),
+        chrono::Utc::now(),
+    );
+    let _ = events::append(
+        project,
+        json!({"session": input.session(), "event": "stop", "spec": name,
+               "decision": decision.name(), "rule": rule, "outcome": outcome_rule,
+               "uncounted": true, "missedInARow": missed.max(1), "reason": cause}),
+    );
+    decision.to_hook_json()
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
@@ -297,6 +336,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             usage,
             completion,
             now: chrono::Utc::now(),
+            missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
         let stop_input = StopInput {
             session_id: input.session(),
@@ -409,6 +449,7 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
             "agentType": input.str("agent_type"),
             "outputTokens": usage.output_tokens,
         }),
+        notice: None,
     }
 }
 
@@ -463,10 +504,15 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
-    let tool = input.str("tool_name");
-    let reason = guard::deny_question(&active.state, tool, input.session()).or_else(|| {
-        guard::deny_delegation(&active.state, tool, input.session(), chrono::Utc::now())
-    })?;
+    let decision = guard::decide_pre_tool_use(
+        &active.spec.name,
+        &active.state,
+        input.str("tool_name"),
+        input.session(),
+        chrono::Utc::now(),
+    )?;
+    let _ = events::append(&active.project, decision.event);
+    let reason = decision.deny?;
     Some(json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": "deny",

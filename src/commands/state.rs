@@ -109,6 +109,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         // The boxes ticked before this execution started: the completion gate excepts
         // them from "ticked through `task complete`".
         doc["checkedAtInit"] = serde_json::json!(baseline);
+        // Stops a previous execution missed are not this one's to count.
+        let ledger_end = crate::uncounted::end(project, &spec.name);
+        if ledger_end > 0 {
+            doc["guard"]["uncountedOffset"] = serde_json::json!(ledger_end);
+        }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         doc
     };

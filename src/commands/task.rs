@@ -185,7 +185,8 @@ pub fn evidence_fact(
     let freshness = evidence::check(project, spec, state, &slot);
     let record = slot.record_in(state);
     let ended_at = record.and_then(evidence::ended_at);
-    let mismatch = record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
+    let mismatch =
+        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
     EvidenceFact {
         freshness,
         ended_at,
