@@ -77,17 +77,22 @@ pub struct Outcome {
 impl Outcome {
     /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
     pub fn to_hook_json(&self) -> Option<Value> {
-        let Some(notice) = &self.notice else {
-            return self.decision.to_hook_json();
-        };
-        let mut doc = self.decision.to_hook_json().unwrap_or_else(|| json!({}));
-        let message = match doc.get("systemMessage").and_then(Value::as_str) {
-            Some(m) => format!("{m}\n{notice}"),
-            None => notice.clone(),
-        };
-        doc["systemMessage"] = json!(message);
-        Some(doc)
+        match &self.notice {
+            None => self.decision.to_hook_json(),
+            Some(notice) => Some(with_message(self.decision.to_hook_json(), notice)),
+        }
     }
+}
+
+/// A hook's `answer` (or an empty one) with `message` added to its systemMessage.
+pub fn with_message(answer: Option<Value>, message: &str) -> Value {
+    let mut answer = answer.unwrap_or_else(|| json!({}));
+    let text = match answer.get("systemMessage").and_then(Value::as_str) {
+        Some(before) => format!("{before}\n{message}"),
+        None => message.to_string(),
+    };
+    answer["systemMessage"] = json!(text);
+    answer
 }
 
 /// The last non-empty line of a message, unless it sits inside (or is) a fenced code

@@ -61,7 +61,7 @@ pub fn offset(state: &Value) -> u64 {
 /// The ledger's lines past `offset` (none when it does not exist or cannot be read). A
 /// ledger shorter than the offset (it was removed) starts again from 0.
 pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
-    let Ok(mut file) = std::fs::File::open(path(project, spec_name)) else {
+    let Ok(Some(mut file)) = crate::store::open_read(&path(project, spec_name)) else {
         return Missed::default();
     };
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -69,15 +69,20 @@ pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
     if file.seek(SeekFrom::Start(start)).is_err() {
         return Missed::default();
     }
-    let mut text = String::new();
-    let _ = file.take(READ_LIMIT).read_to_string(&mut text);
+    let mut bytes = Vec::new();
+    let _ = file.take(READ_LIMIT).read_to_end(&mut bytes);
     // Only whole lines count; a line being written is counted next time.
-    let whole = text.rfind('\n').map_or("", |i| &text[..=i]);
+    let whole = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(&bytes[..0], |i| &bytes[..=i]);
     let mut missed = Missed {
         end: start + whole.len() as u64,
         ..Default::default()
     };
-    for line in whole.lines().filter(|l| !l.trim().is_empty()) {
+    // A garbled line is still a missed stop.
+    let text = String::from_utf8_lossy(whole);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
         missed.count += 1;
         let doc: Value = serde_json::from_str(line).unwrap_or(Value::Null);
         missed.last_cause = doc.get("cause").and_then(Value::as_str).map(str::to_string);
@@ -88,8 +93,8 @@ pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
 
 /// The ledger's current length: where a new execution starts counting.
 pub fn end(project: &Project, spec_name: &str) -> u64 {
-    std::fs::metadata(path(project, spec_name))
-        .map(|m| m.len())
+    std::fs::symlink_metadata(path(project, spec_name))
+        .map(|m| if m.is_file() { m.len() } else { 0 })
         .unwrap_or(0)
 }
 
