@@ -253,7 +253,6 @@ fn trouble(
     }
 }
 
-
 fn record(
     project: &Project,
     event: HookEvent,
