@@ -13,6 +13,8 @@ use crate::tasks::{Task, TaskList};
 
 /// How a verification-gap line about an open blocking follow-up starts.
 const FOLLOWUP_GAP: &str = "every task is checked but follow-up ";
+/// What follows the task id in a verification-gap line about an unearned completion.
+const UNEARNED_GAP: &str = "completion not earned: ";
 
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;
@@ -135,13 +137,7 @@ fn capped(mut lines: Vec<String>) -> Vec<String> {
 }
 
 /// The command inside the first backtick pair of a Verify field, else the whole field.
-pub fn verify_command(field: &str) -> &str {
-    let mut parts = field.split('`');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(_), Some(inner), Some(_)) if !inner.trim().is_empty() => inner.trim(),
-        _ => field.trim(),
-    }
-}
+pub use crate::tasks::verify_command;
 
 const SHELL_WORDS: &[&str] = &[
     "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source", ".",
@@ -374,7 +370,13 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for t in list.tasks.iter().filter(|t| !t.checked) {
         let label = t.label();
-        let failed: Vec<&Value> = attempts(ctx.state, &label)
+        let history = attempts(ctx.state, &label);
+        // Failures up to the one that got a fix task are answered by that fix.
+        let since_fix = history
+            .iter()
+            .rposition(|a| a.get("fixTaskId").is_some_and(|f| !f.is_null()))
+            .map_or(0, |i| i + 1);
+        let failed: Vec<&Value> = history[since_fix..]
             .iter()
             .filter(|a| status_of(a) == Some("failed"))
             .collect();
@@ -480,6 +482,12 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         }
     }
     if list.all_checked() && !is_completed(ctx) {
+        // The completion gate's own rules (`completion::earned`): a box ticked without
+        // `task complete`, an attempt still running, an open unverified claim.
+        let name = input.spec_name.unwrap_or("<name>");
+        for (id, gap) in crate::completion::earned_by_task(name, state, list) {
+            out.push(format!("task {id} {UNEARNED_GAP}{}", gap.detail));
+        }
         for (id, title) in &input.blocking_followups {
             out.push(format!(
                 "{FOLLOWUP_GAP}{id} (VERIFY, high) is open: {title}"
@@ -559,8 +567,11 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
         };
     }
     if all_checked(ctx) {
-        let execution_gap = has(problems, ProblemType::VerificationGap)
-            .is_some_and(|p| p.evidence.iter().any(|e| e.starts_with("every task")));
+        let execution_gap = has(problems, ProblemType::VerificationGap).is_some_and(|p| {
+            p.evidence
+                .iter()
+                .any(|e| e.starts_with("every task") || e.contains(UNEARNED_GAP))
+        });
         return if execution_gap {
             Phase::Verifying
         } else {
@@ -671,7 +682,7 @@ fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<S
         _ => {}
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        for e in &p.evidence {
+        for e in p.evidence.iter().filter(|e| !e.contains(UNEARNED_GAP)) {
             if let Some(id) = e.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
                 out.push(format!(
                     "task {id}: fresh passing evidence (taskEvidence[{id}])"
@@ -750,6 +761,9 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
         );
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
+        if let Some(gap) = p.evidence.iter().find_map(|e| e.split_once(UNEARNED_GAP)) {
+            return format!("Do not claim completion yet: {}", gap.1);
+        }
         let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
         if p.evidence
             .iter()
@@ -777,8 +791,17 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
             shell_word(&cmd)
         );
     }
-    if has(problems, ProblemType::ReleaseRisk).is_some() {
-        return "Commit the remaining changes and push the branch before reporting the spec as done.".into();
+    if let Some(p) = has(problems, ProblemType::ReleaseRisk) {
+        // Pushing is a person's decision (last-mile-autopilot.md): report, never push.
+        if p.evidence.iter().any(|e| e.starts_with("uncommitted")) {
+            return format!("Commit the remaining changes (the spec's tasks.md and .progress.md as one `chore({s}): record completed tasks` commit; other files belong to a task or a follow-up), then run `specrun last-mile --spec {s}` again. Never push by yourself.");
+        }
+        let finish = if phase == Phase::Completed || is_completed(ctx) {
+            format!("report that spec {s} is complete")
+        } else {
+            format!("print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE")
+        };
+        return format!("Name the commits that are on no remote branch in your final report (never push by yourself), and {finish}.");
     }
     match phase {
         Phase::Completed => format!("Report that spec {s} is complete; nothing is left to run."),
@@ -857,7 +880,8 @@ mod tests {
     const TWO: &str = "- [x] 1 One\n  - **Verify**: `true`\n  - **Done when**: ok\n- [ ] 2 Two\n  - **Files**: src/a.rs, docs/\n  - **Verify**: `cargo test two`\n  - **Done when**: ok\n";
 
     fn executing() -> Value {
-        json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 0, "tree": "T"}}})
+        json!({"phase": "execution", "checkedAtInit": ["1", "2"],
+               "taskEvidence": {"1": {"exitCode": 0, "tree": "T"}}})
     }
 
     #[test]
@@ -913,7 +937,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"n": 2, "status": "failed", "reason": "test y"}));
-        let d = Case::new(TWO, state).decide();
+        let d = Case::new(TWO, state.clone()).decide();
         assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
         assert_eq!(
             d.problem_types[0].evidence[0],
@@ -921,6 +945,32 @@ mod tests {
         );
         assert_eq!(d.phase, Phase::Recovering);
         assert!(d.coordinator_instruction.contains("[FIX 2]"));
+        // Once a fix task answers them, those failures no longer ask for one; two new
+        // failures after it do.
+        state["attempts"]["2"][1]["fixTaskId"] = json!("2.1");
+        let fixed =
+            format!("{TWO}- [ ] 2.1 [FIX 2] Fix\n  - **Verify**: `true`\n  - **Done when**: ok\n");
+        let d = Case::new(&fixed, state.clone()).decide();
+        assert!(
+            !kinds(&d).contains(&ProblemType::RepeatedFailure),
+            "{:?}",
+            d.problem_types
+        );
+        assert_eq!(
+            d.coordinator_instruction,
+            "Delegate task 2.1 (Fix) to specrun:spec-executor."
+        );
+        for n in [3, 4] {
+            state["attempts"]["2"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"n": n, "status": "failed", "reason": "again"}));
+        }
+        let d = Case::new(TWO, state).decide();
+        assert_eq!(
+            d.problem_types[0].evidence[0],
+            "task 2 failed 2 times: again; again"
+        );
     }
 
     #[test]
@@ -995,6 +1045,29 @@ mod tests {
     }
 
     #[test]
+    fn an_unearned_completion_is_a_verification_gap_not_a_release() {
+        // Task 2 ticked by hand while its attempt runs, with an open unverified claim.
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["checkedAtInit"] = json!(["1"]);
+        st["attempts"] = json!({"2": [{"n": 1, "status": "running"}]});
+        st["unverifiedClaims"] = json!([{"taskId": "2", "at": "2026-01-01T00:00:00Z"}]);
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let d = Case::new(&all, st).decide();
+        assert_eq!(d.phase, Phase::Verifying);
+        assert_eq!(d.blocking_gates, ["verification-gap:2"]);
+        assert!(
+            d.coordinator_instruction.starts_with(
+                "Do not claim completion yet: task 2 is checked but attempt 1 is still running"
+            ),
+            "{}",
+            d.coordinator_instruction
+        );
+        assert!(!d.coordinator_instruction.contains("ALL_TASKS_COMPLETE"));
+        assert_eq!(d.problem_types[0].evidence.len(), 2);
+    }
+
+    #[test]
     fn rule_release_risk_only_at_completion() {
         let git = GitFacts {
             uncommitted: vec!["src/a.rs".into(), "specs/demo/.specrun-state.json".into()],
@@ -1026,6 +1099,37 @@ mod tests {
         assert!(d
             .blocking_gates
             .contains(&"release-risk:unpushed".to_string()));
+    }
+
+    /// Pushing is left to a person: the instruction asks for the bookkeeping commit, or
+    /// for the unpushed commits in the report, never for a push.
+    #[test]
+    fn release_risk_asks_for_a_commit_or_a_report_never_a_push() {
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["taskEvidence"]["2"] = json!({"exitCode": 0, "tree": "T"});
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let said = |st: &Value, uncommitted: &[&str]| {
+            let mut c = Case::new(&all, st.clone());
+            c.git = Some(GitFacts {
+                uncommitted: uncommitted.iter().map(|s| s.to_string()).collect(),
+                committed_since_start: vec![],
+                unpushed: Some(2),
+            });
+            c.decide().coordinator_instruction
+        };
+        let dirty = said(&st, &["specs/demo/tasks.md"]);
+        assert!(dirty.starts_with("Commit the remaining changes"), "{dirty}");
+        assert!(dirty.ends_with("Never push by yourself."), "{dirty}");
+        let unpushed = said(&st, &[]);
+        assert!(unpushed.contains("(never push by yourself)"), "{unpushed}");
+        assert!(
+            unpushed.ends_with("end your reply with ALL_TASKS_COMPLETE."),
+            "{unpushed}"
+        );
+        st["phase"] = json!("completed");
+        st["completed"] = json!(true);
+        assert!(said(&st, &[]).ends_with("report that spec demo is complete."));
     }
 
     #[test]

@@ -13,6 +13,11 @@ const TASKS: &str = "# Tasks\n\n- [ ] 1.1 One\n  - **Verify**: `test -f one.txt`
 /// A project whose execution is ready to finish: both tasks completed through the verbs,
 /// the full check fresh and passing, everything committed.
 fn ready() -> TempProject {
+    ready_but(None)
+}
+
+/// `ready`, but task `open` is left running, reviewed and unticked.
+fn ready_but(open: Option<&str>) -> TempProject {
     let p = TempProject::git();
     let mut sh = Shell::new(&p);
     sh.ok("specrun new demo");
@@ -31,7 +36,9 @@ fn ready() -> TempProject {
         sh.ok(&format!(
             "specrun critique record --task {id} --stage post-test"
         ));
-        sh.ok(&format!("specrun task complete {id} --check"));
+        if open != Some(id) {
+            sh.ok(&format!("specrun task complete {id} --check"));
+        }
     }
     sh.ok("specrun verify run --phase execution --command 'test -f one.txt'");
     p
@@ -71,15 +78,19 @@ fn finish_completes_when_every_gate_holds() {
 
 #[test]
 fn finish_refuses_an_unchecked_task_and_names_its_complete() {
-    let p = ready();
+    // 2.1 ran and passed but was never completed. The refusal also names the running
+    // attempt, with `task fail` as the alternative to completing it: complete it.
+    let p = ready_but(Some("2.1"));
     let mut sh = Shell::new(&p);
-    // 2.1 ran and passed but was never completed.
-    sh.ok("specrun tasks check 2.1 --undo");
-    let attempts = json!({"attempts": {"2.1": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:00:00.000Z"}]}});
-    sh.ok(&format!(
-        "specrun state merge specs/demo/.specrun-state.json '{attempts}'"
-    ));
-    refused_then_fixed(&p, "1 of 2 tasks unchecked (2.1)");
+    let refused = sh.sh("specrun finish");
+    assert_eq!(refused.code, 1, "{}", refused.text());
+    assert!(
+        refused.stdout.contains("1 of 2 tasks unchecked (2.1)"),
+        "{}",
+        refused.text()
+    );
+    sh.follow_one(&refused, "task complete 2.1");
+    sh.ok("specrun finish");
 }
 
 #[test]
@@ -121,7 +132,7 @@ fn finish_refuses_a_halted_or_cancelled_or_unstarted_execution() {
     let p = ready();
     Shell::new(&p).ok("specrun cancel");
     // Cancelled: `state init` starts it again (the boxes stay ticked, the evidence fresh).
-    refused_then_fixed(&p, "the execution is cancelled, not running");
+    refused_then_fixed(&p, "the execution is halted (cancelled");
 
     let p = ready();
     std::fs::remove_file(p.path("specs/demo/.specrun-state.json")).unwrap();

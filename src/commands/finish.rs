@@ -1,5 +1,5 @@
 //! `specrun finish`: the shell's way to complete an execution. It judges the same gates as
-//! the Stop hook's ALL_TASKS_COMPLETE — `guard::completion_unmet` on the facts
+//! the Stop hook's ALL_TASKS_COMPLETE — `completion::unmet` on the facts
 //! `hook::completion_gates` gathers — so a gate added there binds both.
 
 use serde_json::json;
@@ -8,13 +8,14 @@ use crate::cli::FinishArgs;
 use crate::commands::hook::completion_gates;
 use crate::commands::load_tasks_file;
 use crate::commands::task::{lock_state, record_event, write_state};
+use crate::completion;
 use crate::error::Result;
 use crate::events::now_rfc3339;
-use crate::guard::{self, StopFacts};
+use crate::guard;
 use crate::notify;
 use crate::output;
 use crate::project::Project;
-use crate::state::{self, View};
+use crate::state::View;
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let spec = project.require_spec(args.spec.spec.as_deref())?;
@@ -22,7 +23,7 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let tasks = load_tasks_file(&spec.tasks_path())?.list;
     let name = spec.name.as_str();
     let v = View(&doc);
-    let unmet = if v.phase() == Some("completed") {
+    if v.phase() == Some("completed") {
         return answer(
             args.json,
             name,
@@ -30,32 +31,12 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
             &[],
             &format!("spec '{name}' is already complete"),
         );
-    } else if v.phase() == Some("cancelled") {
-        vec![format!(
-            "the execution is cancelled, not running: take it up again with `specrun resume --spec {name}`"
-        )]
-    } else if v.phase() != Some("execution") {
-        vec![format!(
-            "the execution is {}, not running: start it with `specrun state init --spec {name}`",
-            v.phase().unwrap_or("not started")
-        )]
-    } else if v.halt().is_some() {
-        vec![format!(
-            "the execution is halted ({}): clear it with `{}`",
-            v.halt_reason().unwrap_or("no reason recorded"),
-            state::resume_command(name, v)
-        )]
-    } else {
-        let facts = StopFacts {
-            spec_name: name,
-            tasks: &tasks,
-            head: None,
-            usage: Default::default(),
-            completion: Some(completion_gates(project, &spec, &doc)),
-            now: chrono::Utc::now(),
-        };
-        guard::completion_unmet(name, &doc, &facts)
-    };
+    }
+    let gates = completion_gates(project, &spec, &doc);
+    let unmet: Vec<String> = completion::unmet(name, &doc, &tasks, Some(&gates))
+        .iter()
+        .map(|u| u.to_string())
+        .collect();
     if !unmet.is_empty() {
         record_event(project, &spec, json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");

@@ -257,6 +257,20 @@ fn describe_evidence(ev: &Value) -> String {
     format!("exit {code} at {at}: {cmd}")
 }
 
+/// Task evidence from another command than the task's Verify that a person accepted:
+/// `(task id, reason)`.
+pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
+    doc.get("taskEvidence")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(id, r)| {
+            let reason = r.get("acceptedOther")?.get("reason")?.as_str()?;
+            Some((id.clone(), reason.to_string()))
+        })
+        .collect()
+}
+
 /// How a line is coloured.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Tone {

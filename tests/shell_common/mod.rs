@@ -170,6 +170,16 @@ impl<'a> Shell<'a> {
             .collect()
     }
 
+    /// Run the hint `ran` printed that holds `what` (where the others are alternatives).
+    pub fn follow_one(&mut self, ran: &Ran, what: &str) -> Ran {
+        let first = hints(&ran.text())
+            .into_iter()
+            .find(|h| h.contains(what))
+            .expect("a hint");
+        self.followed.insert(first.clone());
+        self.ok(&first)
+    }
+
     /// The shell step `status` names, run as printed; it must succeed.
     pub fn next(&mut self) -> Ran {
         let step = self.step();
