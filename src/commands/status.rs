@@ -32,12 +32,23 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
         return watch(project, spec_arg);
     }
     let facts = collect(project, spec_arg)?;
-    let board = Dashboard::build(&facts, Utc::now());
+    let board = Dashboard::build(&facts, Utc::now()).with_guard(project, &facts);
     if args.json {
         let mut doc = facts.to_json(project);
         doc["resumeCommand"] = json!(board.halt.as_ref().map(|h| h.resume.clone()));
         doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
         doc["dashboard"] = serde_json::to_value(&board).unwrap_or(Value::Null);
+        let state = facts.state_doc();
+        doc["acceptedOther"] = json!(state
+            .map(accepted_other)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(task, reason)| json!({"task": task, "reason": reason}))
+            .collect::<Vec<_>>());
+        let missed = uncounted_of(project, &facts);
+        doc["uncountedStops"] = json!({"inARow": missed.count, "lastCause": missed.last_cause,
+                                       "lastAt": missed.last_at});
+        doc["timeCapProblem"] = json!(time_cap_problem(&facts));
         output::json_pretty(&doc);
     } else {
         output::raw(&render(&board, width(), colour()));
@@ -90,6 +101,26 @@ pub struct Dashboard {
     /// The next step inside Claude Code.
     pub next_claude: String,
     pub done: bool,
+    /// The guard's warnings: (label, text) — time cap, uncounted stops, accepted evidence.
+    #[serde(skip)]
+    pub notes: Vec<(&'static str, String)>,
+}
+
+fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
+    match (&facts.spec, facts.state_doc()) {
+        (Some(spec), Some(s)) => {
+            crate::uncounted::since(project, &spec.name, crate::uncounted::offset(s))
+        }
+        _ => Default::default(),
+    }
+}
+
+fn time_cap_problem(facts: &Facts) -> Option<String> {
+    let s = facts.state_doc()?;
+    View(s).max_minutes()?;
+    state::time_origin(View(s), Utc::now())
+        .problem
+        .map(|p| p.to_string())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +154,23 @@ pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
 }
 
 impl Dashboard {
+    /// Add the guard's warnings, which read the events log.
+    pub fn with_guard(mut self, project: &Project, facts: &Facts) -> Dashboard {
+        if let Some(problem) = time_cap_problem(facts) {
+            self.notes.push(("time cap", problem));
+        }
+        if let Some(text) = crate::uncounted::summary(&uncounted_of(project, facts)) {
+            self.notes.push(("guard", text));
+        }
+        for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
+            self.notes.push((
+                "accepted",
+                format!("task {id}: another command than its Verify, by a person: {reason}"),
+            ));
+        }
+        self
+    }
+
     pub fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
         let (gates, action) = facts.gates_and_action();
         let mut d = Dashboard {
@@ -394,6 +442,11 @@ fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
             ),
         ));
     }
+    for (label, text) in &d.notes {
+        let mut l = line(label, text.clone());
+        l.tone = Tone::Bad;
+        out.push(l);
+    }
     if let Some(h) = &d.halt {
         let mut l = line("HALTED", h.reason.clone());
         l.tone = Tone::Bad;
@@ -533,7 +586,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
             });
         }
         let facts = collect(project, arg.as_deref())?;
-        let board = Dashboard::build(&facts, Utc::now());
+        let board = Dashboard::build(&facts, Utc::now()).with_guard(project, &facts);
         let now_sig = (files_signature(&spec), board.elapsed_minutes);
         if last.as_ref() != Some(&now_sig) {
             if tty {
