@@ -165,6 +165,9 @@ pub struct CompletionGates {
     pub evidence: Freshness,
     /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
     pub blockers: Result<Vec<Blocker>, String>,
+    /// Acceptance criteria not covered (each described with its fix); empty when the
+    /// execution does not enforce them.
+    pub criteria: Vec<String>,
 }
 
 /// The facts a Stop is decided on, gathered under the state lock.
@@ -495,6 +498,9 @@ fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<Str
         )),
         None => {}
     }
+    for c in gates.map(|g| g.criteria.as_slice()).unwrap_or_default() {
+        unmet.push(format!("acceptance criterion {c}"));
+    }
     unmet
 }
 
@@ -540,6 +546,8 @@ pub struct ClaimFacts {
     pub evidence_ended_at: Option<String>,
     pub post_code_at: Option<String>,
     pub post_test_at: Option<String>,
+    /// Claims of the final message no fresh verify run supports (`claims::describe`).
+    pub claims: Vec<String>,
 }
 
 /// What is missing before a task claim can be accepted, each with its command.
@@ -593,6 +601,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             ));
         }
     }
+    missing.extend(facts.claims.iter().cloned());
     missing
 }
 
@@ -851,6 +860,7 @@ mod tests {
         Some(CompletionGates {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
+            criteria: vec![],
         })
     }
 
@@ -1136,6 +1146,7 @@ mod tests {
         let mut s = state();
         s["verificationBlocks"] = json!({"execution": {"command": "cargo test --all"}});
         let gates = Some(CompletionGates {
+            criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),
@@ -1158,6 +1169,10 @@ mod tests {
         );
         assert!(
             r.contains("`specrun followup resolve F2 --note \"<what was done>\" --spec demo`"),
+            "{r}"
+        );
+        assert!(
+            r.contains("acceptance criterion 1/AC1 (x) is unmapped"),
             "{r}"
         );
         assert_eq!(o.patch["guard"]["lastBlockFingerprint"], "1/2:1:abc");
@@ -1236,6 +1251,7 @@ mod tests {
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
             post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
+            claims: vec![],
         }
     }
 
