@@ -43,7 +43,7 @@ fn strip_bullet(line: &str) -> Option<&str> {
 
 /// `AC-1.2` at the start of `s` (after `**`, `[`, `|`), and the text after it.
 pub fn leading_ac_id(s: &str) -> Option<(String, String)> {
-    let t = s.trim_start_matches(|c: char| c == '*' || c == '[' || c == '|' || c == ' ');
+    let t = s.trim_start_matches(['*', '[', '|', ' ']);
     let t = t
         .strip_prefix("[ ] ")
         .or_else(|| t.strip_prefix("[x] "))

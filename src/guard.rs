@@ -546,8 +546,10 @@ pub struct ClaimFacts {
     pub evidence_ended_at: Option<String>,
     pub post_code_at: Option<String>,
     pub post_test_at: Option<String>,
-    /// Claims of the final message no fresh verify run supports (`claims::describe`).
-    pub claims: Vec<String>,
+    /// More missing items, each with its fix: claims of the final message no fresh verify
+    /// run supports (`claims::describe`), and an unchecked task's unmet proof gates
+    /// (uncovered criteria, unjustified integrity findings).
+    pub extra: Vec<String>,
 }
 
 /// What is missing before a task claim can be accepted, each with its command.
@@ -601,7 +603,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             ));
         }
     }
-    missing.extend(facts.claims.iter().cloned());
+    missing.extend(facts.extra.iter().cloned());
     missing
 }
 
@@ -1251,7 +1253,7 @@ mod tests {
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
             post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
-            claims: vec![],
+            extra: vec![],
         }
     }
 

@@ -541,6 +541,8 @@ fn is_churn(path: &str) -> bool {
         || name.ends_with(".lock")
         || path == crate::project::EVENTS_DIR
         || path.starts_with(&format!("{}/", crate::project::EVENTS_DIR))
+        // Each verify run rewrites its test results, like the state's evidence record.
+        || path.contains(&format!("/{}/", crate::project::TEST_RESULTS_DIR))
 }
 
 fn has(problems: &[Problem], kind: ProblemType) -> Option<&Problem> {

@@ -382,7 +382,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     }
     let facts = claim.as_ref().map(|id| {
         let mut facts = claim_facts(&active, id);
-        facts.claims = claims::describe(&prose);
+        facts.extra.extend(claims::describe(&prose));
         (id.clone(), facts)
     });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
@@ -494,7 +494,7 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
-            claims: Vec::new(),
+            extra: Vec::new(),
         };
     }
     let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()));
@@ -511,8 +511,23 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         evidence_ended_at: evidence.ended_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
         post_test_at: critique::recorded_at(spec, id, "post-test"),
-        claims: Vec::new(),
+        extra: proof_unmet(active, id),
     }
+}
+
+/// An unchecked task's criteria and integrity gates, as `task complete` would refuse them,
+/// so the executor's re-prompt names the finding (the removed test, the skip marker).
+fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
+    let Ok(list) = load_tasks(&active.spec) else {
+        return Vec::new();
+    };
+    let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
+        return Vec::new();
+    };
+    super::proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
+        .into_iter()
+        .map(|u| format!("{}: {}", u.name, u.detail))
+        .collect()
 }
 
 fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
