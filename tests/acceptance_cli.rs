@@ -645,3 +645,68 @@ fn an_executor_claim_without_evidence_is_quoted_back_once_then_kept_for_the_coor
     let r = executor_stop(&p, "2 tests passed.", false);
     assert_eq!(r["decision"], "block", "{r}");
 }
+
+// ---- the store under bad conditions ---------------------------------------------------
+
+#[test]
+fn a_corrupt_or_linked_store_is_an_error_and_is_never_overwritten() {
+    let p = setup();
+    p.write(
+        "specs/demo/acceptance.json",
+        "{\"version\": 1, \"criteria\": [",
+    );
+    let (code, _, err) = run(&p, &["ac", "map", "1.1/AC1", "--test", "adds"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("acceptance.json"), "{err}");
+    let (code, _, err) = run(&p, &["ac", "status"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        p.read("specs/demo/acceptance.json"),
+        "{\"version\": 1, \"criteria\": ["
+    );
+    // A symbolic link in its place could carry the write elsewhere: refused.
+    std::fs::remove_file(p.path("specs/demo/acceptance.json")).unwrap();
+    p.write("elsewhere.json", "{\"version\": 1}");
+    std::os::unix::fs::symlink(
+        p.path("elsewhere.json"),
+        p.path("specs/demo/acceptance.json"),
+    )
+    .unwrap();
+    let (code, _, err) = run(
+        &p,
+        &[
+            "ac",
+            "confirm",
+            "1.2/AC1",
+            "--reason",
+            "read the README by hand",
+        ],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("link"), "{err}");
+    assert_eq!(p.read("elsewhere.json"), "{\"version\": 1}");
+}
+
+#[test]
+fn concurrent_maps_all_land() {
+    let p = setup();
+    let ids = ["1.1/AC1", "1.1/AC2", "1.2/AC1", "AC-1.1"];
+    let children: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            std::process::Command::new(common::bin_path())
+                .current_dir(p.root())
+                .args(["ac", "map", id, "--test", "adds"])
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let store: Value = serde_json::from_str(&p.read("specs/demo/acceptance.json")).unwrap();
+    for id in ids {
+        assert_eq!(store["criteria"][id]["tests"], json!(["adds"]), "{store}");
+    }
+}

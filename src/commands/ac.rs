@@ -113,7 +113,7 @@ pub fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: &Report
     let bytes = serde_json::to_vec(&doc).expect("results serialise");
     let written = path
         .parent()
-        .map(|d| std::fs::create_dir_all(d).map_err(|e| Error::io(d, "create directory", e)))
+        .map(store::ensure_dir)
         .unwrap_or(Ok(()))
         .and_then(|_| store::write_atomic(&path, &bytes));
     if let Err(e) = written {
