@@ -83,6 +83,8 @@ impl Report {
 enum Block {
     None,
     Jest,
+    /// After a jest file's first `●` failure header: no more describe lines.
+    JestDetails,
     Vitest,
 }
 
@@ -267,7 +269,10 @@ impl Parser {
     /// `path::test PASSED [ 14%]` (-v, also `[gw0] [ 50%] PASSED path::test` under xdist)
     /// and `PASSED path::test` / `FAILED path::test - msg` (-rA summary).
     fn pytest(&mut self, t: &str) -> bool {
-        let words: Vec<&str> = t.split_whitespace().collect();
+        // Every pytest node id has `::`; most lines of any log do not (cheap reject).
+        if !t.contains("::") {
+            return false;
+        }
         let verdict = |w: &str| match w {
             "PASSED" => Some(Outcome::Passed),
             "FAILED" | "ERROR" => Some(Outcome::Failed),
@@ -276,25 +281,21 @@ impl Parser {
         };
         let is_node = |w: &str| w.contains("::") && !w.starts_with('[');
         // -v: the node id first, the verdict second.
-        if let [node, v, ..] = words.as_slice() {
-            if is_node(node) {
-                if let Some(o) = verdict(v) {
-                    self.push(Runner::Pytest, node, o);
-                    return true;
-                }
+        let mut words = t.split_whitespace();
+        if let (Some(node), Some(v)) = (words.next(), words.next()) {
+            if let (true, Some(o)) = (is_node(node), verdict(v)) {
+                self.push(Runner::Pytest, node, o);
+                return true;
             }
         }
         // -rA summary, or xdist's `[gw0] [ 50%] PASSED node`.
-        let skip = words
-            .iter()
-            .take_while(|w| w.starts_with('[') || w.ends_with(']') || w.ends_with("%]"))
-            .count();
-        if let [v, node, ..] = &words[skip..] {
-            if let Some(o) = verdict(v) {
-                if is_node(node) {
-                    self.push(Runner::Pytest, node, o);
-                    return true;
-                }
+        let mut rest = t
+            .split_whitespace()
+            .skip_while(|w| w.starts_with('[') || w.ends_with(']'));
+        if let (Some(v), Some(node)) = (rest.next(), rest.next()) {
+            if let (Some(o), true) = (verdict(v), is_node(node)) {
+                self.push(Runner::Pytest, node, o);
+                return true;
             }
         }
         false
@@ -410,6 +411,8 @@ impl Parser {
         let rest = rest.trim();
         match symbol {
             '✔' | '✖' | '﹣' => self.node_spec(indent, symbol, rest),
+            // Jest's failure details start: what follows are messages and code, not describes.
+            '●' if self.block == Block::Jest => self.block = Block::JestDetails,
             '▶' => {
                 self.stack.retain(|(i, _)| *i < indent);
                 self.stack.push((indent, rest.to_string()));
@@ -422,8 +425,9 @@ impl Parser {
     }
 
     fn describe_line(&mut self, indent: usize, t: &str) {
-        // A jest describe header: an indented plain line inside a jest file block.
-        if self.block == Block::Jest && indent >= 2 && !t.is_empty() && !t.starts_with('●') {
+        // A jest describe header: an indented plain line inside a jest file block, before
+        // its failure details (`● name` and the code frames below it).
+        if self.block == Block::Jest && indent >= 2 && !t.is_empty() {
             self.stack.retain(|(i, _)| *i < indent);
             self.stack.push((indent, t.to_string()));
         } else if indent == 0 && !t.is_empty() {
@@ -496,7 +500,7 @@ impl Parser {
                 let name = format!("{} > {}", self.vitest_file, strip_ms_duration(rest));
                 self.push(Runner::Vitest, &name, outcome);
             }
-            Block::None => {}
+            Block::None | Block::JestDetails => {}
         }
     }
 }

@@ -219,7 +219,8 @@ fn run_live(dir: &Path, program: &Path, args: &[&str]) -> Report {
 /// A missing runner: a failure under CI (scripts/install-test-runners installs it there),
 /// a loud note elsewhere; its checked-in capture is tested either way.
 fn did_not_run(tool: &str) {
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.to_lowercase().as_str(), "" | "false" | "0"));
+    let ci =
+        std::env::var("CI").is_ok_and(|v| !matches!(v.to_lowercase().as_str(), "" | "false" | "0"));
     if ci && tool != "cargo-nextest" {
         panic!("{tool} is missing under CI: scripts/install-test-runners installs it");
     }
