@@ -361,6 +361,7 @@ pub fn decide(
         rule: rule.into(),
         patch,
         event,
+        notice: None,
     }
 }
 

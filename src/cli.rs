@@ -134,7 +134,7 @@ pub enum StateCommand {
     },
     /// Print the state (or the value at a dot path) as JSON.
     Get { file: PathBuf, path: Option<String> },
-    /// Write the execution fields, keeping every other field of the file.
+    /// Start an execution (or continue the one in progress), keeping every other field.
     Init(StateInitArgs),
 }
 
@@ -166,6 +166,10 @@ pub struct StateInitArgs {
     /// Replace a corrupt state file (the old one is kept as <file>.corrupt-<timestamp>).
     #[arg(long)]
     pub force: bool,
+    /// Start a new execution even when one is running, halted or cancelled: counters,
+    /// caps and the halt start over. Without it, init continues that execution.
+    #[arg(long)]
+    pub restart: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -210,8 +214,13 @@ pub enum HookEvent {
 pub enum VerifyCommand {
     /// Run C with sh -c in the project root and record the evidence.
     Run {
+        /// The command to run; with --task and no --command, the task's **Verify** command.
         #[arg(long, value_name = "C")]
-        command: String,
+        command: Option<String>,
+        /// With --task: count a command other than the task's Verify as its evidence, for
+        /// this reason. A person's decision: refused inside Claude Code (CLAUDECODE set).
+        #[arg(long, value_name = "REASON", requires = "task")]
+        accept_other: Option<String>,
         /// Evidence slot (verificationBlocks.<P>); default execution.
         #[arg(long, value_name = "P")]
         phase: Option<String>,

@@ -8,6 +8,7 @@ pub mod acceptance;
 pub mod claims;
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod critique;
 pub mod error;
 pub mod events;
@@ -27,6 +28,7 @@ pub mod store;
 pub mod tasks;
 pub mod testlog;
 pub mod transcript;
+pub mod uncounted;
 
 use clap::Parser;
 

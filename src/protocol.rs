@@ -27,7 +27,7 @@ pub struct Unmet {
 }
 
 impl Unmet {
-    fn new(name: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(name: &'static str, detail: impl Into<String>) -> Self {
         Unmet {
             name,
             detail: detail.into(),
@@ -133,24 +133,10 @@ fn execution_gates(state: &Value, unmet: &mut Vec<Unmet>) {
     }
 }
 
-/// The tasks `task start` accepts now: the current task's parallel group, plus unchecked
-/// fix tasks (at any depth) of those, which run before their task is retried.
+/// The tasks `task start` accepts now: the next task's parallel group. While a task has a
+/// pending `[FIX]` task, that fix is next (`TaskList::next_index`), not the task itself.
 pub fn startable(list: &TaskList) -> Vec<&Task> {
-    let mut out: Vec<&Task> = list.parallel_group(list.next_index());
-    let mut i = 0;
-    while i < out.len() {
-        let target = out[i].label();
-        for t in &list.tasks {
-            if !t.checked
-                && t.fixes() == Some(target.as_str())
-                && !out.iter().any(|o| o.index == t.index)
-            {
-                out.push(t);
-            }
-        }
-        i += 1;
-    }
-    out
+    list.parallel_group(list.next_index())
 }
 
 pub fn start(
@@ -216,6 +202,22 @@ pub struct EvidenceFact {
     pub freshness: Freshness,
     /// When the run ended (`startedAt + durationMs`).
     pub ended_at: Option<String>,
+    /// Why the record does not count for the task by its command (`CommandFit::problem`).
+    pub mismatch: Option<String>,
+}
+
+impl EvidenceFact {
+    /// Fresh, passing and from a command that counts for the task.
+    pub fn counts(&self) -> bool {
+        self.freshness.is_ok() && self.mismatch.is_none()
+    }
+
+    fn describe(&self) -> String {
+        match &self.mismatch {
+            Some(why) if self.freshness.is_ok() => format!("not the task's ({why})"),
+            _ => self.freshness.as_str().to_string(),
+        }
+    }
 }
 
 pub struct CompleteInput<'a> {
@@ -267,9 +269,11 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
         Some(_) => {}
     }
     // Task evidence first; the phase's evidence (a full run) also vouches for the task.
-    let evidence = if input.task_evidence.freshness.is_ok() {
+    // A record counts only when it ran the task's own Verify command (or a person accepted
+    // another one), whichever slot it sits in.
+    let evidence = if input.task_evidence.counts() {
         Some(&input.task_evidence)
-    } else if input.phase_evidence.freshness.is_ok() {
+    } else if input.phase_evidence.counts() {
         Some(&input.phase_evidence)
     } else {
         None
@@ -278,9 +282,9 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
         unmet.push(Unmet::new(
             "evidence",
             format!(
-                "no fresh passing evidence: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id} --command '…'`",
-                input.task_evidence.freshness.as_str(),
-                input.phase_evidence.freshness.as_str()
+                "no fresh passing evidence from the task's Verify command: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id}`",
+                input.task_evidence.describe(),
+                input.phase_evidence.describe()
             ),
         ));
     }
@@ -337,13 +341,7 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
     last["status"] = json!("done");
     last["endedAt"] = json!(input.now);
     last["endCommit"] = json!(input.head);
-    // The next unchecked task once this one is ticked.
-    let next = input
-        .list
-        .tasks
-        .iter()
-        .position(|t| !t.checked && t.index != task.index)
-        .unwrap_or(input.list.tasks.len());
+    let next = input.list.next_index_after(task.index);
     let mut patch = attempts_patch(&id, history);
     patch["taskIndex"] = json!(next);
     patch["taskIteration"] = json!(0);
@@ -520,12 +518,6 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         && history
             .last()
             .is_some_and(|a| a.get("fixTaskId").is_none_or(Value::is_null));
-    if last_status.is_none() {
-        unmet.push(Unmet::new(
-            "attempt-running",
-            format!("task {id} was never started: run `specrun task start {id}` first"),
-        ));
-    }
     let fix = if view.recovery_mode() && unmet.is_empty() {
         Some(plan_fix(input.state, input.list, task, reason))
     } else {
@@ -559,11 +551,18 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
     let mut notes = Vec::new();
     let mut patch = json!({});
     let mut halted = false;
-    let n = history.last().map(n_of).unwrap_or(0);
+    let n = history.last().map(n_of).unwrap_or(1);
     let mut message;
     if already_failed {
         message = format!("task {id} attempt {n} already failed");
     } else {
+        // The executor's own `task start` was refused: the delegation still failed and
+        // counts, so a loop of refused starts ends at the task cap too.
+        let not_started = history.is_empty();
+        if not_started {
+            history
+                .push(json!({"n": 1, "startedAt": null, "startCommit": null, "notStarted": true}));
+        }
         let last = history.last_mut().expect("an attempt exists");
         last["status"] = json!("failed");
         last["endedAt"] = json!(input.now);
@@ -572,7 +571,12 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         let iteration = view.task_iteration() + 1;
         let max = view.max_task_iterations();
         patch["taskIteration"] = json!(iteration);
-        message = format!("task {id} attempt {n} failed ({iteration}/{max} iterations)");
+        let before = if not_started {
+            " before it started"
+        } else {
+            ""
+        };
+        message = format!("task {id} attempt {n} failed{before} ({iteration}/{max} iterations)");
         if iteration >= max && view.halt().is_none() {
             halted = true;
             let why =
@@ -621,6 +625,34 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         fix: fix_out.filter(|_| input.insert),
         halted,
     })
+}
+
+/// Where a new fix of `task` goes: after its block and after the fixes already below it
+/// (with their own fixes), so a file reads 1.2, 1.2.1, 1.2.1.1, 1.2.2 in the order they run.
+pub fn fix_anchor<'a>(list: &'a TaskList, task: &'a Task) -> &'a Task {
+    let target = task.label();
+    let reaches = |t: &Task| {
+        let mut cur = t.fixes();
+        for _ in 0..=MAX_FIX_DEPTH + 1 {
+            match cur {
+                Some(id) if id == target => return true,
+                Some(id) => {
+                    cur = list
+                        .tasks
+                        .iter()
+                        .find(|x| x.label() == id)
+                        .and_then(Task::fixes)
+                }
+                None => return false,
+            }
+        }
+        false
+    };
+    list.tasks[task.index + 1..]
+        .iter()
+        .take_while(|t| reaches(t))
+        .last()
+        .unwrap_or(task)
 }
 
 /// Insert `lines` after task's block (`line_end`), in the file's own line-ending style.
@@ -699,7 +731,12 @@ pub fn plan_rollback(
             "the repository has no commits: there is nothing to return to",
         ));
     }
-    if start.is_none() {
+    if last.get("notStarted") == Some(&json!(true)) {
+        unmet.push(Unmet::new(
+            "start-commit",
+            format!("task {id} failed before it started: it changed nothing to roll back"),
+        ));
+    } else if start.is_none() {
         unmet.push(Unmet::new(
             "start-commit",
             format!("attempt {} of task {id} started before the first commit; there is no commit to return to", n_of(last)),
@@ -803,11 +840,9 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
             "the execution is completed; there is nothing to resume",
         ));
     }
-    let minutes_used = view
-        .started_at()
-        .and_then(parse_time)
-        .zip(parse_time(now))
-        .map(|(s, n)| (n - s).num_minutes().max(0) as u64)
+    // Counted as the guard counts: a missing or bad startedAt does not make it 0.
+    let minutes_used = parse_time(now)
+        .map(|n| state::minutes_since(view, n).0)
         .unwrap_or(0);
     // Each raise must lift its cap above what is already used, or the guard halts at once.
     let checks: [(Option<u64>, u64, &str, &str); 4] = [
@@ -1057,6 +1092,7 @@ mod tests {
         EvidenceFact {
             freshness: Freshness::Fresh,
             ended_at: Some(at.into()),
+            mismatch: None,
         }
     }
 
@@ -1064,6 +1100,7 @@ mod tests {
         EvidenceFact {
             freshness: Freshness::Missing,
             ended_at: None,
+            mismatch: None,
         }
     }
 
@@ -1107,10 +1144,13 @@ mod tests {
     }
 
     #[test]
-    fn fix_tasks_of_the_current_task_are_startable() {
+    fn a_pending_fix_task_is_startable_and_its_task_is_not() {
         let list = parse("- [ ] 1.2 A\n- [ ] 1.2.1 [FIX 1.2] Fix\n- [ ] 1.3 B\n");
         let ids: Vec<String> = startable(&list).iter().map(|t| t.label()).collect();
-        assert_eq!(ids, ["1.2", "1.2.1"]);
+        assert_eq!(ids, ["1.2.1"]);
+        let list = parse("- [ ] 1.2 A\n- [x] 1.2.1 [FIX 1.2] Fix\n- [ ] 1.3 B\n");
+        let ids: Vec<String> = startable(&list).iter().map(|t| t.label()).collect();
+        assert_eq!(ids, ["1.2"]);
     }
 
     fn usable(at: &str) -> Stored {
@@ -1148,6 +1188,7 @@ mod tests {
         input.task_evidence = EvidenceFact {
             freshness: Freshness::Stale,
             ended_at: Some("x".into()),
+            mismatch: None,
         };
         input.post_code = Stored::Missing;
         input.post_test = Stored::Unusable("1 issue(s) found but not fixed".into());
@@ -1168,6 +1209,18 @@ mod tests {
         assert!(err[3]
             .detail
             .contains("does not count (1 issue(s) found but not fixed)"));
+        // Fresh and passing, but another command than the task's Verify: refused.
+        let mut input = complete_input(&s, &list, task);
+        input.task_evidence = fresh("2026-01-01T00:05:00Z");
+        input.task_evidence.mismatch = Some("it ran `true`, not …".into());
+        let err = complete(&input).unwrap_err();
+        assert!(names(&err).contains(&"evidence"), "{err:?}");
+        assert!(
+            err.iter().any(|u| u
+                .detail
+                .contains("taskEvidence[2] is not the task's (it ran `true`")),
+            "{err:?}"
+        );
         // Post-test older than the evidence (which ended at 00:05).
         let started = apply(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
         let mut input = complete_input(&started, &list, task);
@@ -1221,7 +1274,15 @@ mod tests {
                 now: NOW,
             })
         };
-        assert_eq!(names(&fail_in(&s).unwrap_err()), ["attempt-running"]);
+        // Failed before it started (the executor's start was refused): still an attempt.
+        let o0 = fail_in(&s).unwrap();
+        assert_eq!(
+            o0.message,
+            "task 2 attempt 1 failed before it started (1/2 iterations)"
+        );
+        let s0 = apply(&s, &o0);
+        assert_eq!(s0["attempts"]["2"][0]["status"], "failed");
+        assert_eq!(s0["attempts"]["2"][0]["notStarted"], true);
         let s1 = apply(&s, &start(&s, &list, task, Some("a"), NOW).unwrap());
         let o1 = fail_in(&s1).unwrap();
         assert!(!o1.halted);
@@ -1294,6 +1355,14 @@ mod tests {
             patch["fixTaskMap"]["1.2"],
             json!({"attempts": 1, "fixTaskIds": ["1.2.1"], "lastError": "boom"})
         );
+    }
+
+    #[test]
+    fn a_new_fix_goes_below_the_fixes_already_there() {
+        let list = parse("- [ ] 1 A\n- [x] 1.1 [FIX 1] F\n- [x] 1.1.1 [FIX 1.1] G\n- [ ] 2 B\n- [ ] 2.1 [FIX 9] Other\n");
+        assert_eq!(fix_anchor(&list, &list.tasks[0]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[1]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[3]).label(), "2");
     }
 
     #[test]

@@ -179,12 +179,23 @@ fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
     }
 }
 
-pub fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
+/// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
+pub fn evidence_fact(
+    project: &Project,
+    spec: &Spec,
+    state: &Value,
+    slot: Slot,
+    (id, own_verify): (&str, Option<&str>),
+) -> EvidenceFact {
     let freshness = evidence::check(project, spec, state, &slot);
-    let ended_at = slot.record_in(state).and_then(evidence::ended_at);
+    let record = slot.record_in(state);
+    let ended_at = record.and_then(evidence::ended_at);
+    let mismatch =
+        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
     EvidenceFact {
         freshness,
         ended_at,
+        mismatch,
     }
 }
 
@@ -238,16 +249,19 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let spec = &held.spec;
     let head = git::head(&project.root);
     let now = now_rfc3339();
-    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()));
-    // The phase evidence is consulted only when the task's own is not fresh; each costs a
-    // fingerprint of the tree.
-    let phase_evidence = if task_evidence.freshness.is_ok() {
+    let own = (id.as_str(), task.verify_command());
+    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
+    // The phase evidence is consulted only when the task's own does not count; each costs
+    // a fingerprint of the tree.
+    let phase_evidence = if task_evidence.counts() {
         EvidenceFact {
             freshness: evidence::Freshness::Missing,
             ended_at: None,
+            mismatch: None,
         }
     } else {
-        evidence_fact(project, spec, &held.state, Slot::Phase("execution".into()))
+        let slot = Slot::Phase("execution".into());
+        evidence_fact(project, spec, &held.state, slot, own)
     };
     let input = CompleteInput {
         state: &held.state,
@@ -342,8 +356,8 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// Write the fix block after its task's block under tasks.md's lock, re-reading the file
-/// so an edit made since is not lost.
+/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
+/// re-reading the file so an edit made since is not lost.
 fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = crate::tasks::parse(&text);
@@ -357,7 +371,8 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
                 message: format!("task id {} already exists", fix.id),
             });
         }
-        let next = protocol::insert_after_block(&text, task, &fix.lines, list.crlf);
+        let anchor = protocol::fix_anchor(&list, task);
+        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
         Ok((Some(next), ()))
     })
 }
