@@ -104,6 +104,8 @@ pub struct Dashboard {
     /// The guard's warnings: (label, text) — time cap, uncounted stops, accepted evidence.
     #[serde(skip)]
     pub notes: Vec<(&'static str, String)>,
+    /// Executor claims let through unverified, as lines.
+    pub unverified: Vec<String>,
 }
 
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
@@ -205,6 +207,7 @@ impl Dashboard {
             d.fill_state(&spec.name, doc, now);
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
+        d.unverified = unverified_claims(facts);
         d.next_shell = shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
         d
     }
@@ -317,6 +320,37 @@ pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
             Some((id.clone(), reason.to_string()))
         })
         .collect()
+}
+
+/// Executor claims the guard let through unverified (after one re-prompt), newest last.
+fn unverified_claims(facts: &Facts) -> Vec<String> {
+    let Some(items) = facts
+        .state_doc()
+        .and_then(|d| d.get("unverifiedClaims"))
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "UNVERIFIED {} executor claim(s) without evidence:",
+        items.len()
+    )];
+    for item in items.iter().rev().take(3).rev() {
+        let task = item.get("taskId").and_then(Value::as_str).unwrap_or("-");
+        let missing = item
+            .get("missing")
+            .and_then(Value::as_array)
+            .map(|m| {
+                m.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        lines.push(format!("  task {task}: {missing}"));
+    }
+    lines
 }
 
 /// How a line is coloured.
@@ -461,6 +495,11 @@ fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
     }
     if let Some(e) = &d.evidence {
         out.push(line("evidence", e.clone()));
+    }
+    for text in &d.unverified {
+        let mut l = line("", text.clone());
+        l.tone = Tone::Bad;
+        out.push(l);
     }
     push_next(d, &mut out);
     out
