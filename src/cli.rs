@@ -449,6 +449,7 @@ pub enum TaskCommand {
         /// The finding's id, as `task complete` printed it.
         #[arg(long, value_name = "F")]
         finding: String,
+        /// Why the finding does not apply, in a sentence.
         #[arg(long, value_name = "TEXT")]
         reason: String,
     },
@@ -466,11 +467,12 @@ pub enum TaskCommand {
 pub enum AcCommand {
     /// List the criteria (Done when bullets of tasks.md, AC-… items of requirements.md) with their ids.
     List {
-        /// Only this task's criteria.
+        /// Only this task's criteria; default: every criterion.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -483,25 +485,31 @@ pub enum AcCommand {
         test: Vec<String>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Cover a criterion no automated test can check by hand; recorded and shown as manual.
     Confirm {
+        /// Criterion id (`1.2/AC1`, `AC-1.1`).
         id: String,
+        /// How it was checked by hand.
         #[arg(long, value_name = "TEXT")]
         reason: String,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// The matrix: criterion, tests, passed/failed/stale/missing (exit 0 only when all covered).
     Status {
+        /// Only this task's criteria; default: every criterion.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
