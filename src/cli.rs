@@ -149,6 +149,22 @@ pub struct StateInitArgs {
     pub max_minutes: Option<u64>,
     #[arg(long, value_name = "N")]
     pub max_stall_stops: Option<u64>,
+    /// Fail a task whose attempt spends N tokens (input, output and cache, coordinator
+    /// share and executors together): `task-token-cap`.
+    #[arg(long, value_name = "N")]
+    pub max_task_tokens: Option<u64>,
+    /// Fail a task whose attempt runs N minutes: `task-time-cap`.
+    #[arg(long, value_name = "N")]
+    pub max_task_minutes: Option<u64>,
+    /// Halt when the priced spend reaches USD (needs prices in .specrun/config.json).
+    #[arg(long, value_name = "USD", value_parser = non_negative_usd)]
+    pub max_usd: Option<f64>,
+    /// Warn when the forecast reaches PCT % of a budget [default: 80].
+    #[arg(long, value_name = "PCT")]
+    pub forecast_warn: Option<u64>,
+    /// Halt when the forecast passes a budget by more than PCT % [default: 50].
+    #[arg(long, value_name = "PCT")]
+    pub forecast_halt: Option<u64>,
     /// The Claude Code session that owns this execution (the guard ignores other sessions).
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
@@ -422,6 +438,9 @@ pub struct ResumeArgs {
     /// New budget.maxMinutes.
     #[arg(long, value_name = "N")]
     pub raise_minutes: Option<u64>,
+    /// New budget.maxUsd.
+    #[arg(long, value_name = "USD", value_parser = non_negative_usd)]
+    pub raise_usd: Option<f64>,
     /// Bind the execution to this Claude Code session.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
@@ -435,4 +454,12 @@ pub struct CancelArgs {
     pub spec: SpecArg,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A dollar amount: a finite number, zero or more.
+fn non_negative_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a non-negative amount of USD")),
+    }
 }

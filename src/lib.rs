@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod cost;
 pub mod critique;
 pub mod error;
 pub mod events;
@@ -16,7 +17,9 @@ pub mod glob;
 pub mod goal;
 pub mod guard;
 pub mod last_mile;
+pub mod ledger;
 pub mod output;
+pub mod prices;
 pub mod project;
 pub mod protocol;
 pub mod state;

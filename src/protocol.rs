@@ -791,6 +791,35 @@ pub struct Raises {
     pub task: Option<u64>,
     pub tokens: Option<u64>,
     pub minutes: Option<u64>,
+    /// New `budget.maxUsd`, and the priced spend it must exceed (0 without prices).
+    pub usd: Option<f64>,
+    pub usd_spent: f64,
+}
+
+/// The raise a cap halt needs: (given, its flag). A forecast halt names its flag.
+fn needed_raise(view: View<'_>, raises: &Raises) -> Option<(bool, &'static str)> {
+    let flag = match view.halt_kind()? {
+        state::HALT_GLOBAL => "--raise-global",
+        state::HALT_TASK => "--raise-task",
+        state::HALT_TOKENS => "--raise-tokens",
+        state::HALT_MINUTES => "--raise-minutes",
+        state::HALT_USD => "--raise-usd",
+        state::HALT_FORECAST => match view.get("halt.raiseFlag").and_then(Value::as_str)? {
+            "--raise-tokens" => "--raise-tokens",
+            "--raise-minutes" => "--raise-minutes",
+            "--raise-usd" => "--raise-usd",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let given = match flag {
+        "--raise-global" => raises.global.is_some(),
+        "--raise-task" => raises.task.is_some(),
+        "--raise-tokens" => raises.tokens.is_some(),
+        "--raise-minutes" => raises.minutes.is_some(),
+        _ => raises.usd.is_some(),
+    };
+    Some((given, flag))
 }
 
 pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str) -> Decision {
@@ -848,15 +877,17 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
             }
         }
     }
+    if let Some(v) = raises.usd.filter(|v| *v <= raises.usd_spent) {
+        unmet.push(Unmet::new(
+            "raise",
+            format!(
+                "--raise-usd {v} does not lift the cap: ${:.2} spent; give more than that",
+                raises.usd_spent
+            ),
+        ));
+    }
     let kind = view.halt_kind();
-    let needed = match kind {
-        Some(state::HALT_GLOBAL) => Some((raises.global, "--raise-global")),
-        Some(state::HALT_TASK) => Some((raises.task, "--raise-task")),
-        Some(state::HALT_TOKENS) => Some((raises.tokens, "--raise-tokens")),
-        Some(state::HALT_MINUTES) => Some((raises.minutes, "--raise-minutes")),
-        _ => None,
-    };
-    if let Some((None, flag)) = needed {
+    if let Some((false, flag)) = needed_raise(view, &raises) {
         unmet.push(Unmet::new(
             "raise",
             format!(
@@ -867,6 +898,7 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
         ));
     }
     let any_flag = raises.global.is_some()
+        || raises.usd.is_some()
         || raises.task.is_some()
         || raises.tokens.is_some()
         || raises.minutes.is_some()
@@ -904,6 +936,9 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
     }
     if let Some(v) = raises.minutes {
         patch["budget"]["maxMinutes"] = json!(v);
+    }
+    if let Some(v) = raises.usd {
+        patch["budget"]["maxUsd"] = json!(v);
     }
     if let Some(s) = session_id {
         patch["sessionId"] = json!(s);

@@ -17,6 +17,8 @@ pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
 enum Kind {
     UInt,
     OptUInt,
+    /// A non-negative number (fractions allowed: dollars) or null.
+    OptNumber,
     Str,
     OptStr,
     Bool,
@@ -31,6 +33,7 @@ impl Kind {
         match self {
             Kind::UInt => v.is_u64(),
             Kind::OptUInt => v.is_u64() || v.is_null(),
+            Kind::OptNumber => v.is_null() || v.as_f64().is_some_and(|x| x >= 0.0),
             Kind::Str => v.is_string(),
             Kind::OptStr => v.is_string() || v.is_null(),
             Kind::Bool => v.is_boolean(),
@@ -45,6 +48,7 @@ impl Kind {
         match self {
             Kind::UInt => "a non-negative integer",
             Kind::OptUInt => "a non-negative integer or null",
+            Kind::OptNumber => "a non-negative number or null",
             Kind::Str => "a string",
             Kind::OptStr => "a string or null",
             Kind::Bool => "true or false",
@@ -75,6 +79,12 @@ const KNOWN: &[(&str, Kind)] = &[
     ("budget.maxOutputTokens", Kind::OptUInt),
     ("budget.maxMinutes", Kind::OptUInt),
     ("budget.maxStallStops", Kind::OptUInt),
+    ("budget.maxTaskTokens", Kind::OptUInt),
+    ("budget.maxTaskMinutes", Kind::OptUInt),
+    ("budget.maxUsd", Kind::OptNumber),
+    ("budget.forecastWarn", Kind::OptUInt),
+    ("budget.forecastHalt", Kind::OptUInt),
+    ("ledger", Kind::OptObject),
     ("usage", Kind::Object),
     ("usage.outputTokens", Kind::UInt),
     ("usage.inputTokens", Kind::UInt),
@@ -151,6 +161,13 @@ pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
                 });
             }
         }
+    }
+    if let Err(e) = crate::ledger::Ledger::of(doc) {
+        return Err(Error::FieldType {
+            source_name: source_name.to_string(),
+            field: e.trim_start_matches("field `ledger`: ").to_string(),
+            expected: "a ledger: tasks/run accounts of non-negative integer token counts",
+        });
     }
     Ok(())
 }
@@ -245,6 +262,11 @@ pub struct InitParams {
     pub max_output_tokens: Option<u64>,
     pub max_minutes: Option<u64>,
     pub max_stall_stops: Option<u64>,
+    pub max_task_tokens: Option<u64>,
+    pub max_task_minutes: Option<u64>,
+    pub max_usd: Option<f64>,
+    pub forecast_warn: Option<u64>,
+    pub forecast_halt: Option<u64>,
     pub session_id: Option<String>,
     pub quick: bool,
     pub recovery_mode: bool,
@@ -298,9 +320,16 @@ pub fn init_execution(
             "maxOutputTokens": params.max_output_tokens,
             "maxMinutes": params.max_minutes,
             "maxStallStops": params.max_stall_stops.unwrap_or(DEFAULT_MAX_STALL_STOPS),
+            "maxTaskTokens": params.max_task_tokens,
+            "maxTaskMinutes": params.max_task_minutes,
+            "maxUsd": params.max_usd,
+            "forecastWarn": params.forecast_warn.unwrap_or(crate::cost::DEFAULT_FORECAST_WARN),
+            "forecastHalt": params.forecast_halt.unwrap_or(crate::cost::DEFAULT_FORECAST_HALT),
         }),
     );
     doc["budget"] = budget;
+    // The ledger is this execution's, like the usage counters.
+    doc["ledger"] = json!({});
     let mut usage = old_usage
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
@@ -424,6 +453,13 @@ pub const HALT_TASK: &str = "task-cap";
 pub const HALT_TOKENS: &str = "token-cap";
 pub const HALT_MINUTES: &str = "time-cap";
 pub const HALT_STALL: &str = "stall";
+/// The projected total passes a budget by more than `forecastHalt` %.
+pub const HALT_FORECAST: &str = "forecast-cap";
+/// The priced spend reached `budget.maxUsd`.
+pub const HALT_USD: &str = "usd-cap";
+/// Why the guard failed a task (not halts: the task takes the normal failure path).
+pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
+pub const FAIL_TASK_TIME: &str = "task-time-cap";
 pub const HALT_CANCELLED: &str = "cancelled";
 
 /// The exact shell command that clears this state's halt, with a raised cap where the
@@ -455,6 +491,22 @@ pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
             " --raise-minutes {}",
             plus_limit(view.max_minutes().unwrap_or(60), minutes_until_halt(view))
         ),
+        Some(HALT_USD) => {
+            let max = crate::cost::max_usd(view.0).unwrap_or(0.0);
+            let spent = view
+                .get("halt.spentUsd")
+                .and_then(Value::as_f64)
+                .unwrap_or(max);
+            format!(
+                " --raise-usd {:.2}",
+                (max * 2.0).max(spent + max).max(spent + 0.01)
+            )
+        }
+        // The guard wrote the raise its forecast needs into the halt record.
+        Some(HALT_FORECAST) => match (view.str_at("halt.raiseFlag"), view.get("halt.raiseTo")) {
+            (Some(flag), Some(to)) => format!(" {flag} {to}"),
+            _ => String::new(),
+        },
         _ => String::new(),
     };
     format!("specrun resume --spec {spec_name}{flag}")

@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod followup;
 pub mod goal;
 pub mod hook;
+pub mod hook_cost;
 pub mod last_mile;
 pub mod learn;
 pub mod resume;

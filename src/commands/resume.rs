@@ -21,6 +21,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         task: args.raise_task,
         tokens: args.raise_tokens,
         minutes: args.raise_minutes,
+        usd: args.raise_usd,
+        usd_spent: usd_spent(project, &state),
     };
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
     match protocol::resume(&state, raises, session, &now_rfc3339()) {
@@ -39,10 +41,20 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                 &spec,
                 json!({"event": "resume", "cleared": cleared, "sessionId": session,
                        "raises": {"global": raises.global, "task": raises.task,
-                                  "tokens": raises.tokens, "minutes": raises.minutes}}),
+                                  "tokens": raises.tokens, "minutes": raises.minutes,
+                                  "usd": raises.usd}}),
             );
             report("resume", &spec.name, &out, args.json, json!({}));
             Ok(0)
         }
+    }
+}
+
+/// The priced spend of the ledger (0 without a usable price table).
+fn usd_spent(project: &Project, state: &serde_json::Value) -> f64 {
+    let ledger = crate::ledger::Ledger::of(state).unwrap_or_default();
+    match crate::prices::load(&project.root) {
+        Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
+        _ => 0.0,
     }
 }

@@ -3,10 +3,14 @@
 use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
+use crate::cost::{self, CostReport, Level};
 use crate::error::Result;
+use crate::ledger::Tokens;
 use crate::output;
+use crate::prices;
 use crate::project::Project;
 use crate::state::{self, View};
+use crate::tasks::TaskList;
 
 use super::snapshot::{collect, Facts, StateRead};
 
@@ -19,9 +23,17 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
         let mut doc = facts.to_json(project);
         doc["resumeCommand"] = json!(resume(&facts));
         doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
+        doc["cost"] = match (facts.state_doc(), &facts.tasks) {
+            (Some(state), Some(list)) => json!(cost_report(project, state, list)),
+            _ => Value::Null,
+        };
         output::json_pretty(&doc);
     } else {
-        output::raw(&render(&facts));
+        let costs = match (facts.state_doc(), &facts.tasks) {
+            (Some(state), Some(list)) => cost_lines(&cost_report(project, state, list)),
+            _ => Vec::new(),
+        };
+        output::raw(&render_with(&facts, &costs));
     }
     Ok(0)
 }
@@ -65,7 +77,81 @@ fn bar(done: usize, total: usize) -> String {
     format!("[{}{}]", "#".repeat(filled), "-".repeat(BAR - filled))
 }
 
+/// The execution's cost table, priced with the project's price table when it has one.
+pub fn cost_report(project: &Project, state: &Value, tasks: &TaskList) -> CostReport {
+    let loaded = prices::load(&project.root);
+    let table = match &loaded {
+        Ok(p) => Ok(p.as_ref()),
+        Err(e) => Err(e.as_str()),
+    };
+    cost::report(state, tasks, table, chrono::Utc::now())
+}
+
+fn tok(t: &Tokens) -> String {
+    format!(
+        "{} tok (in {} out {} cache read {} write {})",
+        t.total(),
+        t.input,
+        t.output,
+        t.cache_read,
+        t.cache_creation
+    )
+}
+
+fn usd(v: Option<f64>) -> String {
+    v.map(|u| format!("  ${u:.2}")).unwrap_or_default()
+}
+
+/// The cost lines of `status` (label column first, as the other lines).
+pub fn cost_lines(r: &CostReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(e) = &r.ledger_error {
+        lines.push(format!("cost      ledger unusable: {e}"));
+        return lines;
+    }
+    lines.push(format!("cost      {}{}", tok(&r.total), usd(r.usd)));
+    for t in &r.tasks {
+        lines.push(format!(
+            "  {:<8} {} tok  out {}  {:.1} min  {} attempt(s){}",
+            t.id,
+            t.total_tokens,
+            t.tokens.output,
+            t.minutes,
+            t.attempts,
+            usd(t.usd)
+        ));
+    }
+    lines.push(format!(
+        "  {:<8} {} tok (no task)",
+        "overhead",
+        r.overhead.total()
+    ));
+    if let Some(e) = &r.prices_error {
+        lines.push(format!("prices    {e} (tokens still counted)"));
+    }
+    if !r.unpriced_models.is_empty() {
+        lines.push(format!(
+            "prices    no price for {}",
+            r.unpriced_models.join(", ")
+        ));
+    }
+    for f in &r.forecasts {
+        let tag = match f.level {
+            Level::Ok => "",
+            Level::Warn => "WARN ",
+            Level::Halt => "OVER ",
+        };
+        lines.push(format!("forecast  {tag}{}", f.describe()));
+    }
+    lines
+}
+
 pub fn render(facts: &Facts) -> String {
+    render_with(facts, &[])
+}
+
+/// `render` with extra lines (the cost table) before the gates.
+pub fn render_with(facts: &Facts, extra: &[String]) -> String {
     let mut lines: Vec<String> = Vec::new();
     // (index in `lines` to print before, text) for lines that must not be wrapped.
     let mut verbatim: Vec<(usize, String)> = Vec::new();
@@ -139,6 +225,7 @@ pub fn render(facts: &Facts) -> String {
             }
         }
     }
+    lines.extend(extra.iter().cloned());
     if !gates.is_empty() {
         lines.push(format!("gates     {}", gates.join(", ")));
     }
