@@ -1083,3 +1083,150 @@ fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
     assert_eq!(log[1].agent_id.as_deref(), Some("agent7"));
     assert_eq!(log[1].last_user, "SECOND please");
 }
+
+/// Scenario 11 (issue 15): an executor that keeps working past `--max-task-tokens` has its
+/// task failed by the guard at its SubagentStop, through the normal failure path (the
+/// attempt failed, a fix task in recovery mode); it is told once to stop and report it.
+#[test]
+fn e2e_11_an_executor_past_the_task_token_cap_has_its_task_failed() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--max-task-tokens", "2000", "--recovery-mode"]);
+    let mut steps = vec![bash("specrun task start 1.1 --spec demo")];
+    steps.extend((0..4).map(|i| bash(&format!("echo still working {i}"))));
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_FAILED 1.1")
+            .reply([text("Task 1.1 failed on its token cap.")]),
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .last_user("task-token-cap")
+            .reply([text("TASK_FAILED 1.1: task-token-cap")]),
+    ];
+    // Each working turn reports 800 output tokens: 3,200 and more by the fifth.
+    for (i, step) in steps.into_iter().enumerate() {
+        rules.push(
+            Rule::sub()
+                .first_user("[task 1.1]")
+                .turn(i)
+                .output_tokens(800)
+                .reply([step]),
+        );
+    }
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(5)
+            .reply([text("Almost there.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let told: Vec<&str> = run
+        .requests_of(Agent::Sub)
+        .into_iter()
+        .map(|r| r.last_user.as_str())
+        .filter(|u| u.contains("Stop hook feedback:"))
+        .collect();
+    assert_eq!(told.len(), 1, "{}", run.describe());
+    assert!(
+        told[0].contains("spent") && told[0].contains(">= budget.maxTaskTokens 2000"),
+        "{}",
+        told[0]
+    );
+    let state = h.state();
+    let attempt = &state["attempts"]["1.1"][0];
+    assert_eq!(attempt["status"], "failed", "state: {state:#}");
+    assert!(
+        attempt["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("task-token-cap: attempt 1 of task 1.1 spent"),
+        "{attempt}"
+    );
+    assert_eq!(state["taskIteration"], 1);
+    assert!(
+        state["ledger"]["tasks"]["1.1"]["attemptTokens"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 3200,
+        "{:#}",
+        state["ledger"]
+    );
+    assert!(h
+        .read("specs/demo/tasks.md")
+        .contains("- [ ] 1.1.1 [FIX 1.1]"));
+    let failed: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["rule"] == "task-token-cap")
+        .collect();
+    assert_eq!(failed.len(), 1, "{:?}", h.events());
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+}
+
+/// Scenario 12 (issue 15): with two tasks done and two left, the forecast passes the
+/// output-token budget by more than 50 % while the budget is not yet spent: the Stop
+/// halts the session (`continue:false`) with the figures and the raise that lets it finish.
+#[test]
+fn e2e_12_a_forecast_past_the_budget_halts_the_session() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let tasks = DEMO_TASKS
+        .replace("- [ ] 1.1 Write", "- [x] 1.1 Write")
+        .replace("- [ ] 1.2 Write", "- [x] 1.2 Write")
+        + "- [ ] 1.4 Write the delta note\n  - **Verify**: `true`\n";
+    h.project.write("specs/demo/tasks.md", &tasks);
+    h.project.commit_all("two tasks done");
+    h.init_execution(SESSION, &["--max-output-tokens", "2500"]);
+    let done = |start: &str, end: &str| json!([{"n": 1, "status": "done", "startedAt": start, "endedAt": end}]);
+    let account = |out: u64| json!({"byModel": {"claude-x": {"input": 50, "output": out}}});
+    h.merge_state(json!({
+        "usage": {"outputTokens": 2000},
+        "attempts": {"1.1": done("2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"),
+                     "1.2": done("2026-01-01T00:05:00Z", "2026-01-01T00:10:00Z")},
+        "ledger": {"tasks": {"1.1": account(900), "1.2": account(1100)}}
+    }));
+
+    let run = h.run(
+        vec![Rule::main().turn(0).reply([text("Next I delegate 1.3.")])],
+        Session::new("Continue the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(state["halt"]["kind"], "forecast-cap", "state: {state:#}");
+    let spent = state["usage"]["outputTokens"].as_u64().unwrap();
+    assert!(
+        spent < 2500,
+        "the budget was spent before the halt: {spent}"
+    );
+    let halt = stop_events(&h).into_iter().last().expect("a stop event");
+    assert_eq!(halt["decision"], "halt", "{halt}");
+    let reason = halt["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("median 1000 × 2 task(s) left (from 2 completed), budget 2500"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("specrun resume --spec demo --raise-tokens"),
+        "{reason}"
+    );
+    let raise = state["halt"]["raiseTo"].as_u64().unwrap().to_string();
+    h.specrun(&["resume", "--spec", "demo", "--raise-tokens", &raise]);
+    assert!(h.state()["halt"].is_null());
+}

@@ -160,13 +160,14 @@ fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledge
             apply(outcome, after, &json!({"halt": halt}));
             let name = &ctx.spec.name;
             let resume = state::resume_command(name, View(after));
-            outcome.decision = Decision::Halt(format!(
+            let text = format!(
                 "specrun halted spec '{name}': {reason}. To let it finish: `{resume}`, then /specrun:implement {name}."
-            ));
+            );
             outcome.rule = format!("cap:{kind}");
             outcome.event["decision"] = json!("halt");
             outcome.event["rule"] = json!(outcome.rule);
-            outcome.event["reason"] = json!(reason);
+            outcome.event["reason"] = json!(text);
+            outcome.decision = Decision::Halt(text);
         }
     }
     Ok(())
@@ -242,13 +243,15 @@ fn halt_or_note(ctx: &Ctx<'_>, after: &Value, outcome: &mut Outcome, text: &str)
     if v.halt().is_some() {
         let name = &ctx.spec.name;
         let resume = state::resume_command(name, v);
-        outcome.decision = Decision::Halt(format!(
+        let said = format!(
             "{text} specrun halted spec '{name}': {}. To continue: `{resume}`, then /specrun:implement {name}.",
             v.halt_reason().unwrap_or("task cap")
-        ));
+        );
         outcome.rule = format!("cap:{}", v.halt_kind().unwrap_or(state::HALT_TASK));
         outcome.event["decision"] = json!("halt");
         outcome.event["rule"] = json!(outcome.rule);
+        outcome.event["reason"] = json!(said);
+        outcome.decision = Decision::Halt(said);
     } else {
         note(outcome, text);
     }

@@ -64,6 +64,8 @@ pub struct Rule {
     system_contains: Option<String>,
     times: usize,
     reply: Vec<Block>,
+    /// The reply's `usage.output_tokens` (10 unless set).
+    output_tokens: Option<u64>,
 }
 
 impl Rule {
@@ -77,6 +79,7 @@ impl Rule {
             system_contains: None,
             times: 1,
             reply: Vec::new(),
+            output_tokens: None,
         }
     }
     pub fn main() -> Rule {
@@ -114,6 +117,11 @@ impl Rule {
     }
     pub fn times(mut self, times: usize) -> Rule {
         self.times = times;
+        self
+    }
+    /// Report `n` output tokens for this reply (a costly turn).
+    pub fn output_tokens(mut self, n: u64) -> Rule {
+        self.output_tokens = Some(n);
         self
     }
     pub fn reply(mut self, blocks: impl IntoIterator<Item = Block>) -> Rule {
@@ -428,8 +436,11 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
         body,
         request.header("x-claude-code-agent-id").map(str::to_string),
     );
-    let (rule, reply) = choose(shared, &logged);
-    let message = assistant_message(shared, &model, &reply);
+    let (rule, reply, output_tokens) = choose(shared, &logged);
+    let mut message = assistant_message(shared, &model, &reply);
+    if let Some(n) = output_tokens {
+        message["usage"]["output_tokens"] = json!(n);
+    }
     logged.rule = rule;
     logged.reply = reply;
     {
@@ -443,7 +454,7 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
     ("200 OK", "text/event-stream", sse(&message).into_bytes())
 }
 
-fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>) {
+fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>, Option<u64>) {
     let mut used = shared.used.lock().unwrap();
     for (i, rule) in shared.rules.iter().enumerate() {
         if rule.times != 0 && used[i] >= rule.times {
@@ -451,10 +462,10 @@ fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>) {
         }
         if rule.matches(request) {
             used[i] += 1;
-            return (Some(i), rule.reply.clone());
+            return (Some(i), rule.reply.clone(), rule.output_tokens);
         }
     }
-    (None, shared.default.clone())
+    (None, shared.default.clone(), None)
 }
 
 fn assistant_message(shared: &Shared, model: &str, reply: &[Block]) -> Value {
@@ -537,7 +548,7 @@ fn sse(message: &Value) -> String {
     event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
-               "usage": {"output_tokens": 10}}),
+               "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out
