@@ -10,7 +10,6 @@
 //! default to 0.1× and 1.25× `input` (the API's cache multipliers).
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -87,22 +86,13 @@ pub fn config_path(root: &Path) -> PathBuf {
 pub fn load(root: &Path) -> Result<Option<Prices>, String> {
     let path = config_path(root);
     let shown = format!(".specrun/{CONFIG_FILE}");
-    let meta = match std::fs::metadata(&path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{shown}: {e}")),
+    // The store's reader: a regular file only (no FIFO, no link), bounded in size.
+    let bytes = match crate::store::read_prefix(&path, MAX_CONFIG_BYTES, true) {
+        Ok(None) => return Ok(None),
+        Ok(Some(bytes)) => bytes,
+        Err(e) => return Err(e.to_string()),
     };
-    // A FIFO or device would block or never end; a huge file is not a config.
-    if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
-    }
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(format!("{shown} is larger than {MAX_CONFIG_BYTES} bytes"));
-    }
-    let mut text = String::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(MAX_CONFIG_BYTES).read_to_string(&mut text))
-        .map_err(|e| format!("{shown}: {e}"))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8"))?;
     parse(&text).map_err(|e| format!("{shown}: {e}"))
 }
 

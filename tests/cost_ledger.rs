@@ -520,3 +520,37 @@ fn state_init_sets_the_task_caps_and_forecast_levels() {
     let bad = specrun(&e, &["state", "init", "--spec", "demo", "--max-usd", "-1"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_price_config_that_is_a_fifo_or_a_link_is_refused_quickly_and_tokens_still_count() {
+    let (e, t) = exec(FIVE, json!({"budget": {"maxUsd": 5}}));
+    std::fs::create_dir_all(e.p.path(".specrun")).unwrap();
+    let config = e.p.path(".specrun/config.json");
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(&config)
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    append(&t, &said("c1", [1, 2, 0, 0]));
+    let out = json_of(&stop(&e, &t));
+    let m = out["systemMessage"].as_str().unwrap();
+    assert!(m.contains("budget.maxUsd 5 is not enforced"), "{m}");
+    assert_eq!(tokens(&e.state(), "run"), json!([1, 2, 0, 0]));
+    std::fs::remove_file(&config).unwrap();
+    let outside = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        outside.path(),
+        r#"{"prices": {"claude-x": {"input": 1, "output": 1}}}"#,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), &config).unwrap();
+    let cost = &status_json(&e)["cost"];
+    assert!(cost["usd"].is_null(), "{cost}");
+    assert!(
+        cost["pricesError"]
+            .as_str()
+            .unwrap()
+            .contains("config.json"),
+        "{cost}"
+    );
+}
