@@ -196,9 +196,10 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Tasks checked in tasks.md whose latest attempt is `done` (boxes ticked before the
-/// execution cost nothing and are no sample).
-fn completed_ids(state: &Value, tasks: &TaskList) -> Vec<String> {
+/// Tasks checked in tasks.md whose latest attempt is `done` and that this execution's
+/// ledger charged (boxes ticked before it, or done before a `state init` emptied the
+/// ledger, are no sample).
+fn completed_ids(state: &Value, tasks: &TaskList, ledger: &Ledger) -> Vec<String> {
     tasks
         .tasks
         .iter()
@@ -211,6 +212,7 @@ fn completed_ids(state: &Value, tasks: &TaskList) -> Vec<String> {
                 .and_then(Value::as_str)
                 == Some("done")
         })
+        .filter(|id| ledger.tasks.contains_key(id))
         .collect()
 }
 
@@ -223,7 +225,7 @@ pub fn forecasts(
     now: DateTime<Utc>,
 ) -> Vec<Forecast> {
     let v = View(state);
-    let done = completed_ids(state, tasks);
+    let done = completed_ids(state, tasks, ledger);
     if done.len() < FORECAST_MIN_COMPLETED {
         return Vec::new();
     }
@@ -539,6 +541,12 @@ mod tests {
     fn no_forecast_before_two_completed_tasks_and_minutes_and_dollars_are_projected() {
         let list = tasks::parse("- [x] 1 a\n- [ ] 2 b\n- [ ] 4 d\n");
         assert!(report(&state(10), &list, Ok(None), now())
+            .forecasts
+            .is_empty());
+        // Tasks done before the ledger was started (a re-init) are no sample.
+        let mut s = state(10);
+        s["ledger"]["tasks"] = json!({"1": account(1000)});
+        assert!(report(&s, &tasks::parse(TASKS), Ok(None), now())
             .forecasts
             .is_empty());
         let list = tasks::parse(TASKS);

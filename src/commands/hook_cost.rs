@@ -124,7 +124,8 @@ pub fn after_stop(
     if done_or_halted(&after) {
         return Ok(());
     }
-    let failed = fail_over_caps(ctx, &mut after, outcome, &ledger)?;
+    let result = fail_over_caps(ctx, &mut after, outcome, &ledger);
+    let failed = or_note(outcome, result);
     if !failed.is_empty() {
         let text = failures_text(&failed);
         halt_or_note(ctx, &after, outcome, &text);
@@ -132,8 +133,23 @@ pub fn after_stop(
     if done_or_halted(&after) {
         return Ok(());
     }
-    spend(ctx, &mut after, outcome, &ledger)
+    let result = spend(ctx, &mut after, outcome, &ledger);
+    or_note(outcome, result.map(|()| Vec::new()));
+    Ok(())
 }
+
+/// A cost rule that could not run (tasks.md unreadable, a fix task not written) must not
+/// cost the stop its count: say so and go on with what was decided.
+fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
+    result.unwrap_or_else(|e| {
+        let m = format!("specrun: the cost rules could not run ({e}); tokens were counted.");
+        outcome.event["costError"] = json!(e.to_string());
+        note(outcome, &m);
+        Vec::new()
+    })
+}
+
+type Failed = Vec<(CapHit, crate::protocol::Outcome)>;
 
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
 fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledger) -> Result<()> {
@@ -187,7 +203,7 @@ fn fail_over_caps(
     after: &mut Value,
     outcome: &mut Outcome,
     ledger: &Ledger,
-) -> Result<Vec<(CapHit, crate::protocol::Outcome)>> {
+) -> Result<Failed> {
     let mut failed = Vec::new();
     let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     for hit in cost::task_cap_hits(after, ledger, ctx.now) {
@@ -221,7 +237,7 @@ fn fail_over_caps(
     Ok(failed)
 }
 
-fn failures_text(failed: &[(CapHit, crate::protocol::Outcome)]) -> String {
+fn failures_text(failed: &Failed) -> String {
     failed
         .iter()
         .map(|(h, o)| {
@@ -303,7 +319,8 @@ pub fn after_subagent(
     if done_or_halted(&after) {
         return Ok(());
     }
-    let failed = fail_over_caps(ctx, &mut after, outcome, &ledger)?;
+    let result = fail_over_caps(ctx, &mut after, outcome, &ledger);
+    let failed = or_note(outcome, result);
     let Some((hit, _)) = failed.iter().find(|(h, _)| Some(&h.task) == task.as_ref()) else {
         if !failed.is_empty() {
             halt_or_note(ctx, &after, outcome, &failures_text(&failed));
