@@ -479,7 +479,10 @@ fn state_merge_refuses_a_malformed_ledger() {
 
 #[test]
 fn state_init_sets_the_task_caps_and_forecast_levels() {
-    let (e, _t) = exec(FIVE, json!({}));
+    let (e, _t) = exec(
+        FIVE,
+        json!({"ledger": {"run": {"byModel": {"m": {"output": 7}}}}}),
+    );
     let out = specrun(
         &e,
         &[
@@ -517,6 +520,15 @@ fn state_init_sets_the_task_caps_and_forecast_levels() {
         ),
         (Some(2.5), Some(70), Some(25))
     );
+    // Continuing the execution keeps what it spent; starting over empties the ledger.
+    assert_eq!(e.state()["ledger"]["run"]["byModel"]["m"]["output"], 7);
+    let out = specrun(&e, &["state", "init", "--spec", "demo", "--restart"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(e.state()["ledger"], json!({}));
     let bad = specrun(&e, &["state", "init", "--spec", "demo", "--max-usd", "-1"]);
     assert_eq!(bad.status.code(), Some(2));
 }

@@ -331,8 +331,6 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// Write the fix block after its task's block under tasks.md's lock, re-reading the file
-/// so an edit made since is not lost.
 /// The guard's failure of task `id` (a per-task cap), on the state already read under its
 /// lock: the same transition as `task fail`, with the fix task written in recovery mode
 /// (tasks.md first, as the verb does). Returns the outcome, whose patch the caller writes;
@@ -374,6 +372,8 @@ pub fn fail_by_guard(
     Ok(Some(out))
 }
 
+/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
+/// re-reading the file so an edit made since is not lost.
 fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = crate::tasks::parse(&text);
@@ -387,7 +387,8 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
                 message: format!("task id {} already exists", fix.id),
             });
         }
-        let next = protocol::insert_after_block(&text, task, &fix.lines, list.crlf);
+        let anchor = protocol::fix_anchor(&list, task);
+        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
         Ok((Some(next), ()))
     })
 }
