@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod cost;
 pub mod critique;
 pub mod error;
@@ -26,6 +27,7 @@ pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod transcript;
+pub mod uncounted;
 
 use clap::Parser;
 
