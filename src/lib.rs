@@ -10,6 +10,7 @@ pub mod critique;
 pub mod error;
 pub mod events;
 pub mod evidence;
+pub mod fault;
 pub mod followups;
 pub mod git;
 pub mod glob;

@@ -54,8 +54,18 @@ impl Spec {
     }
 }
 
-/// A spec name must be one plain path segment: no `/` or `\`, no `..`, no leading `.`,
-/// no control characters, not empty.
+/// Characters that change how text is shown without being seen: bidirectional overrides
+/// and isolates, zero-width characters, the BOM.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// The one spec name rule, checked wherever a name enters (`--spec`, `.current-spec`,
+/// and through them `state init` and the rollback refs): one plain path segment that is
+/// also a valid git ref component. No `/` or `\`, no `..`, no leading `.`, no whitespace,
+/// control or invisible character, none of `~^:?*[` or `@{`, no trailing `.lock` or `.`,
+/// not empty, at most 255 bytes.
 pub fn validate_spec_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
         Some("it is empty")
@@ -67,6 +77,14 @@ pub fn validate_spec_name(name: &str) -> Result<()> {
         Some("it starts with `.`")
     } else if name.chars().any(char::is_control) {
         Some("it contains a control character")
+    } else if name.chars().any(char::is_whitespace) {
+        Some("it contains whitespace")
+    } else if name.chars().any(is_invisible) {
+        Some("it contains an invisible or bidirectional-control character")
+    } else if name.contains(['~', '^', ':', '?', '*', '[']) || name.contains("@{") {
+        Some("it contains one of ~ ^ : ? * [ @{, which git refs cannot hold")
+    } else if name.ends_with(".lock") || name.ends_with('.') {
+        Some("it ends with `.lock` or `.`, which git refs cannot")
     } else if name.len() > 255 {
         Some("it is longer than 255 bytes")
     } else {
@@ -249,7 +267,23 @@ mod tests {
     #[test]
     fn spec_names_are_validated() {
         for bad in [
-            "", "a/b", "..", "../x", ".hidden", "a\u{7}b", "a\\b", "x..y",
+            "",
+            "a/b",
+            "..",
+            "../x",
+            ".hidden",
+            "a\u{7}b",
+            "a\\b",
+            "x..y",
+            "my spec",
+            "tab\there",
+            "a\u{a0}b",
+            "evil\u{202e}txt",
+            "zero\u{200b}width",
+            "a:b",
+            "a~1",
+            "x.lock",
+            "end.",
         ] {
             assert!(validate_spec_name(bad).is_err(), "{bad:?} accepted");
         }

@@ -263,21 +263,25 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
         Ok(out) => out,
     };
+    // Three files, each step safe to redo: ticked before the state is written (a crash in
+    // between leaves a checked task with a running attempt, which a rerun completes), and
+    // the progress line added once (a rerun of a completed task adds it if it is missing).
     if out.check_box {
-        // Ticked before the state is written: a crash in between leaves a checked task
-        // with a running attempt, and rerunning `task complete` finishes the job.
         tasks_cmd::check(&held.tasks.path, &id, true)?;
+        crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
+        crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
         append_progress(
             &spec.progress_path(),
             protocol::COMPLETED_HEADING,
             line,
-            None,
+            line.strip_prefix("- [x] "),
         )?;
+        crate::fault::point("complete:progress-written");
     }
     record_event(
         project,
@@ -309,11 +313,15 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         }
         Ok(out) => out,
     };
-    if let Some(fix) = &out.fix {
+    // tasks.md first, then the state: a crash in between leaves the fix task in the file
+    // but not in the state; the rerun adopts it (protocol::plan_fix) instead of adding one.
+    if let Some(fix) = out.fix.as_ref().filter(|f| insert && !f.adopted) {
         insert_fix(&held.tasks.path, &id, fix)?;
+        crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
+        crate::fault::point("fail:state-written");
     }
     record_event(
         project,
@@ -453,6 +461,33 @@ fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
     Ok(git::run(root, &args, &env)?.trim().to_string())
 }
 
+/// The newest of `base`, `base.2`, `base.3`… that exists, with its commit.
+fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
+    let listed = git::run(
+        root,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            base,
+            &format!("{base}.*"),
+        ],
+        &[],
+    )
+    .ok()?;
+    listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(name, commit)| {
+            let k = match name.strip_prefix(base)? {
+                "" => 1,
+                rest => rest.strip_prefix('.')?.parse::<u32>().ok()?,
+            };
+            Some((k, name.to_string(), commit.to_string()))
+        })
+        .max_by_key(|(k, _, _)| *k)
+        .map(|(_, name, commit)| (name, commit))
+}
+
 /// Point a new ref (never an existing one) at `commit`; returns its full name.
 fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
     for k in 1..1000 {
@@ -462,34 +497,19 @@ fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
             format!("{base}.{k}")
         };
         // An empty old value makes update-ref refuse to overwrite an existing ref.
-        if git::run(root, &["update-ref", &name, commit, ""], &[]).is_ok() {
-            return Ok(name);
+        match git::run(root, &["update-ref", &name, commit, ""], &[]) {
+            Ok(_) => return Ok(name),
+            // Only a taken name is worth another try; anything else fails the same way.
+            Err(e) if git::run(root, &["rev-parse", "--verify", "-q", &name], &[]).is_err() => {
+                return Err(e)
+            }
+            Err(_) => {}
         }
     }
     Err(Error::Git {
         args: format!("update-ref {base}"),
         message: "no free ref name".into(),
     })
-}
-
-/// Bytes of the spec's bookkeeping files, to put back after the tree is reset.
-fn snapshot_files(root: &Path, rel_paths: &[String]) -> Vec<(PathBuf, Vec<u8>)> {
-    fn walk(path: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-        if path.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(path) {
-                for e in entries.flatten() {
-                    walk(&e.path(), out);
-                }
-            }
-        } else if let Ok(bytes) = store::read_user_file(path, "bookkeeping file") {
-            out.push((path.to_path_buf(), bytes));
-        }
-    }
-    let mut out = Vec::new();
-    for rel in rel_paths {
-        walk(&root.join(rel), &mut out);
-    }
-    out
 }
 
 fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
@@ -535,22 +555,29 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         held.spec.name,
         protocol::short_commit(&plan.start_commit)
     );
-    let saved = save_work(root, &head, &message)?;
-    let ref_name = create_ref(
-        root,
-        &format!(
-            "refs/heads/specrun/rollback/{}/{id}-{}",
-            held.spec.name, plan.n
-        ),
-        &saved,
-    )?;
-    // 2. Return the tree, keeping the spec's bookkeeping as it is now.
-    let kept = snapshot_files(root, &bookkeeping);
-    git::run(root, &["reset", "-q", "--hard", &plan.start_commit], &[])?;
-    let mut clean_args: Vec<String> = ["clean", "-fdq", "--", "."]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let base = format!(
+        "refs/heads/specrun/rollback/{}/{id}-{}",
+        held.spec.name, plan.n
+    );
+    // Nothing left to save and a ref of this attempt already there: an earlier rollback
+    // was killed after saving; its ref (not a new, empty one) is what the state records.
+    let earlier = (changed.is_empty() && head == plan.start_commit)
+        .then(|| latest_ref(root, &base))
+        .flatten();
+    let (ref_name, saved) = match earlier {
+        Some(found) => found,
+        None => {
+            let saved = save_work(root, &head, &message)?;
+            (create_ref(root, &base, &saved)?, saved)
+        }
+    };
+    crate::fault::point("rollback:work-saved");
+    // 2. Return the tree, never touching the spec's bookkeeping: HEAD and index move, then
+    // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
+    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES).
+    git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
+    crate::fault::point("rollback:head-moved");
+    let mut excludes: Vec<String> = Vec::new();
     let spec_rel = held
         .spec
         .dir
@@ -561,18 +588,17 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         .iter()
         .chain([format!("{spec_rel}/.progress.md.lock")].iter())
     {
-        clean_args.push(format!(":(exclude){b}"));
+        excludes.push(format!(":(exclude){b}"));
     }
-    let clean_refs: Vec<&str> = clean_args.iter().map(String::as_str).collect();
-    git::run(root, &clean_refs, &[])?;
-    for (path, bytes) in &kept {
-        if let Some(dir) = path.parent() {
-            store::ensure_dir(dir)?;
-        }
-        if store::read_optional(path).ok().flatten().as_deref() != Some(bytes.as_slice()) {
-            store::write_atomic(path, bytes)?;
-        }
+    for verb in [
+        &["checkout", "-q", "--", "."][..],
+        &["clean", "-fdq", "--", "."],
+    ] {
+        let mut args: Vec<&str> = verb.to_vec();
+        args.extend(excludes.iter().map(String::as_str));
+        git::run(root, &args, &[])?;
     }
+    crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
