@@ -4,6 +4,7 @@
 //! `commands/`. Pure core modules (`tasks`, `state`, …) take data and return data; `store`,
 //! `project`, `git`, `events` and `output` are the I/O edges.
 
+pub mod claude_code;
 pub mod cli;
 pub mod commands;
 pub mod critique;

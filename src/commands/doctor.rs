@@ -175,30 +175,65 @@ fn git_present() -> Check {
     }
 }
 
+/// Claude Code against the supported range (`claude_code`): not installed, too old for
+/// `/goal`, older than supported, tested, in range, or newer than tested. Each says what to
+/// do; none changes the driver choice, which `specrun goal` makes from the same probe.
 fn claude_code(r: &crate::goal::Readiness) -> Check {
+    use crate::claude_code::{self as cc, Support};
     const ID: &str = "claude-code";
-    match (&r.claude_code_version, r.meets_minimum) {
-        (Some(v), Some(true)) => Check::pass(
+    let range = cc::supported_range();
+    let install = cc::install_command();
+    let Some(v) = &r.claude_code_version else {
+        let why = r
+            .reasons
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "Claude Code version unknown".into());
+        return Check::not(
             ID,
-            format!("Claude Code {v}: /goal available (needs {})", r.minimum),
-        ),
-        (Some(v), _) => Check::not(
+            Status::Warn,
+            format!("Claude Code not found or not answering ({why}); specrun supports {range}"),
+            format!("install Claude Code (`{install}`) or put `claude` on PATH"),
+        );
+    };
+    if r.meets_minimum == Some(false) {
+        return Check::not(
             ID,
             Status::Fail,
             format!(
-                "Claude Code {v} is older than {}, the first release with /goal",
-                r.minimum
+                "Claude Code {v} is too old: no /goal (first in {}) and older than {}, the oldest release specrun supports ({range})",
+                r.minimum,
+                cc::OLDEST_SUPPORTED
             ),
-            "update Claude Code (`claude update`); until then the stop-hook driver works",
+            format!("update Claude Code (`claude update`, or `{install}`); until then `specrun goal` picks the stop-hook driver"),
+        );
+    }
+    match cc::support(v) {
+        Some(Support::Tested) => Check::pass(
+            ID,
+            format!("Claude Code {v}: tested (supported {range}); /goal available"),
         ),
-        (None, _) => Check::not(
+        Some(Support::InRange) => Check::pass(
+            ID,
+            format!("Claude Code {v}: in the supported range {range} (this release untested); /goal available"),
+        ),
+        Some(Support::TooOld) => Check::not(
             ID,
             Status::Warn,
-            r.reasons
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "Claude Code version unknown".into()),
-            "put the claude CLI on PATH so its version (and /goal support) can be checked",
+            format!(
+                "Claude Code {v} is untested: older than {}, the oldest release specrun supports ({range}); /goal available",
+                cc::OLDEST_SUPPORTED
+            ),
+            format!("update Claude Code (`claude update`, or `{install}`)"),
+        ),
+        Some(Support::NewerThanTested) | None => Check::not(
+            ID,
+            Status::Warn,
+            format!(
+                "Claude Code {v} is untested: newer than {}, the newest release specrun was tested on ({range}); it should work",
+                cc::NEWEST_TESTED
+            ),
+            format!("if the guard misbehaves, install the tested release (`{install}`) and report the difference"),
         ),
     }
 }
