@@ -309,12 +309,16 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
-    if !excluded.is_empty() {
-        let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
-        rm_args.extend(excluded.iter().map(String::as_str));
-        crate::git::run(dir, &rm_args, &env)?;
-    }
-    let excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
+    // The store's temp files (a state write in flight, which an executor's `git add -A`
+    // may even have committed) are never evidence.
+    let temps = format!("**/.*{}*", crate::store::TEMP_MARK);
+    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+    rm_args.extend(excluded.iter().map(String::as_str));
+    let temps_glob = format!(":(glob){temps}");
+    rm_args.push(&temps_glob);
+    crate::git::run(dir, &rm_args, &env)?;
+    let mut excludes: Vec<String> = excluded.iter().map(|p| format!(":(exclude){p}")).collect();
+    excludes.push(format!(":(exclude,glob){temps}"));
     let mut add_args = vec!["add", "-A", "--ignore-errors", "--", "."];
     add_args.extend(excludes.iter().map(String::as_str));
     crate::git::run(dir, &add_args, &env)?;
@@ -637,6 +641,13 @@ mod tree_tests {
         ] {
             std::fs::write(root.join("specs/demo").join(lock), "").unwrap();
         }
+        // Regression: a sibling's state write in flight (the store's temp file) staled it.
+        std::fs::write(
+            root.join("specs/demo/..specrun-state.json.specrun-tmp-a1"),
+            "{",
+        )
+        .unwrap();
+        std::fs::write(root.join("specs/.current-spec.specrun-tmp-b2"), "x").unwrap();
         assert_eq!(
             current_tree(&project, &spec).unwrap(),
             t1,

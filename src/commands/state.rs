@@ -1,6 +1,5 @@
 //! `specrun state merge|get|init`.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
@@ -21,11 +20,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
     match cmd {
         StateCommand::Merge { file, patch } => {
             let patch_text = if patch == "-" {
-                let mut buf = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut buf)
-                    .map_err(|e| Error::io("<stdin>", "read the patch from", e))?;
-                buf
+                store::read_stdin("patch", store::MAX_READ)?
             } else {
                 patch
             };
@@ -38,8 +33,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
         }
         StateCommand::Get { file, path } => {
             let file = project.cwd.join(&file);
-            let doc =
-                store::read_json(&file)?.ok_or_else(|| Error::missing("state file", &file))?;
+            let doc = store::parse_json(&file, &store::read_user_file(&file, "state file")?)?;
             match path.as_deref() {
                 None => output::json_pretty(&doc),
                 Some(p) => match state::get_path(&doc, p) {
@@ -133,7 +127,13 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".corrupt-{stamp}"));
     let backup = path.with_file_name(name);
-    std::fs::copy(path, &backup)
+    let bytes = store::read_optional(path)?.unwrap_or_default();
+    // A new name: create_new refuses anything (a link included) already there.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&backup)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
         .map_err(|e| Error::io(&backup, "back up the unusable state to", e))?;
     output::warn(&format!("kept the unusable state as {}", backup.display()));
     Ok(())

@@ -481,7 +481,7 @@ fn snapshot_files(root: &Path, rel_paths: &[String]) -> Vec<(PathBuf, Vec<u8>)> 
                     walk(&e.path(), out);
                 }
             }
-        } else if let Ok(bytes) = std::fs::read(path) {
+        } else if let Ok(bytes) = store::read_user_file(path, "bookkeeping file") {
             out.push((path.to_path_buf(), bytes));
         }
     }
@@ -567,9 +567,9 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     git::run(root, &clean_refs, &[])?;
     for (path, bytes) in &kept {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            store::ensure_dir(dir)?;
         }
-        if std::fs::read(path).ok().as_deref() != Some(bytes.as_slice()) {
+        if store::read_optional(path).ok().flatten().as_deref() != Some(bytes.as_slice()) {
             store::write_atomic(path, bytes)?;
         }
     }
