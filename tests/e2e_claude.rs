@@ -133,10 +133,14 @@ fn e2e_1_plugin_loads() {
 /// A coordinator that delegates one task to the executor and, once it reports
 /// `TASK_COMPLETE`, ends its turn with `then_says`.
 fn delegate_one_task_then_stop(task_id: &str, then_says: &str) -> Vec<Rule> {
+    delegate_one_task_as(task_id, then_says, Mode::Foreground)
+}
+
+fn delegate_one_task_as(task_id: &str, then_says: &str, mode: Mode) -> Vec<Rule> {
     vec![
         Rule::main()
             .turn(0)
-            .reply([delegate("specrun:spec-executor", task_id)]),
+            .reply([delegate_as(EXECUTOR, task_id, mode)]),
         Rule::main()
             .result(&format!("TASK_COMPLETE {task_id}"))
             .reply([text(then_says)]),
@@ -531,12 +535,24 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
 /// once by SubagentStop with what is missing; it then does the work and is accepted.
 #[test]
 fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
+    lying_executor(Mode::Foreground);
+}
+
+/// Scenario 14 (issue 10): the same lying executor in the background. SubagentStop checks
+/// its claim exactly as a foreground one's: sent back once, then accepted; the coordinator
+/// gets the honest result in the notification.
+#[test]
+fn e2e_14_lying_background_executor_is_reprompted_once_then_accepted() {
+    lying_executor(Mode::Background);
+}
+
+fn lying_executor(mode: Mode) {
     let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
     h.init_execution(SESSION, &["--driver", "manual"]);
-    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done.");
+    let mut rules = delegate_one_task_as("1.1", "Task 1.1 is done.", mode);
     rules.extend([
         // The lie: no start, no edit, no evidence, no critique.
         Rule::sub()
@@ -555,6 +571,7 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
         ),
         "Done for real.\nTASK_COMPLETE 1.1",
     ));
+    rules.extend(waiting_rules());
 
     let run = h.run(
         rules,
@@ -622,12 +639,23 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
         ["block", "allow"],
         "events.jsonl subagent-stop decisions: {claims:?}"
     );
-    let main = run.requests_of(Agent::Main);
+    // The coordinator got the honest report (the tool result, or the notification), and
+    // only that one.
+    let delivered: Vec<&String> = run
+        .requests_of(Agent::Main)
+        .into_iter()
+        .flat_map(|r| r.last_delivered.iter())
+        .filter(|t| t.contains("TASK_COMPLETE 1.1"))
+        .collect();
+    assert_eq!(delivered.len(), 1, "{}", run.describe());
     assert!(
-        main[1]
-            .last_delivered
-            .iter()
-            .any(|t| t.contains("Done for real.")),
+        delivered[0].contains("Done for real."),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        notification_turns(&run),
+        usize::from(mode == Mode::Background),
         "{}",
         run.describe()
     );
