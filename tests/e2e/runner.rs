@@ -152,7 +152,7 @@ impl Session {
         Session {
             prompt: prompt.to_string(),
             session_id: None,
-            timeout: Duration::from_secs(90),
+            timeout: Duration::from_secs(180),
         }
     }
     pub fn session_id(mut self, id: &str) -> Session {
