@@ -76,7 +76,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     };
     let path = spec.state_path();
     let now = now_rfc3339();
-    let doc = {
+    let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
         let existing = match store::read_json(&path) {
             Ok(Some(v)) if !v.is_object() => {
@@ -91,28 +91,55 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
-        let mut doc =
-            state::init_execution(existing, &params, counts.next_index, counts.total, &now);
+        let mut continued = existing
+            .as_ref()
+            .is_some_and(|doc| !args.restart && state::is_resumable(doc));
+        let mut doc = match existing {
+            Some(doc) if continued => {
+                state::continue_execution(doc, &params, counts.next_index, counts.total)
+            }
+            other => state::init_execution(other, &params, counts.next_index, counts.total, &now),
+        };
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
         if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
+            continued = false;
         }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
-        doc
+        (doc, continued)
     };
-    let v = state::View(&doc);
+    report_init(&spec.name, &doc, counts, continued);
+    Ok(0)
+}
+
+fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued: bool) {
+    let v = state::View(doc);
+    let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
+    let what = if continued {
+        format!(
+            "execution continued at task {at}/{} ({}/{} stops used, {} iterations of the current task; counters kept, --restart starts over)",
+            counts.total,
+            v.global_iteration(),
+            v.max_global_iterations(),
+            v.task_iteration()
+        )
+    } else {
+        format!("execution initialised at task {at}/{}", counts.total)
+    };
     output::line(&format!(
-        "{}: execution initialised at task {}/{} (max {} per task, {} stops, driver {})",
-        spec.name,
-        counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total),
-        counts.total,
+        "{name}: {what} (max {} per task, {} stops, driver {})",
         v.max_task_iterations(),
         v.max_global_iterations(),
         v.driver()
     ));
-    Ok(0)
+    if let Some(kind) = v.halt_kind() {
+        output::warn(&format!(
+            "the execution is halted ({kind}): nothing runs until `{}`",
+            state::resume_command(name, v)
+        ));
+    }
 }
 
 /// A state file `init` cannot build on: refused without `--force`; with it, copied to

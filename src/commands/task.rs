@@ -331,8 +331,8 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// Write the fix block after its task's block under tasks.md's lock, re-reading the file
-/// so an edit made since is not lost.
+/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
+/// re-reading the file so an edit made since is not lost.
 fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = crate::tasks::parse(&text);
@@ -346,7 +346,8 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
                 message: format!("task id {} already exists", fix.id),
             });
         }
-        let next = protocol::insert_after_block(&text, task, &fix.lines, list.crlf);
+        let anchor = protocol::fix_anchor(&list, task);
+        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
         Ok((Some(next), ()))
     })
 }
