@@ -7,6 +7,7 @@
 pub mod claude_code;
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod critique;
 pub mod error;
 pub mod events;
@@ -24,6 +25,7 @@ pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod transcript;
+pub mod uncounted;
 
 use clap::Parser;
 

@@ -372,9 +372,11 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
     h.project.write("notes/alpha.txt", "ALPHA\n");
     h.project.write("notes/beta.txt", "BETA\n");
     h.project.commit_all("notes");
-    h.init_execution(SESSION, &["--driver", "manual"]);
+    // Ticked before the execution starts: only boxes ticked during it must go through
+    // `task complete`.
     h.specrun(&["tasks", "check", "1.1", "--spec", "demo"]);
     h.specrun(&["tasks", "check", "1.2", "--spec", "demo"]);
+    h.init_execution(SESSION, &["--driver", "manual"]);
 
     let mut rules = vec![
         Rule::main()
@@ -538,11 +540,11 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
     lying_executor(Mode::Foreground);
 }
 
-/// Scenario 14 (issue 10): the same lying executor in the background. SubagentStop checks
+/// Scenario 18 (issue 10): the same lying executor in the background. SubagentStop checks
 /// its claim exactly as a foreground one's: sent back once, then accepted; the coordinator
 /// gets the honest result in the notification.
 #[test]
-fn e2e_14_lying_background_executor_is_reprompted_once_then_accepted() {
+fn e2e_18_lying_background_executor_is_reprompted_once_then_accepted() {
     lying_executor(Mode::Background);
 }
 
@@ -1130,12 +1132,12 @@ const PARALLEL_TASKS: &str = "# Tasks: demo
 const ALL_THREE_VERIFY: &str =
     "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt";
 
-/// Scenario 11 (issue 10): a 3-member `[P]` group whose executors run in the background
+/// Scenario 15 (issue 10): a 3-member `[P]` group whose executors run in the background
 /// completes. The coordinator delegates the three in one message with
 /// `run_in_background: true`, ends its turn, confirms each member on its notification and
 /// finishes when all three are in. Each background executor's claim passes SubagentStop.
 #[test]
-fn e2e_11_background_parallel_group_of_three_completes() {
+fn e2e_15_background_parallel_group_of_three_completes() {
     let Some(h) = Harness::new() else {
         return;
     };
@@ -1158,7 +1160,7 @@ fn e2e_11_background_parallel_group_of_three_completes() {
     }
 }
 
-/// Scenario 12 (issue 10): a coordinator that ends its turn while an executor works. It
+/// Scenario 16 (issue 10): a coordinator that ends its turn while an executor works. It
 /// delegates task 1.1 leaving `run_in_background` to the client (background on 2.1.332)
 /// and ends its turn under the stop-hook driver, which would otherwise re-prompt with task
 /// 1.1's brief. The Stop hook tells it to wait instead (once), counts no stall (with
@@ -1166,7 +1168,7 @@ fn e2e_11_background_parallel_group_of_three_completes() {
 /// once, and the run finishes after the notification. On 2.1.197, which runs an unmarked
 /// delegation in the foreground, the same script finishes without waiting.
 #[test]
-fn e2e_12_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
+fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
     let Some(h) = Harness::new() else {
         return;
     };
@@ -1278,12 +1280,12 @@ fn e2e_12_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
     assert!(state["halt"].is_null(), "state: {state:#}");
 }
 
-/// Scenario 13 (issue 10): once halted, no new work starts. The coordinator calls
+/// Scenario 17 (issue 10): once halted, no new work starts. The coordinator calls
 /// `Workflow` (whose agents fire no PreToolUse for `Agent`): where the client offers the
 /// tool (2.1.332) PreToolUse denies it with the halt's reason and no agent runs; where it
 /// does not (2.1.197) the call fails with no agent either. The stop that follows halts.
 #[test]
-fn e2e_13_a_halted_execution_denies_a_workflow() {
+fn e2e_17_a_halted_execution_denies_a_workflow() {
     let Some(h) = Harness::new() else {
         return;
     };
@@ -1347,6 +1349,155 @@ fn e2e_13_a_halted_execution_denies_a_workflow() {
         run.describe()
     );
     assert_eq!(h.state()["halt"]["kind"], "stall");
+}
+
+/// Scenario 11 (issue 11): an executor ticks the boxes with `sed` while its attempt runs,
+/// claims `TASK_COMPLETE` twice (recorded unverified), the coordinator runs a passing phase
+/// verify and claims `ALL_TASKS_COMPLETE`: refused with each reason, and a repeat without
+/// progress is let through without marking the spec complete.
+#[test]
+fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_COMPLETE 1.1")
+            .reply([bash(
+                "specrun verify run --phase execution --command 'grep -q ALPHA notes/alpha.txt' --spec demo",
+            )]),
+        Rule::main()
+            .turn(2)
+            .reply([text("Every task is done.\nALL_TASKS_COMPLETE")]),
+        Rule::main()
+            .turn(3)
+            .last_user("Stop hook feedback:")
+            .reply([text("It is all done.\nALL_TASKS_COMPLETE")]),
+    ];
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        vec![
+            bash("specrun task start 1.1 --spec demo"),
+            bash(
+                "mkdir -p notes && echo ALPHA > notes/alpha.txt && sed -i 's/- \\[ \\] /- [x] /' specs/demo/tasks.md",
+            ),
+        ],
+        "Done.\nTASK_COMPLETE 1.1",
+    ));
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(3)
+            .reply([text("Really done.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(
+        h.task_count()["pending"],
+        0,
+        "the executor's sed did not tick the boxes\n{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(
+        state["unverifiedClaims"][0]["taskId"],
+        "1.1",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    assert_eq!(state["verificationBlocks"]["execution"]["exitCode"], 0);
+    assert_ne!(
+        state["phase"],
+        "completed",
+        "the sed run was accepted as complete\n{}",
+        run.describe()
+    );
+    assert_ne!(state["completed"], true, "state: {state:#}");
+    let feedback = stop_feedback(&run);
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    for want in [
+        "task 1.1 is checked but attempt 1 is still running",
+        "task 1.2 was ticked during this execution without `specrun task complete`",
+        "task 1.3 was ticked during this execution without `specrun task complete`",
+        "TASK_COMPLETE 1.1",
+    ] {
+        assert!(
+            feedback[0].contains(want),
+            "{want:?} not in the feedback:\n{}",
+            feedback[0]
+        );
+    }
+    let rules: Vec<String> = stop_events(&h)
+        .iter()
+        .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        rules,
+        ["completion-refused", "completion-refused-no-progress"],
+        "{}",
+        run.describe()
+    );
+}
+
+/// Scenario 12 (issue 11): after `specrun cancel`, the coordinator's next `Agent`
+/// delegation is denied (no executor runs) and the denial is in events.jsonl.
+#[test]
+fn e2e_12_a_delegation_after_cancel_is_denied() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([bash("specrun cancel --spec demo")]),
+        Rule::main()
+            .turn(1)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(2)
+            .last_tool_result("was cancelled")
+            .reply([text("The spec was cancelled; stopping.")]),
+    ];
+
+    let run = h.run(
+        rules,
+        Session::new("Cancel the demo spec, then go on.").session_id(SESSION),
+    );
+
+    assert!(
+        run.requests_of(Agent::Sub).is_empty(),
+        "an executor ran after the cancel\n{}",
+        run.describe()
+    );
+    let denied = run
+        .requests
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .find(|t| t.contains("was cancelled"))
+        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    assert!(denied.contains("specrun resume --spec demo"), "{denied}");
+    assert_eq!(h.state()["phase"], "cancelled");
+    let denial = h
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "pre-tool-use" && e["decision"] == "deny")
+        .unwrap_or_else(|| panic!("no denial in events.jsonl\n{}", run.describe()));
+    assert_eq!(
+        (&denial["rule"], &denial["tool"], &denial["session"]),
+        (&json!("cancelled"), &json!("Agent"), &json!(SESSION))
+    );
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
 }
 
 /// The fake model itself (no Claude Code needed): two requests on one keep-alive
