@@ -13,6 +13,8 @@ pub const TASKS_FILE: &str = "tasks.md";
 pub const PROGRESS_FILE: &str = ".progress.md";
 pub const FOLLOWUPS_FILE: &str = "followups.json";
 pub const CRITIQUE_DIR: &str = "critique";
+pub const ACCEPTANCE_FILE: &str = "acceptance.json";
+pub const TEST_RESULTS_DIR: &str = "test-results";
 pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
 /// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.

@@ -100,6 +100,7 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("acceptanceGate", Kind::Bool),
     ("checkedAtInit", Kind::Array),
 ];
 
@@ -290,6 +291,8 @@ pub fn init_execution(
         "completed": false,
         "completedAt": null,
         "guard": {},
+        // Criteria gates apply to executions started by this version (DESIGN-NOTES).
+        "acceptanceGate": true,
     });
     merge_into(&mut doc, &fields);
     // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;

@@ -226,6 +226,10 @@ fn run_and_record(
         excluded_paths,
     };
     let mut stored = record.to_json();
+    // The tests the output named go beside the state (a run can name thousands); the
+    // record keeps the counts and where they are.
+    stored["tests"] =
+        crate::commands::ac::write_results(spec, slot, &record.started_at, &outcome.tests);
     let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
     let path = spec.state_path();
     store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
@@ -257,6 +261,7 @@ fn run_and_record(
         ));
     }
     report_run(spec, slot, &record);
+    crate::commands::ac::note_results(&outcome.tests);
     let mut out = stored;
     out["spec"] = Value::String(spec.name.clone());
     out["slot"] = Value::String(slot.describe());
@@ -329,6 +334,7 @@ struct Outcome {
     timed_out: bool,
     duration: Duration,
     tail: String,
+    tests: crate::testlog::Report,
 }
 
 /// Run `sh -c command` in its own process group, stream its output to our stderr, keep the
@@ -358,9 +364,11 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
     let pgid = child.id() as i32;
 
     let tail = Arc::new(Mutex::new(OutputTail::new(evidence::OUTPUT_TAIL_BYTES)));
+    let parser = Arc::new(Mutex::new(crate::testlog::Parser::default()));
     let (pump_done_tx, pump_done) = mpsc::channel();
     {
         let tail = Arc::clone(&tail);
+        let parser = Arc::clone(&parser);
         let mut reader = reader;
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
@@ -372,6 +380,7 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
                         // A closed stderr must not stop the draining (the command would block).
                         let _ = stderr.write_all(&buf[..n]);
                         tail.lock().expect("tail lock").push(&buf[..n]);
+                        parser.lock().expect("parser lock").feed(&buf[..n]);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(_) => break,
@@ -420,11 +429,13 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         }
     };
     let tail = tail.lock().expect("tail lock").text();
+    let tests = std::mem::take(&mut *parser.lock().expect("parser lock")).finish();
     Ok(Outcome {
         exit_code,
         timed_out,
         duration,
         tail,
+        tests,
     })
 }
 
