@@ -23,6 +23,7 @@ pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod transcript;
+pub mod worktree;
 
 use clap::Parser;
 

@@ -27,7 +27,7 @@ pub struct Unmet {
 }
 
 impl Unmet {
-    fn new(name: &'static str, detail: impl Into<String>) -> Self {
+    pub fn new(name: &'static str, detail: impl Into<String>) -> Self {
         Unmet {
             name,
             detail: detail.into(),

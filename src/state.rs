@@ -97,6 +97,8 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("isolation", Kind::Object),
+    ("isolation.sequential", Kind::Bool),
 ];
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such

@@ -99,11 +99,13 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         };
         let mut doc =
             state::init_execution(existing, &params, counts.next_index, counts.total, &now);
+        set_isolate(&mut doc, args.isolate);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
         if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
+            set_isolate(&mut doc, args.isolate);
         }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         doc
@@ -119,6 +121,18 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         v.driver()
     ));
     Ok(0)
+}
+
+/// `isolation.sequential`: whether sequential tasks may run in worktrees too; the rest of
+/// the isolation record (members of a group under way) is kept.
+fn set_isolate(doc: &mut Value, isolate: bool) {
+    let mut iso = doc
+        .get("isolation")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    iso["sequential"] = Value::Bool(isolate);
+    doc["isolation"] = iso;
 }
 
 /// A state file `init` cannot build on: refused without `--force`; with it, copied to

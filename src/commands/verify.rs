@@ -102,6 +102,28 @@ fn run_and_record(
     command: &str,
     timeout: Option<u64>,
 ) -> Result<i32> {
+    let (record, stored) = record_run(project, spec, slot, command, timeout)?;
+    report_run(spec, slot, &record);
+    let mut out = stored;
+    out["spec"] = Value::String(spec.name.clone());
+    out["slot"] = Value::String(slot.describe());
+    output::json_line(&out);
+    Ok(if record.timed_out {
+        TIMEOUT_EXIT
+    } else {
+        record.exit_code
+    })
+}
+
+/// Run `command` in the tree the project stands in and record the evidence in `slot`;
+/// returns the run and the record as stored. The command's output streams to stderr.
+pub fn record_run(
+    project: &Project,
+    spec: &Spec,
+    slot: &Slot,
+    command: &str,
+    timeout: Option<u64>,
+) -> Result<(RunRecord, Value)> {
     if command.trim().is_empty() {
         return Err(Error::Usage(
             "--command is empty: give the command to run".into(),
@@ -119,7 +141,9 @@ fn run_and_record(
     read_existing_state(spec)?;
     // A member of a parallel group is bound to the tree minus its siblings' Files: they are
     // declared independent and edit the tree at the same time.
+    // A member in its own worktree sees no sibling's edits: nothing is left out.
     let excluded_paths = match slot {
+        Slot::Task(_) if project.in_worktree() => Vec::new(),
         Slot::Task(id) => evidence::sibling_files(&load_tasks_file(&spec.tasks_path())?.list, id),
         Slot::Phase(_) => Vec::new(),
     };
@@ -127,11 +151,11 @@ fn run_and_record(
     if before.method == TreeMethod::Files {
         output::note(&format!(
             "{} is not a git work tree: the evidence is bound to a hash of its files (honouring .gitignore)",
-            project.root.display()
+            project.tree.display()
         ));
     }
     let started_at = crate::events::now_rfc3339();
-    let outcome = execute(&project.root, command, timeout)?;
+    let outcome = execute(&project.tree, command, timeout)?;
     let after = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
     let record = RunRecord {
         command: command.to_string(),
@@ -148,7 +172,10 @@ fn run_and_record(
         after,
         excluded_paths,
     };
-    let stored = record.to_json();
+    let mut stored = record.to_json();
+    if let Some(name) = evidence::worktree_name(project, spec) {
+        stored["worktree"] = Value::String(name);
+    }
     let path = spec.state_path();
     store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
@@ -176,16 +203,7 @@ fn run_and_record(
             "evidence recorded, but the event log was not: {e}"
         ));
     }
-    report_run(spec, slot, &record);
-    let mut out = stored;
-    out["spec"] = Value::String(spec.name.clone());
-    out["slot"] = Value::String(slot.describe());
-    output::json_line(&out);
-    Ok(if record.timed_out {
-        TIMEOUT_EXIT
-    } else {
-        record.exit_code
-    })
+    Ok((record, stored))
 }
 
 fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
