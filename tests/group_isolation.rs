@@ -409,18 +409,27 @@ fn sigkill_between_two_member_merges_then_a_rerun_merges_each_once() {
         &[("a.txt", "A\n"), ("shared.txt", "alpha\n")],
         "test -f a.txt",
     );
+    // 1.1 is merged and recorded while its siblings still run.
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["merged"], serde_json::json!(["1.1"]));
+    assert!(
+        doc["next"].as_str().unwrap().contains("wait for 1.2"),
+        "{doc}"
+    );
     finish_member(&dirs[1], "1.2", &[("b.txt", "B\n")], "test -f b.txt");
     finish_member(&dirs[2], "1.3", &[("c.txt", "C\n")], "test -f c.txt");
-    // After the first merge commit, git's post-merge hook SIGKILLs specrun (its grandparent):
-    // the merge is made but not yet recorded, the other members not merged.
+    // Right after the next merges reach the base branch, git's post-merge hook SIGKILLs
+    // specrun (its grandparent): merged in git, not yet recorded in the state.
     let hook = p.root().join(".git/hooks/post-merge");
     std::fs::write(&hook, "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\n").unwrap();
     std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let (code, _, _) = run_in(&p.root(), &["group", "merge"]);
     assert_eq!(code, -1, "killed by the signal");
     std::fs::remove_file(&hook).unwrap();
+    assert_eq!(member(&p, "1.1")["status"], "merged");
     assert_eq!(
-        member(&p, "1.1")["status"],
+        member(&p, "1.2")["status"],
         "ready",
         "the kill came before the record"
     );
@@ -428,19 +437,19 @@ fn sigkill_between_two_member_merges_then_a_rerun_merges_each_once() {
         git_in(&p.root(), &["log", "--merges", "--format=%s"])
             .lines()
             .count(),
-        1
+        3
     );
     // Status and resume say where the group stands.
     let status = ok_in(&p.root(), &["status"]);
     assert!(
-        status.contains("1.1 ready") && status.contains("1.3 ready"),
+        status.contains("1.1 merged") && status.contains("1.3 ready"),
         "{status}"
     );
     let resume = run_in(&p.root(), &["resume"]).1;
     assert!(resume.contains("group 1.1, 1.2, 1.3"), "{resume}");
     let (code, doc) = merge(&p);
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(doc["merged"], serde_json::json!(["1.1", "1.2", "1.3"]));
+    assert_eq!(doc["merged"], serde_json::json!(["1.2", "1.3"]));
     let merges = git_in(&p.root(), &["log", "--merges", "--format=%s"]);
     assert_eq!(
         merges.lines().count(),

@@ -17,7 +17,7 @@ use crate::project::{Project, Spec};
 use crate::state;
 use crate::store;
 use crate::tasks::TaskList;
-use crate::worktree::{self, Group, Isolation, Member, MergeOutcome, Unavailable};
+use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
     match cmd {
@@ -73,6 +73,14 @@ fn merge_members(project: &Project, spec: &Spec) -> Result<(Group, Tally)> {
     preflight(project, spec, &group)?;
     let tasks = load_tasks_file(&spec.tasks_path())?;
     let mut tally = Tally::default();
+    let ctx = Ctx {
+        project,
+        spec,
+        state_path: &state_path,
+        list: &tasks.list,
+    };
+    let mut merger = worktree::Merger::new(&project.root)?;
+    let mut pending: Vec<(String, Member, String)> = Vec::new();
     for id in merge_order(&tasks.list, &group.members) {
         let member = Isolation::read(&state).member(&id).cloned();
         match member {
@@ -86,17 +94,17 @@ fn merge_members(project: &Project, spec: &Spec) -> Result<(Group, Tally)> {
             }
             Some(m) if m.status == worktree::MERGED => tally.merged_total += 1,
             Some(m) if m.status == worktree::READY => {
-                let ctx = Ctx {
-                    project,
-                    spec,
-                    state_path: &state_path,
-                    list: &tasks.list,
-                };
-                state = ctx.merge_one(state, &id, &m, &mut tally)?;
+                state = ctx.merge_one(state, &mut merger, &id, &m, &mut tally, &mut pending)?;
             }
 
             Some(m) => tally.remaining.push((id, m.status.clone())),
         }
+    }
+    // The merge commits reach the base branch together; a crash before the records below
+    // leaves branches whose tips are in HEAD, which the re-run records as merged.
+    merger.land()?;
+    for (id, m, commit) in pending {
+        state = ctx.merged(state, &id, &m, Some(commit), &mut tally)?;
     }
     Ok((group, tally))
 }
@@ -172,9 +180,16 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn merge_one(&self, state: Value, id: &str, m: &Member, tally: &mut Tally) -> Result<Value> {
+    fn merge_one(
+        &self,
+        state: Value,
+        merger: &mut worktree::Merger,
+        id: &str,
+        m: &Member,
+        tally: &mut Tally,
+        pending: &mut Vec<(String, Member, String)>,
+    ) -> Result<Value> {
         let (project, spec, list) = (self.project, self.spec, self.list);
-        let root = &project.root;
         let task = list.find(id).map_err(|e| Error::Task {
             path: spec.tasks_path(),
             message: e.to_string(),
@@ -193,10 +208,14 @@ impl Ctx<'_> {
             "specrun: merge task {id} {} (spec {})",
             task.title, spec.name
         );
-        match worktree::merge_member(root, &m.branch, &message)? {
-            MergeOutcome::Merged(commit) => self.merged(state, id, m, Some(commit), tally),
-            MergeOutcome::AlreadyMerged => self.merged(state, id, m, None, tally),
-            MergeOutcome::Conflict(files) => {
+        match merger.step(&m.branch, &message)? {
+            Step::Pending(commit) => {
+                pending.push((id.to_string(), m.clone(), commit));
+                Ok(state)
+            }
+            Step::Landed(commit) => self.merged(state, id, m, Some(commit), tally),
+            Step::AlreadyMerged => self.merged(state, id, m, None, tally),
+            Step::Conflict(files) => {
                 tally.conflicts.push((id.to_string(), files.clone()));
                 tally
                     .remaining
