@@ -156,7 +156,7 @@ pub enum StateCommand {
     },
     /// Print the state (or the value at a dot path) as JSON.
     Get { file: PathBuf, path: Option<String> },
-    /// Write the execution fields, keeping every other field of the file.
+    /// Start an execution (or continue the one in progress), keeping every other field.
     Init(StateInitArgs),
 }
 
@@ -191,6 +191,10 @@ pub struct StateInitArgs {
     /// Replace a corrupt state file (the old one is kept as <file>.corrupt-<timestamp>).
     #[arg(long)]
     pub force: bool,
+    /// Start a new execution even when one is running, halted or cancelled: counters,
+    /// caps and the halt start over. Without it, init continues that execution.
+    #[arg(long)]
+    pub restart: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -48,6 +48,12 @@ pub enum Error {
     Git { args: String, message: String },
     /// A state transition's precondition does not hold.
     Refused { message: String },
+    /// A bookkeeping path is, or passes through, a symbolic link.
+    Link { path: PathBuf },
+    /// A path holds something other than a regular file (a FIFO, a device, a directory).
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// A file is larger than what specrun reads whole.
+    TooLarge { path: PathBuf, limit: u64 },
 }
 
 impl Error {
@@ -110,6 +116,22 @@ impl fmt::Display for Error {
             ),
             Error::Git { args, message } => write!(f, "git {args} failed: {message}"),
             Error::Refused { message } => write!(f, "{message}"),
+            Error::Link { path } => write!(
+                f,
+                "{} is a symbolic link or lies under one; specrun does not read or write its bookkeeping through links (one could lead outside the project): replace the link with a plain file or directory",
+                path.display()
+            ),
+            Error::NotRegular { path, kind } => write!(
+                f,
+                "{} is a {kind}, not a regular file; specrun does not open it (it could block or never end): remove it",
+                path.display()
+            ),
+            Error::TooLarge { path, limit } => write!(
+                f,
+                "{} is larger than {} MiB, the most specrun reads of it",
+                path.display(),
+                limit >> 20
+            ),
         }
     }
 }

@@ -352,13 +352,14 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
     // Add everything, then take the excluded paths out again. An `:(exclude)` pathspec
     // cannot be used: git fails the add when it names a gitignored path (`.specrun/` is
-    // commonly ignored).
+    // commonly ignored). The store's temp files (a state write in flight, which an
+    // executor's `git add -A` may even have committed) are never evidence.
     crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], &env)?;
-    if !excluded.is_empty() {
-        let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
-        rm_args.extend(excluded.iter().map(String::as_str));
-        crate::git::run(dir, &rm_args, &env)?;
-    }
+    let temps = format!(":(glob)**/.*{}*", crate::store::TEMP_MARK);
+    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+    rm_args.extend(excluded.iter().map(String::as_str));
+    rm_args.push(&temps);
+    crate::git::run(dir, &rm_args, &env)?;
     let prefix_arg = format!("--prefix={}", repo.prefix);
     let mut write_args = vec!["write-tree"];
     if !repo.prefix.is_empty() {
@@ -678,6 +679,13 @@ mod tree_tests {
         ] {
             std::fs::write(root.join("specs/demo").join(lock), "").unwrap();
         }
+        // Regression: a sibling's state write in flight (the store's temp file) staled it.
+        std::fs::write(
+            root.join("specs/demo/..specrun-state.json.specrun-tmp-a1"),
+            "{",
+        )
+        .unwrap();
+        std::fs::write(root.join("specs/.current-spec.specrun-tmp-b2"), "x").unwrap();
         assert_eq!(
             current_tree(&project, &spec).unwrap(),
             t1,

@@ -104,7 +104,7 @@ pub fn git_dir(root: &Path) -> Option<PathBuf> {
     if dot_git.is_dir() {
         return Some(dot_git);
     }
-    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let text = crate::store::read_user_text(&dot_git, "git file").ok()?;
     let target = text.strip_prefix("gitdir:")?.trim();
     let path = Path::new(target);
     Some(if path.is_absolute() {
@@ -119,22 +119,22 @@ pub fn git_dir(root: &Path) -> Option<PathBuf> {
 /// `git rev-parse` for layouts it does not read itself.
 pub fn head_fast(root: &Path) -> Option<String> {
     let dir = git_dir(root)?;
-    let head = std::fs::read_to_string(dir.join("HEAD")).ok()?;
+    let head = crate::store::read_user_text(&dir.join("HEAD"), "HEAD").ok()?;
     let head = head.trim();
     let Some(reference) = head.strip_prefix("ref: ") else {
         return Some(head.to_string());
     };
     // A worktree keeps its refs in the common dir.
-    let common = std::fs::read_to_string(dir.join("commondir"))
+    let common = crate::store::read_user_text(&dir.join("commondir"), "commondir")
         .ok()
         .map(|c| dir.join(c.trim()))
         .unwrap_or_else(|| dir.clone());
     for base in [&dir, &common] {
-        if let Ok(id) = std::fs::read_to_string(base.join(reference)) {
+        if let Ok(id) = crate::store::read_user_text(&base.join(reference), "ref") {
             return Some(id.trim().to_string());
         }
     }
-    if let Ok(packed) = std::fs::read_to_string(common.join("packed-refs")) {
+    if let Ok(packed) = crate::store::read_user_text(&common.join("packed-refs"), "packed-refs") {
         for line in packed.lines() {
             if let Some((id, name)) = line.split_once(' ') {
                 if name == reference {

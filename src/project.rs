@@ -17,6 +17,8 @@ pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
 /// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.
 pub const WORKTREES_DIR: &str = "worktrees";
+/// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.
+pub const CURRENT_SPEC_MAX: u64 = 4096;
 
 #[derive(Debug, Clone)]
 pub struct Project {
@@ -229,7 +231,8 @@ impl Project {
     /// The spec named by `.current-spec`, if that file exists and is not empty.
     pub fn current_spec_name(&self) -> Result<Option<String>> {
         let path = self.current_spec_path();
-        let Some(bytes) = store::read_optional(&path)? else {
+        // Only the first line matters: read a bounded head, never the whole file.
+        let Some(bytes) = store::read_prefix(&path, CURRENT_SPEC_MAX, false)? else {
             return Ok(None);
         };
         let text = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?;
@@ -251,9 +254,9 @@ impl Project {
         let looks_like_path = value.contains('/') || value.contains('\\') || value == ".";
         if !looks_like_path {
             validate_spec_name(&value)?;
-            let dir = self.specs_dir().join(&value);
-            // A `specs/<name>` symlink must not carry writes outside the root either.
-            self.inside(&dir)?;
+            // A `specs/<name>` symlink must not carry writes outside the root either; one
+            // inside it is followed here, once, so bookkeeping paths hold no link.
+            let dir = self.inside(&self.specs_dir().join(&value))?;
             return Ok(Some(Spec { dir, name: value }));
         }
         // A path: relative to the cwd for a flag, to the root for .current-spec.

@@ -133,24 +133,10 @@ fn execution_gates(state: &Value, unmet: &mut Vec<Unmet>) {
     }
 }
 
-/// The tasks `task start` accepts now: the current task's parallel group, plus unchecked
-/// fix tasks (at any depth) of those, which run before their task is retried.
+/// The tasks `task start` accepts now: the next task's parallel group. While a task has a
+/// pending `[FIX]` task, that fix is next (`TaskList::next_index`), not the task itself.
 pub fn startable(list: &TaskList) -> Vec<&Task> {
-    let mut out: Vec<&Task> = list.parallel_group(list.next_index());
-    let mut i = 0;
-    while i < out.len() {
-        let target = out[i].label();
-        for t in &list.tasks {
-            if !t.checked
-                && t.fixes() == Some(target.as_str())
-                && !out.iter().any(|o| o.index == t.index)
-            {
-                out.push(t);
-            }
-        }
-        i += 1;
-    }
-    out
+    list.parallel_group(list.next_index())
 }
 
 pub fn start(
@@ -337,13 +323,7 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
     last["status"] = json!("done");
     last["endedAt"] = json!(input.now);
     last["endCommit"] = json!(input.head);
-    // The next unchecked task once this one is ticked.
-    let next = input
-        .list
-        .tasks
-        .iter()
-        .position(|t| !t.checked && t.index != task.index)
-        .unwrap_or(input.list.tasks.len());
+    let next = input.list.next_index_after(task.index);
     let mut patch = attempts_patch(&id, history);
     patch["taskIndex"] = json!(next);
     patch["taskIteration"] = json!(0);
@@ -520,12 +500,6 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         && history
             .last()
             .is_some_and(|a| a.get("fixTaskId").is_none_or(Value::is_null));
-    if last_status.is_none() {
-        unmet.push(Unmet::new(
-            "attempt-running",
-            format!("task {id} was never started: run `specrun task start {id}` first"),
-        ));
-    }
     let fix = if view.recovery_mode() && unmet.is_empty() {
         Some(plan_fix(input.state, input.list, task, reason))
     } else {
@@ -559,11 +533,18 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
     let mut notes = Vec::new();
     let mut patch = json!({});
     let mut halted = false;
-    let n = history.last().map(n_of).unwrap_or(0);
+    let n = history.last().map(n_of).unwrap_or(1);
     let mut message;
     if already_failed {
         message = format!("task {id} attempt {n} already failed");
     } else {
+        // The executor's own `task start` was refused: the delegation still failed and
+        // counts, so a loop of refused starts ends at the task cap too.
+        let not_started = history.is_empty();
+        if not_started {
+            history
+                .push(json!({"n": 1, "startedAt": null, "startCommit": null, "notStarted": true}));
+        }
         let last = history.last_mut().expect("an attempt exists");
         last["status"] = json!("failed");
         last["endedAt"] = json!(input.now);
@@ -572,7 +553,12 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         let iteration = view.task_iteration() + 1;
         let max = view.max_task_iterations();
         patch["taskIteration"] = json!(iteration);
-        message = format!("task {id} attempt {n} failed ({iteration}/{max} iterations)");
+        let before = if not_started {
+            " before it started"
+        } else {
+            ""
+        };
+        message = format!("task {id} attempt {n} failed{before} ({iteration}/{max} iterations)");
         if iteration >= max && view.halt().is_none() {
             halted = true;
             let why =
@@ -621,6 +607,34 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         fix: fix_out.filter(|_| input.insert),
         halted,
     })
+}
+
+/// Where a new fix of `task` goes: after its block and after the fixes already below it
+/// (with their own fixes), so a file reads 1.2, 1.2.1, 1.2.1.1, 1.2.2 in the order they run.
+pub fn fix_anchor<'a>(list: &'a TaskList, task: &'a Task) -> &'a Task {
+    let target = task.label();
+    let reaches = |t: &Task| {
+        let mut cur = t.fixes();
+        for _ in 0..=MAX_FIX_DEPTH + 1 {
+            match cur {
+                Some(id) if id == target => return true,
+                Some(id) => {
+                    cur = list
+                        .tasks
+                        .iter()
+                        .find(|x| x.label() == id)
+                        .and_then(Task::fixes)
+                }
+                None => return false,
+            }
+        }
+        false
+    };
+    list.tasks[task.index + 1..]
+        .iter()
+        .take_while(|t| reaches(t))
+        .last()
+        .unwrap_or(task)
 }
 
 /// Insert `lines` after task's block (`line_end`), in the file's own line-ending style.
@@ -699,7 +713,12 @@ pub fn plan_rollback(
             "the repository has no commits: there is nothing to return to",
         ));
     }
-    if start.is_none() {
+    if last.get("notStarted") == Some(&json!(true)) {
+        unmet.push(Unmet::new(
+            "start-commit",
+            format!("task {id} failed before it started: it changed nothing to roll back"),
+        ));
+    } else if start.is_none() {
         unmet.push(Unmet::new(
             "start-commit",
             format!("attempt {} of task {id} started before the first commit; there is no commit to return to", n_of(last)),
@@ -1107,10 +1126,13 @@ mod tests {
     }
 
     #[test]
-    fn fix_tasks_of_the_current_task_are_startable() {
+    fn a_pending_fix_task_is_startable_and_its_task_is_not() {
         let list = parse("- [ ] 1.2 A\n- [ ] 1.2.1 [FIX 1.2] Fix\n- [ ] 1.3 B\n");
         let ids: Vec<String> = startable(&list).iter().map(|t| t.label()).collect();
-        assert_eq!(ids, ["1.2", "1.2.1"]);
+        assert_eq!(ids, ["1.2.1"]);
+        let list = parse("- [ ] 1.2 A\n- [x] 1.2.1 [FIX 1.2] Fix\n- [ ] 1.3 B\n");
+        let ids: Vec<String> = startable(&list).iter().map(|t| t.label()).collect();
+        assert_eq!(ids, ["1.2"]);
     }
 
     fn usable(at: &str) -> Stored {
@@ -1221,7 +1243,15 @@ mod tests {
                 now: NOW,
             })
         };
-        assert_eq!(names(&fail_in(&s).unwrap_err()), ["attempt-running"]);
+        // Failed before it started (the executor's start was refused): still an attempt.
+        let o0 = fail_in(&s).unwrap();
+        assert_eq!(
+            o0.message,
+            "task 2 attempt 1 failed before it started (1/2 iterations)"
+        );
+        let s0 = apply(&s, &o0);
+        assert_eq!(s0["attempts"]["2"][0]["status"], "failed");
+        assert_eq!(s0["attempts"]["2"][0]["notStarted"], true);
         let s1 = apply(&s, &start(&s, &list, task, Some("a"), NOW).unwrap());
         let o1 = fail_in(&s1).unwrap();
         assert!(!o1.halted);
@@ -1294,6 +1324,14 @@ mod tests {
             patch["fixTaskMap"]["1.2"],
             json!({"attempts": 1, "fixTaskIds": ["1.2.1"], "lastError": "boom"})
         );
+    }
+
+    #[test]
+    fn a_new_fix_goes_below_the_fixes_already_there() {
+        let list = parse("- [ ] 1 A\n- [x] 1.1 [FIX 1] F\n- [x] 1.1.1 [FIX 1.1] G\n- [ ] 2 B\n- [ ] 2.1 [FIX 9] Other\n");
+        assert_eq!(fix_anchor(&list, &list.tasks[0]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[1]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[3]).label(), "2");
     }
 
     #[test]

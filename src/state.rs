@@ -317,6 +317,64 @@ pub fn init_execution(
     doc
 }
 
+/// Whether `state init` continues `doc` rather than starting over: an execution that is
+/// running, halted or cancelled. Re-initialising it would reset the counters and put back
+/// caps that `specrun resume` raised.
+pub fn is_resumable(doc: &Value) -> bool {
+    let view = View(doc);
+    matches!(view.phase(), Some("execution" | "cancelled")) && !view.completed()
+}
+
+/// `state init` on a resumable execution: bind the session and apply the flags that were
+/// given; counters, usage, attempts, evidence and any halt are kept (a halt is lifted by
+/// `specrun resume` only). The stall count restarts, as on resume.
+pub fn continue_execution(
+    mut doc: Value,
+    params: &InitParams,
+    task_index: usize,
+    total_tasks: usize,
+) -> Value {
+    let mut patch = json!({
+        "taskIndex": task_index,
+        "totalTasks": total_tasks,
+        "guard": {"stallStops": 0},
+    });
+    let fields = [
+        ("sessionId", params.session_id.clone().map(Value::from)),
+        ("executionDriver", params.driver.map(Value::from)),
+        ("quickMode", params.quick.then_some(Value::Bool(true))),
+        (
+            "recoveryMode",
+            params.recovery_mode.then_some(Value::Bool(true)),
+        ),
+        (
+            "maxTaskIterations",
+            params.max_task_iterations.map(Value::from),
+        ),
+        (
+            "maxGlobalIterations",
+            params.max_global_iterations.map(Value::from),
+        ),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            patch[key] = v;
+        }
+    }
+    let budget = [
+        ("maxOutputTokens", params.max_output_tokens),
+        ("maxMinutes", params.max_minutes),
+        ("maxStallStops", params.max_stall_stops),
+    ];
+    for (key, value) in budget {
+        if let Some(v) = value {
+            patch["budget"][key] = Value::from(v);
+        }
+    }
+    merge_into(&mut doc, &patch);
+    doc
+}
+
 /// Typed, defaulting reads over a state document.
 #[derive(Debug, Clone, Copy)]
 pub struct View<'a>(pub &'a Value);
@@ -615,6 +673,47 @@ mod tests {
         );
         assert_eq!(v.max_stall_stops(), 5);
         assert_eq!(doc["guard"], json!({}));
+        typecheck(&doc, "s").unwrap();
+    }
+
+    #[test]
+    fn continuing_keeps_counters_caps_and_halt_and_applies_given_flags() {
+        let running = json!({
+            "name": "demo", "phase": "execution", "globalIteration": 31, "maxGlobalIterations": 60,
+            "taskIteration": 2, "maxTaskIterations": 5, "sessionId": "old", "quickMode": true,
+            "startedAt": "2026-01-01T00:00:00Z", "budget": {"maxMinutes": 90, "maxStallStops": 5},
+            "usage": {"outputTokens": 99}, "guard": {"stallStops": 3, "lastFingerprint": "f"},
+            "halt": {"kind": HALT_STALL}, "attempts": {"1": [{"n": 1}]}
+        });
+        assert!(is_resumable(&running));
+        assert!(!is_resumable(&json!({"phase": "completed"})));
+        assert!(!is_resumable(&json!({"phase": "planning"})));
+        let params = InitParams {
+            name: "demo".into(),
+            max_minutes: Some(120),
+            session_id: Some("new".into()),
+            ..Default::default()
+        };
+        let doc = continue_execution(running.clone(), &params, 3, 9);
+        let v = View(&doc);
+        assert_eq!(
+            (
+                v.global_iteration(),
+                v.max_global_iterations(),
+                v.task_iteration()
+            ),
+            (31, 60, 2)
+        );
+        assert_eq!((v.task_index(), v.total_tasks()), (3, 9));
+        assert_eq!((v.session_id(), v.max_minutes()), (Some("new"), Some(120)));
+        assert!(v.quick_mode() && v.halt_kind() == Some(HALT_STALL));
+        assert_eq!(
+            doc["guard"],
+            json!({"stallStops": 0, "lastFingerprint": "f"})
+        );
+        for key in ["usage", "attempts", "startedAt"] {
+            assert_eq!(doc[key], running[key], "{key}");
+        }
         typecheck(&doc, "s").unwrap();
     }
 }

@@ -1,9 +1,15 @@
 //! Crash-safe files: an exclusive lock on a sidecar `<file>.lock`, then read, change,
 //! write a temp file in the same directory, fsync, rename. A reader never sees a torn
 //! file, no writer loses another's update, and a crash leaves the old or the new file.
+//!
+//! Every bookkeeping path is opened here, under two rules (DESIGN-NOTES "I/O hardening"):
+//! no symbolic link on the path (a link could carry a write outside the project), and
+//! only regular files, opened non-blocking (a FIFO or a device could hang or never end),
+//! read up to a size bound.
 
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,6 +38,164 @@ pub fn lock_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
+/// The most specrun reads of one bookkeeping file (state, tasks.md, followups, records).
+pub const MAX_READ: u64 = 256 << 20;
+
+fn kind_name(t: fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "device"
+    } else if t.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The directory `path` lives in ("." for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuse `dir` when it passes through a symbolic link: its real path must be itself. A
+/// directory that does not exist yet passes (nothing can be opened in it).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let abs = absolute(dir);
+    match fs::canonicalize(&abs) {
+        Ok(real) if real == abs => Ok(()),
+        Ok(_) => Err(Error::Link { path: abs }),
+        Err(e) if e.kind() == ErrorKind::NotFound => match abs.parent() {
+            // A dangling link is "not found" too: name it, not its missing target.
+            _ if fs::symlink_metadata(&abs).is_ok() => Err(Error::Link { path: abs }),
+            Some(parent) => check_dir(parent),
+            None => Ok(()),
+        },
+        Err(e) => Err(Error::io(&abs, "resolve", e)),
+    }
+}
+
+/// Create `dir` and its missing parents, refusing any link on the way.
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Link {
+            path: absolute(dir),
+        }),
+        Ok(m) if m.is_dir() => check_dir(dir),
+        Ok(m) => Err(Error::NotRegular {
+            path: dir.to_path_buf(),
+            kind: kind_name(m.file_type()),
+        }),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            ensure_dir(parent_dir(dir))?;
+            match fs::create_dir(dir) {
+                Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                    Err(Error::io(dir, "create directory", e))
+                }
+                _ => check_dir(dir),
+            }
+        }
+        Err(e) => Err(Error::io(dir, "stat", e)),
+    }
+}
+
+/// Open a bookkeeping file: no link on its path, never blocking, a regular file only.
+/// `opts` says how (read, append, create…).
+fn open_plain(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    check_dir(parent_dir(path))?;
+    open_regular(path, opts, action)
+}
+
+/// Open `path` with O_NONBLOCK (a FIFO cannot hang the open) and O_NOFOLLOW (a link at
+/// the last step is refused by the kernel), and keep it only if it is a regular file.
+fn open_regular(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    let file = opts
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Error::Link {
+                path: absolute(path),
+            },
+            // A FIFO opened for writing with no reader.
+            Some(libc::ENXIO) => Error::NotRegular {
+                path: path.to_path_buf(),
+                kind: "FIFO",
+            },
+            _ => Error::io(path, action, e),
+        })?;
+    regular(file, path)
+}
+
+/// `file` if it is a regular file; what it is otherwise.
+fn regular(file: File, path: &Path) -> Result<File> {
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if !meta.is_file() {
+        return Err(Error::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// Read an open file up to `limit` bytes; more is an error naming the file.
+fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Read a file the user named on the command line (`--file`, a record file): it may be
+/// anywhere and may be reached through links (the user chose it), but it must be a
+/// regular file within `MAX_READ`. Bookkeeping goes through `read_optional`.
+pub fn read_user_file(path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).custom_flags(libc::O_NONBLOCK);
+    let file = opts.open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => Error::missing(what, path),
+        _ => Error::io(path, "read", e),
+    })?;
+    read_bounded(regular(file, path)?, path, MAX_READ)
+}
+
+/// Standard input up to `limit` bytes (patches and records given as `-`).
+pub fn read_stdin(what: &'static str, limit: u64) -> Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("<stdin>", "read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::bad_input(
+            what,
+            format!("standard input is larger than {} MiB", limit >> 20),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Error::bad_input(what, "standard input is not valid UTF-8"))
+}
+
 /// Take the sidecar lock of `file`, polling for at most `wait`.
 pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
     let path = lock_path(file);
@@ -40,12 +204,11 @@ pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
             return Err(Error::missing("directory", dir));
         }
     }
-    let handle = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, "open lock file", e))?;
+    let handle = open_plain(
+        &path,
+        OpenOptions::new().create(true).truncate(false).write(true),
+        "open lock file",
+    )?;
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
@@ -70,13 +233,27 @@ pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
     }
 }
 
-/// Read a whole file as bytes; `Ok(None)` when it does not exist.
+/// Read a whole bookkeeping file as bytes; `Ok(None)` when it does not exist.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, "read", e)),
+    read_prefix(path, MAX_READ, true)
+}
+
+/// Read at most `limit` bytes of a bookkeeping file; past it, an error when `whole` is
+/// asked for, else the first `limit` bytes. `Ok(None)` when it does not exist.
+pub fn read_prefix(path: &Path, limit: u64, whole: bool) -> Result<Option<Vec<u8>>> {
+    let file = match open_plain(path, OpenOptions::new().read(true), "read") {
+        Ok(file) => file,
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if whole {
+        return read_bounded(file, path, limit).map(Some);
     }
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(Some(bytes))
 }
 
 /// Read a UTF-8 text file (a leading BOM is kept; callers that care strip it).
@@ -87,6 +264,13 @@ pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
             path: path.to_path_buf(),
         }),
     }
+}
+
+/// `read_user_file` as UTF-8 text.
+pub fn read_user_text(path: &Path, what: &'static str) -> Result<String> {
+    String::from_utf8(read_user_file(path, what)?).map_err(|_| Error::NotUtf8 {
+        path: path.to_path_buf(),
+    })
 }
 
 /// Parse JSON bytes from `path`, accepting a UTF-8 BOM.
@@ -109,11 +293,19 @@ pub fn read_json(path: &Path) -> Result<Option<Value>> {
     }
 }
 
+/// What every temp file's name holds (`.<file name>.specrun-tmp-…`).
+pub const TEMP_MARK: &str = ".specrun-tmp-";
+
 /// Temp files for `path` are named `.<file name>.specrun-tmp-…`, so the holder of the file's
 /// lock knows which leftovers (from a writer killed mid-write) are its own to remove.
 fn temp_prefix(path: &Path) -> String {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    format!(".{name}.specrun-tmp-")
+    format!(".{name}{TEMP_MARK}")
+}
+
+/// Whether a file name is one of the store's temp files (never part of the evidence).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARK)
 }
 
 /// Remove temp files a killed writer of `file` left behind. Only called with the file's
@@ -135,10 +327,24 @@ fn remove_stale_temps(file: &Path) {
 
 /// Replace `path` with `bytes` atomically: temp file in the same directory, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = parent_dir(path);
+    check_dir(dir)?;
+    // The rename would replace a link rather than follow it, but a link here means
+    // something other than specrun put it there: say so instead of silently undoing it.
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Error::Link {
+                path: absolute(path),
+            })
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(Error::NotRegular {
+                path: path.to_path_buf(),
+                kind: kind_name(m.file_type()),
+            })
+        }
+        _ => {}
+    }
     let mut tmp = tempfile::Builder::new()
         .prefix(&temp_prefix(path))
         .tempfile_in(dir)
@@ -193,7 +399,7 @@ pub fn update_text<T>(
     change: impl FnOnce(String) -> Result<(Option<String>, T)>,
 ) -> Result<T> {
     // Name a missing file before taking the lock, so no stray lock file is left beside it.
-    if !path.exists() {
+    if fs::symlink_metadata(path).is_err() {
         return Err(Error::missing(what, path));
     }
     let _lock = lock(path, wait)?;
@@ -208,14 +414,12 @@ pub fn update_text<T>(
 /// Append one line to a file (created with its directory if needed). Appends of a single
 /// short line are atomic with O_APPEND, so concurrent writers interleave whole lines.
 pub fn append_line(path: &Path, line: &str) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
-    }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(|e| Error::io(path, "open for append", e))?;
+    ensure_dir(parent_dir(path))?;
+    let mut file = open_plain(
+        path,
+        OpenOptions::new().create(true).append(true),
+        "open for append",
+    )?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');

@@ -119,12 +119,39 @@ impl TaskList {
         }
     }
 
-    /// The first unchecked task, wherever earlier checked ones are.
+    /// The task to run next: the first unchecked one, wherever earlier checked ones are,
+    /// or while that task has an unchecked `[FIX x]` task, that fix (at any depth): a fix
+    /// runs before its task is retried. `len()` when every task is checked.
     pub fn next_index(&self) -> usize {
-        self.tasks
+        self.next_index_where(|t| t.checked)
+    }
+
+    /// `next_index` once the task at `done` is checked too (what `task complete` moves to).
+    pub fn next_index_after(&self, done: usize) -> usize {
+        self.next_index_where(|t| t.checked || t.index == done)
+    }
+
+    fn next_index_where(&self, checked: impl Fn(&Task) -> bool) -> usize {
+        let pending: Vec<Pending<'_>> = self
+            .tasks
             .iter()
-            .position(|t| !t.checked)
-            .unwrap_or(self.tasks.len())
+            .filter(|t| !checked(t))
+            .map(|t| Pending {
+                index: t.index,
+                id: t.id.as_deref(),
+                fixes: t.fixes(),
+            })
+            .collect();
+        next_pending(&pending).unwrap_or(self.tasks.len())
+    }
+
+    /// Whether an unchecked `[FIX x]` task names this task.
+    fn has_pending_fix(&self, task: &Task) -> bool {
+        task.id.as_deref().is_some_and(|id| {
+            self.tasks
+                .iter()
+                .any(|t| !t.checked && t.index != task.index && t.fixes() == Some(id))
+        })
     }
 
     pub fn next(&self) -> Option<&Task> {
@@ -136,7 +163,8 @@ impl TaskList {
     }
 
     /// The tasks to run together starting at `start`: a run of adjacent unchecked `[P]`
-    /// tasks in one section, at most 5, ended by `[VERIFY]`, a heading or a non-`[P]` task.
+    /// tasks in one section, at most 5, ended by `[VERIFY]`, a heading, a non-`[P]` task or
+    /// a task whose `[FIX]` task is pending (that fix runs first, on its own).
     /// A task that is not `[P]` is a group of one. Empty when `start` is out of range or
     /// already checked.
     pub fn parallel_group(&self, start: usize) -> Vec<&Task> {
@@ -152,7 +180,11 @@ impl TaskList {
         self.tasks[start..]
             .iter()
             .take_while(|t| {
-                !t.checked && t.is_parallel() && !t.is_verify() && t.section == first.section
+                !t.checked
+                    && t.is_parallel()
+                    && !t.is_verify()
+                    && t.section == first.section
+                    && (t.index == first.index || !self.has_pending_fix(t))
             })
             .take(MAX_PARALLEL_GROUP)
             .collect()
@@ -187,6 +219,29 @@ impl TaskList {
             .map(|(id, lines)| (id.to_string(), lines))
             .collect()
     }
+}
+
+/// An unchecked task as the choice of the next task sees it.
+struct Pending<'a> {
+    index: usize,
+    id: Option<&'a str>,
+    fixes: Option<&'a str>,
+}
+
+/// The index of the task to run next among the unchecked tasks (in file order): the first,
+/// then down its chain of unchecked fix tasks. Bounded, so hand-written `[FIX]` cycles end.
+fn next_pending(pending: &[Pending<'_>]) -> Option<usize> {
+    let mut cur = pending.first()?;
+    for _ in 0..pending.len() {
+        let fix = pending
+            .iter()
+            .find(|p| p.index != cur.index && p.fixes.is_some() && p.fixes == cur.id);
+        match fix {
+            Some(f) => cur = f,
+            None => break,
+        }
+    }
+    Some(cur.index)
 }
 
 /// Split `text` into lines, yielding (byte offset of line start, line without `\n`/`\r\n`).
@@ -446,22 +501,36 @@ fn scan(text: &str) -> impl Iterator<Item = (usize, LineKind<'_>)> {
 /// of `parse` on a large file. Always equal to `parse(text).counts()`.
 pub fn count(text: &str) -> Counts {
     let (mut total, mut completed) = (0, 0);
-    let mut next_index = None;
+    // Only unchecked tasks' ids and `[FIX]` markers are read, for the next task.
+    let mut unchecked: Vec<(usize, Option<String>, Option<String>)> = Vec::new();
     for (_, kind) in scan(text) {
-        if let LineKind::Task(checked, _, _) = kind {
+        if let LineKind::Task(checked, _, rest) = kind {
             if checked {
                 completed += 1;
-            } else if next_index.is_none() {
-                next_index = Some(total);
+            } else {
+                let (id, rest) = split_id(rest);
+                let fixes = split_markers(rest)
+                    .0
+                    .into_iter()
+                    .find_map(|m| m.strip_prefix("FIX ").map(str::to_string));
+                unchecked.push((total, id, fixes));
             }
             total += 1;
         }
     }
+    let pending: Vec<Pending<'_>> = unchecked
+        .iter()
+        .map(|(index, id, fixes)| Pending {
+            index: *index,
+            id: id.as_deref(),
+            fixes: fixes.as_deref(),
+        })
+        .collect();
     Counts {
         total,
         completed,
         pending: total - completed,
-        next_index: next_index.unwrap_or(total),
+        next_index: next_pending(&pending).unwrap_or(total),
     }
 }
 
@@ -648,6 +717,38 @@ mod tests {
             (c.total, c.completed, c.pending, c.next_index),
             (5, 3, 2, 2)
         );
+    }
+
+    #[test]
+    fn a_pending_fix_task_is_next_before_its_task_at_any_depth() {
+        let text = "- [x] 1 A\n- [ ] 1.1 B\n- [x] 1.1.1 [FIX 1.1] F1\n- [ ] 1.1.2 [FIX 1.1] F2\n- [ ] 1.1.2.1 [FIX 1.1.2] FF\n- [ ] 1.2 C\n";
+        let list = parse(text);
+        assert_eq!(list.next().unwrap().label(), "1.1.2.1");
+        assert_eq!(count(text), list.counts());
+        let idx = |id: &str| list.find(id).unwrap().index;
+        assert_eq!(
+            list.tasks[list.next_index_after(idx("1.1.2.1"))].label(),
+            "1.1.2"
+        );
+        assert_eq!(
+            list.tasks[list.next_index_after(idx("1.1.2"))].label(),
+            "1.1"
+        );
+        // A fix checked, its task is retried; a [FIX] cycle written by hand still ends.
+        let list = parse("- [ ] 1 A\n- [x] 1.1 [FIX 1] F\n- [ ] 2 B\n");
+        assert_eq!(list.next().unwrap().label(), "1");
+        let cycle = "- [ ] 1 [FIX 2] A\n- [ ] 2 [FIX 1] B\n- [ ] 3 [FIX 3] C\n";
+        assert!(parse(cycle).next_index() < 2);
+        assert_eq!(count(cycle), parse(cycle).counts());
+    }
+
+    #[test]
+    fn a_member_with_a_pending_fix_ends_the_parallel_group() {
+        let list = parse("- [ ] 1 [P] A\n- [ ] 2 [P] B\n- [ ] 2.1 [FIX 2] F\n- [ ] 3 [P] C\n");
+        let labels = |g: Vec<&Task>| g.iter().map(|t| t.label()).collect::<Vec<_>>();
+        assert_eq!(labels(list.parallel_group(list.next_index())), ["1"]);
+        let list = parse("- [ ] 1 [P] A\n- [ ] 1.1 [FIX 1] F\n- [ ] 2 [P] B\n");
+        assert_eq!(labels(list.parallel_group(list.next_index())), ["1.1"]);
     }
 
     #[test]

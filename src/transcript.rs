@@ -9,14 +9,19 @@
 //! non-UTF-8 bytes and lines that are not JSON (skipped), a file shorter than the offset
 //! (rotated or rewritten: read again from 0).
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
 
 /// Bytes read per `read` call; memory stays bounded by this plus the longest line.
 const CHUNK: usize = 64 * 1024;
+/// The most one read consumes: past it, only the last `MAX_SPAN` bytes are read and the
+/// usage before them is not counted (`skipped` says how many bytes).
+pub const MAX_SPAN: u64 = 64 << 20;
+/// A longer line is dropped unread (no Claude Code usage line comes near it).
+pub const MAX_LINE: usize = 8 << 20;
 
 /// What one incremental read found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,6 +38,8 @@ pub struct TailRead {
     pub restarted: bool,
     /// Assistant messages counted.
     pub messages: u64,
+    /// Bytes past the offset left unread because they exceeded `MAX_SPAN`.
+    pub skipped: u64,
 }
 
 #[derive(Deserialize)]
@@ -68,7 +75,12 @@ pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str
             ..TailRead::default()
         };
     }
-    let mut file = match File::open(path) {
+    // O_NONBLOCK: a FIFO swapped in after the check above still cannot hang the open.
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
         Ok(file) => file,
         Err(e) => {
             // Claude Code creates the file late (not yet there at the first Stop of a
@@ -94,33 +106,71 @@ pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str
     } else {
         (offset, false)
     };
+    // Past the bound, read only the last MAX_SPAN bytes; the line cut there is dropped.
+    let skipped = (len - start).saturating_sub(MAX_SPAN);
     let mut counter = Counter::new(if restarted { None } else { last_message_id });
-    let mut consumed = start;
-    if file.seek(SeekFrom::Start(start)).is_ok() {
-        let mut carry: Vec<u8> = Vec::new();
+    let mut consumed = start + skipped;
+    if file.seek(SeekFrom::Start(consumed)).is_ok() {
+        let mut lines = Lines {
+            carry: Vec::new(),
+            pending: 0,
+            dropping: skipped > 0,
+        };
         let mut chunk = vec![0u8; CHUNK];
-        loop {
-            let n = match file.read(&mut chunk) {
+        let mut budget = MAX_SPAN;
+        while budget > 0 {
+            let want = CHUNK.min(usize::try_from(budget).unwrap_or(CHUNK));
+            let n = match file.read(&mut chunk[..want]) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             };
-            // Only the new bytes can hold a newline the carry did not have.
-            let Some(nl_in_chunk) = chunk[..n].iter().rposition(|&b| b == b'\n') else {
-                carry.extend_from_slice(&chunk[..n]);
-                continue;
-            };
-            let last_nl = carry.len() + nl_in_chunk;
-            carry.extend_from_slice(&chunk[..n]);
-            for line in carry[..last_nl].split(|&b| b == b'\n') {
-                counter.line(line);
-            }
-            consumed += last_nl as u64 + 1;
-            carry.drain(..=last_nl);
+            budget -= n as u64;
+            consumed += lines.feed(&chunk[..n], &mut counter);
         }
     }
-    counter.finish(consumed, restarted)
+    let mut read = counter.finish(consumed, restarted);
+    read.skipped = skipped;
+    read
+}
+
+/// Splits bytes into lines across chunks, holding at most `MAX_LINE` of a partial line.
+struct Lines {
+    carry: Vec<u8>,
+    /// Bytes fed since the last newline (held in `carry` or dropped).
+    pending: u64,
+    /// Inside a line that is being dropped (too long, or cut by the span bound).
+    dropping: bool,
+}
+
+impl Lines {
+    /// Feed one chunk; returns the bytes consumed (up to and including the last newline).
+    fn feed(&mut self, bytes: &[u8], counter: &mut Counter) -> u64 {
+        let Some(last_nl) = bytes.iter().rposition(|&b| b == b'\n') else {
+            self.pending += bytes.len() as u64;
+            if !self.dropping {
+                self.carry.extend_from_slice(bytes);
+                if self.carry.len() > MAX_LINE {
+                    self.carry = Vec::new();
+                    self.dropping = true;
+                }
+            }
+            return 0;
+        };
+        let held = std::mem::replace(&mut self.pending, (bytes.len() - last_nl - 1) as u64);
+        let mut complete = std::mem::take(&mut self.carry);
+        complete.extend_from_slice(&bytes[..last_nl]);
+        let mut parts = complete.split(|&b| b == b'\n');
+        if std::mem::take(&mut self.dropping) {
+            parts.next();
+        }
+        for line in parts {
+            counter.line(line);
+        }
+        self.carry.extend_from_slice(&bytes[last_nl + 1..]);
+        held + last_nl as u64 + 1
+    }
 }
 
 /// Sums usage per message id; lines of one message are adjacent in the file.
@@ -198,6 +248,7 @@ impl Counter {
             last_message_id: self.previous,
             restarted,
             messages: self.messages,
+            skipped: 0,
         }
     }
 }
@@ -229,6 +280,37 @@ mod tests {
         let r = read_usage(f.path(), None, None);
         assert_eq!((r.input_tokens, r.output_tokens), (0, 0));
         assert_eq!(r.next_offset, Some(f.as_file().metadata().unwrap().len()));
+    }
+
+    /// A span past the bound: only its last `MAX_SPAN` bytes are read, in bounded memory,
+    /// and the offset still reaches the end.
+    #[test]
+    fn a_huge_span_reads_only_its_tail() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let filler = vec![b'x'; 1 << 20];
+        f.write_all(assistant("early", 1000, 1000).as_bytes())
+            .unwrap();
+        for _ in 0..(MAX_SPAN >> 20) + 2 {
+            f.write_all(&filler).unwrap();
+        }
+        f.write_all(b"\n").unwrap();
+        f.write_all(assistant("late", 1, 2).as_bytes()).unwrap();
+        let len = f.as_file().metadata().unwrap().len();
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens), (1, 2), "{r:?}");
+        assert_eq!(r.skipped, len - MAX_SPAN);
+        assert_eq!(r.next_offset, Some(len));
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_dropped_and_the_next_counted() {
+        let mut text = vec![b'y'; MAX_LINE + CHUNK * 3];
+        text.push(b'\n');
+        text.extend_from_slice(assistant("m1", 3, 4).as_bytes());
+        let f = file_with(&text);
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens), (3, 4));
+        assert_eq!(r.next_offset, Some(text.len() as u64));
     }
 
     #[test]

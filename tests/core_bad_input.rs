@@ -119,7 +119,9 @@ fn unreadable_tasks_file_is_named() {
         .args(["tasks", "count", "specs/demo/tasks.md"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("cannot read"))
+        .stderr(predicate::str::contains(
+            "is a directory, not a regular file",
+        ))
         .stderr(predicate::str::contains("specs/demo/tasks.md"));
     p.specrun()
         .args(["tasks", "check", "1"])
@@ -140,7 +142,9 @@ fn unreadable_state_file_is_named_and_never_replaced() {
         .args(["state", "get", STATE])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("cannot read"))
+        .stderr(predicate::str::contains(
+            "is a directory, not a regular file",
+        ))
         .stderr(predicate::str::contains(".specrun-state.json"));
     p.specrun()
         .args(["state", "merge", STATE, "{\"a\":1}"])

@@ -59,6 +59,11 @@ mod checker {
     /// `specrun …` invocations: inline code spans (which may wrap across lines within a
     /// paragraph) and lines of fenced code blocks (one invocation per shell command).
     pub fn invocations(text: &str) -> Vec<Snippet> {
+        invocations_with(text, &substitute)
+    }
+
+    /// `invocations`, with `fill` replacing the placeholders (before the shell split).
+    pub fn invocations_with(text: &str, fill: &dyn Fn(&str) -> String) -> Vec<Snippet> {
         let mut found = Vec::new();
         let mut prose = String::new();
         let mut prose_lines = Vec::new();
@@ -73,12 +78,12 @@ mod checker {
                 if trimmed.starts_with(open.as_str()) && trimmed.trim_end() == marker {
                     fence = None;
                 } else {
-                    found.extend(shell_invocations(line, i + 1));
+                    found.extend(shell_invocations(line, i + 1, fill));
                 }
                 continue;
             }
             if marker.len() >= 3 && marker.chars().all(|c| c == marker.as_bytes()[0] as char) {
-                found.extend(spans(&prose, &prose_lines));
+                found.extend(spans(&prose, &prose_lines, fill));
                 prose.clear();
                 prose_lines.clear();
                 fence = Some(marker);
@@ -88,14 +93,14 @@ mod checker {
             prose.push('\n');
             prose_lines.push(i + 1);
         }
-        found.extend(spans(&prose, &prose_lines));
+        found.extend(spans(&prose, &prose_lines, fill));
         found.sort_by_key(|s| s.line);
         found
     }
 
     /// Code spans of prose text; `lines[k]` is the file line of the k-th prose line. A span
     /// does not cross a blank line (markdown ends the paragraph there).
-    fn spans(prose: &str, lines: &[usize]) -> Vec<Snippet> {
+    fn spans(prose: &str, lines: &[usize], fill: &dyn Fn(&str) -> String) -> Vec<Snippet> {
         let chars: Vec<char> = prose.chars().collect();
         let mut out = Vec::new();
         let mut line_no = 0;
@@ -133,7 +138,7 @@ mod checker {
                 Some(end) => {
                     let body: String = chars[start..end].iter().collect();
                     let line = lines.get(line_no).copied().unwrap_or(0);
-                    out.extend(shell_invocations(&body.replace('\n', " "), line));
+                    out.extend(shell_invocations(&body.replace('\n', " "), line, fill));
                     line_no += chars[i..end].iter().filter(|c| **c == '\n').count();
                     i = end + run;
                 }
@@ -144,8 +149,12 @@ mod checker {
     }
 
     /// Each `specrun` command of one shell line (`a && specrun b | c` → `specrun b`).
-    fn shell_invocations(line: &str, line_no: usize) -> Vec<Snippet> {
-        let body = substitute(line.trim_start().trim_start_matches("$ "));
+    fn shell_invocations(
+        line: &str,
+        line_no: usize,
+        fill: &dyn Fn(&str) -> String,
+    ) -> Vec<Snippet> {
+        let body = fill(line.trim_start().trim_start_matches("$ "));
         let mut out = Vec::new();
         for command in split_commands(&body) {
             if let Some(text) = as_specrun(&command) {
@@ -242,20 +251,29 @@ mod checker {
 
     /// Replaces the placeholders the docs use with values clap accepts.
     pub fn substitute(snippet: &str) -> String {
-        let mut s = snippet
+        let s = snippet
             .replace("${CLAUDE_SESSION_ID}", "session-0")
             .replace("$ARGUMENTS", "")
             .replace('…', " ")
             .replace("...", " ");
         // `<id>`, `<name>`, `<the full check>`: one value each.
+        let s = fill_placeholders(&s, &|_| "x1".to_string());
+        s.split_whitespace()
+            .map(|w| if w == "N" { "5" } else { w })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Replaces each `<placeholder>` with `value(placeholder)`; a lone `<` or `>` stays.
+    pub fn fill_placeholders(s: &str, value: &dyn Fn(&str) -> String) -> String {
         let mut out = String::new();
-        let mut rest = s.as_str();
+        let mut rest = s;
         while let Some(open) = rest.find('<') {
             let after = &rest[open + 1..];
             match after.find('>') {
                 Some(close) if !after[..close].contains('<') && close > 0 => {
                     out.push_str(&rest[..open]);
-                    out.push_str("x1");
+                    out.push_str(&value(&after[..close]));
                     rest = &after[close + 1..];
                 }
                 _ => {
@@ -265,11 +283,7 @@ mod checker {
             }
         }
         out.push_str(rest);
-        s = out;
-        s.split_whitespace()
-            .map(|w| if w == "N" { "5" } else { w })
-            .collect::<Vec<_>>()
-            .join(" ")
+        out
     }
 
     /// Shell-style words: whitespace splits, quotes group and are removed.
@@ -533,6 +547,9 @@ mod checker {
             .collect()
     }
 }
+
+mod common;
+mod docs_walk;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -931,4 +948,337 @@ fn a_bang_command_in_the_middle_of_a_line_is_flagged() {
         misplaced_bang_commands("!`specrun status`\nsee !`specrun status`\n"),
         vec![2]
     );
+}
+
+// ---- the documented sequences, walked against the binary ----
+
+use docs_walk::{
+    doc_command, doc_command_where, doc_sequence, read_doc, table_row, Walk, SESSION, SPEC,
+};
+use serde_json::Value;
+
+const SKILL: &str = "skills/implement/SKILL.md";
+const LOOP: &str = "references/coordinator-pattern.md";
+const RECOVERY: &str = "references/failure-recovery.md";
+const LAST_MILE: &str = "references/last-mile-autopilot.md";
+
+/// One plain task (a new file), a `[P]` pair and a `[VERIFY]` checkpoint.
+const WALK_TASKS: &str = "# Tasks\n\n## Phase 1: Build\n\
+- [ ] 1.1 Add one\n  - **Do**: write src/one.txt\n  - **Files**: src/one.txt\n  - **Done when**: src/one.txt exists\n  - **Verify**: `test -f src/one.txt`\n  - **Commit**: `feat(one): add one`\n\
+- [ ] 1.2 [P] Add two\n  - **Do**: write src/two.txt\n  - **Files**: src/two.txt\n  - **Done when**: it exists\n  - **Verify**: `test -f src/two.txt`\n  - **Commit**: `feat(two): add two`\n\
+- [ ] 1.3 [P] Add three\n  - **Do**: write src/three.txt\n  - **Files**: src/three.txt\n  - **Done when**: it exists\n  - **Verify**: `test -f src/three.txt`\n  - **Commit**: `feat(three): add three`\n\
+- [ ] 1.4 [VERIFY] Check the phase\n  - **Do**: run the checks\n  - **Done when**: all pass\n  - **Verify**: `test -f src/one.txt && test -f src/two.txt`\n";
+
+/// implement's step 2: each gate the snapshot reports must be one the skill handles, and
+/// for a run that goes on, one of those it continues on.
+fn implement_may_continue(w: &Walk) -> Value {
+    let (_, snapshot) = doc_command(SKILL, "specrun snapshot", &[("name", SPEC)]);
+    let doc = w.json(SKILL, &snapshot);
+    let skill = read_doc(SKILL);
+    let go_on = skill
+        .lines()
+        .find(|l| l.contains("no gate: continue"))
+        .expect("implement step 2 names the gates it continues on");
+    for gate in doc["gates"].as_array().expect("gates") {
+        let g = format!("`{}`", gate.as_str().unwrap());
+        assert!(
+            skill.contains(&g),
+            "{SKILL} does not say what to do on gate {g}"
+        );
+        assert!(
+            go_on.contains(&g),
+            "implement stops on {g}, but the walk must go on: {doc}"
+        );
+    }
+    doc
+}
+
+/// implement's step 3 (its `state init` line), with `extra` flags from its step 1.
+fn implement_init(w: &Walk, extra: &str) -> String {
+    let (_, init) = doc_command(SKILL, "specrun state init --spec", &[("name", SPEC)]);
+    assert!(
+        init.contains(SESSION),
+        "{SKILL}: state init does not bind the session: {init}"
+    );
+    w.ok(SKILL, &format!("{init} {extra}"), "")
+}
+
+/// coordinator-pattern step 1: (next id, parallel group).
+fn tasks_next(w: &Walk) -> (Option<String>, Vec<String>) {
+    let (_, next) = doc_command(LOOP, "specrun tasks next", &[]);
+    let out = w.sh(&next, "");
+    let doc: Value = serde_json::from_str(&out.stdout).expect("tasks next prints JSON");
+    // Exit 1 is its well-formed "nothing left", which the loop reads as `"next": null`.
+    assert_eq!(
+        out.code,
+        if doc["next"].is_null() { 1 } else { 0 },
+        "{LOOP}: `{next}`: {doc}"
+    );
+    let group = doc["parallelGroup"]
+        .as_array()
+        .expect("parallelGroup")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    (doc["next"]["id"].as_str().map(str::to_string), group)
+}
+
+/// coordinator-pattern steps 5–6: the SubagentStop hook lets the claim through, and the
+/// binary confirms it (`tasks show --json` checked, `verify status --task` exits 0).
+fn confirm(w: &Walk, id: &str, agent: &str, line: &str) {
+    let stop = w.hook(
+        "subagent-stop",
+        serde_json::json!({"hook_event_name": "SubagentStop", "agent_id": "a1",
+            "agent_type": agent, "last_assistant_message": format!("Done.\n{line} {id}")}),
+    );
+    assert!(
+        !stop.contains("\"block\""),
+        "SubagentStop refused {line} {id}: {stop}"
+    );
+    let show_json = format!("specrun tasks show {id} --json");
+    let show = doc_sequence(
+        LOOP,
+        &[show_json.as_str(), "specrun verify status --task"],
+        &[("id", id)],
+    );
+    let shown: Value = serde_json::from_str(&w.ok(LOOP, &show[0], "")).unwrap();
+    assert_eq!(
+        shown["checked"], true,
+        "{LOOP}: `{}` after {line} {id}",
+        show[0]
+    );
+    w.ok(LOOP, &show[1], "");
+}
+
+/// Delegate the group as coordinator-pattern step 4 says, and confirm each member.
+fn delegate(w: &Walk, group: &[String]) {
+    let ids: Vec<&str> = group.iter().map(String::as_str).collect();
+    if w.task(ids[0]).is_verify() {
+        w.qa_engineer(ids[0]);
+        confirm(w, ids[0], "specrun:qa-engineer", "VERIFICATION_PASS");
+    } else {
+        w.executors(&ids);
+        for id in ids {
+            confirm(w, id, "specrun:spec-executor", "TASK_COMPLETE");
+        }
+    }
+}
+
+/// implement steps 2–7 and coordinator-pattern's loop and "Finishing", as written, to an
+/// `ALL_TASKS_COMPLETE` the Stop hook accepts.
+#[test]
+fn walk_the_coordinator_loop_to_an_accepted_completion() {
+    let w = Walk::new(WALK_TASKS);
+    implement_may_continue(&w);
+    implement_init(&w, "");
+    let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
+    let decision = w.json(SKILL, &last_mile);
+    let phase = decision["phase"].as_str().unwrap();
+    assert_eq!(phase, "implementing", "{decision}");
+    table_row(LAST_MILE, phase);
+    let mut rounds = 0;
+    while let (Some(_), group) = tasks_next(&w) {
+        let (_, status) = doc_command(LOOP, "specrun status", &[]);
+        w.ok(LOOP, &status, "");
+        for id in &group {
+            let prefix = format!("specrun tasks show {id}");
+            let (_, show) = doc_command(LOOP, &prefix, &[("id", id)]);
+            w.ok(LOOP, &show, "");
+        }
+        delegate(&w, &group);
+        rounds += 1;
+        assert!(rounds < 10, "the loop does not end");
+    }
+    assert_eq!(rounds, 3, "1.1, the [P] pair 1.2+1.3, then 1.4");
+    let (_, count) = doc_command(SKILL, "specrun tasks count", &[]);
+    let counted = w.ok(SKILL, &count, "");
+    assert!(
+        counted.contains("\"pending\":0"),
+        "{SKILL} waits for `\"pending\":0`; got {counted}"
+    );
+    let check = "test -f src/one.txt && test -f src/two.txt && test -f src/three.txt";
+    let (_, full) = doc_command(
+        SKILL,
+        "specrun verify run --phase execution",
+        &[("the full test and lint command", check)],
+    );
+    w.ok(SKILL, &full, "");
+    let (_, status) = doc_command(LOOP, "specrun verify status --phase execution", &[]);
+    w.ok(LOOP, &status, "");
+    let stop = w.hook(
+        "stop",
+        serde_json::json!({"hook_event_name": "Stop",
+            "last_assistant_message": "All tasks are verified.\nALL_TASKS_COMPLETE"}),
+    );
+    assert!(
+        !stop.contains("\"block\""),
+        "the Stop hook refused the completion: {stop}"
+    );
+    assert_eq!(w.state()["phase"], "completed");
+    // Every task's commit holds its own new file, and only it (commit-discipline.md).
+    let log = w.p.git_cmd(&["log", "--name-only", "--format=%s"]);
+    for (subject, file) in [
+        ("feat(one): add one", "src/one.txt"),
+        ("feat(three): add three", "src/three.txt"),
+    ] {
+        assert!(log.contains(&format!("{subject}\n\n{file}\n")), "{log}");
+    }
+}
+
+/// failure-recovery.md, recovery mode: fail, retry, insert a fix task, run the fix, run the
+/// original; and a refused `task start` is still a failure the coordinator records.
+#[test]
+fn walk_failure_fix_task_and_retry() {
+    let w = Walk::new(WALK_TASKS);
+    implement_init(&w, "--recovery-mode");
+    let (_, start) = doc_command(
+        "references/executor-workflow.md",
+        "specrun task start",
+        &[("id", "1.1"), ("name", SPEC)],
+    );
+    let fail = |id: &str| {
+        let (_, c) = doc_command(
+            LOOP,
+            "specrun task fail",
+            &[("id", id), ("reason", "tests red")],
+        );
+        w.ok(LOOP, &c, "");
+    };
+    // Attempt 1 fails; the retry (step 3) starts again and fails the same way.
+    for _ in 0..2 {
+        assert_eq!(tasks_next(&w).0.as_deref(), Some("1.1"));
+        w.ok("references/executor-workflow.md", &start, "");
+        fail("1.1");
+    }
+    // Step 4: the same reason twice becomes a fix task, which is next.
+    let (_, insert) = doc_command_where(
+        RECOVERY,
+        "specrun task fail 1.1",
+        &[("id", "1.1"), ("reason", "tests red")],
+        |c| c.contains("--insert"),
+    );
+    w.ok(RECOVERY, &insert, "");
+    assert_eq!(
+        tasks_next(&w),
+        (Some("1.1.1".into()), vec!["1.1.1".into()]),
+        "{RECOVERY}: `tasks next` names the fix task"
+    );
+    // Delegating anything else now: the executor's start is refused, it reports
+    // TASK_FAILED, and the coordinator records that as it records any failure.
+    let (_, refused) = doc_command(
+        "references/executor-workflow.md",
+        "specrun task start",
+        &[("id", "1.2"), ("name", SPEC)],
+    );
+    assert_ne!(w.sh(&refused, "").code, 0);
+    fail("1.2");
+    delegate(&w, &["1.1.1".into()]);
+    assert_eq!(
+        tasks_next(&w).0.as_deref(),
+        Some("1.1"),
+        "{RECOVERY}: the original is next again"
+    );
+    // It fails once more: the second fix goes below the first and is next.
+    w.ok("references/executor-workflow.md", &start, "");
+    fail("1.1");
+    w.ok(RECOVERY, &insert, "");
+    let text = w.p.read("specs/demo/tasks.md");
+    let order: Vec<String> = specrun::tasks::parse(&text)
+        .tasks
+        .iter()
+        .map(|t| t.label())
+        .collect();
+    assert_eq!(order[..4], ["1.1", "1.1.1", "1.1.2", "1.2"]);
+    assert_eq!(tasks_next(&w).0.as_deref(), Some("1.1.2"));
+    delegate(&w, &["1.1.2".into()]);
+    delegate(&w, &["1.1".into()]);
+    assert_eq!(tasks_next(&w).0.as_deref(), Some("1.2"));
+}
+
+/// A cap halt, the resume command the binary prints, then implement again: the raise and
+/// the counters survive, and work goes on. A cancel comes back the same way.
+#[test]
+fn walk_halt_resume_and_implement_again() {
+    let w = Walk::new(WALK_TASKS);
+    implement_init(&w, "--max-global-iterations 3");
+    let (_, start) = doc_command(
+        "references/executor-workflow.md",
+        "specrun task start",
+        &[("id", "1.1"), ("name", SPEC)],
+    );
+    w.ok("references/executor-workflow.md", &start, "");
+    let stop =
+        serde_json::json!({"hook_event_name": "Stop", "last_assistant_message": "still working"});
+    for _ in 0..5 {
+        if w.state()["halt"].is_null() {
+            w.hook("stop", stop.clone());
+        }
+    }
+    assert_eq!(w.state()["halt"]["kind"], "global-cap", "{}", w.state());
+    let (_, snapshot) = doc_command(SKILL, "specrun snapshot", &[("name", SPEC)]);
+    let gates = w.json(SKILL, &snapshot)["gates"].to_string();
+    assert!(gates.contains("halted"), "{gates}");
+    // The person runs what `specrun status` prints (failure-recovery "Halted").
+    let status = w.ok(RECOVERY, "specrun status", "");
+    let resume = status
+        .lines()
+        .find_map(|l| {
+            l.find("specrun resume")
+                .map(|at| l[at..].trim_end_matches(['`', ')', '.']).to_string())
+        })
+        .unwrap_or_else(|| panic!("`specrun status` prints no resume command:\n{status}"));
+    assert!(
+        read_doc(RECOVERY).contains("--raise-global"),
+        "{RECOVERY} does not name the flag"
+    );
+    w.ok(RECOVERY, &resume, "");
+    let raised = w.state()["maxGlobalIterations"].clone();
+    let used = w.state()["globalIteration"].clone();
+    assert!(
+        raised.as_u64() > used.as_u64(),
+        "{resume} did not lift the cap"
+    );
+    // `/specrun:implement` again: snapshot, state init — the raise and the counters stay.
+    implement_may_continue(&w);
+    implement_init(&w, "");
+    let s = w.state();
+    assert_eq!(
+        (
+            s["maxGlobalIterations"].clone(),
+            s["globalIteration"].clone()
+        ),
+        (raised, used),
+        "{RECOVERY}: implement lost the raise"
+    );
+    assert_eq!(s["attempts"]["1.1"][0]["status"], "running");
+    assert!(!w.hook("stop", stop.clone()).contains("\"continue\":false"));
+    // cancel.md, resume.md, then implement: the same execution continues.
+    let (_, cancel) = doc_command("plugin/commands/cancel.md", "specrun cancel", &[]);
+    w.ok("plugin/commands/cancel.md", &cancel, "");
+    let (_, resume) = doc_command("plugin/commands/resume.md", "specrun resume", &[]);
+    w.ok("plugin/commands/resume.md", &resume, "");
+    implement_may_continue(&w);
+    implement_init(&w, "");
+    assert_eq!(w.state()["phase"], "execution");
+    assert_eq!(w.state()["attempts"]["1.1"][0]["status"], "running");
+}
+
+/// last-mile-autopilot.md's `phase` rows must say what the binary's instruction says, for
+/// the `planning` it returns with and without a usable tasks.md.
+#[test]
+fn the_last_mile_planning_row_matches_what_the_binary_says() {
+    let w = Walk::new(WALK_TASKS);
+    let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
+    let no_init = w.json(SKILL, &last_mile.replace(" --record", ""));
+    std::fs::remove_file(w.p.path("specs/demo/tasks.md")).unwrap();
+    let no_plan = w.json(SKILL, &last_mile.replace(" --record", ""));
+    for decision in [no_init, no_plan] {
+        let phase = decision["phase"].as_str().unwrap();
+        let row = table_row(LAST_MILE, phase);
+        let said = decision["coordinatorInstruction"].as_str().unwrap();
+        for named in ["specrun state init", "/specrun:start"] {
+            assert!(!said.contains(named) || row.contains(named.trim_start_matches("specrun ")),
+                "{LAST_MILE}: the `{phase}` row does not say `{named}`, which the binary asks for: {said}\n{row}");
+        }
+    }
 }

@@ -452,6 +452,20 @@ fn state_init_starts_the_stall_count_afresh() {
         .args(["state", "init", "--spec", "demo", "--session-id", SESSION])
         .assert()
         .success();
+    // Continuing the execution restarts the stall count; --restart drops the whole record.
+    assert_eq!(e.state()["guard"]["stallStops"], 0);
+    e.p.specrun()
+        .args([
+            "state",
+            "init",
+            "--spec",
+            "demo",
+            "--session-id",
+            SESSION,
+            "--restart",
+        ])
+        .assert()
+        .success();
     assert_eq!(e.state()["guard"], json!({}));
     assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
     assert_eq!(e.state()["guard"]["stallStops"], 0);

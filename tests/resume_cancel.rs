@@ -128,3 +128,73 @@ fn cancel_deletes_nothing_and_is_idempotent() {
     assert_eq!(p.state(SPEC)["phase"], "execution");
     assert!(events(&p).iter().any(|e| e["event"] == "cancel"));
 }
+
+/// `specrun resume --raise-global 60`, then `/specrun:implement` (which runs `state init`
+/// with its own flags): the execution continues with the raised cap and its counters.
+#[test]
+fn state_init_after_a_resume_continues_and_keeps_the_raise() {
+    let p = project(
+        TASKS,
+        &["--session-id", "s1", "--max-global-iterations", "30"],
+    );
+    run(&p, &["task", "start", "1.1"]);
+    run(&p, &["task", "fail", "1.1", "--reason", "red"]);
+    set_state(
+        &p,
+        json!({"globalIteration": 30, "usage": {"outputTokens": 1234},
+               "halt": {"kind": "global-cap", "reason": "30 stops", "at": "x"}}),
+    );
+    assert_eq!(run(&p, &["resume", "--raise-global", "60"]).0, 0);
+    let (code, out, _) = run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            SPEC,
+            "--session-id",
+            "s2",
+            "--driver",
+            "native-goal",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("execution continued at task 1/3"), "{out}");
+    let s = p.state(SPEC);
+    assert_eq!(
+        (
+            s["maxGlobalIterations"].clone(),
+            s["globalIteration"].clone()
+        ),
+        (json!(60), json!(30))
+    );
+    assert_eq!(s["taskIteration"], 1);
+    assert_eq!(s["usage"]["outputTokens"], 1234);
+    assert_eq!(s["attempts"]["1.1"][0]["status"], "failed");
+    assert_eq!(s["sessionId"], "s2");
+    assert!(s["halt"].is_null());
+    // A halted execution stays halted through init; --restart starts over on purpose.
+    set_state(
+        &p,
+        json!({"halt": {"kind": "stall", "reason": "r", "at": "x"}}),
+    );
+    let (code, _, err) = run(&p, &["state", "init", "--spec", SPEC]);
+    assert_eq!(code, 0);
+    assert!(
+        err.contains("halted (stall)") && err.contains("specrun resume --spec demo"),
+        "{err}"
+    );
+    assert_eq!(p.state(SPEC)["halt"]["kind"], "stall");
+    let (code, out, _) = run(&p, &["state", "init", "--spec", SPEC, "--restart"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("execution initialised"), "{out}");
+    let s = p.state(SPEC);
+    assert_eq!(
+        (
+            s["globalIteration"].clone(),
+            s["maxGlobalIterations"].clone()
+        ),
+        (json!(0), json!(30))
+    );
+    assert!(s["halt"].is_null());
+}

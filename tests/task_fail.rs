@@ -6,15 +6,31 @@ mod task_helpers;
 use serde_json::json;
 use task_helpers::*;
 
+/// The executor's own `task start` was refused (here: 1.2 is not the current task); the
+/// coordinator records the failure it reported, and it counts.
 #[test]
-fn fail_without_start_and_fail_after_complete_are_refused() {
+fn a_task_whose_start_was_refused_can_still_be_failed() {
     let p = project(TASKS, &[]);
-    let (code, out, _) = run(&p, &["task", "fail", "1.1", "--reason", "red"]);
-    assert_eq!(code, 1);
-    assert!(
-        out.contains("attempt-running: task 1.1 was never started"),
-        "{out}"
+    let (code, out, _) = run(&p, &["task", "start", "1.2"]);
+    assert_eq!(code, 1, "{out}");
+    let (code, out, _) = run(&p, &["task", "fail", "1.2", "--reason", "start refused"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out.trim(),
+        "task 1.2 attempt 1 failed before it started (1/5 iterations)"
     );
+    let s = p.state(SPEC);
+    assert_eq!(s["taskIteration"], 1);
+    assert_eq!(s["attempts"]["1.2"][0]["status"], "failed");
+    // Nothing ran, so there is nothing to roll back; the next start is attempt 2.
+    let (code, out, _) = run(&p, &["task", "rollback", "1.2"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("failed before it started"), "{out}");
+}
+
+#[test]
+fn fail_after_complete_and_an_empty_reason_are_refused() {
+    let p = project(TASKS, &[]);
     run(&p, &["task", "start", "1.1"]);
     ready_to_complete(&p, "1.1");
     assert_eq!(run(&p, &["task", "complete", "1.1", "--check"]).0, 0);
@@ -76,15 +92,22 @@ fn the_stop_hook_then_halts_the_session() {
     );
     run(&p, &["task", "start", "1.1"]);
     run(&p, &["task", "fail", "1.1", "--reason", "red"]);
-    let input = json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "Stop", "stop_hook_active": false});
+    let doc: serde_json::Value =
+        serde_json::from_str(&stop_hook(&p, "s")).expect("hook prints JSON");
+    assert_eq!(doc["continue"], false);
+}
+
+/// The Stop hook's stdout for session `session` in `p`.
+fn stop_hook(p: &common::TempProject, session: &str) -> String {
+    let input = json!({"session_id": session, "cwd": p.root(), "hook_event_name": "Stop",
+                       "stop_hook_active": false, "last_assistant_message": "working"});
     let out = p
         .specrun()
         .args(["hook", "stop"])
         .write_stdin(input.to_string())
         .output()
         .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("hook prints JSON");
-    assert_eq!(doc["continue"], false);
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 const RECOVERY_TASKS: &str = "\u{feff}# Tasks\r\n- [ ] 1.1 First\r\n  - **Files**: src/a.rs\r\n  - **Verify**: `cargo test a`\r\n\r\n- [ ] 1.2 Second\r\n";
@@ -165,4 +188,59 @@ fn insert_is_refused_without_recovery_mode_and_past_the_fix_limit() {
     let (code, out, _) = run(&q, &["task", "fail", "1.1", "--reason", "x"]);
     assert_eq!(code, 0);
     assert!(out.contains("recovery: no fix task (fix-limit"), "{out}");
+}
+
+/// failure-recovery.md: "delegate the fix task first, then the original". Every reader of
+/// "what is next" (tasks next, snapshot, the stop hook's brief, task start) must agree,
+/// and repeated inserts must read in the order they run.
+#[test]
+fn a_pending_fix_task_is_next_everywhere_and_fixes_read_in_order() {
+    let p = project(
+        TASKS,
+        &[
+            "--recovery-mode",
+            "--driver",
+            "stop-hook",
+            "--session-id",
+            "s",
+        ],
+    );
+    run(&p, &["task", "start", "1.1"]);
+    run(&p, &["task", "fail", "1.1", "--reason", "red", "--insert"]);
+    let next = |p: &common::TempProject| {
+        let (_, out, _) = run(p, &["tasks", "next", "--json"]);
+        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+        (doc["next"]["id"].clone(), doc["parallelGroup"].clone())
+    };
+    assert_eq!(next(&p), (json!("1.1.1"), json!(["1.1.1"])));
+    let (_, snap, _) = run(&p, &["snapshot"]);
+    let snap: serde_json::Value = serde_json::from_str(&snap).unwrap();
+    assert_eq!(snap["tasks"]["current"]["id"], "1.1.1");
+    let brief = stop_hook(&p, "s");
+    assert!(brief.contains("Next task 1.1.1"), "{brief}");
+    // The original waits for its fix.
+    let (code, out, _) = run(&p, &["task", "start", "1.1"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("startable now: 1.1.1"), "{out}");
+    // Fix done, the original is retried; it fails again and gets a second fix, below the first.
+    run(&p, &["task", "start", "1.1.1"]);
+    ready_to_complete(&p, "1.1.1");
+    let (code, out, _) = run(&p, &["task", "complete", "1.1.1", "--check"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("next: 1.1"), "{out}");
+    assert_eq!(next(&p).0, json!("1.1"));
+    run(&p, &["task", "start", "1.1"]);
+    run(
+        &p,
+        &["task", "fail", "1.1", "--reason", "red again", "--insert"],
+    );
+    let ids: Vec<String> = specrun::tasks::parse(&p.read("specs/demo/tasks.md"))
+        .tasks
+        .iter()
+        .map(|t| t.label())
+        .collect();
+    assert_eq!(ids, ["1.1", "1.1.1", "1.1.2", "1.2", "1.3"]);
+    assert_eq!(next(&p).0, json!("1.1.2"));
+    let (_, count, _) = run(&p, &["tasks", "count"]);
+    assert!(count.contains("\"nextIndex\":2"), "{count}");
 }

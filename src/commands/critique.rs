@@ -1,8 +1,6 @@
 //! `specrun critique record|status`: self-critique records (DESIGN §7), validated by the
 //! pure rules in `crate::critique` and written atomically under the spec's critique/.
 
-use std::io::Read;
-
 use serde_json::{json, Value};
 
 use crate::cli::CritiqueCommand;
@@ -37,17 +35,14 @@ pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
 fn read_input(project: &Project, file: Option<&str>) -> Result<Value> {
     let (name, text) = match file {
         None | Some("-") => {
-            let mut buf = String::new();
-            std::io::stdin()
-                .read_to_string(&mut buf)
-                .map_err(|e| Error::io("<stdin>", "read the critique record from", e))?;
+            let buf = store::read_stdin("critique record", store::MAX_READ)?;
             ("<stdin>".to_string(), buf)
         }
         Some(f) => {
             let path = project.cwd.join(f);
             (
                 path.display().to_string(),
-                store::read_text(&path, "critique record file")?,
+                store::read_user_text(&path, "critique record file")?,
             )
         }
     };
@@ -124,7 +119,7 @@ fn record(
     let record = critique::to_record(task, stage, &validated, &recorded_at);
     let path = critique::record_path(spec, task, stage);
     let dir = spec.critique_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
+    store::ensure_dir(&dir)?;
     store::write_atomic(&path, &store::to_pretty_bytes(&record))?;
     output::json_line(&json!({
         "task": task,

@@ -161,9 +161,9 @@ pub fn read_settings(project: &Project) -> Vec<SettingsFile> {
 }
 
 fn read_settings_file(path: &Path) -> SettingsContent {
-    let bytes = match std::fs::read(path) {
+    let bytes = match crate::store::read_user_file(path, "settings file") {
         Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return SettingsContent::Absent,
+        Err(crate::error::Error::Missing { .. }) => return SettingsContent::Absent,
         Err(e) => return SettingsContent::Malformed(e.to_string()),
     };
     match serde_json::from_slice::<Value>(&bytes) {

@@ -33,9 +33,32 @@ use crate::{critique, events, git, output, store, transcript};
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
 
+/// The most of stdin a hook reads, and how long it waits for it. Past either bound the
+/// input counts as unparseable: the hook allows and writes nothing (the fast path).
+pub const HOOK_STDIN_MAX: u64 = 8 << 20;
+pub const HOOK_STDIN_WAIT: Duration = Duration::from_secs(2);
+
+/// Stdin within `HOOK_STDIN_MAX` bytes and `HOOK_STDIN_WAIT`; empty past either bound.
+fn read_stdin() -> Vec<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The reader thread may stay blocked on a silent pipe: the process exits without it.
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let read = std::io::stdin()
+            .lock()
+            .take(HOOK_STDIN_MAX + 1)
+            .read_to_end(&mut bytes);
+        let _ = tx.send(if read.is_ok() && bytes.len() as u64 <= HOOK_STDIN_MAX {
+            bytes
+        } else {
+            Vec::new()
+        });
+    });
+    rx.recv_timeout(HOOK_STDIN_WAIT).unwrap_or_default()
+}
+
 pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
-    let mut stdin = Vec::new();
-    let _ = std::io::stdin().lock().read_to_end(&mut stdin);
+    let stdin = read_stdin();
     // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
     std::panic::set_hook(Box::new(|_| {}));
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
@@ -54,7 +77,7 @@ fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
         let project = input.project(cwd).filter(|p| p.found)?;
-        record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
+        let _ = record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
         Some(())
     });
     json!({ "systemMessage": PANIC_MESSAGE })
@@ -105,6 +128,11 @@ enum Located {
         error: String,
     },
     Executing(Active),
+    /// A bookkeeping path the hook must not use (a link, a FIFO).
+    Trouble {
+        project: Project,
+        error: String,
+    },
 }
 
 fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
@@ -118,6 +146,12 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
             error,
         } => return unreadable_state(event, &input, &project, &spec, &error),
         Located::Executing(active) => active,
+        Located::Trouble { .. } if event == HookEvent::PreToolUse => return None,
+        Located::Trouble { project, error } => {
+            let message =
+                format!("specrun guard: {error}; the guard enforces nothing until it is fixed.");
+            return trouble(&project, event, &input, "unusable-path", message);
+        }
     };
     match event {
         HookEvent::Stop => stop(&input, active),
@@ -133,8 +167,16 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
     let Some(project) = input.project(cwd) else {
         return Located::Nothing;
     };
-    let Ok(Some(spec)) = project.spec(None) else {
-        return Located::Nothing;
+    let spec = match project.spec(None) {
+        Ok(Some(spec)) => spec,
+        // A link or a special file at .current-spec is trouble to report, not "no spec".
+        Err(e @ (Error::Link { .. } | Error::NotRegular { .. })) => {
+            return Located::Trouble {
+                project,
+                error: e.to_string(),
+            }
+        }
+        _ => return Located::Nothing,
     };
     match read_state(&spec.state_path()) {
         StateRead::Absent => Located::Nothing,
@@ -178,8 +220,7 @@ fn unreadable_state(
         spec.state_path().display(),
         spec.name
     );
-    record(project, event, input, "allow", "unreadable-state", &message);
-    Some(json!({"systemMessage": message}))
+    trouble(project, event, input, "unreadable-state", message)
 }
 
 /// Allow with a systemMessage and an events.jsonl line: the answer to internal trouble.
@@ -190,8 +231,25 @@ fn trouble(
     rule: &str,
     message: String,
 ) -> Option<Value> {
-    record(project, event, input, "allow", rule, &message);
-    Some(json!({"systemMessage": message}))
+    let answer = Some(json!({"systemMessage": message}));
+    match record(project, event, input, "allow", rule, &message) {
+        Ok(()) => answer,
+        Err(e) => Some(with_message(
+            answer,
+            &format!("specrun guard: this decision was not recorded: {e}"),
+        )),
+    }
+}
+
+/// `answer` (or an empty one) with `message` added to its systemMessage.
+fn with_message(answer: Option<Value>, message: &str) -> Value {
+    let mut answer = answer.unwrap_or_else(|| json!({}));
+    let text = match answer.get("systemMessage").and_then(Value::as_str) {
+        Some(before) => format!("{before}\n{message}"),
+        None => message.to_string(),
+    };
+    answer["systemMessage"] = json!(text);
+    answer
 }
 
 fn record(
@@ -201,11 +259,11 @@ fn record(
     decision: &str,
     rule: &str,
     reason: &str,
-) {
-    let _ = events::append(
+) -> Result<()> {
+    events::append(
         project,
         json!({"session": input.session(), "event": event_name(event), "decision": decision, "rule": rule, "reason": reason}),
-    );
+    )
 }
 
 /// Under the state lock: re-read the state (another writer may have changed it), check it
@@ -260,8 +318,14 @@ fn under_lock(
     drop(lock);
     match result {
         Ok(Some(outcome)) => {
-            let _ = events::append(project, outcome.event.clone());
-            outcome.decision.to_hook_json()
+            let answer = outcome.decision.to_hook_json();
+            match events::append(project, outcome.event.clone()) {
+                Ok(()) => answer,
+                Err(e) => Some(with_message(
+                    answer,
+                    &format!("specrun guard: this decision was not recorded: {e}"),
+                )),
+            }
         }
         Ok(None) => None,
         Err(e) => trouble(

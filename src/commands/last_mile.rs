@@ -218,17 +218,21 @@ fn capabilities(project: &Project, git_available: bool) -> Vec<Capability> {
 fn mcp_servers(project: &Project) -> Vec<Capability> {
     let mut sources: Vec<(String, Value)> = Vec::new();
     let mut problems = Vec::new();
-    let mut read = |path: &Path, pick: &dyn Fn(&Value) -> Option<Value>| match std::fs::read(path) {
-        Err(_) => {}
-        Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
-            Ok(doc) => {
-                if let Some(servers) = pick(&doc) {
-                    sources.push((path.display().to_string(), servers));
+    let mut read =
+        |path: &Path, pick: &dyn Fn(&Value) -> Option<Value>| match crate::store::read_user_file(
+            path,
+            "MCP settings",
+        ) {
+            Err(_) => {}
+            Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok(doc) => {
+                    if let Some(servers) = pick(&doc) {
+                        sources.push((path.display().to_string(), servers));
+                    }
                 }
-            }
-            Err(e) => problems.push(format!("{} is not valid JSON: {e}", path.display())),
-        },
-    };
+                Err(e) => problems.push(format!("{} is not valid JSON: {e}", path.display())),
+            },
+        };
     let top = |doc: &Value| doc.get("mcpServers").cloned();
     read(&project.root.join(".mcp.json"), &top);
     if let Some(home) = std::env::var_os("HOME") {

@@ -79,6 +79,21 @@ pub fn resolve_tasks_path(
     }
 }
 
+/// The text of the tasks.md `--file` names (a user file: read wherever it is, see
+/// `store::read_user_file`), else of the spec's (bookkeeping).
+pub fn read_tasks_text(
+    project: &Project,
+    spec: Option<&str>,
+    file: Option<&Path>,
+) -> Result<(PathBuf, String)> {
+    let path = resolve_tasks_path(project, spec, file)?;
+    let text = match file {
+        Some(_) => store::read_user_text(&path, "tasks file")?,
+        None => store::read_text(&path, "tasks file")?,
+    };
+    Ok((path, text))
+}
+
 /// The spec and its tasks; a missing spec directory is named as such.
 pub fn load_spec_tasks(project: &Project, spec: Option<&str>) -> Result<(Spec, LoadedTasks)> {
     let spec = project.require_spec(spec)?;

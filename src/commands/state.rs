@@ -1,6 +1,5 @@
 //! `specrun state merge|get|init`.
 
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
@@ -21,11 +20,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
     match cmd {
         StateCommand::Merge { file, patch } => {
             let patch_text = if patch == "-" {
-                let mut buf = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut buf)
-                    .map_err(|e| Error::io("<stdin>", "read the patch from", e))?;
-                buf
+                store::read_stdin("patch", store::MAX_READ)?
             } else {
                 patch
             };
@@ -38,8 +33,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
         }
         StateCommand::Get { file, path } => {
             let file = project.cwd.join(&file);
-            let doc =
-                store::read_json(&file)?.ok_or_else(|| Error::missing("state file", &file))?;
+            let doc = store::parse_json(&file, &store::read_user_file(&file, "state file")?)?;
             match path.as_deref() {
                 None => output::json_pretty(&doc),
                 Some(p) => match state::get_path(&doc, p) {
@@ -82,7 +76,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     };
     let path = spec.state_path();
     let now = now_rfc3339();
-    let doc = {
+    let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
         let existing = match store::read_json(&path) {
             Ok(Some(v)) if !v.is_object() => {
@@ -97,8 +91,15 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
-        let mut doc =
-            state::init_execution(existing, &params, counts.next_index, counts.total, &now);
+        let mut continued = existing
+            .as_ref()
+            .is_some_and(|doc| !args.restart && state::is_resumable(doc));
+        let mut doc = match existing {
+            Some(doc) if continued => {
+                state::continue_execution(doc, &params, counts.next_index, counts.total)
+            }
+            other => state::init_execution(other, &params, counts.next_index, counts.total, &now),
+        };
         set_isolate(&mut doc, args.isolate);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
@@ -106,21 +107,41 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
             set_isolate(&mut doc, args.isolate);
+            continued = false;
         }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
-        doc
+        (doc, continued)
     };
-    let v = state::View(&doc);
+    report_init(&spec.name, &doc, counts, continued);
+    Ok(0)
+}
+
+fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued: bool) {
+    let v = state::View(doc);
+    let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
+    let what = if continued {
+        format!(
+            "execution continued at task {at}/{} ({}/{} stops used, {} iterations of the current task; counters kept, --restart starts over)",
+            counts.total,
+            v.global_iteration(),
+            v.max_global_iterations(),
+            v.task_iteration()
+        )
+    } else {
+        format!("execution initialised at task {at}/{}", counts.total)
+    };
     output::line(&format!(
-        "{}: execution initialised at task {}/{} (max {} per task, {} stops, driver {})",
-        spec.name,
-        counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total),
-        counts.total,
+        "{name}: {what} (max {} per task, {} stops, driver {})",
         v.max_task_iterations(),
         v.max_global_iterations(),
         v.driver()
     ));
-    Ok(0)
+    if let Some(kind) = v.halt_kind() {
+        output::warn(&format!(
+            "the execution is halted ({kind}): nothing runs until `{}`",
+            state::resume_command(name, v)
+        ));
+    }
 }
 
 /// `isolation.sequential`: whether sequential tasks may run in worktrees too; the rest of
@@ -147,7 +168,13 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".corrupt-{stamp}"));
     let backup = path.with_file_name(name);
-    std::fs::copy(path, &backup)
+    let bytes = store::read_optional(path)?.unwrap_or_default();
+    // A new name: create_new refuses anything (a link included) already there.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&backup)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
         .map_err(|e| Error::io(&backup, "back up the unusable state to", e))?;
     output::warn(&format!("kept the unusable state as {}", backup.display()));
     Ok(())

@@ -411,8 +411,8 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// Write the fix block after its task's block under tasks.md's lock, re-reading the file
-/// so an edit made since is not lost.
+/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
+/// re-reading the file so an edit made since is not lost.
 fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = crate::tasks::parse(&text);
@@ -426,7 +426,8 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
                 message: format!("task id {} already exists", fix.id),
             });
         }
-        let next = protocol::insert_after_block(&text, task, &fix.lines, list.crlf);
+        let anchor = protocol::fix_anchor(&list, task);
+        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
         Ok((Some(next), ()))
     })
 }
@@ -514,7 +515,7 @@ fn snapshot_files(root: &Path, rel_paths: &[String]) -> Vec<(PathBuf, Vec<u8>)> 
                     walk(&e.path(), out);
                 }
             }
-        } else if let Ok(bytes) = std::fs::read(path) {
+        } else if let Ok(bytes) = store::read_user_file(path, "bookkeeping file") {
             out.push((path.to_path_buf(), bytes));
         }
     }
@@ -603,9 +604,9 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     git::run(root, &clean_refs, &[])?;
     for (path, bytes) in &kept {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+            store::ensure_dir(dir)?;
         }
-        if std::fs::read(path).ok().as_deref() != Some(bytes.as_slice()) {
+        if store::read_optional(path).ok().flatten().as_deref() != Some(bytes.as_slice()) {
             store::write_atomic(path, bytes)?;
         }
     }

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::commands::{load_tasks_file, resolve_tasks_path, LoadedTasks};
+use crate::commands::{read_tasks_text, resolve_tasks_path, LoadedTasks};
 use crate::error::{Error, Result};
 use crate::output;
 use crate::project::Project;
@@ -13,9 +13,8 @@ use crate::tasks::{self, Task, TaskList};
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {
         TasksCommand::Count { file, spec } => {
-            let path = resolve_tasks_path(project, spec.spec.as_deref(), file.as_deref())?;
             // Counting needs no task structs: the fast path of the same line scanner.
-            let text = store::read_text(&path, "tasks file")?;
+            let (_, text) = read_tasks_text(project, spec.spec.as_deref(), file.as_deref())?;
             output::json_line(&json!(tasks::count(&text)));
             Ok(0)
         }
@@ -108,8 +107,9 @@ fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
 }
 
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {
-    let path = resolve_tasks_path(project, args.spec.spec.as_deref(), args.file.as_deref())?;
-    load_tasks_file(&path)
+    let (path, text) = read_tasks_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+    let list = tasks::parse(&text);
+    Ok(LoadedTasks { path, text, list })
 }
 
 fn markers(t: &Task) -> String {

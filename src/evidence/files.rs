@@ -8,7 +8,7 @@
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use super::sha256::Sha256;
@@ -113,7 +113,7 @@ fn walk(
     overall: &mut Sha256,
 ) -> Result<()> {
     let rules_before = rules.len();
-    if let Ok(text) = std::fs::read_to_string(dir.join(".gitignore")) {
+    if let Ok(text) = crate::store::read_user_text(&dir.join(".gitignore"), ".gitignore") {
         rules.extend(parse_rules(&text, rel));
     }
     let mut entries: Vec<_> = std::fs::read_dir(dir)
@@ -123,7 +123,7 @@ fn walk(
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();
-        if name == ".git" {
+        if name == ".git" || crate::store::is_temp_name(&name.to_string_lossy()) {
             continue;
         }
         let name_str = String::from_utf8_lossy(name.as_bytes());
@@ -172,7 +172,12 @@ fn walk(
 }
 
 fn hash_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, "read", e))?;
+    // O_NONBLOCK: a file swapped for a FIFO after the walk's stat cannot hang the open.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path, "read", e))?;
     let mut hasher = Sha256::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -234,6 +239,11 @@ mod tests {
         std::fs::create_dir_all(root.join("out")).unwrap();
         std::fs::write(root.join("out/bin"), "noise").unwrap();
         std::fs::write(root.join("specs/demo/tasks.md"), "- [x] 1 a").unwrap();
+        std::fs::write(
+            root.join("specs/demo/.tasks.md.specrun-tmp-x1"),
+            "in flight",
+        )
+        .unwrap();
         assert_eq!(
             tree(root, &excluded).unwrap(),
             t1,

@@ -111,8 +111,8 @@ pub fn assert_json_file(path: &Path) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{text}", path.display()))
 }
 
-/// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
-pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
+/// What `critique record --file -` reads for `stage`: every checklist item passed.
+pub fn critique_input(stage: &str) -> serde_json::Value {
     let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
         .unwrap()
         .iter()
@@ -123,7 +123,12 @@ pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
             )
         })
         .collect();
-    let input = serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
+    serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []})
+}
+
+/// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
+pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
+    let input = critique_input(stage);
     let v = specrun::critique::validate(stage, id, &input).unwrap();
     specrun::critique::to_record(id, stage, &v, at)
 }

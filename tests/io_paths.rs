@@ -1,0 +1,306 @@
+//! Every bookkeeping path, attacked: a symbolic link there must not carry a write (or a
+//! file creation) outside the project, and a FIFO there must not hang a verb or a hook.
+//! Each case runs the verbs and hooks that touch the path, killing any that outlives
+//! `BOUND`.
+
+mod common;
+mod task_helpers;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::TempProject;
+use serde_json::json;
+use task_helpers::*;
+
+/// Far above what any verb needs here, far below the hook's 30 s limit.
+const BOUND: Duration = Duration::from_secs(15);
+
+struct Ran {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run `specrun args` in `p` with `stdin`, killed past `BOUND` (code `None`).
+fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
+    let mut child = Command::new(common::bin_path())
+        .args(args)
+        .current_dir(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin);
+    drop(input);
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > BOUND {
+            child.kill().unwrap();
+            let out = child.wait_with_output().unwrap();
+            return Ran {
+                code: None,
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = child.wait_with_output().unwrap();
+    Ran {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The verbs and hooks that read or write the spec's bookkeeping, in an order that
+/// reaches every path (the task is started before it is failed).
+fn battery(p: &TempProject) -> Vec<(String, Ran)> {
+    let stop = json!({"session_id": "s1", "cwd": p.root(), "hook_event_name": "Stop",
+        "last_assistant_message": "ALL_TASKS_COMPLETE", "stop_hook_active": false});
+    let subagent = json!({"session_id": "s1", "cwd": p.root(), "hook_event_name": "SubagentStop",
+        "agent_type": "specrun-executor", "last_assistant_message": "TASK_COMPLETE 1.1"});
+    let record = common::critique_record("1.1", "post-code", "2026-01-01T00:00:30Z").to_string();
+    let state = "specs/demo/.specrun-state.json";
+    let runs: Vec<(Vec<&str>, Vec<u8>)> = vec![
+        (vec!["hook", "session-start"], stop.to_string().into_bytes()),
+        (vec!["task", "start", "1.1"], vec![]),
+        (vec!["learn", "a lesson"], vec![]),
+        (
+            vec![
+                "followup",
+                "add",
+                "--category",
+                "VERIFY",
+                "--priority",
+                "low",
+                "--title",
+                "t",
+            ],
+            vec![],
+        ),
+        (
+            vec![
+                "critique",
+                "record",
+                "--task",
+                "1.1",
+                "--stage",
+                "post-code",
+            ],
+            record.into_bytes(),
+        ),
+        (vec!["hook", "stop"], stop.to_string().into_bytes()),
+        (
+            vec!["hook", "subagent-stop"],
+            subagent.to_string().into_bytes(),
+        ),
+        (vec!["tasks", "check", "1.3"], vec![]),
+        (vec!["state", "merge", state, "{\"x\":1}"], vec![]),
+        (vec!["task", "complete", "1.1"], vec![]),
+        (vec!["task", "fail", "1.1", "--reason", "r"], vec![]),
+        (vec!["snapshot"], vec![]),
+        (vec!["status"], vec![]),
+        (vec!["cancel"], vec![]),
+    ];
+    runs.into_iter()
+        .map(|(args, stdin)| (args.join(" "), run_bounded(p, &args, &stdin)))
+        .collect()
+}
+
+/// Every file under `dir` with its content.
+fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push((path.clone(), Vec::new()));
+            out.extend(contents(&path));
+        } else {
+            out.push((path.clone(), std::fs::read(&path).unwrap_or_default()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The bookkeeping paths (relative to the root), each with whether it is a directory.
+const BOOKKEEPING: &[(&str, bool)] = &[
+    (".specrun", true),
+    (".specrun/events.jsonl", false),
+    ("specs/.current-spec", false),
+    ("specs/demo/.specrun-state.json", false),
+    ("specs/demo/.specrun-state.json.lock", false),
+    ("specs/demo/tasks.md", false),
+    ("specs/demo/tasks.md.lock", false),
+    ("specs/demo/.progress.md", false),
+    ("specs/demo/.progress.md.lock", false),
+    ("specs/demo/followups.json", false),
+    ("specs/demo/followups.json.lock", false),
+    ("specs/demo/critique", true),
+];
+
+fn fresh() -> TempProject {
+    let p = project(TASKS, &["--session-id", "s1", "--recovery-mode"]);
+    p.write("specs/.current-spec", "demo\n");
+    std::fs::create_dir_all(p.path(".specrun")).unwrap();
+    p
+}
+
+/// Put a link at `rel`: to a copy of what was there (so reads through it succeed), or to
+/// a path that does not exist yet (so a write through it would create a file outside).
+fn plant_link(p: &TempProject, rel: &str, is_dir: bool, outside: &Path) {
+    let here = p.path(rel);
+    let target = outside.join(rel.replace('/', "_"));
+    if is_dir {
+        std::fs::create_dir_all(&target).unwrap();
+        let _ = std::fs::remove_dir_all(&here);
+    } else if here.exists() {
+        std::fs::copy(&here, &target).unwrap();
+        std::fs::remove_file(&here).unwrap();
+    }
+    std::os::unix::fs::symlink(&target, &here).unwrap();
+}
+
+#[test]
+fn no_link_at_a_bookkeeping_path_carries_a_write_outside_the_project() {
+    for &(rel, is_dir) in BOOKKEEPING {
+        let p = fresh();
+        let outside = tempfile::tempdir().unwrap();
+        plant_link(&p, rel, is_dir, outside.path());
+        let before = contents(outside.path());
+        let ran = battery(&p);
+        assert_eq!(
+            contents(outside.path()),
+            before,
+            "a write went through the link at {rel}"
+        );
+        let mut named = false;
+        for (cmd, r) in &ran {
+            assert!(r.code.is_some(), "{cmd} hung with a link at {rel}");
+            assert_ne!(r.code, Some(101), "{cmd} panicked: {}", r.stderr);
+            if cmd.starts_with("hook") {
+                assert_eq!(r.code, Some(0), "{cmd}: {}", r.stderr);
+            }
+            named |= r.stderr.contains("symbolic link") || r.stdout.contains("symbolic link");
+        }
+        assert!(
+            named,
+            "no command named the link at {rel}: {:?}",
+            summary(&ran)
+        );
+    }
+}
+
+#[test]
+fn no_fifo_at_a_bookkeeping_path_hangs_a_verb_or_a_hook() {
+    for &(rel, is_dir) in BOOKKEEPING {
+        if is_dir {
+            continue;
+        }
+        let p = fresh();
+        let here = p.path(rel);
+        let _ = std::fs::remove_file(&here);
+        let status = Command::new("mkfifo").arg(&here).status().unwrap();
+        assert!(status.success());
+        let ran = battery(&p);
+        for (cmd, r) in &ran {
+            assert!(r.code.is_some(), "{cmd} hung on a FIFO at {rel}");
+            assert_ne!(r.code, Some(101), "{cmd} panicked: {}", r.stderr);
+            if cmd.starts_with("hook") {
+                assert_eq!(r.code, Some(0), "{cmd}: {}", r.stderr);
+            }
+        }
+    }
+}
+
+fn summary(ran: &[(String, Ran)]) -> Vec<(String, Option<i32>, String)> {
+    ran.iter()
+        .map(|(c, r)| (c.clone(), r.code, r.stderr.clone()))
+        .collect()
+}
+
+#[test]
+fn a_hook_reads_a_bounded_stdin_and_answers() {
+    let p = fresh();
+    // An endless stdin (/dev/zero): read up to the bound, then the fast path.
+    let start = Instant::now();
+    let zero = std::fs::File::open("/dev/zero").unwrap();
+    let out = Command::new(common::bin_path())
+        .args(["hook", "stop", "--cwd"])
+        .arg(p.root())
+        .stdin(zero)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    assert!(start.elapsed() < BOUND);
+    // A stdin nobody closes: the hook stops waiting and answers.
+    let mut child = Command::new(common::bin_path())
+        .args(["hook", "stop", "--cwd"])
+        .arg(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held_open = child.stdin.take().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < BOUND, "the hook waited for stdin forever");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(held_open);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo() {
+    let p = fresh();
+    let outside = tempfile::tempdir().unwrap();
+    let md = outside.path().join("t.md");
+    std::fs::write(&md, "- [ ] 1 A\n").unwrap();
+    let ran = run_bounded(&p, &["tasks", "count", md.to_str().unwrap()], b"");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let fifo = outside.path().join("fifo.md");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    for args in [
+        vec!["tasks", "count", fifo.to_str().unwrap()],
+        vec!["state", "get", fifo.to_str().unwrap()],
+        vec![
+            "critique",
+            "record",
+            "--task",
+            "1.1",
+            "--stage",
+            "post-code",
+            "--file",
+            fifo.to_str().unwrap(),
+        ],
+    ] {
+        let ran = run_bounded(&p, &args, b"");
+        assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
+        assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+    }
+    // Writing through an explicit path outside the root stays refused.
+    let ran = run_bounded(
+        &p,
+        &[
+            "state",
+            "merge",
+            outside.path().join("s.json").to_str().unwrap(),
+            "{}",
+        ],
+        b"",
+    );
+    assert_eq!(ran.code, Some(2));
+    assert!(!outside.path().join("s.json").exists());
+}
