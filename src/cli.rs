@@ -239,8 +239,13 @@ pub enum HookEvent {
 pub enum VerifyCommand {
     /// Run C with sh -c in the project root and record the evidence.
     Run {
+        /// The command to run; with --task and no --command, the task's **Verify** command.
         #[arg(long, value_name = "C")]
-        command: String,
+        command: Option<String>,
+        /// With --task: count a command other than the task's Verify as its evidence, for
+        /// this reason. A person's decision: refused inside Claude Code (CLAUDECODE set).
+        #[arg(long, value_name = "REASON", requires = "task")]
+        accept_other: Option<String>,
         /// Evidence slot (verificationBlocks.<P>); default execution.
         #[arg(long, value_name = "P")]
         phase: Option<String>,

@@ -80,6 +80,67 @@ pub fn passed(record: &Value) -> bool {
             .unwrap_or(false)
 }
 
+/// Whether a record counts as a task's evidence by its command: a task's evidence must come
+/// from its own **Verify** command, or from another one that a person accepted with a
+/// reason (`acceptedOther`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandFit {
+    /// The task's own Verify command ran.
+    Own,
+    /// The task has no Verify command: any command is its evidence.
+    NoVerify,
+    /// Another command, accepted by a person with this reason.
+    Accepted(String),
+    /// Another command, not accepted: the record does not count for the task.
+    Other { ran: String, verify: String },
+}
+
+impl CommandFit {
+    pub fn counts(&self) -> bool {
+        !matches!(self, CommandFit::Other { .. })
+    }
+
+    /// Why the record does not count, with the command that records one that does.
+    pub fn problem(&self, spec: &str, id: &str) -> Option<String> {
+        let CommandFit::Other { ran, verify } = self else {
+            return None;
+        };
+        Some(format!(
+            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} --spec {spec}` (without --command it runs the Verify command)",
+            crate::goal::shell_word(id)
+        ))
+    }
+}
+
+/// Judge a record's command against the task's own Verify command (`own_verify`, as
+/// `Task::verify_command` gives it). Compared exactly, after trimming.
+pub fn command_fit(record: &Value, own_verify: Option<&str>) -> CommandFit {
+    let Some(verify) = own_verify.map(str::trim).filter(|v| !v.is_empty()) else {
+        return CommandFit::NoVerify;
+    };
+    let ran = record
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    if ran == verify {
+        return CommandFit::Own;
+    }
+    let accepted = record
+        .get("acceptedOther")
+        .and_then(|a| a.get("reason"))
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    match accepted {
+        Some(reason) => CommandFit::Accepted(reason.to_string()),
+        None => CommandFit::Other {
+            ran: ran.to_string(),
+            verify: verify.to_string(),
+        },
+    }
+}
+
 /// When a record's run ended (`startedAt + durationMs`), RFC 3339; `None` without a
 /// readable `startedAt`. A review of the run must come no earlier than this.
 pub fn ended_at(record: &Value) -> Option<String> {
@@ -531,6 +592,31 @@ pub fn check(project: &Project, spec: &Spec, state: &Value, slot: &Slot) -> Fres
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_task_record_counts_only_for_its_own_verify_command_or_an_accepted_one() {
+        let rec = json!({"command": " grep -q A a.txt "});
+        assert_eq!(command_fit(&rec, Some("grep -q A a.txt")), CommandFit::Own);
+        assert_eq!(command_fit(&rec, None), CommandFit::NoVerify);
+        let other = command_fit(&json!({"command": "true"}), Some("grep -q A a.txt"));
+        assert!(!other.counts());
+        let why = other.problem("demo", "1.1").unwrap();
+        assert!(
+            why.contains("ran `true`, not the task's Verify command `grep -q A a.txt`"),
+            "{why}"
+        );
+        assert!(
+            why.contains("`specrun verify run --task 1.1 --spec demo`"),
+            "{why}"
+        );
+        let accepted = json!({"command": "true", "acceptedOther": {"reason": "flaky CI box"}});
+        assert_eq!(
+            command_fit(&accepted, Some("make test")),
+            CommandFit::Accepted("flaky CI box".into())
+        );
+        let blank = json!({"command": "true", "acceptedOther": {"reason": "  "}});
+        assert!(!command_fit(&blank, Some("make test")).counts());
+    }
 
     #[test]
     fn assess_covers_every_outcome() {

@@ -69,6 +69,30 @@ pub struct Outcome {
     pub patch: Value,
     /// The events.jsonl record (without `at`, which the writer adds).
     pub event: Value,
+    /// Something the user must hear whatever the decision (a broken time cap): shown as
+    /// the hook's systemMessage, after the decision's own message.
+    pub notice: Option<String>,
+}
+
+impl Outcome {
+    /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
+    pub fn to_hook_json(&self) -> Option<Value> {
+        match &self.notice {
+            None => self.decision.to_hook_json(),
+            Some(notice) => Some(with_message(self.decision.to_hook_json(), notice)),
+        }
+    }
+}
+
+/// A hook's `answer` (or an empty one) with `message` added to its systemMessage.
+pub fn with_message(answer: Option<Value>, message: &str) -> Value {
+    let mut answer = answer.unwrap_or_else(|| json!({}));
+    let text = match answer.get("systemMessage").and_then(Value::as_str) {
+        Some(before) => format!("{before}\n{message}"),
+        None => message.to_string(),
+    };
+    answer["systemMessage"] = json!(text);
+    answer
 }
 
 /// The last non-empty line of a message, unless it sits inside (or is) a fenced code
@@ -151,21 +175,7 @@ pub struct UsageRead {
     pub transcript_path: Option<String>,
 }
 
-/// A follow-up that blocks completion (open, VERIFY, high).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocker {
-    pub id: String,
-    pub title: String,
-}
-
-/// What a completion claim is judged on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompletionGates {
-    /// `verificationBlocks.execution` against the current tree.
-    pub evidence: Freshness,
-    /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
-    pub blockers: Result<Vec<Blocker>, String>,
-}
+pub use crate::completion::{Blocker, Gates as CompletionGates};
 
 /// The facts a Stop is decided on, gathered under the state lock.
 pub struct StopFacts<'a> {
@@ -176,6 +186,9 @@ pub struct StopFacts<'a> {
     /// Computed only when the message claims completion (it costs git processes).
     pub completion: Option<CompletionGates>,
     pub now: DateTime<Utc>,
+    /// Stops that could not be counted since the last counted one (`uncounted::since`):
+    /// they are counted now.
+    pub missed: crate::uncounted::Missed,
 }
 
 /// The Stop hook's stdin fields the decision uses.
@@ -210,7 +223,11 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
 
     // Row 3: count the stop, add usage, compare the fingerprint.
     // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
-    let global = v.global_iteration().saturating_add(1);
+    let missed = facts.missed.count;
+    let global = v
+        .global_iteration()
+        .saturating_add(1)
+        .saturating_add(missed);
     let output_tokens = v.output_tokens().saturating_add(facts.usage.output_tokens);
     let input_tokens = v.input_tokens().saturating_add(facts.usage.input_tokens);
     let fp = fingerprint(facts.tasks, state, facts.head);
@@ -232,20 +249,37 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     }
     let mut guard = Map::new();
     guard.insert("lastFingerprint".into(), json!(fp));
+    // The time cap's fallback origin, should startedAt ever be missing or garbled.
+    if v.get("guard.clockStartedAt").is_none() {
+        guard.insert("clockStartedAt".into(), json!(now));
+    }
+    if missed > 0 {
+        let total = v
+            .get("guard.uncountedStops")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            .saturating_add(missed);
+        guard.insert("uncountedStops".into(), json!(total));
+        guard.insert("uncountedOffset".into(), json!(facts.missed.end));
+    }
     if let Some(id) = &facts.usage.last_message_id {
         guard.insert("lastMessageId".into(), json!(id));
     }
     let mut patch = json!({"globalIteration": global, "usage": usage});
+    let mut unmet: Vec<&'static str> = Vec::new();
 
     let (decision, rule) = decide_after_count(
         input,
         state,
         facts,
-        global,
-        output_tokens,
-        stall,
+        Counted {
+            global,
+            output_tokens,
+            stall,
+        },
         &fp,
         &mut patch,
+        &mut unmet,
         &now,
     );
     if matches!(decision, Decision::Halt(_)) {
@@ -278,12 +312,91 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         "fingerprint": fp,
         "stopHookActive": input.stop_hook_active,
     });
+    let mut event = event;
+    if !unmet.is_empty() {
+        event["unmet"] = json!(unmet);
+    }
+    let mut notices: Vec<String> = Vec::new();
+    if missed > 0 {
+        event["uncountedCaughtUp"] = json!(missed);
+        notices.push(format!(
+            "specrun guard: {missed} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {global}).",
+            facts.missed.last_cause.as_deref().unwrap_or("cause unknown")
+        ));
+    }
+    if let Some(n) = time_cap_notice(name, v, facts.now) {
+        event["timeCapProblem"] = json!(n);
+        notices.push(n);
+    }
+    let notice = (!notices.is_empty()).then(|| notices.join("\n"));
     Outcome {
         decision,
         rule,
         patch,
         event,
+        notice,
     }
+}
+
+/// A Stop of the owner that could not be counted (`cause`), with `missed` stops missed in
+/// a row counting this one (already in the ledger, or `ledger_error` says why not). The
+/// caps still hold: the stops missed are added to the state's counter for the check, and
+/// a halted execution halts again. Nothing is written to the state.
+pub fn decide_uncounted_stop(
+    name: &str,
+    state: &Value,
+    missed: u64,
+    cause: &str,
+    ledger_error: Option<&str>,
+    now: DateTime<Utc>,
+) -> (Decision, String) {
+    let v = View(state);
+    let trace = match ledger_error {
+        None => {
+            format!("recorded in .specrun/{name}.uncounted.jsonl; the next counted stop adds it")
+        }
+        Some(e) => format!("and could not be recorded either ({e})"),
+    };
+    let mut m =
+        format!("specrun guard: this stop of spec '{name}' was not counted ({cause}); {trace}.");
+    if missed >= crate::uncounted::ALARM_AFTER {
+        m = format!(
+            "specrun guard: THE GUARD CANNOT COUNT: {missed} stops in a row of spec '{name}' were not counted (now: {cause}); the caps hold only on what was counted before. Run `specrun doctor` and fix the cause. {m}"
+        );
+    }
+    if v.halt().is_some() {
+        let s = format!(
+            "specrun: spec '{name}' is halted ({}). A person continues it with `{}`. {m}",
+            v.halt_reason().unwrap_or("no reason recorded"),
+            state::resume_command(name, v)
+        );
+        return (Decision::Halt(s), "halted".into());
+    }
+    let global = v.global_iteration().saturating_add(missed);
+    if let Some((kind, what)) = hit_cap(v, global, v.output_tokens(), 0, now) {
+        let s = format!(
+            "specrun halted spec '{name}': {what} (counting the stops that could not be recorded). The halt could not be written: fix the cause, then continue with /specrun:implement {name}. {m}"
+        );
+        return (Decision::Halt(s), format!("cap:{kind}"));
+    }
+    (Decision::Allow(Some(m)), "uncounted".into())
+}
+
+/// With a time cap set, what is wrong with `startedAt` (the cap still holds).
+fn time_cap_notice(name: &str, v: View<'_>, now: DateTime<Utc>) -> Option<String> {
+    v.max_minutes()?;
+    let problem = state::time_origin(v, now).problem?;
+    Some(format!(
+        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
+    ))
+}
+
+/// What this stop brings the counters to.
+#[derive(Debug, Clone, Copy)]
+struct Counted {
+    global: u64,
+    output_tokens: u64,
+    stall: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -291,13 +404,17 @@ fn decide_after_count(
     input: &StopInput<'_>,
     state: &Value,
     facts: &StopFacts<'_>,
-    global: u64,
-    output_tokens: u64,
-    stall: u64,
+    counted: Counted,
     fp: &str,
     patch: &mut Value,
+    unmet_names: &mut Vec<&'static str>,
     now: &str,
 ) -> (Decision, String) {
+    let Counted {
+        global,
+        output_tokens,
+        stall,
+    } = counted;
     let v = View(state);
     let name = facts.spec_name;
 
@@ -340,7 +457,8 @@ fn decide_after_count(
 
     // Row 5: the completion claim.
     if claims_all_complete(input.last_assistant_message) {
-        let unmet = completion_unmet(name, state, facts);
+        let unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+        unmet_names.extend(unmet.iter().map(|u| u.name));
         if unmet.is_empty() {
             patch["phase"] = json!("completed");
             patch["completed"] = json!(true);
@@ -365,7 +483,7 @@ fn decide_after_count(
         let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
         for item in &unmet {
             r.push_str("- ");
-            r.push_str(item);
+            r.push_str(&item.detail);
             r.push('\n');
         }
         r.push_str(&format!(
@@ -422,15 +540,17 @@ fn hit_cap(
             ));
         }
     }
-    if let (Some(max), Some(started)) = (v.max_minutes(), v.started_at()) {
-        if let Ok(started) = DateTime::parse_from_rfc3339(started) {
-            let minutes = (now - started.with_timezone(&Utc)).num_minutes().max(0) as u64;
-            if minutes >= max {
-                return Some((
-                    state::HALT_MINUTES,
-                    format!("{minutes} minutes since startedAt >= budget.maxMinutes {max}"),
-                ));
-            }
+    // Fails closed: without a usable startedAt the cap counts from a fallback origin.
+    if let Some(max) = v.max_minutes() {
+        let (minutes, origin) = state::minutes_since(v, now);
+        if minutes >= max {
+            return Some((
+                state::HALT_MINUTES,
+                format!(
+                    "{minutes} minutes since {} >= budget.maxMinutes {max}",
+                    origin.source
+                ),
+            ));
         }
     }
     // 0 turns the stall cap off (it would otherwise halt on every stop).
@@ -444,58 +564,6 @@ fn hit_cap(
         ));
     }
     None
-}
-
-/// Every unmet completion gate, each with the command that satisfies it.
-fn completion_unmet(name: &str, state: &Value, facts: &StopFacts<'_>) -> Vec<String> {
-    let mut unmet = Vec::new();
-    let unchecked: Vec<&Task> = facts.tasks.tasks.iter().filter(|t| !t.checked).collect();
-    if facts.tasks.tasks.is_empty() {
-        unmet.push(format!(
-            "specs/{name}/tasks.md has no tasks: there is nothing to complete."
-        ));
-    }
-    if !unchecked.is_empty() {
-        let labels: Vec<String> = unchecked.iter().map(|t| t.label()).collect();
-        unmet.push(format!(
-            "{} of {} tasks unchecked ({}): delegate each to {EXECUTOR_AGENT} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete <id> --check --spec {name}`.",
-            unchecked.len(),
-            facts.tasks.tasks.len(),
-            labels.join(", ")
-        ));
-    }
-    let gates = facts.completion.as_ref();
-    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
-    if evidence != Freshness::Fresh {
-        let command = View(state)
-            .get("verificationBlocks.execution.command")
-            .and_then(Value::as_str)
-            .unwrap_or("<full test command>");
-        let why = match evidence {
-            Freshness::Stale => "stale (the code changed since it ran)",
-            Freshness::Failed => "failed",
-            _ => "missing",
-        };
-        unmet.push(format!(
-            "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
-            shell_word(command)
-        ));
-    }
-    match gates.map(|g| &g.blockers) {
-        Some(Ok(blockers)) => {
-            for b in blockers {
-                unmet.push(format!(
-                    "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" --spec {name}`.",
-                    b.id, b.title, b.id
-                ));
-            }
-        }
-        Some(Err(e)) => unmet.push(format!(
-            "follow-ups cannot be read ({e}): fix specs/{name}/followups.json so open VERIFY/high items can be checked."
-        )),
-        None => {}
-    }
-    unmet
 }
 
 /// The re-prompt of the stop-hook driver: the next task only.
@@ -535,6 +603,8 @@ pub struct ClaimFacts {
     pub task: Option<(bool, Option<String>)>,
     /// `taskEvidence.<id>` against the current tree.
     pub evidence: Freshness,
+    /// Why that evidence does not count by its command (another command than the Verify).
+    pub evidence_mismatch: Option<String>,
     /// `startedAt` of that evidence.
     /// When the evidence run ended (`startedAt + durationMs`).
     pub evidence_ended_at: Option<String>,
@@ -560,16 +630,18 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         }
     };
     if facts.evidence != Freshness::Fresh {
-        let command = verify
-            .as_deref()
-            .map(|v| v.trim().trim_matches('`').to_string())
-            .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| "<the task's Verify command>".into());
+        // Without --command, `verify run --task` runs the task's own Verify command.
+        let command = match verify.as_deref().filter(|v| !v.trim().is_empty()) {
+            Some(_) => String::new(),
+            None => " --command '<a command that proves it>'".into(),
+        };
         missing.push(format!(
-            "evidence for task {id} is {}: `specrun verify run --task {id} --spec {name} --command {}` must pass on the current code.",
+            "evidence for task {id} is {}: `specrun verify run --task {} --spec {name}{command}` must pass on the current code.",
             facts.evidence.as_str(),
-            shell_word(&command)
+            shell_word(id)
         ));
+    } else if let Some(why) = &facts.evidence_mismatch {
+        missing.push(format!("evidence for task {id} does not count: {why}."));
     }
     for (stage, at) in [
         ("post-code", &facts.post_code_at),
@@ -666,6 +738,7 @@ pub fn decide_subagent_stop(
         rule: rule.into(),
         patch,
         event,
+        notice: None,
     }
 }
 
@@ -711,31 +784,93 @@ pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -
     }})
 }
 
-/// PreToolUse on `Agent`: once the owned execution is halted or has spent a budget, a new
-/// delegation is denied, so a coordinator that never ends its turn still stops at the caps.
+/// Tools that start new work (a subagent); denied once the execution is halted, cancelled
+/// or out of budget.
+pub const WORK_TOOLS: &[&str] = &["Agent", "Task"];
+
+/// PreToolUse on a work-starting tool: once the owned execution is halted, cancelled or has
+/// spent a budget, new work is denied, so a coordinator that never ends its turn still
+/// stops at the caps. `Some((rule, reason))` denies.
 pub fn deny_delegation(
+    name: &str,
     state: &Value,
     tool_name: Option<&str>,
     session: Option<&str>,
     now: DateTime<Utc>,
-) -> Option<String> {
-    if !matches!(tool_name, Some("Agent" | "Task"))
-        || !executing(state)
-        || !owned_by(state, session)
-    {
+) -> Option<(String, String)> {
+    if !tool_name.is_some_and(|t| WORK_TOOLS.contains(&t)) || !owned_by(state, session) {
         return None;
     }
     let v = View(state);
-    let why = match v.halt() {
-        Some(_) => format!(
-            "the execution is halted ({})",
-            v.halt_reason().unwrap_or("no reason recorded")
+    if v.phase() == Some("cancelled") {
+        return Some((
+            "cancelled".into(),
+            format!(
+                "specrun: do not start new work: spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
+                state::resume_command(name, v)
+            ),
+        ));
+    }
+    if !executing(state) {
+        return None;
+    }
+    let (rule, why) = match v.halt() {
+        Some(_) => (
+            "halted".to_string(),
+            format!(
+                "the execution is halted ({})",
+                v.halt_reason().unwrap_or("no reason recorded")
+            ),
         ),
-        None => hit_cap(v, v.global_iteration(), v.output_tokens(), 0, now)?.1,
+        None => {
+            let (kind, what) = hit_cap(v, v.global_iteration(), v.output_tokens(), 0, now)?;
+            (format!("cap:{kind}"), what)
+        }
     };
-    Some(format!(
-        "specrun: do not delegate more work: {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+    Some((
+        rule,
+        format!(
+            "specrun: do not delegate more work: {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+        ),
     ))
+}
+
+/// A PreToolUse decision past the fast path: `deny` is the reason when denied; `event` is
+/// its events.jsonl line (without `at`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDecision {
+    pub deny: Option<String>,
+    pub event: Value,
+}
+
+/// Decide a PreToolUse: quick mode's question denial, then the work denial. `None` when
+/// the guard has nothing to do with this session's call (another session's or an unowned
+/// execution, and no denial): nothing is answered or written.
+pub fn decide_pre_tool_use(
+    name: &str,
+    state: &Value,
+    tool_name: Option<&str>,
+    session: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<ToolDecision> {
+    let (rule, deny) = match deny_question(state, tool_name, session) {
+        Some(reason) => ("quick-mode-question".to_string(), Some(reason)),
+        None => match deny_delegation(name, state, tool_name, session, now) {
+            Some((rule, reason)) => (rule, Some(reason)),
+            None if owned_by(state, session) => ("allow".to_string(), None),
+            None => return None,
+        },
+    };
+    let event = json!({
+        "session": session,
+        "event": "pre-tool-use",
+        "spec": name,
+        "tool": tool_name,
+        "decision": if deny.is_some() { "deny" } else { "allow" },
+        "rule": rule,
+        "reason": deny,
+    });
+    Some(ToolDecision { deny, event })
 }
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
@@ -819,7 +954,7 @@ mod tests {
             "budget": {"maxOutputTokens": null, "maxMinutes": null, "maxStallStops": 5},
             "usage": {"outputTokens": 0, "inputTokens": 0},
             "startedAt": "2026-01-01T00:00:00Z", "executionDriver": "manual",
-            "halt": null, "guard": {}
+            "halt": null, "guard": {}, "checkedAtInit": ["1.1", "1.2"]
         })
     }
 
@@ -838,6 +973,7 @@ mod tests {
             usage: UsageRead::default(),
             completion: gates,
             now: now(),
+            missed: Default::default(),
         };
         let input = StopInput {
             session_id: Some("s1"),
@@ -944,6 +1080,7 @@ mod tests {
             },
             completion: None,
             now: now(),
+            missed: Default::default(),
         };
         let o = decide_stop(
             &StopInput {
@@ -1037,6 +1174,49 @@ mod tests {
     }
 
     #[test]
+    fn row4_minutes_cap_holds_without_a_usable_started_at() {
+        let mut s = state();
+        s["budget"]["maxMinutes"] = json!(30);
+        s["guard"] = json!({"clockStartedAt": "2026-01-01T00:10:00Z"});
+        for bad in [
+            json!(null),
+            json!("not a time"),
+            json!("2030-01-01T00:00:00Z"),
+        ] {
+            s["startedAt"] = bad;
+            let o = decide(&s, TASKS, None, false, None);
+            assert!(
+                halt_text(&o)
+                    .contains("50 minutes since guard.clockStartedAt >= budget.maxMinutes 30"),
+                "{o:?}"
+            );
+            let json = o.to_hook_json().unwrap();
+            let m = json["systemMessage"].as_str().unwrap();
+            assert!(
+                m.contains("the time cap counts from guard.clockStartedAt"),
+                "{m}"
+            );
+            assert!(o.event["timeCapProblem"].is_string());
+        }
+        // Under the cap it allows, and still says what is wrong.
+        s["budget"]["maxMinutes"] = json!(600);
+        let o = decide(&s, TASKS, None, false, None);
+        assert_eq!(o.decision, Decision::Allow(None));
+        let m = o.to_hook_json().unwrap()["systemMessage"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(m.contains("lies in the future"), "{m}");
+        // Without a time cap nothing is said; the first stop stamps the fallback origin.
+        let o = decide(&state(), TASKS, None, false, None);
+        assert_eq!(o.to_hook_json(), None);
+        assert_eq!(
+            o.patch["guard"]["clockStartedAt"],
+            "2026-01-01T01:00:00.000Z"
+        );
+    }
+
+    #[test]
     fn subagent_usage_adds_to_the_totals_and_remembers_the_agent_offset() {
         let mut s = state();
         s["usage"] = json!({"inputTokens": 10, "outputTokens": 100,
@@ -1059,10 +1239,10 @@ mod tests {
     }
 
     #[test]
-    fn delegation_is_denied_only_when_halted_or_a_budget_is_spent() {
+    fn delegation_is_denied_only_when_halted_cancelled_or_a_budget_is_spent() {
         let mut s = state();
         let deny = |s: &Value, tool: &str, session: &str| {
-            deny_delegation(s, Some(tool), Some(session), now())
+            deny_delegation("demo", s, Some(tool), Some(session), now()).map(|(_, r)| r)
         };
         assert_eq!(deny(&s, "Agent", "s1"), None);
         s["budget"]["maxOutputTokens"] = json!(1000);
@@ -1079,6 +1259,36 @@ mod tests {
         s["halt"] = json!({"kind": "stall", "reason": "5 stops without progress"});
         let m = deny(&s, "Agent", "s1").expect("halted");
         assert!(m.contains("halted (5 stops without progress)"), "{m}");
+        // Cancelled: the phase is no longer execution, and new work is still denied.
+        s["phase"] = json!("cancelled");
+        s["halt"] = json!({"kind": "cancelled", "reason": "cancelled by `specrun cancel`"});
+        let (rule, m) = deny_delegation("demo", &s, Some("Agent"), Some("s1"), now()).unwrap();
+        assert_eq!(rule, "cancelled");
+        assert!(m.contains("`specrun resume --spec demo`"), "{m}");
+        s["phase"] = json!("completed");
+        assert_eq!(deny(&s, "Agent", "s1"), None);
+    }
+
+    #[test]
+    fn every_pre_tool_use_decision_of_the_owner_is_an_event() {
+        let s = state();
+        let d = decide_pre_tool_use("demo", &s, Some("Agent"), Some("s1"), now()).unwrap();
+        assert_eq!(d.deny, None);
+        assert_eq!(
+            (&d.event["decision"], &d.event["rule"], &d.event["tool"]),
+            (&json!("allow"), &json!("allow"), &json!("Agent"))
+        );
+        assert_eq!(
+            decide_pre_tool_use("demo", &s, Some("Agent"), Some("s2"), now()),
+            None
+        );
+        let mut quick = state();
+        quick["quickMode"] = json!(true);
+        quick["sessionId"] = Value::Null;
+        let d = decide_pre_tool_use("demo", &quick, Some("AskUserQuestion"), Some("s2"), now())
+            .unwrap();
+        assert!(d.deny.is_some());
+        assert_eq!(d.event["rule"], "quick-mode-question");
     }
 
     #[test]
@@ -1166,6 +1376,29 @@ mod tests {
     }
 
     #[test]
+    fn row5_a_box_ticked_by_hand_is_not_a_completion() {
+        // The executor ticked 1.2 with sed: its attempt still runs, its claim is unverified.
+        let mut s = state();
+        s["checkedAtInit"] = json!(["1.1"]);
+        s["attempts"] =
+            json!({"1.2": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:01:00Z"}]});
+        s["unverifiedClaims"] =
+            json!([{"taskId": "1.2", "at": "2026-01-01T00:05:00Z", "missing": []}]);
+        let o = decide(&s, DONE, Some(COMPLETION_TOKEN), false, good_gates());
+        let r = block_text(&o);
+        assert!(
+            r.contains("task 1.2 is checked but attempt 1 is still running"),
+            "{r}"
+        );
+        assert!(r.contains("TASK_COMPLETE 1.2"), "{r}");
+        assert_eq!(
+            o.event["unmet"],
+            json!(["attempt-running", "unverified-claim"])
+        );
+        assert!(o.patch.get("phase").is_none());
+    }
+
+    #[test]
     fn row5_missing_gates_count_as_missing_evidence() {
         let o = decide(&state(), DONE, Some(COMPLETION_TOKEN), false, None);
         let r = block_text(&o);
@@ -1232,6 +1465,7 @@ mod tests {
     ) -> ClaimFacts {
         ClaimFacts {
             task,
+            evidence_mismatch: None,
             evidence: ev,
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
@@ -1255,7 +1489,7 @@ mod tests {
         let r = block_text(&o);
         assert!(r.contains("task 1.2 is unchecked"), "{r}");
         assert!(
-            r.contains("`specrun verify run --task 1.2 --spec demo --command 'cargo test a'`"),
+            r.contains("`specrun verify run --task 1.2 --spec demo` must pass"),
             "{r}"
         );
         assert!(r.contains("post-code is missing"), "{r}");
@@ -1268,6 +1502,32 @@ mod tests {
         assert_eq!(claims[0]["taskId"], "1.2");
         assert_eq!(claims[0]["agentId"], "a1");
         assert_eq!(claims[0]["missing"].as_array().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn evidence_of_another_command_does_not_settle_a_claim() {
+        let mut f = claim(
+            Some((true, Some("cargo test a".into()))),
+            Freshness::Fresh,
+            true,
+            true,
+        );
+        f.evidence_mismatch =
+            Some("it ran `true`, not the task's Verify command `cargo test a`".into());
+        let missing = claim_missing("demo", "1.2", &f);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(
+            missing[0].contains("does not count: it ran `true`"),
+            "{missing:?}"
+        );
+        let none = claim(Some((false, None)), Freshness::Missing, true, true);
+        let missing = claim_missing("demo", "1.2", &none);
+        assert!(
+            missing
+                .iter()
+                .any(|m| m.contains("--command '<a command that proves it>'")),
+            "{missing:?}"
+        );
     }
 
     #[test]

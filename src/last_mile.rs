@@ -13,6 +13,8 @@ use crate::tasks::{Task, TaskList};
 
 /// How a verification-gap line about an open blocking follow-up starts.
 const FOLLOWUP_GAP: &str = "every task is checked but follow-up ";
+/// What follows the task id in a verification-gap line about an unearned completion.
+const UNEARNED_GAP: &str = "completion not earned: ";
 
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;
@@ -135,13 +137,7 @@ fn capped(mut lines: Vec<String>) -> Vec<String> {
 }
 
 /// The command inside the first backtick pair of a Verify field, else the whole field.
-pub fn verify_command(field: &str) -> &str {
-    let mut parts = field.split('`');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(_), Some(inner), Some(_)) if !inner.trim().is_empty() => inner.trim(),
-        _ => field.trim(),
-    }
-}
+pub use crate::tasks::verify_command;
 
 const SHELL_WORDS: &[&str] = &[
     "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source", ".",
@@ -480,6 +476,12 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         }
     }
     if list.all_checked() && !is_completed(ctx) {
+        // The completion gate's own rules (`completion::earned`): a box ticked without
+        // `task complete`, an attempt still running, an open unverified claim.
+        let name = input.spec_name.unwrap_or("<name>");
+        for (id, gap) in crate::completion::earned_by_task(name, state, list) {
+            out.push(format!("task {id} {UNEARNED_GAP}{}", gap.detail));
+        }
         for (id, title) in &input.blocking_followups {
             out.push(format!(
                 "{FOLLOWUP_GAP}{id} (VERIFY, high) is open: {title}"
@@ -559,8 +561,11 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
         };
     }
     if all_checked(ctx) {
-        let execution_gap = has(problems, ProblemType::VerificationGap)
-            .is_some_and(|p| p.evidence.iter().any(|e| e.starts_with("every task")));
+        let execution_gap = has(problems, ProblemType::VerificationGap).is_some_and(|p| {
+            p.evidence
+                .iter()
+                .any(|e| e.starts_with("every task") || e.contains(UNEARNED_GAP))
+        });
         return if execution_gap {
             Phase::Verifying
         } else {
@@ -671,7 +676,7 @@ fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<S
         _ => {}
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        for e in &p.evidence {
+        for e in p.evidence.iter().filter(|e| !e.contains(UNEARNED_GAP)) {
             if let Some(id) = e.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
                 out.push(format!(
                     "task {id}: fresh passing evidence (taskEvidence[{id}])"
@@ -750,6 +755,9 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
         );
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
+        if let Some(gap) = p.evidence.iter().find_map(|e| e.split_once(UNEARNED_GAP)) {
+            return format!("Do not claim completion yet: {}", gap.1);
+        }
         let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
         if p.evidence
             .iter()
@@ -857,7 +865,8 @@ mod tests {
     const TWO: &str = "- [x] 1 One\n  - **Verify**: `true`\n  - **Done when**: ok\n- [ ] 2 Two\n  - **Files**: src/a.rs, docs/\n  - **Verify**: `cargo test two`\n  - **Done when**: ok\n";
 
     fn executing() -> Value {
-        json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 0, "tree": "T"}}})
+        json!({"phase": "execution", "checkedAtInit": ["1", "2"],
+               "taskEvidence": {"1": {"exitCode": 0, "tree": "T"}}})
     }
 
     #[test]
@@ -992,6 +1001,29 @@ mod tests {
         let d = Case::new(&all, st).decide();
         assert_eq!(d.phase, Phase::Releasing);
         assert!(d.coordinator_instruction.ends_with("ALL_TASKS_COMPLETE."));
+    }
+
+    #[test]
+    fn an_unearned_completion_is_a_verification_gap_not_a_release() {
+        // Task 2 ticked by hand while its attempt runs, with an open unverified claim.
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["checkedAtInit"] = json!(["1"]);
+        st["attempts"] = json!({"2": [{"n": 1, "status": "running"}]});
+        st["unverifiedClaims"] = json!([{"taskId": "2", "at": "2026-01-01T00:00:00Z"}]);
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let d = Case::new(&all, st).decide();
+        assert_eq!(d.phase, Phase::Verifying);
+        assert_eq!(d.blocking_gates, ["verification-gap:2"]);
+        assert!(
+            d.coordinator_instruction.starts_with(
+                "Do not claim completion yet: task 2 is checked but attempt 1 is still running"
+            ),
+            "{}",
+            d.coordinator_instruction
+        );
+        assert!(!d.coordinator_instruction.contains("ALL_TASKS_COMPLETE"));
+        assert_eq!(d.problem_types[0].evidence.len(), 2);
     }
 
     #[test]

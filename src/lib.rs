@@ -6,6 +6,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod completion;
 pub mod critique;
 pub mod error;
 pub mod events;
@@ -23,6 +24,7 @@ pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod transcript;
+pub mod uncounted;
 pub mod worktree;
 
 use clap::Parser;

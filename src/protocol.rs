@@ -202,6 +202,22 @@ pub struct EvidenceFact {
     pub freshness: Freshness,
     /// When the run ended (`startedAt + durationMs`).
     pub ended_at: Option<String>,
+    /// Why the record does not count for the task by its command (`CommandFit::problem`).
+    pub mismatch: Option<String>,
+}
+
+impl EvidenceFact {
+    /// Fresh, passing and from a command that counts for the task.
+    pub fn counts(&self) -> bool {
+        self.freshness.is_ok() && self.mismatch.is_none()
+    }
+
+    fn describe(&self) -> String {
+        match &self.mismatch {
+            Some(why) if self.freshness.is_ok() => format!("not the task's ({why})"),
+            _ => self.freshness.as_str().to_string(),
+        }
+    }
 }
 
 pub struct CompleteInput<'a> {
@@ -253,9 +269,11 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
         Some(_) => {}
     }
     // Task evidence first; the phase's evidence (a full run) also vouches for the task.
-    let evidence = if input.task_evidence.freshness.is_ok() {
+    // A record counts only when it ran the task's own Verify command (or a person accepted
+    // another one), whichever slot it sits in.
+    let evidence = if input.task_evidence.counts() {
         Some(&input.task_evidence)
-    } else if input.phase_evidence.freshness.is_ok() {
+    } else if input.phase_evidence.counts() {
         Some(&input.phase_evidence)
     } else {
         None
@@ -264,9 +282,9 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
         unmet.push(Unmet::new(
             "evidence",
             format!(
-                "no fresh passing evidence: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id} --command '…'`",
-                input.task_evidence.freshness.as_str(),
-                input.phase_evidence.freshness.as_str()
+                "no fresh passing evidence from the task's Verify command: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id}`",
+                input.task_evidence.describe(),
+                input.phase_evidence.describe()
             ),
         ));
     }
@@ -822,11 +840,9 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
             "the execution is completed; there is nothing to resume",
         ));
     }
-    let minutes_used = view
-        .started_at()
-        .and_then(parse_time)
-        .zip(parse_time(now))
-        .map(|(s, n)| (n - s).num_minutes().max(0) as u64)
+    // Counted as the guard counts: a missing or bad startedAt does not make it 0.
+    let minutes_used = parse_time(now)
+        .map(|n| state::minutes_since(view, n).0)
         .unwrap_or(0);
     // Each raise must lift its cap above what is already used, or the guard halts at once.
     let checks: [(Option<u64>, u64, &str, &str); 4] = [
@@ -1076,6 +1092,7 @@ mod tests {
         EvidenceFact {
             freshness: Freshness::Fresh,
             ended_at: Some(at.into()),
+            mismatch: None,
         }
     }
 
@@ -1083,6 +1100,7 @@ mod tests {
         EvidenceFact {
             freshness: Freshness::Missing,
             ended_at: None,
+            mismatch: None,
         }
     }
 
@@ -1170,6 +1188,7 @@ mod tests {
         input.task_evidence = EvidenceFact {
             freshness: Freshness::Stale,
             ended_at: Some("x".into()),
+            mismatch: None,
         };
         input.post_code = Stored::Missing;
         input.post_test = Stored::Unusable("1 issue(s) found but not fixed".into());
@@ -1190,6 +1209,18 @@ mod tests {
         assert!(err[3]
             .detail
             .contains("does not count (1 issue(s) found but not fixed)"));
+        // Fresh and passing, but another command than the task's Verify: refused.
+        let mut input = complete_input(&s, &list, task);
+        input.task_evidence = fresh("2026-01-01T00:05:00Z");
+        input.task_evidence.mismatch = Some("it ran `true`, not …".into());
+        let err = complete(&input).unwrap_err();
+        assert!(names(&err).contains(&"evidence"), "{err:?}");
+        assert!(
+            err.iter().any(|u| u
+                .detail
+                .contains("taskEvidence[2] is not the task's (it ran `true`")),
+            "{err:?}"
+        );
         // Post-test older than the evidence (which ended at 00:05).
         let started = apply(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
         let mut input = complete_input(&started, &list, task);

@@ -2,6 +2,7 @@
 //! type-check known fields, seed an execution, and read fields with their defaults.
 //! Unknown fields are carried through untouched.
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
@@ -80,7 +81,9 @@ const KNOWN: &[(&str, Kind)] = &[
     ("usage.inputTokens", Kind::UInt),
     ("usage.transcriptOffset", Kind::OptUInt),
     ("usage.transcriptPath", Kind::OptStr),
-    ("startedAt", Kind::OptStr),
+    // `startedAt` is not type-checked here: a garbled one must not make the whole state
+    // unreadable (the guard would enforce nothing); `check_times` refuses writing one and
+    // the time cap falls back to another origin (`time_origin`).
     ("executionDriver", Kind::OneOf(DRIVERS)),
     ("quickMode", Kind::Bool),
     ("recoveryMode", Kind::Bool),
@@ -99,6 +102,7 @@ const KNOWN: &[(&str, Kind)] = &[
     ("unverifiedClaims", Kind::Array),
     ("isolation", Kind::Object),
     ("isolation.sequential", Kind::Bool),
+    ("checkedAtInit", Kind::Array),
 ];
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
@@ -222,6 +226,7 @@ pub fn apply_patch(base: Option<Value>, patch: &Value, file_name: &str) -> Resul
     };
     let patch = Value::Object(patch_map);
     typecheck(&patch, "patch")?;
+    check_times(&patch, Utc::now())?;
     let mut doc = base.unwrap_or_else(|| Value::Object(Map::new()));
     if !doc.is_object() {
         return Err(Error::FieldType {
@@ -520,13 +525,126 @@ pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
     format!("specrun resume --spec {spec_name}{flag}")
 }
 
-/// Whole minutes from `startedAt` to `halt.at` (0 when either is missing or unparsable).
+/// Whole minutes from the time cap's origin to `halt.at` (0 when `halt.at` is unreadable).
 fn minutes_until_halt(view: View<'_>) -> u64 {
-    let at = |s: Option<&str>| s.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
-    match (at(view.started_at()), at(view.str_at("halt.at"))) {
-        (Some(start), Some(halt)) => (halt - start).num_minutes().max(0) as u64,
-        _ => 0,
+    match view.str_at("halt.at").and_then(parse_time) {
+        Some(halt) => minutes_since(view, halt).0,
+        None => 0,
     }
+}
+
+/// How far in the future `startedAt` may lie before it is an error (a clock stepped back).
+pub const CLOCK_SKEW_MINUTES: i64 = 5;
+
+/// Where the time cap counts from, and what was wrong with `startedAt` if it could not be
+/// used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimeOrigin {
+    pub at: DateTime<Utc>,
+    /// `startedAt` or the fallback's name, for messages.
+    pub source: &'static str,
+    pub problem: Option<String>,
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The time cap's origin. It fails closed: a missing, unreadable or future `startedAt`
+/// does not turn the cap off; it counts from the earliest sound time the execution
+/// recorded (`guard.clockStartedAt`, which the Stop hook stamps, or an attempt's
+/// `startedAt`), else from `now`, and `problem` says what was wrong.
+pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
+    let sound = |t: DateTime<Utc>| t <= now + chrono::Duration::minutes(CLOCK_SKEW_MINUTES);
+    let problem = match view.get("startedAt") {
+        Some(Value::String(text)) => match parse_time(text) {
+            Some(t) if sound(t) => {
+                return TimeOrigin {
+                    at: t,
+                    source: "startedAt",
+                    problem: None,
+                }
+            }
+            Some(_) => format!("startedAt {text} lies in the future"),
+            None => format!("startedAt {text:?} is not an RFC 3339 time"),
+        },
+        _ => "startedAt is missing".to_string(),
+    };
+    let clock = view
+        .str_at("guard.clockStartedAt")
+        .and_then(parse_time)
+        .filter(|t| sound(*t))
+        .map(|t| (t, "guard.clockStartedAt"));
+    let attempts = view
+        .get("attempts")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|a| {
+            a.get("startedAt")
+                .and_then(Value::as_str)
+                .and_then(parse_time)
+        })
+        .filter(|t| sound(*t))
+        .map(|t| (t, "the first attempt's startedAt"));
+    let (at, source) = clock
+        .into_iter()
+        .chain(attempts)
+        .min_by_key(|(t, _)| *t)
+        .unwrap_or((now, "this stop"));
+    TimeOrigin {
+        at,
+        source,
+        problem: Some(format!(
+            "{problem}; the time cap counts from {source} ({}) instead",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        )),
+    }
+}
+
+/// Whole minutes from the time cap's origin to `now`, and the origin.
+pub fn minutes_since(view: View<'_>, now: DateTime<Utc>) -> (u64, TimeOrigin) {
+    let origin = time_origin(view, now);
+    ((now - origin.at).num_minutes().max(0) as u64, origin)
+}
+
+/// Timestamp fields a patch may only set to a readable RFC 3339 time (or null).
+const TIME_FIELDS: &[&str] = &[
+    "startedAt",
+    "completedAt",
+    "halt.at",
+    "guard.clockStartedAt",
+];
+
+/// Refuse a patch that writes an unreadable time into a known timestamp field, or a
+/// `startedAt` in the future: either would leave the time cap without an origin.
+pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
+    for field in TIME_FIELDS {
+        let Some(value) = get_path(patch, field).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let parsed = value.as_str().and_then(parse_time);
+        let problem = match parsed {
+            None => "an RFC 3339 time such as 2026-01-01T00:00:00Z (or null)",
+            Some(t)
+                if *field == "startedAt"
+                    && t > now + chrono::Duration::minutes(CLOCK_SKEW_MINUTES) =>
+            {
+                "a time that is not in the future"
+            }
+            Some(_) => continue,
+        };
+        return Err(Error::FieldType {
+            source_name: "patch".into(),
+            field: (*field).to_string(),
+            expected: problem,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -626,6 +744,82 @@ mod tests {
             cmd(json!({"halt": {"kind": HALT_STALL}})),
             "specrun resume --spec demo"
         );
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_time(s).unwrap()
+    }
+
+    #[test]
+    fn the_time_cap_origin_fails_closed() {
+        let now = at("2026-01-01T02:00:00Z");
+        let ok = json!({"startedAt": "2026-01-01T00:00:00Z"});
+        assert_eq!(minutes_since(View(&ok), now).0, 120);
+        assert_eq!(time_origin(View(&ok), now).problem, None);
+        let fallback = json!({"guard": {"clockStartedAt": "2026-01-01T01:00:00Z"},
+            "attempts": {"1": [{"startedAt": "2026-01-01T00:30:00Z"}, {"startedAt": "2099-01-01T00:00:00Z"}]}});
+        for (bad, says) in [
+            (json!(null), "startedAt is missing"),
+            (
+                json!("yesterday"),
+                "startedAt \"yesterday\" is not an RFC 3339 time",
+            ),
+            (
+                json!("2027-01-01T00:00:00Z"),
+                "startedAt 2027-01-01T00:00:00Z lies in the future",
+            ),
+        ] {
+            let mut doc = fallback.clone();
+            doc["startedAt"] = bad;
+            let (minutes, origin) = minutes_since(View(&doc), now);
+            assert_eq!(minutes, 90, "the earliest sound recorded time counts");
+            let problem = origin.problem.unwrap();
+            assert!(problem.starts_with(says), "{problem}");
+            assert!(
+                problem.contains("the first attempt's startedAt (2026-01-01T00:30:00Z)"),
+                "{problem}"
+            );
+        }
+        // Nothing recorded at all: the cap counts from now, never not at all.
+        let (minutes, origin) = minutes_since(View(&json!({"startedAt": 5})), now);
+        assert_eq!((minutes, origin.source), (0, "this stop"));
+        // A few minutes ahead is clock skew, not an error.
+        let skew = json!({"startedAt": "2026-01-01T02:03:00Z"});
+        assert_eq!(time_origin(View(&skew), now).problem, None);
+    }
+
+    #[test]
+    fn patches_must_write_readable_times() {
+        let now = at("2026-01-01T02:00:00Z");
+        assert!(check_times(
+            &json!({"startedAt": "2026-01-01T00:00:00Z", "completedAt": null}),
+            now
+        )
+        .is_ok());
+        for patch in [
+            json!({"startedAt": "soon"}),
+            json!({"startedAt": "2027-01-01T00:00:00Z"}),
+            json!({"completedAt": 7}),
+            json!({"halt": {"at": "x"}}),
+            json!({"guard": {"clockStartedAt": ""}}),
+        ] {
+            let err = check_times(&patch, now).unwrap_err().to_string();
+            assert!(err.starts_with("patch: field `"), "{err}");
+        }
+        let err = apply_patch(Some(json!({})), &json!({"startedAt": "garbage"}), "s")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`startedAt` must be an RFC 3339 time"),
+            "{err}"
+        );
+        // A garbled value already in the file does not block other writes.
+        assert!(apply_patch(
+            Some(json!({"startedAt": "garbage"})),
+            &json!({"taskIndex": 1}),
+            "s"
+        )
+        .is_ok());
     }
 
     #[test]

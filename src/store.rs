@@ -165,6 +165,16 @@ fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Open a bookkeeping file for reading (no link, never blocking, regular only), to read
+/// from an offset; `Ok(None)` when it does not exist.
+pub fn open_read(path: &Path) -> Result<Option<File>> {
+    match open_plain(path, OpenOptions::new().read(true), "read") {
+        Ok(file) => Ok(Some(file)),
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Read a file the user named on the command line (`--file`, a record file): it may be
 /// anywhere and may be reached through links (the user chose it), but it must be a
 /// regular file within `MAX_READ`. Bookkeeping goes through `read_optional`.

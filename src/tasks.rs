@@ -59,6 +59,15 @@ impl Task {
     }
 
     /// The id when present, else `#<index+1>`, so every task can be named.
+    /// The command the task's **Verify** field names: the text inside its first backticks,
+    /// else the whole field; `None` when the task has no Verify.
+    pub fn verify_command(&self) -> Option<&str> {
+        self.verify
+            .as_deref()
+            .map(verify_command)
+            .filter(|c| !c.is_empty())
+    }
+
     pub fn label(&self) -> String {
         match &self.id {
             Some(id) => id.clone(),
@@ -351,6 +360,15 @@ fn field_line(line: &str) -> Option<(&str, &str)> {
     let after = t[close + 2..].trim_start();
     let value = after.strip_prefix(':').unwrap_or(after).trim();
     Some((name, value))
+}
+
+/// The command of a Verify field: the text inside its first backticks, else the field.
+pub fn verify_command(field: &str) -> &str {
+    let mut parts = field.split('`');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(inner), Some(_)) if !inner.trim().is_empty() => inner.trim(),
+        _ => field.trim(),
+    }
 }
 
 fn strip_code(value: &str) -> String {

@@ -362,9 +362,11 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
     h.project.write("notes/alpha.txt", "ALPHA\n");
     h.project.write("notes/beta.txt", "BETA\n");
     h.project.commit_all("notes");
-    h.init_execution(SESSION, &["--driver", "manual"]);
+    // Ticked before the execution starts: only boxes ticked during it must go through
+    // `task complete`.
     h.specrun(&["tasks", "check", "1.1", "--spec", "demo"]);
     h.specrun(&["tasks", "check", "1.2", "--spec", "demo"]);
+    h.init_execution(SESSION, &["--driver", "manual"]);
 
     let mut rules = vec![
         Rule::main()
@@ -986,6 +988,155 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
         .filter_map(|r| r.agent_id.clone())
         .collect();
     assert_eq!(agents.len(), 2, "two executors ran\n{}", run.describe());
+}
+
+/// Scenario 11 (issue 11): an executor ticks the boxes with `sed` while its attempt runs,
+/// claims `TASK_COMPLETE` twice (recorded unverified), the coordinator runs a passing phase
+/// verify and claims `ALL_TASKS_COMPLETE`: refused with each reason, and a repeat without
+/// progress is let through without marking the spec complete.
+#[test]
+fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_COMPLETE 1.1")
+            .reply([bash(
+                "specrun verify run --phase execution --command 'grep -q ALPHA notes/alpha.txt' --spec demo",
+            )]),
+        Rule::main()
+            .turn(2)
+            .reply([text("Every task is done.\nALL_TASKS_COMPLETE")]),
+        Rule::main()
+            .turn(3)
+            .last_user("Stop hook feedback:")
+            .reply([text("It is all done.\nALL_TASKS_COMPLETE")]),
+    ];
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        vec![
+            bash("specrun task start 1.1 --spec demo"),
+            bash(
+                "mkdir -p notes && echo ALPHA > notes/alpha.txt && sed -i 's/- \\[ \\] /- [x] /' specs/demo/tasks.md",
+            ),
+        ],
+        "Done.\nTASK_COMPLETE 1.1",
+    ));
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(3)
+            .reply([text("Really done.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(
+        h.task_count()["pending"],
+        0,
+        "the executor's sed did not tick the boxes\n{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(
+        state["unverifiedClaims"][0]["taskId"],
+        "1.1",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    assert_eq!(state["verificationBlocks"]["execution"]["exitCode"], 0);
+    assert_ne!(
+        state["phase"],
+        "completed",
+        "the sed run was accepted as complete\n{}",
+        run.describe()
+    );
+    assert_ne!(state["completed"], true, "state: {state:#}");
+    let feedback = stop_feedback(&run);
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    for want in [
+        "task 1.1 is checked but attempt 1 is still running",
+        "task 1.2 was ticked during this execution without `specrun task complete`",
+        "task 1.3 was ticked during this execution without `specrun task complete`",
+        "TASK_COMPLETE 1.1",
+    ] {
+        assert!(
+            feedback[0].contains(want),
+            "{want:?} not in the feedback:\n{}",
+            feedback[0]
+        );
+    }
+    let rules: Vec<String> = stop_events(&h)
+        .iter()
+        .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        rules,
+        ["completion-refused", "completion-refused-no-progress"],
+        "{}",
+        run.describe()
+    );
+}
+
+/// Scenario 12 (issue 11): after `specrun cancel`, the coordinator's next `Agent`
+/// delegation is denied (no executor runs) and the denial is in events.jsonl.
+#[test]
+fn e2e_12_a_delegation_after_cancel_is_denied() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([bash("specrun cancel --spec demo")]),
+        Rule::main()
+            .turn(1)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(2)
+            .last_tool_result("was cancelled")
+            .reply([text("The spec was cancelled; stopping.")]),
+    ];
+
+    let run = h.run(
+        rules,
+        Session::new("Cancel the demo spec, then go on.").session_id(SESSION),
+    );
+
+    assert!(
+        run.requests_of(Agent::Sub).is_empty(),
+        "an executor ran after the cancel\n{}",
+        run.describe()
+    );
+    let denied = run
+        .requests
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .find(|t| t.contains("was cancelled"))
+        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    assert!(denied.contains("specrun resume --spec demo"), "{denied}");
+    assert_eq!(h.state()["phase"], "cancelled");
+    let denial = h
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "pre-tool-use" && e["decision"] == "deny")
+        .unwrap_or_else(|| panic!("no denial in events.jsonl\n{}", run.describe()));
+    assert_eq!(
+        (&denial["rule"], &denial["tool"], &denial["session"]),
+        (&json!("cancelled"), &json!("Agent"), &json!(SESSION))
+    );
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
 }
 
 /// The fake model itself (no Claude Code needed): two requests on one keep-alive

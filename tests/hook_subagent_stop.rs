@@ -64,7 +64,7 @@ fn a_claim_missing_proof_is_re_prompted_once_then_recorded() {
     let out = executor_stop(&e, "TASK_COMPLETE: 1.2", false);
     let reason = "TASK_COMPLETE 1.2 not accepted. Missing:\n\
 - task 1.2 is unchecked: once its evidence and both critique records are in, `specrun task complete 1.2 --check --spec demo`.\n\
-- evidence for task 1.2 is missing: `specrun verify run --task 1.2 --spec demo --command 'test -f src/b.rs'` must pass on the current code.\n\
+- evidence for task 1.2 is missing: `specrun verify run --task 1.2 --spec demo` must pass on the current code.\n\
 - self-critique record post-code is missing: `specrun critique record --task 1.2 --stage post-code --spec demo --file <record.json>`.\n\
 Do these, then end with TASK_COMPLETE 1.2 again.";
     assert_eq!(

@@ -259,7 +259,7 @@ fn a_halt_is_the_phase_and_the_instruction() {
     let p = project(TASKS);
     merge(
         &p,
-        json!({"halt": {"kind": "stall", "reason": "5 stops without progress", "at": "now"}}),
+        json!({"halt": {"kind": "stall", "reason": "5 stops without progress", "at": "2026-01-01T00:00:00Z"}}),
     );
     let v = last_mile(&p, &[]);
     assert_eq!(v["phase"], "halted");

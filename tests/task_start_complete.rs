@@ -113,7 +113,7 @@ fn complete_without_start_lists_every_unmet_precondition() {
     for want in [
         "task complete 1.1 refused:",
         "attempt-running: task 1.1 was never started: run `specrun task start 1.1` first",
-        "evidence: no fresh passing evidence: taskEvidence[1.1] is missing and verificationBlocks.execution is missing",
+        "evidence: no fresh passing evidence from the task's Verify command: taskEvidence[1.1] is missing and verificationBlocks.execution is missing; run `specrun verify run --task 1.1`",
         "critique-post-code: no post-code critique record",
         "critique-post-test: no post-test critique record",
         "checked: task 1.1 is not checked in tasks.md",
@@ -229,7 +229,8 @@ fn complete_checks_advances_appends_progress_and_repeats_say_so() {
 fn phase_evidence_vouches_and_blocking_followups_warn() {
     let p = project(TASKS, &[]);
     run(&p, &["task", "start", "1.1"]);
-    let record = json!({"command": "cargo test", "exitCode": 0, "startedAt": "2026-01-01T00:00:00Z",
+    // Phase evidence vouches for a task only when it ran the task's Verify command.
+    let mut record = json!({"command": "cargo test", "exitCode": 0, "startedAt": "2026-01-01T00:00:00Z",
         "durationMs": 1, "tree": tree(&p), "outputTail": "", "timedOut": false, "taskId": null});
     set_state(&p, json!({"verificationBlocks": {"execution": record}}));
     critique(&p, "1.1", "post-code", "2026-01-01T00:00:30Z");
@@ -239,6 +240,14 @@ fn phase_evidence_vouches_and_blocking_followups_warn() {
         .args(["tasks", "check", "1.1"])
         .assert()
         .success();
+    let (code, out, _) = run(&p, &["task", "complete", "1.1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("verificationBlocks.execution is not the task's (it ran `cargo test`, not the task's Verify command `true`"),
+        "{out}"
+    );
+    record["command"] = json!("true");
+    set_state(&p, json!({"verificationBlocks": {"execution": record}}));
     let (code, out, err) = run(&p, &["task", "complete", "1.1"]);
     assert_eq!(code, 0, "{out}");
     assert!(

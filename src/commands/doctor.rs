@@ -79,6 +79,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
         hooks(&readiness),
         state_valid(project, args.spec.spec.as_deref()),
         locks(project),
+        guard_counting(project, args.spec.spec.as_deref()),
         spec_names(project),
         worktrees(project, args.spec.spec.as_deref()),
     ];
@@ -308,6 +309,51 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
         return Check::not(ID, Status::Warn, detail, fix);
     }
     Check::pass(ID, fine.join("; "))
+}
+
+/// Whether the guard can count the active spec's stops: no stop missed since the last
+/// counted one (`crate::uncounted`), and a state lock path that is a file.
+fn guard_counting(project: &Project, spec_arg: Option<&str>) -> Check {
+    const ID: &str = "guard-counting";
+    let Ok(Some(spec)) = project.spec(spec_arg) else {
+        return Check::pass(ID, "no active spec");
+    };
+    let lock = crate::store::lock_path(&spec.state_path());
+    if std::fs::symlink_metadata(&lock).is_ok_and(|m| !m.is_file()) {
+        return Check::not(
+            ID,
+            Status::Fail,
+            format!(
+                "{} is not a regular file: the guard cannot lock the state, so no stop is counted",
+                lock.display()
+            ),
+            format!(
+                "remove it (`rm -r {}`); specrun recreates it",
+                lock.display()
+            ),
+        );
+    }
+    let offset = match read_state(&spec.state_path()) {
+        StateRead::Valid(doc) => crate::uncounted::offset(&doc),
+        _ => return Check::pass(ID, format!("spec {}: no usable state", spec.name)),
+    };
+    let missed = crate::uncounted::since(project, &spec.name, offset);
+    match crate::uncounted::summary(&missed) {
+        None => Check::pass(ID, format!("spec {}: every stop counted", spec.name)),
+        Some(text) => Check::not(
+            ID,
+            if missed.count >= crate::uncounted::ALARM_AFTER {
+                Status::Fail
+            } else {
+                Status::Warn
+            },
+            format!("spec {}: {text}", spec.name),
+            format!(
+                "see {} for each cause (lock contention, a full or read-only disk, a directory at the lock path)",
+                crate::uncounted::path(project, &spec.name).display()
+            ),
+        ),
+    }
 }
 
 /// Every `.lock` sidecar specrun may hold: under each spec directory, `specs/` and

@@ -405,26 +405,26 @@ fn verify_merged(
         .verify_task
         .as_deref()
         .and_then(|id| list.find(id).ok())
-        .filter(|t| t.verify.is_some());
+        .filter(|t| t.verify_command().is_some());
     let state = store::read_json(&spec.state_path())?.unwrap_or(Value::Null);
     let recorded = state
         .pointer("/verificationBlocks/execution/command")
         .and_then(Value::as_str)
         .map(str::to_string);
     let (slot, command) = match (verify_task, &args.command, recorded) {
-        (Some(t), _, _) => (
-            Slot::Task(t.label()),
-            strip_ticks(t.verify.as_deref().unwrap_or_default()),
-        ),
-        (None, Some(c), _) => (Slot::Phase("execution".into()), c.clone()),
-        (None, None, Some(c)) => (Slot::Phase("execution".into()), c),
+        // The [VERIFY] task's own command, so its evidence counts for it.
+        (Some(t), _, _) => (Slot::Task(t.label()), None),
+        (None, Some(c), _) => (Slot::Phase("execution".into()), Some(c.clone())),
+        (None, None, Some(c)) => (Slot::Phase("execution".into()), Some(c)),
         (None, None, None) => {
             return Err(Error::Usage(
                 "no [VERIFY] task follows the group and no command is recorded for the execution phase: re-run with `specrun group merge --command '…'` (the merges are kept)".into(),
             ))
         }
     };
-    let (record, _) = verify::record_run(project, spec, &slot, &command, args.timeout)?;
+    let plan = verify::plan_run(spec, &slot, command, None)?;
+    let (record, _) = verify::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {
         passed: record.exit_code == 0 && !record.timed_out && unchanged,
@@ -433,15 +433,6 @@ fn verify_merged(
         slot,
         command,
     })
-}
-
-/// A `Verify` field as written in tasks.md: `` `cmd` `` → cmd.
-fn strip_ticks(text: &str) -> String {
-    let t = text.trim();
-    t.strip_prefix('`')
-        .and_then(|s| s.strip_suffix('`'))
-        .unwrap_or(t)
-        .to_string()
 }
 
 /// Phase 3: the group is complete only when every member merged and the merged tree's

@@ -20,7 +20,7 @@ use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
-use crate::evidence::{self, Freshness, Slot};
+use crate::evidence::{self, Slot};
 use crate::guard::{
     self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
     UsageRead,
@@ -28,7 +28,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{critique, events, git, output, store, transcript};
+use crate::{critique, events, git, output, store, transcript, uncounted};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -128,6 +128,8 @@ enum Located {
         error: String,
     },
     Executing(Active),
+    /// Cancelled by `specrun cancel`: only PreToolUse still applies.
+    Cancelled(Active),
     /// A bookkeeping path the hook must not use (a link, a FIFO).
     Trouble {
         project: Project,
@@ -146,6 +148,8 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
             error,
         } => return unreadable_state(event, &input, &project, &spec, &error),
         Located::Executing(active) => active,
+        Located::Cancelled(active) if event == HookEvent::PreToolUse => active,
+        Located::Cancelled(_) => return None,
         Located::Trouble { .. } if event == HookEvent::PreToolUse => return None,
         Located::Trouble { project, error } => {
             let message =
@@ -190,6 +194,14 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
             spec,
             state,
         }),
+        // A cancelled execution still denies new work (PreToolUse), nothing else.
+        StateRead::Valid(state) if View(&state).phase() == Some("cancelled") => {
+            Located::Cancelled(Active {
+                project,
+                spec,
+                state,
+            })
+        }
         StateRead::Valid(_) => Located::Nothing,
     }
 }
@@ -234,22 +246,11 @@ fn trouble(
     let answer = Some(json!({"systemMessage": message}));
     match record(project, event, input, "allow", rule, &message) {
         Ok(()) => answer,
-        Err(e) => Some(with_message(
+        Err(e) => Some(guard::with_message(
             answer,
             &format!("specrun guard: this decision was not recorded: {e}"),
         )),
     }
-}
-
-/// `answer` (or an empty one) with `message` added to its systemMessage.
-fn with_message(answer: Option<Value>, message: &str) -> Value {
-    let mut answer = answer.unwrap_or_else(|| json!({}));
-    let text = match answer.get("systemMessage").and_then(Value::as_str) {
-        Some(before) => format!("{before}\n{message}"),
-        None => message.to_string(),
-    };
-    answer["systemMessage"] = json!(text);
-    answer
 }
 
 fn record(
@@ -279,22 +280,13 @@ fn under_lock(
     let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
         Ok(lock) => lock,
         Err(Error::LockTimeout { waited_ms, .. }) => {
-            let m = format!(
-                "specrun guard: {} stayed locked for {waited_ms} ms (another specrun is writing it); this {} was allowed without being counted.",
-                path.display(),
-                event_name(event)
+            let cause = format!(
+                "{} stayed locked for {waited_ms} ms: another specrun is writing it",
+                path.display()
             );
-            return trouble(project, event, input, "lock-timeout", m);
+            return not_counted(event, input, active, "lock-timeout", &cause);
         }
-        Err(e) => {
-            return trouble(
-                project,
-                event,
-                input,
-                "error",
-                format!("specrun guard: {e}; allowed."),
-            )
-        }
+        Err(e) => return not_counted(event, input, active, "error", &e.to_string()),
     };
     let state = match read_state(&path) {
         StateRead::Valid(s) => s,
@@ -318,23 +310,65 @@ fn under_lock(
     drop(lock);
     match result {
         Ok(Some(outcome)) => {
-            let answer = outcome.decision.to_hook_json();
+            let answer = outcome.to_hook_json();
             match events::append(project, outcome.event.clone()) {
                 Ok(()) => answer,
-                Err(e) => Some(with_message(
+                Err(e) => Some(guard::with_message(
                     answer,
                     &format!("specrun guard: this decision was not recorded: {e}"),
                 )),
             }
         }
         Ok(None) => None,
-        Err(e) => trouble(
-            project,
-            event,
-            input,
-            "error",
-            format!("specrun guard: {e}; allowed."),
-        ),
+        Err(e) => not_counted(event, input, active, "error", &e.to_string()),
+    }
+}
+
+/// Internal trouble under the lock: allow with a message. A Stop that could not be counted
+/// also leaves a line in the uncounted ledger, and the caps still hold on the count.
+fn not_counted(
+    event: HookEvent,
+    input: &HookInput,
+    active: &Active,
+    rule: &str,
+    cause: &str,
+) -> Option<Value> {
+    let project = &active.project;
+    if event != HookEvent::Stop {
+        let m = format!(
+            "specrun guard: {cause}; this {} was allowed.",
+            event_name(event)
+        );
+        return trouble(project, event, input, rule, m);
+    }
+    let name = &active.spec.name;
+    let ledger = uncounted::record(project, name, input.session(), cause);
+    let offset = uncounted::offset(&active.state);
+    let mut missed = uncounted::since(project, name, offset).count;
+    if ledger.is_err() {
+        missed += 1;
+    }
+    let ledger_error = ledger.err().map(|e| e.to_string());
+    let (decision, outcome_rule) = guard::decide_uncounted_stop(
+        name,
+        &active.state,
+        missed.max(1),
+        cause,
+        ledger_error.as_deref(),
+        chrono::Utc::now(),
+    );
+    let logged = events::append(
+        project,
+        json!({"session": input.session(), "event": "stop", "spec": name,
+               "decision": decision.name(), "rule": rule, "outcome": outcome_rule,
+               "uncounted": true, "missedInARow": missed.max(1), "reason": cause}),
+    );
+    match logged {
+        Ok(()) => decision.to_hook_json(),
+        Err(e) => Some(guard::with_message(
+            decision.to_hook_json(),
+            &format!("specrun guard: this decision was not recorded: {e}"),
+        )),
     }
 }
 
@@ -361,6 +395,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             usage,
             completion,
             now: chrono::Utc::now(),
+            missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
         let stop_input = StopInput {
             session_id: input.session(),
@@ -473,35 +508,40 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
             "agentType": input.str("agent_type"),
             "outputTokens": usage.output_tokens,
         }),
+        notice: None,
     }
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
 fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
     let (project, spec, state) = (&active.project, &active.spec, &active.state);
-    let task = load_tasks(spec)
-        .ok()
-        .and_then(|list| list.find(id).ok().map(|t| (t.checked, t.verify.clone())));
+    let list = load_tasks(spec).ok();
+    let found = list.as_ref().and_then(|l| l.find(id).ok());
+    let task = found.map(|t| (t.checked, t.verify_command().map(str::to_string)));
     // The id comes from the model: until tasks.md confirms it is a task, it names no file.
     if task.is_none() {
         return ClaimFacts {
             task,
+            evidence_mismatch: None,
             evidence: evidence::Freshness::Missing,
             evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
         };
     }
-    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()));
-    // Fresh passing execution evidence vouches for the task, as `task complete` accepts.
-    if evidence.freshness != Freshness::Fresh {
-        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()));
-        if phase.freshness == Freshness::Fresh {
+    let own = (id, found.and_then(|t| t.verify_command()));
+    let mut evidence = evidence_fact(project, spec, state, Slot::Task(id.to_string()), own);
+    // Fresh passing execution evidence of the task's own Verify command vouches for the
+    // task, as `task complete` accepts.
+    if !evidence.counts() {
+        let phase = evidence_fact(project, spec, state, Slot::Phase("execution".into()), own);
+        if phase.counts() {
             evidence = phase;
         }
     }
     ClaimFacts {
         task,
+        evidence_mismatch: evidence.mismatch.clone(),
         evidence: evidence.freshness,
         evidence_ended_at: evidence.ended_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
@@ -523,15 +563,27 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
-    let tool = input.str("tool_name");
-    let reason = guard::deny_question(&active.state, tool, input.session()).or_else(|| {
-        guard::deny_delegation(&active.state, tool, input.session(), chrono::Utc::now())
-    })?;
-    Some(json!({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "deny",
-        "permissionDecisionReason": reason,
-    }}))
+    let decision = guard::decide_pre_tool_use(
+        &active.spec.name,
+        &active.state,
+        input.str("tool_name"),
+        input.session(),
+        chrono::Utc::now(),
+    )?;
+    let answer = decision.deny.map(|reason| {
+        json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }})
+    });
+    match events::append(&active.project, decision.event) {
+        Ok(()) => answer,
+        Err(e) => Some(guard::with_message(
+            answer,
+            &format!("specrun guard: this decision was not recorded: {e}"),
+        )),
+    }
 }
 
 #[cfg(test)]

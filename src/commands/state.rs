@@ -91,6 +91,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
+        let baseline = crate::completion::baseline_at_init(existing.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()
             .is_some_and(|doc| !args.restart && state::is_resumable(doc));
@@ -108,6 +109,15 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
             set_isolate(&mut doc, args.isolate);
             continued = false;
+        }
+        // The boxes ticked before this execution started: the completion gate excepts
+        // them from "ticked through `task complete`".
+        doc["checkedAtInit"] = serde_json::json!(baseline);
+        // Stops a previous execution missed are not this one's to count; a continued
+        // execution keeps its own offset (its missed stops are still to be counted).
+        let ledger_end = crate::uncounted::end(project, &spec.name);
+        if ledger_end > 0 && !continued {
+            doc["guard"]["uncountedOffset"] = serde_json::json!(ledger_end);
         }
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)

@@ -19,10 +19,29 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
         let mut doc = facts.to_json(project);
         doc["resumeCommand"] = json!(resume(&facts));
         doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
+        let state = facts.state_doc();
+        doc["acceptedOther"] = json!(state
+            .map(accepted_other)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(task, reason)| json!({"task": task, "reason": reason}))
+            .collect::<Vec<_>>());
+        let missed = match (&facts.spec, state) {
+            (Some(spec), Some(s)) => {
+                crate::uncounted::since(project, &spec.name, crate::uncounted::offset(s))
+            }
+            _ => Default::default(),
+        };
+        doc["uncountedStops"] = json!({"inARow": missed.count, "lastCause": missed.last_cause,
+                                       "lastAt": missed.last_at});
+        doc["timeCapProblem"] = json!(state.and_then(|s| {
+            View(s).max_minutes()?;
+            state::time_origin(View(s), chrono::Utc::now()).problem
+        }));
         doc["isolation"] = group(&facts).map(|(_, d)| d).unwrap_or(Value::Null);
         output::json_pretty(&doc);
     } else {
-        output::raw(&render(&facts));
+        output::raw(&render(project, &facts));
         if let Some((text, _)) = group(&facts) {
             output::line(&format!("group     {}", text.trim_start_matches("group ")));
         }
@@ -60,6 +79,20 @@ fn last_evidence(facts: &Facts) -> Option<&Value> {
     })
 }
 
+/// Task evidence from another command than the task's Verify that a person accepted:
+/// `(task id, reason)`.
+pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
+    doc.get("taskEvidence")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter_map(|(id, r)| {
+            let reason = r.get("acceptedOther")?.get("reason")?.as_str()?;
+            Some((id.clone(), reason.to_string()))
+        })
+        .collect()
+}
+
 fn clip(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         text.to_string()
@@ -75,7 +108,7 @@ fn bar(done: usize, total: usize) -> String {
     format!("[{}{}]", "#".repeat(filled), "-".repeat(BAR - filled))
 }
 
-pub fn render(facts: &Facts) -> String {
+pub fn render(project: &Project, facts: &Facts) -> String {
     let mut lines: Vec<String> = Vec::new();
     // (index in `lines` to print before, text) for lines that must not be wrapped.
     let mut verbatim: Vec<(usize, String)> = Vec::new();
@@ -126,6 +159,22 @@ pub fn render(facts: &Facts) -> String {
                     "tokens    out {tokens}{minutes}   driver {}",
                     v.driver()
                 ));
+                if let Some(problem) = v
+                    .max_minutes()
+                    .and(state::time_origin(v, chrono::Utc::now()).problem)
+                {
+                    lines.push(format!("time cap  {problem}"));
+                }
+                let missed =
+                    crate::uncounted::since(project, &spec.name, crate::uncounted::offset(doc));
+                if let Some(text) = crate::uncounted::summary(&missed) {
+                    lines.push(format!("guard     {text}"));
+                }
+                for (id, reason) in accepted_other(doc) {
+                    lines.push(format!(
+                        "accepted  task {id}: another command than its Verify, by a person: {reason}"
+                    ));
+                }
                 if v.halt().is_some() {
                     lines.push(format!(
                         "HALTED    {}",

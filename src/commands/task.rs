@@ -222,12 +222,23 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     Ok(0)
 }
 
-pub fn evidence_fact(project: &Project, spec: &Spec, state: &Value, slot: Slot) -> EvidenceFact {
+/// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
+pub fn evidence_fact(
+    project: &Project,
+    spec: &Spec,
+    state: &Value,
+    slot: Slot,
+    (id, own_verify): (&str, Option<&str>),
+) -> EvidenceFact {
     let freshness = evidence::check(project, spec, state, &slot);
-    let ended_at = slot.record_in(state).and_then(evidence::ended_at);
+    let record = slot.record_in(state);
+    let ended_at = record.and_then(evidence::ended_at);
+    let mismatch =
+        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
     EvidenceFact {
         freshness,
         ended_at,
+        mismatch,
     }
 }
 
@@ -290,16 +301,19 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
             return Ok(refused(project, spec, "complete", &id, &[unmet], args.json));
         }
     }
-    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()));
-    // The phase evidence is consulted only when the task's own is not fresh; each costs a
-    // fingerprint of the tree.
-    let phase_evidence = if task_evidence.freshness.is_ok() {
+    let own = (id.as_str(), task.verify_command());
+    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
+    // The phase evidence is consulted only when the task's own does not count; each costs
+    // a fingerprint of the tree.
+    let phase_evidence = if task_evidence.counts() {
         EvidenceFact {
             freshness: evidence::Freshness::Missing,
             ended_at: None,
+            mismatch: None,
         }
     } else {
-        evidence_fact(project, spec, &held.state, Slot::Phase("execution".into()))
+        let slot = Slot::Phase("execution".into());
+        evidence_fact(project, spec, &held.state, slot, own)
     };
     let input = CompleteInput {
         state: &held.state,

@@ -30,6 +30,7 @@ pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
     match cmd {
         VerifyCommand::Run {
             command,
+            accept_other,
             phase,
             task,
             spec,
@@ -37,7 +38,8 @@ pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
         } => {
             let spec = project.require_spec(spec.spec.as_deref())?;
             let slot = resolve_slot(&spec, phase, task)?;
-            run_and_record(project, &spec, &slot, &command, timeout)
+            let plan = plan_run(&spec, &slot, command, accept_other)?;
+            run_and_record(project, &spec, &slot, &plan, timeout)
         }
         VerifyCommand::Status {
             phase,
@@ -80,6 +82,80 @@ pub fn require_task(spec: &Spec, id: &str) -> Result<()> {
     })
 }
 
+/// What `verify run` runs, and how it relates to the task's own Verify command.
+pub struct RunPlan {
+    command: String,
+    /// The task's Verify command (task slots only).
+    own_verify: Option<String>,
+    /// A person's reason for counting another command as the task's evidence.
+    accepted_other: Option<String>,
+}
+
+/// Set by Claude Code in the environment of every command it runs.
+const CLAUDE_CODE_ENV: &str = "CLAUDECODE";
+
+/// Choose the command: `--command`, else (for a task) its Verify command. Another command
+/// than the task's Verify is run and recorded, but counts only with `--accept-other`, which
+/// a person gives from their own shell.
+pub fn plan_run(
+    spec: &Spec,
+    slot: &Slot,
+    command: Option<String>,
+    accept_other: Option<String>,
+) -> Result<RunPlan> {
+    let own_verify = match slot {
+        Slot::Task(id) => {
+            let loaded = load_tasks_file(&spec.tasks_path())?;
+            let task = loaded.list.find(id).map_err(|e| Error::Task {
+                path: loaded.path.clone(),
+                message: e.to_string(),
+            })?;
+            task.verify_command().map(str::to_string)
+        }
+        Slot::Phase(_) => None,
+    };
+    let command = match (command, &own_verify, slot) {
+        (Some(c), _, _) => c,
+        (None, Some(v), _) => v.clone(),
+        (None, None, Slot::Task(id)) => {
+            return Err(Error::Usage(format!(
+                "task {id} has no **Verify** command in {}: give the command with --command C",
+                spec.tasks_path().display()
+            )))
+        }
+        (None, None, Slot::Phase(_)) => {
+            return Err(Error::Usage(
+                "--command is required for a phase: give the full check to run, e.g. --command 'cargo test'".into(),
+            ))
+        }
+    };
+    let is_own = own_verify.as_deref().is_none_or(|v| v == command.trim());
+    let accepted_other = match accept_other.map(|r| r.trim().to_string()) {
+        None => None,
+        Some(r) if r.is_empty() => {
+            return Err(Error::Usage(
+                "--accept-other needs a reason: say why another command proves the task".into(),
+            ))
+        }
+        Some(_) if is_own => {
+            return Err(Error::Usage(
+                "--accept-other is for a command other than the task's Verify; this is its Verify command".into(),
+            ))
+        }
+        Some(_) if std::env::var_os(CLAUDE_CODE_ENV).is_some() => {
+            return Err(Error::Refused {
+                message: "--accept-other is a person's decision: run it from your own shell, not inside Claude Code (CLAUDECODE is set)".into(),
+            })
+        }
+        Some(r) => Some(r),
+    };
+    Ok(RunPlan {
+        command,
+        own_verify,
+        accepted_other,
+    })
+}
+
 /// The state document, which must already exist: evidence is part of an execution that
 /// `state init` starts, and creating a state here would hide a wrong `--spec`.
 fn read_existing_state(spec: &Spec) -> Result<Value> {
@@ -99,10 +175,10 @@ fn run_and_record(
     project: &Project,
     spec: &Spec,
     slot: &Slot,
-    command: &str,
+    plan: &RunPlan,
     timeout: Option<u64>,
 ) -> Result<i32> {
-    let (record, stored) = record_run(project, spec, slot, command, timeout)?;
+    let (record, stored) = record_run(project, spec, slot, plan, timeout)?;
     report_run(spec, slot, &record);
     let mut out = stored;
     out["spec"] = Value::String(spec.name.clone());
@@ -115,15 +191,16 @@ fn run_and_record(
     })
 }
 
-/// Run `command` in the tree the project stands in and record the evidence in `slot`;
-/// returns the run and the record as stored. The command's output streams to stderr.
+/// Run the planned command in the tree the project stands in and record the evidence in
+/// `slot`; returns the run and the record as stored. The command's output streams to stderr.
 pub fn record_run(
     project: &Project,
     spec: &Spec,
     slot: &Slot,
-    command: &str,
+    plan: &RunPlan,
     timeout: Option<u64>,
 ) -> Result<(RunRecord, Value)> {
+    let command = plan.command.as_str();
     if command.trim().is_empty() {
         return Err(Error::Usage(
             "--command is empty: give the command to run".into(),
@@ -173,6 +250,7 @@ pub fn record_run(
         excluded_paths,
     };
     let mut stored = record.to_json();
+    let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
     if let Some(name) = evidence::worktree_name(project, spec) {
         stored["worktree"] = Value::String(name);
     }
@@ -197,6 +275,8 @@ pub fn record_run(
         "exitCode": record.exit_code,
         "timedOut": record.timed_out,
         "tree": record.before.tree,
+        "ownVerify": own,
+        "acceptedOther": plan.accepted_other,
     });
     if let Err(e) = crate::events::append(project, event) {
         output::warn(&format!(
@@ -204,6 +284,35 @@ pub fn record_run(
         ));
     }
     Ok((record, stored))
+}
+
+/// For a task slot: record the task's Verify command, whether this run was it, and a
+/// person's acceptance of another command; warn when the record will not count. Returns
+/// `ownVerify` (`None` for a phase).
+fn own_verify_fields(stored: &mut Value, slot: &Slot, plan: &RunPlan, at: &str) -> Option<bool> {
+    let Slot::Task(id) = slot else {
+        return None;
+    };
+    let own = plan
+        .own_verify
+        .as_deref()
+        .is_none_or(|v| v == plan.command.trim());
+    stored["verifyCommand"] = json!(plan.own_verify);
+    stored["ownVerify"] = json!(own);
+    if let Some(reason) = &plan.accepted_other {
+        stored["acceptedOther"] = json!({"reason": reason, "at": at});
+        output::warn(&format!(
+            "task {id}: `{}` is not its Verify command; counted as its evidence because you accepted it: {reason}",
+            plan.command
+        ));
+    } else if !own {
+        output::warn(&format!(
+            "task {id}: `{}` is not its Verify command `{}`; this evidence is recorded but does not count for the task (run `specrun verify run --task {id}`; a person may accept another command with --accept-other \"<reason>\" from their own shell)",
+            plan.command,
+            plan.own_verify.as_deref().unwrap_or("")
+        ));
+    }
+    Some(own)
 }
 
 fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
@@ -395,6 +504,19 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         None
     };
     let freshness = evidence::assess(record, current.as_ref().map(|f| f.tree.as_str()));
+    // A task's record counts only from its own Verify command (or one a person accepted).
+    let fit = match (slot, record) {
+        (Slot::Task(id), Some(r)) => {
+            let list = load_tasks_file(&spec.tasks_path())?.list;
+            let own = list.find(id).ok().and_then(|t| t.verify_command());
+            Some(evidence::command_fit(r, own))
+        }
+        _ => None,
+    };
+    let mismatch = match (slot, &fit) {
+        (Slot::Task(id), Some(fit)) => fit.problem(&spec.name, id),
+        _ => None,
+    };
     let field = |k: &str| {
         record
             .and_then(|r| r.get(k))
@@ -402,6 +524,11 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             .unwrap_or(Value::Null)
     };
     let reason = match freshness {
+        _ if mismatch.is_some() => format!(
+            "{} but does not count for the task: {}",
+            freshness.as_str(),
+            mismatch.as_deref().unwrap_or_default()
+        ),
         Freshness::Fresh => "recorded against the current tree and passing".to_string(),
         Freshness::Stale => {
             if record
@@ -432,11 +559,20 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         ),
         Freshness::Missing => format!("no evidence in {}", slot.describe()),
     };
+    let has_own_verify = !matches!(fit, None | Some(evidence::CommandFit::NoVerify));
     let rerun = record
         .and_then(|r| r.get("command"))
         .and_then(Value::as_str)
-        .filter(|_| freshness != Freshness::Fresh)
-        .map(|c| rerun_command(spec, slot, c));
+        .filter(|_| freshness != Freshness::Fresh || mismatch.is_some())
+        .map(|c| match slot {
+            // Without --command, `verify run --task` runs the task's Verify command.
+            Slot::Task(id) if has_own_verify => format!(
+                "specrun verify run --spec {} --task {}",
+                spec.name,
+                crate::goal::shell_word(id)
+            ),
+            _ => rerun_command(spec, slot, c),
+        });
     if json_out {
         output::json_line(&json!({
             "spec": spec.name,
@@ -451,6 +587,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             "currentTree": current.as_ref().map(|c| c.tree.clone()),
             "treeMethod": current.as_ref().map(|c| c.method.as_str()).map(Value::from).unwrap_or_else(|| field("treeMethod")),
             "rerun": rerun,
+            "counts": freshness.is_ok() && mismatch.is_none(),
+            "acceptedOther": field("acceptedOther"),
         }));
     } else {
         let mut line = format!(
@@ -470,7 +608,11 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             output::line(&format!("re-run: {r}"));
         }
     }
-    Ok(if freshness.is_ok() { 0 } else { 1 })
+    Ok(if freshness.is_ok() && mismatch.is_none() {
+        0
+    } else {
+        1
+    })
 }
 
 /// The command line that records fresh evidence for `slot` again.

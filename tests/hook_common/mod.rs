@@ -25,7 +25,7 @@ pub fn base_state() -> Value {
         "startedAt": chrono::Utc::now().to_rfc3339(),
         "executionDriver": "manual", "quickMode": false, "recoveryMode": false,
         "awaitingApproval": false, "halt": null, "completed": false, "completedAt": null,
-        "guard": {}
+        "guard": {}, "checkedAtInit": ["1.1", "1.2"]
     })
 }
 
@@ -167,4 +167,22 @@ pub fn assistant_line(id: &str, input: u64, output: u64) -> String {
     format!(
         "{{\"type\":\"assistant\",\"message\":{{\"id\":\"{id}\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[{{\"type\":\"text\",\"text\":\"hi\"}}],\"usage\":{{\"input_tokens\":{input},\"output_tokens\":{output}}}}},\"sessionId\":\"{SESSION}\"}}\n"
     )
+}
+
+/// Hold `file`'s flock (util-linux `flock`) for `secs` seconds in another process; returns
+/// once it is held. The holder's shell keeps the lock until its sleep ends.
+pub fn hold_lock(file: &std::path::Path, secs: u32) -> std::process::Child {
+    use std::io::{BufRead, BufReader};
+    let mut holder = std::process::Command::new("flock")
+        .arg(file)
+        .args(["-c", &format!("echo locked; sleep {secs}")])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("flock (util-linux) runs");
+    let mut line = String::new();
+    BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "locked\n");
+    holder
 }
