@@ -370,7 +370,13 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
     let mut out = Vec::new();
     for t in list.tasks.iter().filter(|t| !t.checked) {
         let label = t.label();
-        let failed: Vec<&Value> = attempts(ctx.state, &label)
+        let history = attempts(ctx.state, &label);
+        // Failures up to the one that got a fix task are answered by that fix.
+        let since_fix = history
+            .iter()
+            .rposition(|a| a.get("fixTaskId").is_some_and(|f| !f.is_null()))
+            .map_or(0, |i| i + 1);
+        let failed: Vec<&Value> = history[since_fix..]
             .iter()
             .filter(|a| status_of(a) == Some("failed"))
             .collect();
@@ -785,8 +791,17 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
             shell_word(&cmd)
         );
     }
-    if has(problems, ProblemType::ReleaseRisk).is_some() {
-        return "Commit the remaining changes and push the branch before reporting the spec as done.".into();
+    if let Some(p) = has(problems, ProblemType::ReleaseRisk) {
+        // Pushing is a person's decision (last-mile-autopilot.md): report, never push.
+        if p.evidence.iter().any(|e| e.starts_with("uncommitted")) {
+            return format!("Commit the remaining changes (the spec's tasks.md and .progress.md as one `chore({s}): record completed tasks` commit; other files belong to a task or a follow-up), then run `specrun last-mile --spec {s}` again. Never push by yourself.");
+        }
+        let finish = if phase == Phase::Completed || is_completed(ctx) {
+            format!("report that spec {s} is complete")
+        } else {
+            format!("print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE")
+        };
+        return format!("Name the commits that are on no remote branch in your final report (never push by yourself), and {finish}.");
     }
     match phase {
         Phase::Completed => format!("Report that spec {s} is complete; nothing is left to run."),
@@ -922,7 +937,7 @@ mod tests {
             .as_array_mut()
             .unwrap()
             .push(json!({"n": 2, "status": "failed", "reason": "test y"}));
-        let d = Case::new(TWO, state).decide();
+        let d = Case::new(TWO, state.clone()).decide();
         assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
         assert_eq!(
             d.problem_types[0].evidence[0],
@@ -930,6 +945,32 @@ mod tests {
         );
         assert_eq!(d.phase, Phase::Recovering);
         assert!(d.coordinator_instruction.contains("[FIX 2]"));
+        // Once a fix task answers them, those failures no longer ask for one; two new
+        // failures after it do.
+        state["attempts"]["2"][1]["fixTaskId"] = json!("2.1");
+        let fixed =
+            format!("{TWO}- [ ] 2.1 [FIX 2] Fix\n  - **Verify**: `true`\n  - **Done when**: ok\n");
+        let d = Case::new(&fixed, state.clone()).decide();
+        assert!(
+            !kinds(&d).contains(&ProblemType::RepeatedFailure),
+            "{:?}",
+            d.problem_types
+        );
+        assert_eq!(
+            d.coordinator_instruction,
+            "Delegate task 2.1 (Fix) to specrun:spec-executor."
+        );
+        for n in [3, 4] {
+            state["attempts"]["2"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"n": n, "status": "failed", "reason": "again"}));
+        }
+        let d = Case::new(TWO, state).decide();
+        assert_eq!(
+            d.problem_types[0].evidence[0],
+            "task 2 failed 2 times: again; again"
+        );
     }
 
     #[test]
@@ -1058,6 +1099,37 @@ mod tests {
         assert!(d
             .blocking_gates
             .contains(&"release-risk:unpushed".to_string()));
+    }
+
+    /// Pushing is left to a person: the instruction asks for the bookkeeping commit, or
+    /// for the unpushed commits in the report, never for a push.
+    #[test]
+    fn release_risk_asks_for_a_commit_or_a_report_never_a_push() {
+        let all = TWO.replace("- [ ] 2", "- [x] 2");
+        let mut st = executing();
+        st["taskEvidence"]["2"] = json!({"exitCode": 0, "tree": "T"});
+        st["verificationBlocks"] = json!({"execution": {"exitCode": 0, "tree": "T"}});
+        let said = |st: &Value, uncommitted: &[&str]| {
+            let mut c = Case::new(&all, st.clone());
+            c.git = Some(GitFacts {
+                uncommitted: uncommitted.iter().map(|s| s.to_string()).collect(),
+                committed_since_start: vec![],
+                unpushed: Some(2),
+            });
+            c.decide().coordinator_instruction
+        };
+        let dirty = said(&st, &["specs/demo/tasks.md"]);
+        assert!(dirty.starts_with("Commit the remaining changes"), "{dirty}");
+        assert!(dirty.ends_with("Never push by yourself."), "{dirty}");
+        let unpushed = said(&st, &[]);
+        assert!(unpushed.contains("(never push by yourself)"), "{unpushed}");
+        assert!(
+            unpushed.ends_with("end your reply with ALL_TASKS_COMPLETE."),
+            "{unpushed}"
+        );
+        st["phase"] = json!("completed");
+        st["completed"] = json!(true);
+        assert!(said(&st, &[]).ends_with("report that spec demo is complete."));
     }
 
     #[test]

@@ -327,7 +327,14 @@ pub fn init_execution(
 /// caps that `specrun resume` raised.
 pub fn is_resumable(doc: &Value) -> bool {
     let view = View(doc);
-    matches!(view.phase(), Some("execution" | "cancelled")) && !view.completed()
+    // A cancel is recorded as a halt, which `resume` lifts; a cancelled phase without
+    // one (edited by hand) has nothing to resume and starts over.
+    let resumable = match view.phase() {
+        Some("execution") => true,
+        Some("cancelled") => view.halt().is_some(),
+        _ => false,
+    };
+    resumable && !view.completed()
 }
 
 /// `state init` on a resumable execution: bind the session and apply the flags that were
@@ -882,6 +889,10 @@ mod tests {
         assert!(is_resumable(&running));
         assert!(!is_resumable(&json!({"phase": "completed"})));
         assert!(!is_resumable(&json!({"phase": "planning"})));
+        assert!(!is_resumable(&json!({"phase": "cancelled", "halt": null})));
+        assert!(is_resumable(
+            &json!({"phase": "cancelled", "halt": {"kind": HALT_CANCELLED}})
+        ));
         let params = InitParams {
             name: "demo".into(),
             max_minutes: Some(120),

@@ -1072,10 +1072,7 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
     implement_may_continue(&w);
     implement_init(&w, "");
     let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
-    let decision = w.json(SKILL, &last_mile);
-    let phase = decision["phase"].as_str().unwrap();
-    assert_eq!(phase, "implementing", "{decision}");
-    table_row(LAST_MILE, phase);
+    last_mile_row_agrees(&w.json(SKILL, &last_mile), "implementing");
     let mut rounds = 0;
     while let (Some(_), group) = tasks_next(&w) {
         let (_, status) = doc_command(LOOP, "specrun status", &[]);
@@ -1090,6 +1087,7 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
         assert!(rounds < 10, "the loop does not end");
     }
     assert_eq!(rounds, 3, "1.1, the [P] pair 1.2+1.3, then 1.4");
+    last_mile_row_agrees(&w.json(SKILL, &last_mile), "verifying");
     let (_, count) = doc_command(SKILL, "specrun tasks count", &[]);
     let counted = w.ok(SKILL, &count, "");
     assert!(
@@ -1103,8 +1101,23 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
         &[("the full test and lint command", check)],
     );
     w.ok(SKILL, &full, "");
+    let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
     let (_, status) = doc_command(LOOP, "specrun verify status --phase execution", &[]);
     w.ok(LOOP, &status, "");
+    // The bookkeeping is not committed yet: last-mile asks for that commit, never a push.
+    last_mile_row_agrees(&w.json(SKILL, &last_mile), "releasing");
+    // commit-discipline.md "At the end": the bookkeeping commit, before the last line.
+    let bookkeeping = read_doc("references/commit-discipline.md");
+    assert!(
+        bookkeeping.contains("before the final\n`ALL_TASKS_COMPLETE`"),
+        "commit-discipline.md: when to commit the bookkeeping"
+    );
+    w.ok(
+        "references/commit-discipline.md",
+        "git add -- specs/demo/tasks.md specs/demo/.progress.md && git commit -q -m 'chore(demo): record completed tasks'",
+        "",
+    );
+    last_mile_row_agrees(&w.json(SKILL, &last_mile), "releasing");
     let stop = w.hook(
         "stop",
         serde_json::json!({"hook_event_name": "Stop",
@@ -1123,6 +1136,40 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
     ] {
         assert!(log.contains(&format!("{subject}\n\n{file}\n")), "{log}");
     }
+}
+
+/// coordinator-pattern step 6 on a confirmed task whose evidence went stale (a later edit
+/// outside its Files): `task fail` refuses a checked task, so the step re-runs the check
+/// with the command `verify status` prints instead.
+#[test]
+fn walk_a_checked_task_whose_evidence_went_stale() {
+    let w = Walk::new(WALK_TASKS);
+    implement_init(&w, "");
+    delegate(&w, &["1.1".into()]);
+    w.p.write("notes.txt", "an edit outside every task's Files\n");
+    let (_, status) = doc_command(LOOP, "specrun verify status --task", &[("id", "1.1")]);
+    let stale = w.sh(&status, "");
+    assert_ne!(stale.code, 0, "{}", stale.stdout);
+    let steps = read_doc(LOOP);
+    let fail_rule = steps
+        .split(". ")
+        .find(|s| s.contains("claimed complete"))
+        .expect("step 6 says when a claim is a failure");
+    assert!(
+        fail_rule.contains("unchecked"),
+        "{LOOP}: step 6 sends a checked task to `task fail`, which refuses it: {fail_rule}"
+    );
+    assert!(
+        steps.contains("`re-run:`"),
+        "{LOOP}: step 6 does not say how to re-run"
+    );
+    let printed = format!("{}{}", stale.stdout, stale.stderr);
+    let rerun = printed
+        .lines()
+        .find_map(|l| l.strip_prefix("re-run: "))
+        .unwrap_or_else(|| panic!("`{status}` prints no re-run command:\n{printed}"));
+    w.ok(LOOP, rerun, "");
+    w.ok(LOOP, &status, "");
 }
 
 /// failure-recovery.md, recovery mode: fail, retry, insert a fix task, run the fix, run the
@@ -1163,6 +1210,11 @@ fn walk_failure_fix_task_and_retry() {
         (Some("1.1.1".into()), vec!["1.1.1".into()]),
         "{RECOVERY}: `tasks next` names the fix task"
     );
+    // last-mile-autopilot.md: run again after a failed task; it must now send the fix task,
+    // not ask for one.
+    let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
+    let said = w.json(SKILL, &last_mile)["coordinatorInstruction"].to_string();
+    assert!(said.contains("Delegate task 1.1.1"), "{LAST_MILE}: {said}");
     // Delegating anything else now: the executor's start is refused, it reports
     // TASK_FAILED, and the coordinator records that as it records any failure.
     let (_, refused) = doc_command(
@@ -1263,22 +1315,48 @@ fn walk_halt_resume_and_implement_again() {
     assert_eq!(w.state()["attempts"]["1.1"][0]["status"], "running");
 }
 
-/// last-mile-autopilot.md's `phase` rows must say what the binary's instruction says, for
-/// the `planning` it returns with and without a usable tasks.md.
+/// last-mile-autopilot.md's row for the decision's `phase` (which must be `expected`) asks
+/// for what the binary's `coordinatorInstruction` asks for.
+fn last_mile_row_agrees(decision: &Value, expected: &str) {
+    let phase = decision["phase"].as_str().expect("phase");
+    assert_eq!(phase, expected, "{decision}");
+    let row = table_row(LAST_MILE, phase);
+    let said = decision["coordinatorInstruction"]
+        .as_str()
+        .expect("instruction");
+    // What the instruction may ask for, and the words a row uses for it.
+    let asks: [(&str, &[&str]); 4] = [
+        ("specrun state init", &["state init"]),
+        ("/specrun:start", &["/specrun:start"]),
+        ("--phase execution", &["Finishing", "verify run"]),
+        ("ALL_TASKS_COMPLETE", &["Finishing", "ALL_TASKS_COMPLETE"]),
+    ];
+    // The doc's one rule about pushing holds for every instruction.
+    assert!(read_doc(LAST_MILE).contains("never push by yourself"));
+    assert!(
+        !said.contains("push") || said.to_lowercase().contains("never push"),
+        "{LAST_MILE} says never push by yourself; the binary asks for a push: {said}"
+    );
+    for (asked, words) in asks {
+        assert!(
+            !said.contains(asked) || words.iter().any(|w| row.contains(w)),
+            "{LAST_MILE}: the `{phase}` row does not say what the binary asks for ({asked}): {said}\n{row}"
+        );
+    }
+}
+
+/// The `planning` the binary returns with and without a usable tasks.md.
 #[test]
 fn the_last_mile_planning_row_matches_what_the_binary_says() {
     let w = Walk::new(WALK_TASKS);
     let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
-    let no_init = w.json(SKILL, &last_mile.replace(" --record", ""));
+    last_mile_row_agrees(
+        &w.json(SKILL, &last_mile.replace(" --record", "")),
+        "planning",
+    );
     std::fs::remove_file(w.p.path("specs/demo/tasks.md")).unwrap();
-    let no_plan = w.json(SKILL, &last_mile.replace(" --record", ""));
-    for decision in [no_init, no_plan] {
-        let phase = decision["phase"].as_str().unwrap();
-        let row = table_row(LAST_MILE, phase);
-        let said = decision["coordinatorInstruction"].as_str().unwrap();
-        for named in ["specrun state init", "/specrun:start"] {
-            assert!(!said.contains(named) || row.contains(named.trim_start_matches("specrun ")),
-                "{LAST_MILE}: the `{phase}` row does not say `{named}`, which the binary asks for: {said}\n{row}");
-        }
-    }
+    last_mile_row_agrees(
+        &w.json(SKILL, &last_mile.replace(" --record", "")),
+        "planning",
+    );
 }
