@@ -59,6 +59,9 @@ pub enum Command {
     /// Task transitions whose preconditions are checked in code.
     #[command(subcommand)]
     Task(TaskCommand),
+    /// Acceptance criteria: list them, map them to tests, confirm by hand, see coverage.
+    #[command(subcommand)]
+    Ac(AcCommand),
     /// Follow-up items found while executing.
     #[command(subcommand)]
     Followup(FollowupCommand),
@@ -366,6 +369,16 @@ pub enum TaskCommand {
         #[arg(long)]
         insert: bool,
     },
+    /// Record why an integrity finding of the task's change is legitimate (F from `task complete`).
+    Justify {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        /// The finding's id, as `task complete` printed it.
+        #[arg(long, value_name = "F")]
+        finding: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+    },
     /// Return the tree to the attempt's start commit, saving the discarded work to a ref first.
     Rollback {
         #[command(flatten)]
@@ -373,6 +386,51 @@ pub enum TaskCommand {
         /// Roll back even when changes lie outside the task's Files.
         #[arg(long)]
         force: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AcCommand {
+    /// List the criteria (Done when bullets of tasks.md, AC-… items of requirements.md) with their ids.
+    List {
+        /// Only this task's criteria.
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Map a criterion to the tests that prove it (replaces its earlier mapping).
+    Map {
+        /// Criterion id (`1.2/AC1`, `AC-1.1`).
+        id: String,
+        /// A test name as the runner prints it (a trailing part after `::`, `/`, ` > ` is enough); repeatable.
+        #[arg(long = "test", value_name = "NAME", required = true, num_args = 1..)]
+        test: Vec<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cover a criterion no automated test can check by hand; recorded and shown as manual.
+    Confirm {
+        id: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The matrix: criterion, tests, passed/failed/stale/missing (exit 0 only when all covered).
+    Status {
+        #[arg(long, value_name = "ID")]
+        task: Option<String>,
+        #[command(flatten)]
+        spec: SpecArg,
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -30,6 +30,9 @@ pub struct Gates {
     pub evidence: Freshness,
     /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
     pub blockers: Result<Vec<Blocker>, String>,
+    /// Acceptance criteria not covered, each described with its fix
+    /// (`commands::ac::describe_uncovered`); empty when the execution does not enforce them.
+    pub criteria: Vec<String>,
 }
 
 /// Every unmet completion gate of spec `name`, each with a stable name and the command
@@ -186,6 +189,12 @@ fn costly(name: &str, state: &Value, gates: Option<&Gates>) -> Vec<Unmet> {
         )),
         None => {}
     }
+    for c in gates.map(|g| g.criteria.as_slice()).unwrap_or_default() {
+        out.push(Unmet::new(
+            "acceptance-criteria",
+            format!("acceptance criterion {c}"),
+        ));
+    }
     out
 }
 
@@ -301,6 +310,7 @@ mod tests {
         Gates {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
+            criteria: vec![],
         }
     }
 
@@ -389,10 +399,15 @@ mod tests {
         let g = Gates {
             evidence: Freshness::Stale,
             blockers: Err("bad json".into()),
+            criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
         };
         assert_eq!(
             names(&unmet("demo", &s, &list, Some(&g))),
-            ["execution-evidence", "followups-unreadable"]
+            [
+                "execution-evidence",
+                "followups-unreadable",
+                "acceptance-criteria"
+            ]
         );
         let mut cancelled = s.clone();
         cancelled["phase"] = json!("cancelled");

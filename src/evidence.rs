@@ -184,12 +184,14 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
         crate::project::PROGRESS_FILE,
         crate::project::TASKS_FILE,
         crate::project::FOLLOWUPS_FILE,
+        crate::project::ACCEPTANCE_FILE,
     ];
     let mut paths: Vec<String> = files
         .iter()
         .flat_map(|f| [format!("{spec_rel}/{f}"), format!("{spec_rel}/{f}.lock")])
         .collect();
     paths.push(format!("{spec_rel}/{}", crate::project::CRITIQUE_DIR));
+    paths.push(format!("{spec_rel}/{}", crate::project::TEST_RESULTS_DIR));
     paths.push(crate::project::EVENTS_DIR.to_string());
     paths.push(format!(
         "{}/{}",

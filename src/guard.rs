@@ -610,6 +610,10 @@ pub struct ClaimFacts {
     pub evidence_ended_at: Option<String>,
     pub post_code_at: Option<String>,
     pub post_test_at: Option<String>,
+    /// More missing items, each with its fix: claims of the final message no fresh verify
+    /// run supports (`claims::describe`), and an unchecked task's unmet proof gates
+    /// (uncovered criteria, unjustified integrity findings).
+    pub extra: Vec<String>,
 }
 
 /// What is missing before a task claim can be accepted, each with its command.
@@ -665,6 +669,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             ));
         }
     }
+    missing.extend(facts.extra.iter().cloned());
     missing
 }
 
@@ -987,6 +992,7 @@ mod tests {
         Some(CompletionGates {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
+            criteria: vec![],
         })
     }
 
@@ -1346,6 +1352,7 @@ mod tests {
         let mut s = state();
         s["verificationBlocks"] = json!({"execution": {"command": "cargo test --all"}});
         let gates = Some(CompletionGates {
+            criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),
@@ -1368,6 +1375,10 @@ mod tests {
         );
         assert!(
             r.contains("`specrun followup resolve F2 --note \"<what was done>\" --spec demo`"),
+            "{r}"
+        );
+        assert!(
+            r.contains("acceptance criterion 1/AC1 (x) is unmapped"),
             "{r}"
         );
         assert_eq!(o.patch["guard"]["lastBlockFingerprint"], "1/2:1:abc");
@@ -1470,6 +1481,7 @@ mod tests {
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
             post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
             post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
+            extra: vec![],
         }
     }
 

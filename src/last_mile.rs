@@ -13,6 +13,7 @@ use crate::tasks::{Task, TaskList};
 
 /// How a verification-gap line about an open blocking follow-up starts.
 const FOLLOWUP_GAP: &str = "every task is checked but follow-up ";
+const CRITERION_GAP: &str = "every task is checked but acceptance criterion ";
 /// What follows the task id in a verification-gap line about an unearned completion.
 const UNEARNED_GAP: &str = "completion not earned: ";
 
@@ -112,6 +113,9 @@ pub struct Inputs<'a> {
     /// Open VERIFY/high follow-ups as `(id, title)`: the guard refuses completion while
     /// any is open, so last-mile never sends the coordinator to claim it.
     pub blocking_followups: Vec<(String, String)>,
+    /// Acceptance criteria not covered, as `(id, status)`, when the execution enforces
+    /// them: the guard refuses completion while any is.
+    pub uncovered_criteria: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -493,6 +497,9 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
                 "{FOLLOWUP_GAP}{id} (VERIFY, high) is open: {title}"
             ));
         }
+        for (id, status) in &input.uncovered_criteria {
+            out.push(format!("{CRITERION_GAP}{id} is {status}"));
+        }
     }
     if list.all_checked() {
         let slot = Slot::Phase("execution".into());
@@ -542,6 +549,8 @@ fn is_churn(path: &str) -> bool {
         || name.ends_with(".lock")
         || path == crate::project::EVENTS_DIR
         || path.starts_with(&format!("{}/", crate::project::EVENTS_DIR))
+        // Each verify run rewrites its test results, like the state's evidence record.
+        || path.contains(&format!("/{}/", crate::project::TEST_RESULTS_DIR))
 }
 
 fn has(problems: &[Problem], kind: ProblemType) -> Option<&Problem> {
@@ -609,6 +618,8 @@ fn gate_ids(problem: &Problem, ctx: &Ctx<'_>) -> Vec<String> {
             .filter_map(|e| {
                 if let Some(rest) = e.strip_prefix(FOLLOWUP_GAP) {
                     rest.split(' ').next().map(|id| format!("followup-{id}"))
+                } else if let Some(rest) = e.strip_prefix(CRITERION_GAP) {
+                    rest.split(' ').next().map(|id| format!("criterion-{id}"))
                 } else if e.starts_with("every task") {
                     Some("execution".to_string())
                 } else {
@@ -765,11 +776,20 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
             return format!("Do not claim completion yet: {}", gap.1);
         }
         let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
-        if p.evidence
-            .iter()
-            .any(|e| e.starts_with("every task") && !e.starts_with(FOLLOWUP_GAP))
-        {
+        if p.evidence.iter().any(|e| {
+            e.starts_with("every task")
+                && !e.starts_with(FOLLOWUP_GAP)
+                && !e.starts_with(CRITERION_GAP)
+        }) {
             return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
+        }
+        if let Some(rest) = p
+            .evidence
+            .iter()
+            .find_map(|e| e.strip_prefix(CRITERION_GAP))
+        {
+            let id = rest.split(' ').next().unwrap_or("?");
+            return format!("Cover acceptance criterion {id} before claiming completion: see `specrun ac status --spec {s}`, map it to a test that passes (`specrun ac map {id} --test <name> --spec {s}`) and re-run the execution verification, or `specrun ac confirm {id} --reason \"<how it was checked>\" --spec {s}` when no test can.");
         }
         if let Some(rest) = followup {
             let id = rest.split(' ').next().unwrap_or("?");
@@ -838,6 +858,7 @@ mod tests {
         git: Option<GitFacts>,
         tree: Option<&'static str>,
         followups: Vec<(String, String)>,
+        criteria: Vec<(String, String)>,
         runnable: fn(&str) -> bool,
     }
 
@@ -850,6 +871,7 @@ mod tests {
                 tree: Some("T"),
                 runnable: always,
                 followups: Vec::new(),
+                criteria: Vec::new(),
             }
         }
 
@@ -869,6 +891,7 @@ mod tests {
                 runnable: &self.runnable,
                 capabilities: Vec::new(),
                 blocking_followups: self.followups.clone(),
+                uncovered_criteria: self.criteria.clone(),
             })
         }
     }
@@ -1036,6 +1059,21 @@ mod tests {
         assert!(
             d.coordinator_instruction
                 .starts_with("Do follow-up F2 (load test), then `specrun followup resolve F2"),
+            "{}",
+            d.coordinator_instruction
+        );
+        let mut c = Case::new(&all, st.clone());
+        c.criteria = vec![("2/AC1".into(), "missing".into())];
+        let d = c.decide();
+        assert_eq!(
+            d.phase,
+            Phase::Verifying,
+            "an uncovered criterion blocks completion"
+        );
+        assert_eq!(d.blocking_gates, ["verification-gap:criterion-2/AC1"]);
+        assert!(
+            d.coordinator_instruction
+                .contains("`specrun ac map 2/AC1 --test <name> --spec demo`"),
             "{}",
             d.coordinator_instruction
         );

@@ -4,6 +4,8 @@
 //! `commands/`. Pure core modules (`tasks`, `state`, …) take data and return data; `store`,
 //! `project`, `git`, `events` and `output` are the I/O edges.
 
+pub mod acceptance;
+pub mod claims;
 pub mod cli;
 pub mod commands;
 pub mod completion;
@@ -16,6 +18,7 @@ pub mod git;
 pub mod glob;
 pub mod goal;
 pub mod guard;
+pub mod integrity;
 pub mod last_mile;
 pub mod output;
 pub mod project;
@@ -23,6 +26,7 @@ pub mod protocol;
 pub mod state;
 pub mod store;
 pub mod tasks;
+pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
 pub mod worktree;

@@ -13,6 +13,8 @@ pub const TASKS_FILE: &str = "tasks.md";
 pub const PROGRESS_FILE: &str = ".progress.md";
 pub const FOLLOWUPS_FILE: &str = "followups.json";
 pub const CRITIQUE_DIR: &str = "critique";
+pub const ACCEPTANCE_FILE: &str = "acceptance.json";
+pub const TEST_RESULTS_DIR: &str = "test-results";
 pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
 /// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.

@@ -102,6 +102,7 @@ const KNOWN: &[(&str, Kind)] = &[
     ("unverifiedClaims", Kind::Array),
     ("isolation", Kind::Object),
     ("isolation.sequential", Kind::Bool),
+    ("acceptanceGate", Kind::Bool),
     ("checkedAtInit", Kind::Array),
 ];
 
@@ -292,6 +293,8 @@ pub fn init_execution(
         "completed": false,
         "completedAt": null,
         "guard": {},
+        // Criteria gates apply to executions started by this version (DESIGN-NOTES).
+        "acceptanceGate": true,
     });
     merge_into(&mut doc, &fields);
     // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;

@@ -367,6 +367,18 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
     h.specrun(&["tasks", "check", "1.1", "--spec", "demo"]);
     h.specrun(&["tasks", "check", "1.2", "--spec", "demo"]);
     h.init_execution(SESSION, &["--driver", "manual"]);
+    // Hand-ticked tasks' criteria are uncovered too; this scenario is about 1.3.
+    for id in ["1.1/AC1", "1.2/AC1"] {
+        h.specrun(&[
+            "ac",
+            "confirm",
+            id,
+            "--reason",
+            "the note was read by hand",
+            "--spec",
+            "demo",
+        ]);
+    }
 
     let mut rules = vec![
         Rule::main()
@@ -924,6 +936,9 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
                 "sleep {before_complete}; for i in 1 2 3 4 5 6 7 8 9 10; do git add {file} && git commit -q -m '{}' -- {file} && break; sleep 0.3; done",
                 commit_subject(id)
             )),
+            bash(&format!(
+                "specrun ac confirm {id}/AC1 --reason 'the Verify grep checks the note' --spec demo"
+            )),
             bash(&format!("specrun task complete {id} --check --spec demo")),
         ];
         subagent_rules(id, 0, steps, &format!("Done.\nTASK_COMPLETE {id}"))
@@ -1233,4 +1248,235 @@ fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
     assert_eq!((log[1].agent, log[1].rule), (Agent::Sub, Some(1)));
     assert_eq!(log[1].agent_id.as_deref(), Some("agent7"));
     assert_eq!(log[1].last_user, "SECOND please");
+}
+
+// ---- issue 14: proof that the work meets its criteria ---------------------------------
+
+/// One task whose criteria are tested by `node --test`: the adder adds and subtracts.
+const PROOF_TASKS: &str = "# Tasks: demo
+
+## Phase 1: Adder
+
+- [ ] 1.1 Adder tests
+  - **Do**: Make lib/add.test.js pass
+  - **Files**: lib/add.test.js
+  - **Done when**:
+    - adding two numbers works
+    - subtracting two numbers works
+  - **Verify**: `node --test`
+  - **Commit**: `test(adder): cover add and subtract`
+";
+
+const PASSING_TESTS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('subtracts', () => {\n  assert.strictEqual(2 - 1, 1);\n});\n";
+
+/// A harness whose spec is PROOF_TASKS with lib/add.test.js committed as `tests`.
+fn proof_harness(tests: &str) -> Option<Harness> {
+    let h = Harness::new()?;
+    h.project.write("specs/demo/tasks.md", PROOF_TASKS);
+    h.project.write("lib/add.test.js", tests);
+    h.project.commit_all("adder spec");
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    Some(h)
+}
+
+/// The executor's steps for 1.1 with `content` as the test file, `maps` as its `ac map`
+/// commands, ending with commit and `task complete`.
+fn proof_executor_steps(
+    root: &std::path::Path,
+    content: &str,
+    maps: &[&str],
+) -> Vec<e2e::fake_model::Block> {
+    let mut steps = vec![
+        bash("specrun task start 1.1 --spec demo"),
+        // Bash, not Write: Claude Code's Write refuses a file it has not read first.
+        bash(&format!(
+            "cat > {} <<'JS'\n{content}JS",
+            root.join("lib/add.test.js").display()
+        )),
+        e2e::critique_step("1.1", "post-code"),
+        bash("specrun verify run --task 1.1 --command 'node --test' --spec demo"),
+        e2e::critique_step("1.1", "post-test"),
+    ];
+    steps.extend(maps.iter().map(|m| bash(m)));
+    steps.push(bash(
+        "git add lib/add.test.js && git commit -q -m 'test(adder): cover add and subtract' -- lib/add.test.js",
+    ));
+    steps.push(bash("specrun task complete 1.1 --check --spec demo"));
+    steps
+}
+
+/// Issue 14: an executor whose subtract test fails deletes it, makes the rest pass and
+/// claims success. `task complete` refuses naming the removed test (file and line), the
+/// SubagentStop re-prompt names it too, and the task stays unchecked.
+#[test]
+fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
+    let failing = PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5");
+    let Some(h) = proof_harness(&failing) else {
+        return;
+    };
+    let root = h.root();
+    let only_adds = PASSING_TESTS
+        .split("\ntest('subtracts'")
+        .next()
+        .unwrap()
+        .to_string()
+        + "\n";
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .reply([text("The executor reported back.")]),
+    ];
+    let steps = proof_executor_steps(
+        &root,
+        &only_adds,
+        &[
+            "specrun ac map 1.1/AC1 --test adds --spec demo",
+            "specrun ac map 1.1/AC2 --test adds --spec demo",
+        ],
+    );
+    let n = steps.len();
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        steps,
+        "All tests pass.\nTASK_COMPLETE 1.1",
+    ));
+    // Re-prompted: it insists.
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let sub = run.requests_of(Agent::Sub);
+    let refusal = sub
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .find(|t| t.contains("task complete 1.1 refused"))
+        .unwrap_or_else(|| panic!("task complete was not refused\n{}", run.describe()));
+    assert!(
+        refusal.contains("removed-test at lib/add.test.js:8: test `subtracts` was removed"),
+        "{refusal}"
+    );
+    assert!(
+        refusal.contains("specrun task justify 1.1 --finding F"),
+        "{refusal}"
+    );
+    let feedback: Vec<&str> = sub
+        .iter()
+        .filter(|r| r.last_user.contains("Stop hook feedback:"))
+        .map(|r| r.last_user.as_str())
+        .collect();
+    assert_eq!(
+        feedback.len(),
+        1,
+        "re-prompted exactly once\n{}",
+        run.describe()
+    );
+    assert!(
+        feedback[0].contains("removed-test at lib/add.test.js:8"),
+        "{}",
+        feedback[0]
+    );
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert!(
+        h.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
+        "1.1 must stay unchecked"
+    );
+    let state = h.state();
+    let kept = state["unverifiedClaims"].to_string();
+    assert!(kept.contains("removed-test"), "state: {state:#}");
+    let refused: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "task-complete" && e["refused"].is_array())
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|e| e["refused"].to_string().contains("test-integrity")),
+        "{refused:?}"
+    );
+}
+
+/// Issue 14: an executor that writes the tests, maps each criterion to one that passes
+/// and completes; the coordinator verifies the whole suite and the guard accepts
+/// completion with every criterion covered.
+#[test]
+fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
+    let Some(h) = proof_harness("") else {
+        return;
+    };
+    let root = h.root();
+    let mut rules = delegate_one_task_then_stop("1.1", "unused");
+    rules.truncate(1);
+    rules.extend([
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_COMPLETE 1.1")
+            .reply([bash(
+                "specrun verify run --phase execution --command 'node --test' --spec demo",
+            )]),
+        Rule::main()
+            .turn(2)
+            .reply([bash("specrun ac status --spec demo")]),
+        Rule::main().turn(3).reply([text(
+            "Every criterion is covered by a passing test.\nALL_TASKS_COMPLETE",
+        )]),
+    ]);
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        proof_executor_steps(
+            &root,
+            PASSING_TESTS,
+            &[
+                "specrun ac map 1.1/AC1 --test adds --spec demo",
+                "specrun ac map 1.1/AC2 --test subtracts --spec demo",
+            ],
+        ),
+        "2 tests passed.\nTASK_COMPLETE 1.1",
+    ));
+
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["phase"],
+        "completed",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    assert!(state.get("unverifiedClaims").is_none(), "state: {state:#}");
+    let status = run
+        .requests_of(Agent::Main)
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .find(|t| t.contains("1.1/AC2"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no ac status output\n{}", run.describe()));
+    assert!(
+        status.contains("2 covered by tests, 0 manual, 0 uncovered"),
+        "{status}"
+    );
+    let claims: Vec<String> = h
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "subagent-stop" && e["rule"] != "usage")
+        .map(|e| e["rule"].as_str().unwrap_or("?").to_string())
+        .collect();
+    assert_eq!(claims, ["claim-accepted"], "{}", run.describe());
 }

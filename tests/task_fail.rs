@@ -225,6 +225,17 @@ fn a_pending_fix_task_is_next_everywhere_and_fixes_read_in_order() {
     // Fix done, the original is retried; it fails again and gets a second fix, below the first.
     run(&p, &["task", "start", "1.1.1"]);
     ready_to_complete(&p, "1.1.1");
+    // A fix task's Done when is a criterion too (covered in tests/acceptance_cli.rs).
+    run(
+        &p,
+        &[
+            "ac",
+            "confirm",
+            "1.1.1/AC1",
+            "--reason",
+            "the failure no longer occurs",
+        ],
+    );
     let (code, out, _) = run(&p, &["task", "complete", "1.1.1", "--check"]);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("next: 1.1"), "{out}");

@@ -16,11 +16,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
-use crate::commands::load_tasks_file;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
+use crate::commands::{ac, load_tasks_file};
 use crate::error::{Error, Result};
-use crate::evidence::{self, Slot};
+use crate::evidence::{self, Freshness, Slot};
 use crate::guard::{
     self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
     UsageRead,
@@ -28,7 +28,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{critique, events, git, output, store, transcript, uncounted};
+use crate::{claims, critique, events, git, output, store, testlog, transcript, uncounted};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -431,6 +431,19 @@ fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> Completion
     CompletionGates {
         evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
         blockers: open_blockers(spec),
+        criteria: uncovered_criteria(project, spec, state),
+    }
+}
+
+/// The spec's uncovered criteria when the execution enforces them; an unreadable store or
+/// requirements.md is itself one unmet line.
+fn uncovered_criteria(project: &Project, spec: &Spec, state: &Value) -> Vec<String> {
+    if !ac::enforced(Some(state)) {
+        return Vec::new();
+    }
+    match load_tasks(spec).and_then(|list| ac::matrix_with(project, spec, &list, Some(state))) {
+        Ok(m) => ac::describe_uncovered(m.uncovered()),
+        Err(e) => vec![format!("criteria cannot be read: {e}")],
     }
 }
 
@@ -453,26 +466,45 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     if !guard::owned_by(&active.state, input.session()) {
         return None;
     }
-    let claim = (input.str("agent_type") == Some(guard::EXECUTOR_AGENT))
-        .then(|| guard::task_complete_claim(input.str("last_assistant_message")))
+    let executor = input.str("agent_type") == Some(guard::EXECUTOR_AGENT);
+    let message = input.str("last_assistant_message");
+    let claim = executor
+        .then(|| guard::task_complete_claim(message))
         .flatten();
+    let prose = match message.filter(|_| executor) {
+        Some(m) => prose_claims(&active, m, claim.as_deref()),
+        None => Vec::new(),
+    };
     let agent_transcript = input.str("agent_transcript_path").filter(|p| !p.is_empty());
-    if claim.is_none() && agent_transcript.is_none() {
+    if claim.is_none() && prose.is_empty() && agent_transcript.is_none() {
         return None;
     }
-    let facts = claim
-        .as_ref()
-        .map(|id| (id.clone(), claim_facts(&active, id)));
+    let facts = claim.as_ref().map(|id| {
+        let mut facts = claim_facts(&active, id);
+        facts.extra.extend(claims::describe(&prose));
+        (id.clone(), facts)
+    });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
         let now = chrono::Utc::now();
-        let mut outcome = facts.map(|(id, facts)| {
-            let sub = SubagentInput {
-                session_id: input.session(),
-                agent_id: input.str("agent_id"),
-                stop_hook_active: input.flag("stop_hook_active"),
-            };
-            guard::decide_subagent_stop(&active.spec.name, &id, &facts, &sub, state, now)
-        });
+        let sub = SubagentInput {
+            session_id: input.session(),
+            agent_id: input.str("agent_id"),
+            stop_hook_active: input.flag("stop_hook_active"),
+        };
+        let mut outcome = match facts {
+            Some((id, facts)) => Some(guard::decide_subagent_stop(
+                &active.spec.name,
+                &id,
+                &facts,
+                &sub,
+                state,
+                now,
+            )),
+            None if !prose.is_empty() => {
+                Some(claims::decide(&active.spec.name, &prose, &sub, state, now))
+            }
+            None => None,
+        };
         if let Some(path) = agent_transcript {
             let key = input.str("agent_id").unwrap_or(path);
             let usage = read_agent_usage(path, key, state);
@@ -485,6 +517,42 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
         }
         Ok(outcome)
     })
+}
+
+/// Claims of an executor's final message (tests pass, lint clean, …) that no verify run at
+/// the current code supports. The fingerprint runs only when the message claims something.
+fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claims::Unsupported> {
+    if claims::extract(message).is_empty() {
+        return Vec::new();
+    }
+    let (project, spec) = (&active.project, &active.spec);
+    let fresh: Vec<claims::FreshRun> = ac::runs(project, spec, &active.state)
+        .into_iter()
+        .filter(|r| r.freshness == Freshness::Fresh)
+        .map(|r| claims::FreshRun {
+            tests: r
+                .report
+                .as_ref()
+                .filter(|rep| !rep.runners.is_empty())
+                .map(|rep| {
+                    (
+                        rep.count(testlog::Outcome::Passed) as u64,
+                        rep.count(testlog::Outcome::Failed) as u64,
+                    )
+                }),
+            slot: r.slot,
+            command: r.command,
+        })
+        .collect();
+    let slot = match task {
+        Some(id) => format!("--task {id}"),
+        None => "--phase <check>".to_string(),
+    };
+    let hint = format!(
+        "specrun verify run {slot} --spec {} --command '<command>'",
+        spec.name
+    );
+    claims::unsupported(message, &fresh, &hint)
 }
 
 /// A subagent's usage since its stored offset (its whole transcript the first time).
@@ -527,6 +595,7 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
+            extra: Vec::new(),
         };
     }
     let own = (id, found.and_then(|t| t.verify_command()));
@@ -546,7 +615,23 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         evidence_ended_at: evidence.ended_at,
         post_code_at: critique::recorded_at(spec, id, "post-code"),
         post_test_at: critique::recorded_at(spec, id, "post-test"),
+        extra: proof_unmet(active, id),
     }
+}
+
+/// An unchecked task's criteria and integrity gates, as `task complete` would refuse them,
+/// so the executor's re-prompt names the finding (the removed test, the skip marker).
+fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
+    let Ok(list) = load_tasks(&active.spec) else {
+        return Vec::new();
+    };
+    let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
+        return Vec::new();
+    };
+    super::proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
+        .into_iter()
+        .map(|u| format!("{}: {}", u.name, u.detail))
+        .collect()
 }
 
 fn session_start(input: &HookInput, active: &Active) -> Option<Value> {

@@ -65,6 +65,20 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
                     .collect()
             })
             .unwrap_or_default(),
+        uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
+            (Some(spec), StateRead::Valid(doc), Some(list))
+                if crate::commands::ac::enforced(Some(doc)) =>
+            {
+                crate::commands::ac::matrix_with(project, spec, list, Some(doc))
+                    .map(|m| {
+                        m.uncovered()
+                            .map(|r| (r.id.clone(), r.status.as_str().to_string()))
+                            .collect()
+                    })
+                    .unwrap_or_else(|e| vec![("(unreadable)".into(), e.to_string())])
+            }
+            _ => Vec::new(),
+        },
     });
     let value = serde_json::to_value(&decision).unwrap_or(Value::Null);
     if args.record {

@@ -9,6 +9,7 @@ use crate::project::{Project, Spec};
 use crate::store;
 use crate::tasks::{self, TaskList};
 
+pub mod ac;
 pub mod cancel;
 pub mod critique;
 pub mod doctor;
@@ -19,6 +20,7 @@ pub mod hook;
 pub mod isolate;
 pub mod last_mile;
 pub mod learn;
+pub mod proof;
 pub mod resume;
 pub mod snapshot;
 pub mod state;
@@ -42,6 +44,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::LastMile(args) => last_mile::run(&Project::discover(cwd)?, args),
         Command::Doctor(args) => doctor::run(&Project::discover(cwd)?, args),
         Command::Task(cmd) => task::run(&Project::discover(cwd)?, cmd),
+        Command::Ac(cmd) => ac::run(&Project::discover(cwd)?, cmd),
         Command::Followup(cmd) => followup::run(&Project::discover(cwd)?, cmd),
         Command::Learn(args) => learn::run(&Project::discover(cwd)?, args),
         Command::Resume(args) => resume::run(&Project::discover(cwd)?, args),

@@ -79,6 +79,37 @@ fn last_evidence(facts: &Facts) -> Option<&Value> {
     })
 }
 
+/// Executor claims the guard let through unverified (after one re-prompt), newest last.
+fn unverified_claims(facts: &Facts) -> Vec<String> {
+    let Some(items) = facts
+        .state_doc()
+        .and_then(|d| d.get("unverifiedClaims"))
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    else {
+        return Vec::new();
+    };
+    let mut lines = vec![format!(
+        "UNVERIFIED {} executor claim(s) without evidence:",
+        items.len()
+    )];
+    for item in items.iter().rev().take(3).rev() {
+        let task = item.get("taskId").and_then(Value::as_str).unwrap_or("-");
+        let missing = item
+            .get("missing")
+            .and_then(Value::as_array)
+            .map(|m| {
+                m.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+            .unwrap_or_default();
+        lines.push(format!("  task {task}: {missing}"));
+    }
+    lines
+}
+
 /// Task evidence from another command than the task's Verify that a person accepted:
 /// `(task id, reason)`.
 pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
@@ -196,6 +227,7 @@ pub fn render(project: &Project, facts: &Facts) -> String {
                 let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
                 lines.push(format!("evidence  exit {code} at {at}: {cmd}"));
             }
+            lines.extend(unverified_claims(facts));
         }
     }
     if !gates.is_empty() {

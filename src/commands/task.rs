@@ -31,6 +31,11 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
             insert,
         } => fail(project, &verb, &reason, insert),
         TaskCommand::Rollback { verb, force } => rollback(project, &verb, force),
+        TaskCommand::Justify {
+            verb,
+            finding,
+            reason,
+        } => super::proof::justify(project, &verb, &finding, &reason),
     }
 }
 
@@ -328,9 +333,15 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         head: head.as_deref(),
         now: &now,
     };
+    // Criteria and test integrity: kept beside protocol's gates (commands/proof.rs).
+    let proof = super::proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
     let mut out = match protocol::complete(&input) {
-        Err(unmet) => {
+        Err(mut unmet) => {
+            unmet.extend(proof);
             return Ok(refused(project, spec, "complete", &id, &unmet, args.json));
+        }
+        Ok(_) if !proof.is_empty() => {
+            return Ok(refused(project, spec, "complete", &id, &proof, args.json));
         }
         Ok(out) => out,
     };

@@ -250,6 +250,10 @@ pub fn record_run(
         excluded_paths,
     };
     let mut stored = record.to_json();
+    // The tests the output named go beside the state (a run can name thousands); the
+    // record keeps the counts and where they are.
+    stored["tests"] =
+        crate::commands::ac::write_results(spec, slot, &record.started_at, &outcome.tests);
     let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
     if let Some(name) = evidence::worktree_name(project, spec) {
         stored["worktree"] = Value::String(name);
@@ -283,6 +287,7 @@ pub fn record_run(
             "evidence recorded, but the event log was not: {e}"
         ));
     }
+    crate::commands::ac::note_results(&outcome.tests);
     Ok((record, stored))
 }
 
@@ -347,6 +352,7 @@ struct Outcome {
     timed_out: bool,
     duration: Duration,
     tail: String,
+    tests: crate::testlog::Report,
 }
 
 /// Run `sh -c command` in its own process group, stream its output to our stderr, keep the
@@ -376,9 +382,11 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
     let pgid = child.id() as i32;
 
     let tail = Arc::new(Mutex::new(OutputTail::new(evidence::OUTPUT_TAIL_BYTES)));
+    let parser = Arc::new(Mutex::new(crate::testlog::Parser::default()));
     let (pump_done_tx, pump_done) = mpsc::channel();
     {
         let tail = Arc::clone(&tail);
+        let parser = Arc::clone(&parser);
         let mut reader = reader;
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
@@ -390,6 +398,7 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
                         // A closed stderr must not stop the draining (the command would block).
                         let _ = stderr.write_all(&buf[..n]);
                         tail.lock().expect("tail lock").push(&buf[..n]);
+                        parser.lock().expect("parser lock").feed(&buf[..n]);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                     Err(_) => break,
@@ -438,11 +447,13 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         }
     };
     let tail = tail.lock().expect("tail lock").text();
+    let tests = std::mem::take(&mut *parser.lock().expect("parser lock")).finish();
     Ok(Outcome {
         exit_code,
         timed_out,
         duration,
         tail,
+        tests,
     })
 }
 
