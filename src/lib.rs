@@ -30,6 +30,7 @@ pub mod tasks;
 pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
+pub mod worktree;
 
 use clap::Parser;
 

@@ -166,6 +166,17 @@ fn an_unknown_plugin_root_is_said_not_failed() {
     let elsewhere = tempfile::tempdir().unwrap();
     let copy = elsewhere.path().join("specrun");
     std::fs::copy(common::bin_path(), &copy).unwrap();
+    // A thread of this test process that forks while the copy is open for writing lends
+    // the child that descriptor until it execs: running the copy then fails with ETXTBSY.
+    // Wait until the copy runs.
+    for _ in 0..100 {
+        match std::process::Command::new(&copy).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => break,
+        }
+    }
     let mut cmd = assert_cmd::Command::new(&copy);
     cmd.current_dir(env.project.root())
         .arg("doctor")

@@ -81,6 +81,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
         locks(project),
         guard_counting(project, args.spec.spec.as_deref()),
         spec_names(project),
+        worktrees(project, args.spec.spec.as_deref()),
     ];
     let ok = checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
@@ -434,6 +435,32 @@ fn locks(project: &Project) -> Check {
         Status::Fail,
         format!("held for more than {} ms: {}", grace.as_millis(), names.join(", ")),
         "a process is stuck holding it (find it with `fuser` or `lsof` on the file) and end it; never delete a .lock file",
+    )
+}
+
+/// Specrun member worktrees that no open member owns (a crash, a cancelled run).
+fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
+    const ID: &str = "worktrees";
+    let spec = project.spec(spec_arg).ok().flatten();
+    let state = spec
+        .as_ref()
+        .and_then(|s| store::read_json(&s.state_path()).ok().flatten());
+    let stale = super::isolate::stale_worktrees(project, state.as_ref(), spec.as_ref());
+    if stale.is_empty() {
+        return Check::pass(ID, "no stale specrun worktree");
+    }
+    let names: Vec<String> = stale
+        .iter()
+        .map(|(p, b)| match b {
+            Some(b) => format!("{} ({b})", p.display()),
+            None => p.display().to_string(),
+        })
+        .collect();
+    Check::not(
+        ID,
+        Status::Warn,
+        format!("stale specrun worktree(s): {}", names.join(", ")),
+        "keep what you need from each (its branch keeps the commits), then `git worktree remove <path>`",
     )
 }
 
