@@ -83,13 +83,16 @@ fn member_steps(wt: &Path, id: &str, write: &str, verify: &str, subject: &str) -
     ]
 }
 
-fn delegate_in(agent: &str, marker: &str, id: &str, wt: &Path) -> Block {
+/// The Agent call for one member (in the background, as a `[P]` member is delegated) or a
+/// lone retry or check (in the foreground), as references/isolated-groups.md says.
+fn delegate_in(marker: &str, id: &str, wt: &Path, background: bool) -> Block {
     tool(
         "Agent",
         json!({
             "description": format!("Execute task {id}"),
             "prompt": format!("{marker} Execute task {id} of spec demo. Worktree: {} — cd there first in every Bash call; work only inside it. Report TASK_COMPLETE {id}.", wt.display()),
-            "subagent_type": agent,
+            "subagent_type": "specrun:spec-executor",
+            "run_in_background": background,
         }),
     )
 }
@@ -128,50 +131,48 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
     h.init_execution(SESSION, &[]);
     let wt = |id: &str| root.join(".specrun/worktrees/demo").join(id);
 
+    // Matched by what arrived, not by turn number: on a client that runs the members in the
+    // background each result is its own notification turn.
     let mut rules = vec![
         Rule::main().turn(0).reply([bash(
             "specrun task start 1.1 --worktree --spec demo && specrun task start 1.2 --worktree --spec demo && specrun task start 1.3 --worktree --spec demo",
         )]),
-        Rule::main().turn(1).reply([
-            delegate_in("specrun:spec-executor", "[task 1.1]", "1.1", &wt("1.1")),
-            delegate_in("specrun:spec-executor", "[task 1.2]", "1.2", &wt("1.2")),
-            delegate_in("specrun:spec-executor", "[task 1.3]", "1.3", &wt("1.3")),
-        ]),
+        Rule::main().turn(1).reply(
+            ["1.1", "1.2", "1.3"].map(|id| delegate_in(&format!("[task {id}]"), id, &wt(id), true)),
+        ),
         Rule::main()
-            .turn(2)
+            .delivered("TASK_COMPLETE 1.1")
+            .delivered("TASK_COMPLETE 1.2")
+            .delivered("TASK_COMPLETE 1.3")
             .reply([bash("specrun group merge --spec demo")]),
         Rule::main()
-            .turn(3)
             .last_tool_result("specrun task start 1.2 --worktree")
-            .reply([bash("specrun task start 1.2 --worktree --spec demo")]),
-        Rule::main().turn(4).reply([delegate_in(
-            "specrun:spec-executor",
-            "[retry 1.2]",
-            "1.2",
-            &wt("1.2"),
-        )]),
+            .reply([bash(
+                "specrun task start 1.2 --worktree --spec demo && echo RETRY-READY",
+            )]),
         Rule::main()
-            .turn(5)
-            .last_tool_result("TASK_COMPLETE 1.2")
+            .last_tool_result("RETRY-READY")
+            .reply([delegate_in("[retry 1.2]", "1.2", &wt("1.2"), false)]),
+        Rule::main()
+            .result("Resolved.")
             .reply([bash("specrun group merge --spec demo")]),
         Rule::main()
-            .turn(6)
-            .last_tool_result("complete")
+            .last_tool_result("complete the [VERIFY] task")
             .reply([tool(
                 "Agent",
                 json!({"description": "Verify task 1.4",
                        "prompt": "[task 1.4] Verify task 1.4 of spec demo.",
-                       "subagent_type": "specrun:qa-engineer"}),
+                       "subagent_type": "specrun:qa-engineer",
+                       "run_in_background": false}),
             )]),
         Rule::main()
-            .turn(7)
-            .last_tool_result("VERIFICATION_PASS 1.4")
+            .result("VERIFICATION_PASS 1.4")
             .reply([bash(&format!(
                 "specrun verify run --phase execution --command '{PHASE_CHECK}' --spec demo"
             ))]),
-        Rule::main().turn(8).reply([text(
-            "The group is merged and verified.\nALL_TASKS_COMPLETE",
-        )]),
+        Rule::main()
+            .last_tool_result("recorded in verificationBlocks")
+            .reply([text("The group is merged and verified.\nALL_TASKS_COMPLETE")]),
     ];
     let member = |id: &str, write: &str, verify: &str, subject: &str| {
         sub_rules(
@@ -231,12 +232,16 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
         "Checked.\nVERIFICATION_PASS 1.4",
     ));
 
+    rules.extend(e2e::waiting_rules());
     let run = h.run(
         rules,
         Session::new("Run the demo spec.").session_id(SESSION),
     );
 
     assert_eq!(run.rc, Some(0), "{}", run.describe());
+    // The three members ran in the background (every pinned release honours the flag):
+    // each result came as its own notification turn; the retry and the check did not.
+    assert_eq!(e2e::notification_turns(&run), 3, "{}", run.describe());
     let state = h.state();
     assert_eq!(
         state["phase"],
