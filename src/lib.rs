@@ -6,6 +6,7 @@
 
 pub mod acceptance;
 pub mod claims;
+pub mod claude_code;
 pub mod cli;
 pub mod commands;
 pub mod completion;
@@ -30,6 +31,7 @@ pub mod tasks;
 pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
+pub mod worktree;
 
 use clap::Parser;
 

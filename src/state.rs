@@ -103,6 +103,8 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("isolation", Kind::Object),
+    ("isolation.sequential", Kind::Bool),
     ("acceptanceGate", Kind::Bool),
     ("checkedAtInit", Kind::Array),
 ];

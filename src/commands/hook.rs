@@ -397,10 +397,12 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             now: chrono::Utc::now(),
             missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
+        let running = guard::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
             session_id: input.session(),
             stop_hook_active: input.flag("stop_hook_active"),
             last_assistant_message: message,
+            running_agents: &running,
         };
         Ok(Some(guard::decide_stop(&stop_input, state, &facts)))
     })

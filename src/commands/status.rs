@@ -38,11 +38,21 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
             View(s).max_minutes()?;
             state::time_origin(View(s), chrono::Utc::now()).problem
         }));
+        doc["isolation"] = group(&facts).map(|(_, d)| d).unwrap_or(Value::Null);
         output::json_pretty(&doc);
     } else {
         output::raw(&render(project, &facts));
+        if let Some((text, _)) = group(&facts) {
+            output::line(&format!("group     {}", text.trim_start_matches("group ")));
+        }
     }
     Ok(0)
+}
+
+/// The isolated group's standing (members merged, members remaining and their branches).
+fn group(facts: &Facts) -> Option<(String, Value)> {
+    let spec = facts.spec.as_ref()?;
+    super::isolate::summary(&spec.name, facts.state_doc()?)
 }
 
 fn resume(facts: &Facts) -> Option<String> {
