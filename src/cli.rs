@@ -71,6 +71,31 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Cancel the execution; nothing is deleted.
     Cancel(CancelArgs),
+    /// Isolated parallel groups: merge finished members back and verify the merged tree.
+    #[command(subcommand)]
+    Group(GroupCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Merge the group's finished members into the base branch (--no-ff, task-id order),
+    /// then verify the merged tree; safe to re-run.
+    Merge(GroupMergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GroupMergeArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Verification command when no [VERIFY] task follows the group (default: the
+    /// command of verificationBlocks.execution).
+    #[arg(long, value_name = "C")]
+    pub command: Option<String>,
+    /// Kill the verification command after SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -174,6 +199,9 @@ pub struct StateInitArgs {
     /// Quick mode: no questions to the user.
     #[arg(long)]
     pub quick: bool,
+    /// Let sequential tasks run isolated too (`task start ID --worktree`); [P] members always may.
+    #[arg(long)]
+    pub isolate: bool,
     /// Recovery mode: failed tasks get fix tasks.
     #[arg(long)]
     pub recovery_mode: bool,
@@ -331,7 +359,14 @@ pub struct DoctorArgs {
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Start an attempt at the current task (or a member of the current parallel group).
-    Start(TaskVerbArgs),
+    Start {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        /// Run it isolated: its own branch specrun/<spec>/<id> in its own worktree (path
+        /// printed last); a [P] member always may, a sequential task after `state init --isolate`.
+        #[arg(long)]
+        worktree: bool,
+    },
     /// Complete a task once its evidence and critique records are in order.
     Complete {
         #[command(flatten)]

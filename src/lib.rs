@@ -6,6 +6,7 @@
 
 pub mod acceptance;
 pub mod claims;
+pub mod claude_code;
 pub mod cli;
 pub mod commands;
 pub mod completion;
@@ -14,6 +15,7 @@ pub mod critique;
 pub mod error;
 pub mod events;
 pub mod evidence;
+pub mod fault;
 pub mod followups;
 pub mod git;
 pub mod glob;
@@ -32,6 +34,7 @@ pub mod tasks;
 pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
+pub mod worktree;
 
 use clap::Parser;
 

@@ -26,6 +26,7 @@ enum Kind {
     Object,
     OptObject,
     Array,
+    StrArray,
     OneOf(&'static [&'static str]),
 }
 
@@ -41,6 +42,7 @@ impl Kind {
             Kind::Object => v.is_object(),
             Kind::OptObject => v.is_object() || v.is_null(),
             Kind::Array => v.is_array(),
+            Kind::StrArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
             Kind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
         }
     }
@@ -56,6 +58,7 @@ impl Kind {
             Kind::Object => "an object",
             Kind::OptObject => "an object or null",
             Kind::Array => "an array",
+            Kind::StrArray => "an array of strings",
             Kind::OneOf(options) if options == PHASES => {
                 "one of \"planning\", \"execution\", \"completed\", \"cancelled\""
             }
@@ -110,8 +113,31 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("isolation", Kind::Object),
+    ("isolation.sequential", Kind::Bool),
     ("acceptanceGate", Kind::Bool),
     ("checkedAtInit", Kind::Array),
+];
+
+/// The fields of one attempt (`attempts.<id>.<i>`), which the task verbs rewrite.
+const ATTEMPT: &[(&str, Kind)] = &[
+    ("n", Kind::UInt),
+    ("status", Kind::Str),
+    ("startedAt", Kind::OptStr),
+    ("endedAt", Kind::OptStr),
+    ("startCommit", Kind::OptStr),
+    ("endCommit", Kind::OptStr),
+    ("reason", Kind::OptStr),
+    ("fixTaskId", Kind::OptStr),
+    ("rollbackRef", Kind::OptStr),
+    ("rolledBackAt", Kind::OptStr),
+];
+
+/// The fields of one `fixTaskMap.<id>` entry.
+const FIX_ENTRY: &[(&str, Kind)] = &[
+    ("attempts", Kind::UInt),
+    ("fixTaskIds", Kind::StrArray),
+    ("lastError", Kind::OptStr),
 ];
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
@@ -159,11 +185,7 @@ pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
     for (path, kind) in KNOWN {
         if let Some(v) = get_path(doc, path) {
             if !kind.accepts(v) {
-                return Err(Error::FieldType {
-                    source_name: source_name.to_string(),
-                    field: (*path).to_string(),
-                    expected: kind.describe(),
-                });
+                return Err(field_error(source_name, path.to_string(), kind.describe()));
             }
         }
     }
@@ -173,6 +195,59 @@ pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
             field: e.trim_start_matches("field `ledger`: ").to_string(),
             expected: "a ledger: tasks/run accounts of non-negative integer token counts",
         });
+    }
+    check_entries(doc, source_name)
+}
+
+fn field_error(source_name: &str, field: String, expected: &'static str) -> Error {
+    Error::FieldType {
+        source_name: source_name.to_string(),
+        field,
+        expected,
+    }
+}
+
+/// Check the known `fields` present in `entry` (named `at` in errors).
+fn check_fields(entry: &Value, at: &str, fields: &[(&str, Kind)], source: &str) -> Result<()> {
+    let Some(map) = entry.as_object() else {
+        return Err(field_error(source, at.to_string(), "an object"));
+    };
+    for (key, kind) in fields {
+        if map.get(*key).is_some_and(|v| !kind.accepts(v)) {
+            return Err(field_error(source, format!("{at}.{key}"), kind.describe()));
+        }
+    }
+    Ok(())
+}
+
+/// One level into the per-task maps the verbs index into: every `attempts.<id>` a list of
+/// attempt objects, every `fixTaskMap.<id>`, evidence record and subagent entry an object.
+fn check_entries(doc: &Value, source: &str) -> Result<()> {
+    let entries = |key: &str| {
+        doc.get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+    };
+    for (id, list) in entries("attempts") {
+        let Some(items) = list.as_array() else {
+            return Err(field_error(source, format!("attempts.{id}"), "an array"));
+        };
+        for (i, attempt) in items.iter().enumerate() {
+            check_fields(attempt, &format!("attempts.{id}.{i}"), ATTEMPT, source)?;
+        }
+    }
+    for (id, entry) in entries("fixTaskMap") {
+        check_fields(entry, &format!("fixTaskMap.{id}"), FIX_ENTRY, source)?;
+    }
+    for key in ["taskEvidence", "verificationBlocks"] {
+        for (id, record) in entries(key) {
+            check_fields(record, &format!("{key}.{id}"), &[], source)?;
+        }
+    }
+    let agents = doc.get("usage").and_then(|u| u.get("agents"));
+    for (key, entry) in agents.and_then(Value::as_object).into_iter().flatten() {
+        check_fields(entry, &format!("usage.agents.{key}"), &[], source)?;
     }
     Ok(())
 }

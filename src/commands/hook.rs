@@ -401,10 +401,12 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             now,
             missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
+        let running = guard::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
             session_id: input.session(),
             stop_hook_active: input.flag("stop_hook_active"),
             last_assistant_message: message,
+            running_agents: &running,
         };
         let mut outcome = guard::decide_stop(&stop_input, state, &facts);
         let ctx = hook_cost::Ctx {

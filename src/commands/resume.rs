@@ -7,6 +7,7 @@ use crate::cli::ResumeArgs;
 use crate::commands::task::{read_state, record_event, refuse, report, write_state};
 use crate::error::Result;
 use crate::events::now_rfc3339;
+use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
 use crate::store;
@@ -29,7 +30,13 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             record_event(project, &spec, json!({"event": "resume", "refused": names}));
-            Ok(refuse("resume", &spec.name, &unmet, args.json))
+            let code = refuse("resume", &spec.name, &unmet, args.json);
+            if let (Some((text, _)), false) =
+                (super::isolate::summary(&spec.name, &state), args.json)
+            {
+                output::line(&text);
+            }
+            Ok(code)
         }
         Ok(out) => {
             if let Some(patch) = &out.patch {
@@ -44,7 +51,18 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                                   "tokens": raises.tokens, "minutes": raises.minutes,
                                   "usd": raises.usd}}),
             );
-            report("resume", &spec.name, &out, args.json, json!({}));
+            let group = super::isolate::summary(&spec.name, &state);
+            report(
+                "resume",
+                &spec.name,
+                &out,
+                args.json,
+                json!({"isolation": group.as_ref().map(|(_, d)| d)}),
+            );
+            if let (Some((text, _)), false) = (&group, args.json) {
+                // After a crash mid-group: what merged and what remains.
+                output::line(text);
+            }
             Ok(0)
         }
     }

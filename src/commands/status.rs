@@ -46,6 +46,7 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
             View(s).max_minutes()?;
             state::time_origin(View(s), chrono::Utc::now()).problem
         }));
+        doc["isolation"] = group(&facts).map(|(_, d)| d).unwrap_or(Value::Null);
         output::json_pretty(&doc);
     } else {
         let costs = match (facts.state_doc(), &facts.tasks) {
@@ -53,8 +54,17 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
             _ => Vec::new(),
         };
         output::raw(&render_with(project, &facts, &costs));
+        if let Some((text, _)) = group(&facts) {
+            output::line(&format!("group     {}", text.trim_start_matches("group ")));
+        }
     }
     Ok(0)
+}
+
+/// The isolated group's standing (members merged, members remaining and their branches).
+fn group(facts: &Facts) -> Option<(String, Value)> {
+    let spec = facts.spec.as_ref()?;
+    super::isolate::summary(&spec.name, facts.state_doc()?)
 }
 
 fn resume(facts: &Facts) -> Option<String> {
