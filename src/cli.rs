@@ -84,6 +84,32 @@ pub enum Command {
     Resume(ResumeArgs),
     /// Cancel the execution; nothing is deleted.
     Cancel(CancelArgs),
+    /// Isolated parallel groups: merge finished members back and verify the merged tree.
+    #[command(subcommand)]
+    Group(GroupCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum GroupCommand {
+    /// Merge the group's finished members into the base branch (--no-ff, task-id order),
+    /// then verify the merged tree; safe to re-run.
+    Merge(GroupMergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GroupMergeArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Verification command when no [VERIFY] task follows the group (default: the
+    /// command of verificationBlocks.execution).
+    #[arg(long, value_name = "C")]
+    pub command: Option<String>,
+    /// Kill the verification command after SECS seconds; default: no limit.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -245,12 +271,31 @@ pub struct StateInitArgs {
     /// Stops in a row without progress before the execution halts (0 turns the check off); default 5.
     #[arg(long, value_name = "N")]
     pub max_stall_stops: Option<u64>,
+    /// Fail a task whose attempt spends N tokens (input, output and cache, coordinator
+    /// share and executors together): `task-token-cap`; default: no cap (a continued execution keeps its own).
+    #[arg(long, value_name = "N", value_parser = cap)]
+    pub max_task_tokens: Option<u64>,
+    /// Fail a task whose attempt runs N minutes: `task-time-cap`; default: no cap (a continued execution keeps its own).
+    #[arg(long, value_name = "N", value_parser = cap)]
+    pub max_task_minutes: Option<u64>,
+    /// Halt when the priced spend reaches USD (needs prices in .specrun/config.json); default: no cap (a continued execution keeps its own).
+    #[arg(long, value_name = "USD", value_parser = non_negative_usd)]
+    pub max_usd: Option<f64>,
+    /// Warn when the forecast reaches PCT % of a budget; default 80 (a continued execution keeps its own).
+    #[arg(long, value_name = "PCT")]
+    pub forecast_warn: Option<u64>,
+    /// Halt when the forecast passes a budget by more than PCT %; default 50 (a continued execution keeps its own).
+    #[arg(long, value_name = "PCT")]
+    pub forecast_halt: Option<u64>,
     /// The Claude Code session that owns this execution (the guard ignores other sessions); default: none, and the hooks leave the execution alone.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
     /// Quick mode: no questions to the user.
     #[arg(long)]
     pub quick: bool,
+    /// Let sequential tasks run isolated too (`task start ID --worktree`); [P] members always may.
+    #[arg(long)]
+    pub isolate: bool,
     /// Recovery mode: failed tasks get fix tasks.
     #[arg(long)]
     pub recovery_mode: bool,
@@ -422,7 +467,14 @@ pub struct DoctorArgs {
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Start an attempt at the current task (or a member of the current parallel group).
-    Start(TaskVerbArgs),
+    Start {
+        #[command(flatten)]
+        verb: TaskVerbArgs,
+        /// Run it isolated: its own branch specrun/<spec>/<id> in its own worktree (path
+        /// printed last); a [P] member always may, a sequential task after `state init --isolate`.
+        #[arg(long)]
+        worktree: bool,
+    },
     /// Complete a task once its evidence and critique records are in order.
     Complete {
         #[command(flatten)]
@@ -619,6 +671,9 @@ pub struct ResumeArgs {
     /// New budget.maxMinutes; default: unchanged.
     #[arg(long, value_name = "N", value_parser = cap)]
     pub raise_minutes: Option<u64>,
+    /// New budget.maxUsd; default: unchanged.
+    #[arg(long, value_name = "USD", value_parser = non_negative_usd)]
+    pub raise_usd: Option<f64>,
     /// Bind the execution to this Claude Code session; default: unchanged.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
@@ -634,6 +689,14 @@ pub struct CancelArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A dollar amount: a finite number, zero or more.
+fn non_negative_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not a non-negative amount of USD")),
+    }
 }
 
 #[cfg(test)]

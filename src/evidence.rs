@@ -247,7 +247,37 @@ pub fn fingerprint_for(
     spec: &Spec,
     record: Option<&Value>,
 ) -> Result<Fingerprint> {
-    fingerprint_excluding(project, spec, &excluded_paths(record))
+    let dir = record_tree(project, spec, record);
+    fingerprint_in(project, spec, &dir, &excluded_paths(record))
+}
+
+/// The work tree a record was bound to: its member worktree (`worktree`, which must name
+/// one of this spec's worktree directories, so a hand-edit cannot point elsewhere), else
+/// the tree the command stands in.
+pub fn record_tree(project: &Project, spec: &Spec, record: Option<&Value>) -> std::path::PathBuf {
+    let named = record
+        .and_then(|r| r.get("worktree"))
+        .and_then(Value::as_str);
+    match named {
+        Some(name) if is_plain_segment(name) => project.worktrees_dir(&spec.name).join(name),
+        _ => project.tree.clone(),
+    }
+}
+
+/// The `worktree` value a record made in `project.tree` carries: the member worktree's
+/// directory name, `None` in the main checkout.
+pub fn worktree_name(project: &Project, spec: &Spec) -> Option<String> {
+    let rel = project
+        .tree
+        .strip_prefix(project.worktrees_dir(&spec.name))
+        .ok()?;
+    rel.to_str()
+        .filter(|n| is_plain_segment(n))
+        .map(str::to_string)
+}
+
+fn is_plain_segment(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains('/')
 }
 
 /// `excludedPaths` of a record (empty for records without it).
@@ -301,15 +331,26 @@ pub fn fingerprint_excluding(
     spec: &Spec,
     extra: &[String],
 ) -> Result<Fingerprint> {
+    fingerprint_in(project, spec, &project.tree, extra)
+}
+
+/// The fingerprint of the work tree `dir` (the main checkout or a member worktree; the
+/// bookkeeping paths are the same relative paths in both).
+pub fn fingerprint_in(
+    project: &Project,
+    spec: &Spec,
+    dir: &Path,
+    extra: &[String],
+) -> Result<Fingerprint> {
     let mut excluded = bookkeeping_paths(project, spec);
     excluded.extend(extra.iter().filter(|p| is_plain_relative(p)).cloned());
-    match locate_git(&project.root) {
+    match locate_git(dir) {
         Some(repo) => Ok(Fingerprint {
-            tree: git_tree(&project.root, &repo, &excluded)?,
+            tree: git_tree(dir, &repo, &excluded)?,
             method: TreeMethod::Git,
         }),
         None => Ok(Fingerprint {
-            tree: files::tree(&project.root, &excluded)?,
+            tree: files::tree(dir, &excluded)?,
             method: TreeMethod::Files,
         }),
     }
@@ -372,16 +413,15 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
-    // Add everything, then take the excluded paths out. Excluding them in `git add` itself
-    // fails as soon as one of them is also ignored by a .gitignore (git reports an
-    // explicitly named ignored path as an error), which `specrun new`'s rules make the rule.
+    // Add everything, then take the excluded paths out again. An `:(exclude)` pathspec
+    // cannot be used: git fails the add when it names a gitignored path (`.specrun/` is
+    // commonly ignored). The store's temp files (a state write in flight, which an
+    // executor's `git add -A` may even have committed) are never evidence.
     crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], &env)?;
-    // The store's temp files (a state write in flight, which an executor's `git add -A`
-    // may even have committed) are never evidence.
-    let temps_glob = format!(":(glob)**/.*{}*", crate::store::TEMP_MARK);
+    let temps = format!(":(glob)**/.*{}*", crate::store::TEMP_MARK);
     let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
     rm_args.extend(excluded.iter().map(String::as_str));
-    rm_args.push(&temps_glob);
+    rm_args.push(&temps);
     crate::git::run(dir, &rm_args, &env)?;
     let prefix_arg = format!("--prefix={}", repo.prefix);
     let mut write_args = vec!["write-tree"];

@@ -141,8 +141,9 @@ fn render(facts: &GoalFacts, detail: Detail) -> String {
     if detail.keep_working {
         parts.push(format!(
             "Until then keep working: run `specrun snapshot --spec {s}`, delegate the next \
-             unchecked task (its executor ends with `specrun task complete <id> --check`), and \
-             confirm it with `specrun verify status --spec {s} --task <id>`."
+             unchecked task no executor is still working on (its executor ends with \
+             `specrun task complete <id> --check`; a background executor's result arrives as \
+             a notification), and confirm it with `specrun verify status --spec {s} --task <id>`."
         ));
     }
     if let Some(cmd) = facts.last_verifier.as_deref() {

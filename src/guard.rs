@@ -197,6 +197,66 @@ pub struct StopInput<'a> {
     pub session_id: Option<&'a str>,
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
+    /// Agents still working in the background (`running_agents` of `background_tasks`).
+    pub running_agents: &'a [String],
+}
+
+/// The agents a Stop input's `background_tasks` lists as running: subagents and workflows
+/// (Claude Code runs subagents in the background by default since 2.1.198), each as
+/// `description (agent type)`. Background shell commands are not agents: a dev server left
+/// running must not hold the execution up.
+pub fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
+    let Some(list) = background_tasks.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter(|t| t.get("status").and_then(Value::as_str) == Some("running"))
+        .filter(|t| {
+            let kind = t.get("type").and_then(Value::as_str).unwrap_or_default();
+            kind == "workflow" || kind.contains("agent") || t.get("agent_type").is_some()
+        })
+        .map(|t| {
+            let text = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
+            let who = [text("agent_type"), text("name"), text("type")]
+                .into_iter()
+                .find(|w| !w.is_empty())
+                .unwrap_or("agent");
+            format!("{} ({who})", text("description"))
+        })
+        .collect()
+}
+
+/// Ids of the tasks whose latest attempt is still running.
+pub fn running_attempts(state: &Value) -> Vec<String> {
+    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    attempts
+        .iter()
+        .filter(|(_, list)| {
+            list.as_array()
+                .and_then(|l| l.last())
+                .and_then(|a| a.get("status"))
+                .and_then(Value::as_str)
+                == Some("running")
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// What the coordinator is told while agents work in the background.
+fn waiting_text(name: &str, state: &Value, agents: &[String]) -> String {
+    let tasks = running_attempts(state);
+    let tasks = if tasks.is_empty() {
+        String::new()
+    } else {
+        format!("; running attempt(s): {}", tasks.join(", "))
+    };
+    format!(
+        "specrun: {} agent(s) of spec '{name}' still working in the background ({}{tasks}). Do not delegate those tasks again and do not claim {COMPLETION_TOKEN}: end your turn and wait. Each result arrives as a task-notification turn; confirm it then (`specrun tasks show <id> --json --spec {name}`, `specrun verify status --task <id> --spec {name}`).",
+        agents.len(),
+        agents.join(", ")
+    )
 }
 
 /// Progress fingerprint: checked-task count, taskIndex, HEAD.
@@ -232,14 +292,17 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     let input_tokens = v.input_tokens().saturating_add(facts.usage.input_tokens);
     let fp = fingerprint(facts.tasks, state, facts.head);
     let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
+    let stalls = v
+        .get("guard.stallStops")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let mut stall = match last_fp {
         // Waiting on the user is not a stall: those turns answer questions, not tasks.
         _ if v.awaiting_approval() => 0,
-        Some(prev) if prev == fp => v
-            .get("guard.stallStops")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .saturating_add(1),
+        // Neither is waiting for background executors: their work is not in the
+        // fingerprint until they finish.
+        Some(prev) if prev == fp && !input.running_agents.is_empty() => stalls,
+        Some(prev) if prev == fp => stalls.saturating_add(1),
         _ => 0,
     };
     let mut usage = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
@@ -248,7 +311,11 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         usage["transcriptPath"] = json!(facts.usage.transcript_path);
     }
     let mut guard = Map::new();
-    guard.insert("lastFingerprint".into(), json!(fp));
+    // A waiting stop leaves the baseline alone: the progress its agents make is measured
+    // at the next stop that is not a wait, against the stop before the wait.
+    if input.running_agents.is_empty() {
+        guard.insert("lastFingerprint".into(), json!(fp));
+    }
     // The time cap's fallback origin, should startedAt ever be missing or garbled.
     if v.get("guard.clockStartedAt").is_none() {
         guard.insert("clockStartedAt".into(), json!(now));
@@ -311,6 +378,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         "outputTokens": output_tokens,
         "fingerprint": fp,
         "stopHookActive": input.stop_hook_active,
+        "runningAgents": input.running_agents.len(),
     });
     let mut event = event;
     if !unmet.is_empty() {
@@ -457,7 +525,12 @@ fn decide_after_count(
 
     // Row 5: the completion claim.
     if claims_all_complete(input.last_assistant_message) {
-        let unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+        let mut unmet =
+            crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+        if !input.running_agents.is_empty() {
+            let wait = waiting_text(name, state, input.running_agents);
+            unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
+        }
         unmet_names.extend(unmet.iter().map(|u| u.name));
         if unmet.is_empty() {
             state::merge_into(patch, &completion_patch(now));
@@ -484,6 +557,17 @@ fn decide_after_count(
             "When every item is done, end with {COMPLETION_TOKEN} again."
         ));
         return (Decision::Block(r), "completion-refused".into());
+    }
+
+    // Row 6a: agents still work in the background. Their notification wakes the
+    // coordinator; the stop-hook driver, which would re-prompt a delegation, says to wait
+    // instead (once: a second stop while they run is allowed).
+    if !input.running_agents.is_empty() {
+        let wait = waiting_text(name, state, input.running_agents);
+        if v.driver() == "stop-hook" && !input.stop_hook_active {
+            return (Decision::Block(wait), "agents-running-wait".into());
+        }
+        return (Decision::Allow(Some(wait)), "agents-running".into());
     }
 
     // Row 6: the stop-hook driver re-prompts with the next task.
@@ -797,13 +881,23 @@ pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -
     }})
 }
 
-/// Tools that start new work (a subagent); denied once the execution is halted, cancelled
-/// or out of budget.
-pub const WORK_TOOLS: &[&str] = &["Agent", "Task"];
+/// The tools that start work beside the coordinator's own turn: `Agent` (and its old name
+/// `Task`) delegates; `Workflow` starts subagents with no PreToolUse for `Agent`;
+/// `SendMessage` resumes a finished agent; `ScheduleWakeup` and `CronCreate` queue future
+/// turns. hooks/hooks.json's PreToolUse matcher names the same tools.
+pub const WORK_TOOLS: [&str; 6] = [
+    "Agent",
+    "Task",
+    "Workflow",
+    "SendMessage",
+    "ScheduleWakeup",
+    "CronCreate",
+];
 
-/// PreToolUse on a work-starting tool: once the owned execution is halted, cancelled or has
-/// spent a budget, new work is denied, so a coordinator that never ends its turn still
-/// stops at the caps. `Some((rule, reason))` denies.
+/// PreToolUse on a work-starting tool (`WORK_TOOLS`): once the owned execution is halted,
+/// cancelled or has spent a budget, new work is denied, so a coordinator that never ends
+/// its turn still stops at the caps and a halted one starts nothing new.
+/// `Some((rule, reason))` denies.
 pub fn deny_delegation(
     name: &str,
     state: &Value,
@@ -811,7 +905,8 @@ pub fn deny_delegation(
     session: Option<&str>,
     now: DateTime<Utc>,
 ) -> Option<(String, String)> {
-    if !tool_name.is_some_and(|t| WORK_TOOLS.contains(&t)) || !owned_by(state, session) {
+    let tool = tool_name.filter(|t| WORK_TOOLS.contains(t))?;
+    if !owned_by(state, session) {
         return None;
     }
     let v = View(state);
@@ -819,7 +914,7 @@ pub fn deny_delegation(
         return Some((
             "cancelled".into(),
             format!(
-                "specrun: do not start new work: spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
+                "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
                 state::resume_command(name, v)
             ),
         ));
@@ -843,7 +938,7 @@ pub fn deny_delegation(
     Some((
         rule,
         format!(
-            "specrun: do not delegate more work: {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+            "specrun: do not delegate more work ({tool} starts work): {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
         ),
     ))
 }
@@ -978,6 +1073,17 @@ mod tests {
         active: bool,
         gates: Option<CompletionGates>,
     ) -> Outcome {
+        decide_with(state, tasks_md, msg, active, gates, &[])
+    }
+
+    fn decide_with(
+        state: &Value,
+        tasks_md: &str,
+        msg: Option<&str>,
+        active: bool,
+        gates: Option<CompletionGates>,
+        running_agents: &[String],
+    ) -> Outcome {
         let list = tasks::parse(tasks_md);
         let facts = StopFacts {
             spec_name: "demo",
@@ -992,6 +1098,7 @@ mod tests {
             session_id: Some("s1"),
             stop_hook_active: active,
             last_assistant_message: msg,
+            running_agents,
         };
         decide_stop(&input, state, &facts)
     }
@@ -1266,8 +1373,13 @@ mod tests {
             m.contains("output tokens 1000 >= budget.maxOutputTokens 1000"),
             "{m}"
         );
-        assert!(deny(&s, "Task", "s1").is_some());
-        assert_eq!(deny(&s, "Bash", "s1"), None);
+        for tool in WORK_TOOLS {
+            let m = deny(&s, tool, "s1").unwrap_or_else(|| panic!("{tool} allowed"));
+            assert!(m.contains(&format!("({tool} starts work)")), "{m}");
+        }
+        for tool in ["Bash", "TaskStop", "ListAgents", "Monitor"] {
+            assert_eq!(deny(&s, tool, "s1"), None, "{tool}");
+        }
         assert_eq!(deny(&s, "Agent", "other-session"), None);
         s["usage"] = json!({"outputTokens": 1});
         s["halt"] = json!({"kind": "stall", "reason": "5 stops without progress"});
@@ -1303,6 +1415,76 @@ mod tests {
             .unwrap();
         assert!(d.deny.is_some());
         assert_eq!(d.event["rule"], "quick-mode-question");
+    }
+
+    /// `decide` with an executor running in the background.
+    fn decide_running(s: &Value, tasks_md: &str, msg: Option<&str>, active: bool) -> Outcome {
+        let running = ["Execute task 1.2 (specrun:spec-executor)".to_string()];
+        decide_with(s, tasks_md, msg, active, good_gates(), &running)
+    }
+
+    #[test]
+    fn running_agents_are_subagents_and_workflows_not_shells() {
+        let tasks = json!([
+            {"id": "a1", "type": "subagent", "status": "running", "description": "Execute task 1.2", "agent_type": "specrun:spec-executor"},
+            {"id": "w1", "type": "workflow", "status": "running", "description": "demo", "name": "wf"},
+            {"id": "b1", "type": "shell", "status": "running", "description": "npm run dev"},
+            {"id": "a2", "type": "subagent", "status": "completed", "description": "done"}
+        ]);
+        assert_eq!(
+            running_agents(Some(&tasks)),
+            ["Execute task 1.2 (specrun:spec-executor)", "demo (wf)"]
+        );
+        assert!(running_agents(Some(&json!([]))).is_empty());
+        assert!(running_agents(None).is_empty());
+        assert!(running_agents(Some(&json!("not a list"))).is_empty());
+    }
+
+    #[test]
+    fn a_stop_while_agents_run_is_no_stall_and_no_redelegation() {
+        let mut s = state();
+        s["executionDriver"] = json!("stop-hook");
+        s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 4});
+        s["attempts"] = json!({"1.2": [{"n": 1, "status": "running"}]});
+        // Stall 4 of 5: a counted stop would halt; a waiting one does not count.
+        let o = decide_running(&s, TASKS, Some("Waiting for the executor."), false);
+        assert_eq!(o.patch["guard"]["stallStops"], 4);
+        // Nor does it move the baseline the next counted stop is compared with.
+        assert!(o.patch["guard"].get("lastFingerprint").is_none(), "{o:?}");
+        assert_eq!(o.rule, "agents-running-wait");
+        let r = block_text(&o);
+        assert!(
+            r.contains("Execute task 1.2 (specrun:spec-executor)"),
+            "{r}"
+        );
+        assert!(r.contains("running attempt(s): 1.2"), "{r}");
+        assert!(r.contains("end your turn and wait"), "{r}");
+        assert!(!r.contains("Delegate it"), "the task brief was sent: {r}");
+        assert_eq!(o.event["runningAgents"], 1);
+        // Told once: the stop after the block is allowed.
+        let o = decide_running(&s, TASKS, Some("Waiting."), true);
+        assert!(matches!(o.decision, Decision::Allow(Some(_))), "{o:?}");
+        assert_eq!(o.rule, "agents-running");
+        // Other drivers never re-prompt: allow, with the reason for the user.
+        s["executionDriver"] = json!("native-goal");
+        let o = decide_running(&s, TASKS, None, false);
+        assert_eq!(o.rule, "agents-running");
+        assert!(matches!(o.decision, Decision::Allow(Some(_))));
+        // Caps still halt.
+        s["globalIteration"] = json!(30);
+        assert!(matches!(
+            decide_running(&s, TASKS, None, false).decision,
+            Decision::Halt(_)
+        ));
+    }
+
+    #[test]
+    fn a_completion_claim_while_agents_run_is_refused_with_that_reason() {
+        let o = decide_running(&state(), DONE, Some(COMPLETION_TOKEN), false);
+        let r = block_text(&o);
+        assert_eq!(o.rule, "completion-refused");
+        assert!(r.contains("still working in the background"), "{r}");
+        assert!(o.patch.get("phase").is_none());
     }
 
     #[test]

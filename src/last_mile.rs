@@ -418,14 +418,11 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
     if files.is_empty() {
         return Vec::new();
     }
+    let files = crate::glob::FileEntries::new(&files);
     let labels: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
     let mut out: Vec<String> = Vec::new();
     for path in git.uncommitted.iter().chain(&git.committed_since_start) {
-        if is_bookkeeping(path, &input.bookkeeping)
-            || files
-                .iter()
-                .any(|f| crate::glob::file_entry_covers(f, path))
-        {
+        if is_bookkeeping(path, &input.bookkeeping) || files.covers(path) {
             continue;
         }
         let line = format!(

@@ -6,13 +6,16 @@
 
 pub mod acceptance;
 pub mod claims;
+pub mod claude_code;
 pub mod cli;
 pub mod commands;
 pub mod completion;
+pub mod cost;
 pub mod critique;
 pub mod error;
 pub mod events;
 pub mod evidence;
+pub mod fault;
 pub mod followups;
 pub mod git;
 pub mod glob;
@@ -20,9 +23,11 @@ pub mod goal;
 pub mod guard;
 pub mod integrity;
 pub mod last_mile;
+pub mod ledger;
 pub mod next;
 pub mod notify;
 pub mod output;
+pub mod prices;
 pub mod project;
 pub mod protocol;
 pub mod report;
@@ -32,6 +37,7 @@ pub mod tasks;
 pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
+pub mod worktree;
 
 use clap::Parser;
 

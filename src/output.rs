@@ -15,6 +15,35 @@ pub fn json_pretty(value: &Value) {
     line(&serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()));
 }
 
+/// Print `{"<head_key>": head, "<items_key>": [items…]}` indented, writing each item as it
+/// comes: a million items never sit in memory as one document or one string.
+pub fn json_stream<T: serde::Serialize>(
+    head_key: &str,
+    head: &Value,
+    items_key: &str,
+    items: impl IntoIterator<Item = T>,
+) {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let write = || -> std::io::Result<()> {
+        let head = serde_json::to_string_pretty(head)?.replace('\n', "\n  ");
+        write!(
+            out,
+            "{{\n  {}: {head},\n  {}: [",
+            Value::from(head_key),
+            Value::from(items_key)
+        )?;
+        for (i, item) in items.into_iter().enumerate() {
+            out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
+            let text = serde_json::to_string_pretty(&item)?;
+            out.write_all(text.replace('\n', "\n    ").as_bytes())?;
+        }
+        out.write_all(b"\n  ]\n}\n")?;
+        out.flush()
+    };
+    // A closed pipe (`specrun … | head`) is not an error.
+    let _ = write();
+}
+
 /// Print text on stdout; a closed pipe (`specrun … | head`) is not an error.
 pub fn line(text: &str) {
     let mut out = std::io::stdout().lock();

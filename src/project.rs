@@ -17,6 +17,8 @@ pub const ACCEPTANCE_FILE: &str = "acceptance.json";
 pub const TEST_RESULTS_DIR: &str = "test-results";
 pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.
+pub const WORKTREES_DIR: &str = "worktrees";
 /// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.
 pub const CURRENT_SPEC_MAX: u64 = 4096;
 
@@ -27,6 +29,10 @@ pub struct Project {
     pub cwd: PathBuf,
     /// Whether a `specs/` or `.git` marker was found.
     pub found: bool,
+    /// The work tree whose code the verbs run and fingerprint: `root`, or the member
+    /// worktree (`<root>/.specrun/worktrees/<spec>/<id>`) the command was started in, whose
+    /// bookkeeping still lives in `root` (one state, one lock, one tasks.md, one log).
+    pub tree: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +62,18 @@ impl Spec {
     }
 }
 
-/// A spec name must be one plain path segment: no `/` or `\`, no `..`, no leading `.`,
-/// no control characters, not empty.
+/// Characters that change how text is shown without being seen: bidirectional overrides
+/// and isolates, zero-width characters, the BOM.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// The one spec name rule, checked wherever a name enters (`--spec`, `.current-spec`,
+/// and through them `state init` and the rollback refs): one plain path segment that is
+/// also a valid git ref component. No `/` or `\`, no `..`, no leading `.`, no whitespace,
+/// control or invisible character, none of `~^:?*[` or `@{`, no trailing `.lock` or `.`,
+/// not empty, at most 255 bytes.
 pub fn validate_spec_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
         Some("it is empty")
@@ -69,6 +85,14 @@ pub fn validate_spec_name(name: &str) -> Result<()> {
         Some("it starts with `.`")
     } else if name.chars().any(char::is_control) {
         Some("it contains a control character")
+    } else if name.chars().any(char::is_whitespace) {
+        Some("it contains whitespace")
+    } else if name.chars().any(is_invisible) {
+        Some("it contains an invisible or bidirectional-control character")
+    } else if name.contains(['~', '^', ':', '?', '*', '[']) || name.contains("@{") {
+        Some("it contains one of ~ ^ : ? * [ @{, which git refs cannot hold")
+    } else if name.ends_with(".lock") || name.ends_with('.') {
+        Some("it ends with `.lock` or `.`, which git refs cannot")
     } else if name.len() > 255 {
         Some("it is longer than 255 bytes")
     } else {
@@ -119,6 +143,20 @@ fn resolve_existing_prefix(path: &Path) -> PathBuf {
     }
 }
 
+/// `(main checkout, worktree)` when `cwd` lies in a member worktree
+/// `<main>/.specrun/worktrees/<spec>/<id>` (a linked git worktree: `.git` is a file).
+/// Pure path arithmetic plus two metadata reads, so every verb can afford it.
+fn member_worktree(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
+    cwd.ancestors().find_map(|dir| {
+        let worktrees = dir.parent()?.parent()?;
+        let events = worktrees.parent()?;
+        let main = events.parent()?;
+        let shaped = worktrees.file_name()? == WORKTREES_DIR && events.file_name()? == EVENTS_DIR;
+        (shaped && dir.join(".git").is_file() && main.join(".git").exists())
+            .then(|| (main.to_path_buf(), dir.to_path_buf()))
+    })
+}
+
 impl Project {
     /// Find the project for `cwd` (the process's directory when `None`). A `cwd` that does
     /// not exist is an error.
@@ -142,21 +180,36 @@ impl Project {
     }
 
     fn from_canonical(cwd: PathBuf) -> Project {
+        if let Some((root, tree)) = member_worktree(&cwd) {
+            return Project {
+                root,
+                cwd,
+                found: true,
+                tree,
+            };
+        }
         let found = cwd
             .ancestors()
             .find(|dir| dir.join(SPECS_DIR).is_dir() || dir.join(".git").exists());
         match found {
             Some(root) => Project {
                 root: root.to_path_buf(),
+                tree: root.to_path_buf(),
                 cwd,
                 found: true,
             },
             None => Project {
                 root: cwd.clone(),
+                tree: cwd.clone(),
                 cwd,
                 found: false,
             },
         }
+    }
+
+    /// Whether the command runs inside a member worktree rather than the main checkout.
+    pub fn in_worktree(&self) -> bool {
+        self.tree != self.root
     }
 
     pub fn specs_dir(&self) -> PathBuf {
@@ -165,6 +218,11 @@ impl Project {
 
     pub fn events_path(&self) -> PathBuf {
         self.root.join(EVENTS_DIR).join(EVENTS_FILE)
+    }
+
+    /// Where a spec's member worktrees live.
+    pub fn worktrees_dir(&self, spec: &str) -> PathBuf {
+        self.root.join(EVENTS_DIR).join(WORKTREES_DIR).join(spec)
     }
 
     pub fn current_spec_path(&self) -> PathBuf {
@@ -287,7 +345,23 @@ mod tests {
     #[test]
     fn spec_names_are_validated() {
         for bad in [
-            "", "a/b", "..", "../x", ".hidden", "a\u{7}b", "a\\b", "x..y",
+            "",
+            "a/b",
+            "..",
+            "../x",
+            ".hidden",
+            "a\u{7}b",
+            "a\\b",
+            "x..y",
+            "my spec",
+            "tab\there",
+            "a\u{a0}b",
+            "evil\u{202e}txt",
+            "zero\u{200b}width",
+            "a:b",
+            "a~1",
+            "x.lock",
+            "end.",
         ] {
             assert!(validate_spec_name(bad).is_err(), "{bad:?} accepted");
         }
@@ -305,6 +379,25 @@ mod tests {
         let p = Project::discover(Some(&root.join("a/b"))).unwrap();
         assert_eq!(p.root, root);
         assert!(p.found);
+    }
+
+    #[test]
+    fn a_member_worktree_resolves_to_the_main_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let wt = root.join(".specrun/worktrees/demo/2.1");
+        std::fs::create_dir_all(wt.join("src/deep")).unwrap();
+        std::fs::create_dir_all(wt.join("specs")).unwrap();
+        std::fs::write(wt.join(".git"), "gitdir: x").unwrap();
+        let p = Project::discover(Some(&wt.join("src/deep"))).unwrap();
+        assert_eq!((p.root.clone(), p.tree.clone()), (root.clone(), wt.clone()));
+        assert!(p.in_worktree());
+        // Shaped like one but not a linked worktree: an ordinary directory.
+        std::fs::remove_file(wt.join(".git")).unwrap();
+        let p = Project::discover(Some(&wt)).unwrap();
+        assert_eq!(p.root, wt);
+        assert!(!p.in_worktree());
     }
 
     #[test]

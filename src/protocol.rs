@@ -52,6 +52,9 @@ pub struct FixTask {
     pub fixes: String,
     /// The block's lines, without line endings.
     pub lines: Vec<String>,
+    /// Already in tasks.md but not in the state (a `task fail --insert` killed between its
+    /// two writes): recorded, not inserted again.
+    pub adopted: bool,
 }
 
 /// What a verb decided: the state patch (`None` = nothing to write) and what to say.
@@ -183,7 +186,12 @@ pub fn start(
     if !unmet.is_empty() {
         return Err(unmet);
     }
-    let n = history.iter().map(n_of).max().unwrap_or(0) + 1;
+    let n = history
+        .iter()
+        .map(n_of)
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1);
     let mut list_out = history;
     list_out.push(json!({"n": n, "startedAt": now, "startCommit": head, "status": "running"}));
     let short = head.map(short_commit).unwrap_or("(no commit yet)");
@@ -246,13 +254,24 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
+/// The `.progress.md` line of a completed task.
+fn progress_line(task: &Task, commit: Option<&str>) -> String {
+    let commit = commit.map(short_commit).unwrap_or("no commit");
+    format!("- [x] {} {} — {commit}", task.label(), task.title)
+}
+
 pub fn complete(input: &CompleteInput<'_>) -> Decision {
     let task = input.task;
     let id = task.label();
     let history = attempts(input.state, &id);
     let last = history.last();
-    if task.checked && last.is_some_and(|a| status_of(a) == "done") {
-        return Ok(unchanged(format!("task {id} is already complete")));
+    if let Some(done) = last.filter(|a| task.checked && status_of(a) == "done") {
+        // The progress line goes with it: a run killed before writing it left it out.
+        let commit = done.get("endCommit").and_then(Value::as_str);
+        return Ok(Outcome {
+            progress_line: Some(progress_line(task, commit)),
+            ..unchanged(format!("task {id} is already complete"))
+        });
     }
     let mut unmet = Vec::new();
     execution_gates(input.state, &mut unmet);
@@ -369,7 +388,7 @@ pub fn complete(input: &CompleteInput<'_>) -> Decision {
         notes,
         changed: true,
         check_box: !task.checked,
-        progress_line: Some(format!("- [x] {id} {} — {commit}", task.title)),
+        progress_line: Some(progress_line(task, input.head)),
         fix: None,
         halted: false,
     })
@@ -414,14 +433,34 @@ pub fn plan_fix(
             format!("task {id} has no id to derive a fix id from"),
         ));
     }
-    let existing = list
+    let entry = state.get("fixTaskMap").and_then(|m| m.get(&id));
+    let known: Vec<&str> = entry
+        .and_then(|e| e.get("fixTaskIds"))
+        .and_then(Value::as_array)
+        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let fixes: Vec<&Task> = list
         .tasks
         .iter()
         .filter(|t| t.fixes() == Some(id.as_str()))
-        .count() as u64;
-    let recorded = state
-        .get("fixTaskMap")
-        .and_then(|m| m.get(&id))
+        .collect();
+    let one_line: String = reason.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short: String = one_line.chars().take(50).collect();
+    let title = format!("Fix: {short}");
+    // The very block this failure would insert, unchecked and unknown to the state: a run
+    // killed between its two writes put it there.
+    if let Some(orphan) = fixes.iter().find(|t| {
+        !t.checked && t.id.is_some() && t.title == title && !known.contains(&t.label().as_str())
+    }) {
+        return Ok(FixTask {
+            id: orphan.label(),
+            fixes: id,
+            lines: Vec::new(),
+            adopted: true,
+        });
+    }
+    let existing = fixes.len() as u64;
+    let recorded = entry
         .and_then(|e| e.get("attempts"))
         .and_then(Value::as_u64)
         .unwrap_or(0);
@@ -451,10 +490,8 @@ pub fn plan_fix(
             format!("fix id {fix_id} would have more than {MAX_ID_PARTS} parts, which tasks.md ids cannot hold"),
         ));
     }
-    let one_line: String = reason.split_whitespace().collect::<Vec<_>>().join(" ");
-    let short: String = one_line.chars().take(50).collect();
     let mut lines = vec![
-        format!("- [ ] {fix_id} [FIX {id}] Fix: {short}"),
+        format!("- [ ] {fix_id} [FIX {id}] {title}"),
         format!(
             "  - **Do**: Find why task {id} failed ({one_line}), fix the cause, then retry {id}"
         ),
@@ -475,6 +512,7 @@ pub fn plan_fix(
         id: fix_id,
         fixes: id,
         lines,
+        adopted: false,
     })
 }
 
@@ -494,7 +532,7 @@ pub fn fix_map_patch(state: &Value, fix: &FixTask, reason: &str, total_tasks: us
     let mut map = serde_json::Map::new();
     map.insert(
         fix.fixes.clone(),
-        json!({"attempts": attempts + 1, "fixTaskIds": ids, "lastError": reason}),
+        json!({"attempts": attempts.saturating_add(1), "fixTaskIds": ids, "lastError": reason}),
     );
     json!({"fixTaskMap": Value::Object(map), "totalTasks": total_tasks})
 }
@@ -571,7 +609,7 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
         last["endedAt"] = json!(input.now);
         last["endCommit"] = json!(input.head);
         last["reason"] = json!(reason);
-        let iteration = view.task_iteration() + 1;
+        let iteration = view.task_iteration().saturating_add(1);
         let max = view.max_task_iterations();
         patch["taskIteration"] = json!(iteration);
         let before = if not_started {
@@ -601,11 +639,21 @@ pub fn fail(input: &FailInput<'_>) -> Decision {
                 if let Some(last) = history.last_mut() {
                     last["fixTaskId"] = json!(f.id);
                 }
-                state::merge_into(
-                    &mut patch,
-                    &fix_map_patch(input.state, &f, reason, input.list.tasks.len() + 1),
-                );
-                message.push_str(&format!("; fix task {} inserted after {id}", f.id));
+                let total = input.list.tasks.len() + usize::from(!f.adopted);
+                state::merge_into(&mut patch, &fix_map_patch(input.state, &f, reason, total));
+                message.push_str(&if f.adopted {
+                    format!(
+                        "; fix task {} (already in tasks.md) recorded for {id}",
+                        f.id
+                    )
+                } else {
+                    format!("; fix task {} inserted after {id}", f.id)
+                });
+            } else if f.adopted {
+                notes.push(format!(
+                    "recovery: fix task {} is already in tasks.md; rerun with --insert to record it",
+                    f.id
+                ));
             } else {
                 notes.push(format!(
                     "recovery: insert this fix task after {id} (or rerun with --insert):"
@@ -687,9 +735,7 @@ pub fn insert_after_block(text: &str, task: &Task, lines: &[String], crlf: bool)
 /// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
 /// listed directory, or matching a `*` / `**` pattern.
 pub fn path_in_files(path: &str, files: &[String]) -> bool {
-    files
-        .iter()
-        .any(|f| crate::glob::file_entry_covers(f, path))
+    crate::glob::FileEntries::new(files).covers(path)
 }
 
 /// What `task rollback` will do, decided before touching the tree.
@@ -745,10 +791,8 @@ pub fn plan_rollback(
             format!("attempt {} of task {id} started before the first commit; there is no commit to return to", n_of(last)),
         ));
     }
-    let outside: Vec<&String> = changed
-        .iter()
-        .filter(|p| !path_in_files(p, &task.files))
-        .collect();
+    let scope = crate::glob::FileEntries::new(&task.files);
+    let outside: Vec<&String> = changed.iter().filter(|p| !scope.covers(p)).collect();
     if !outside.is_empty() && !force {
         let shown: Vec<&str> = outside.iter().take(10).map(|s| s.as_str()).collect();
         let more = if outside.len() > 10 {
@@ -797,7 +841,7 @@ pub fn rollback_done(
             last["status"] = json!("failed");
             last["endedAt"] = json!(now);
             last["reason"] = json!("rolled back");
-            let iteration = view.task_iteration() + 1;
+            let iteration = view.task_iteration().saturating_add(1);
             patch["taskIteration"] = json!(iteration);
             if iteration >= view.max_task_iterations() && view.halt().is_none() {
                 halted = true;
@@ -831,6 +875,35 @@ pub struct Raises {
     pub task: Option<u64>,
     pub tokens: Option<u64>,
     pub minutes: Option<u64>,
+    /// New `budget.maxUsd`, and the priced spend it must exceed (0 without prices).
+    pub usd: Option<f64>,
+    pub usd_spent: f64,
+}
+
+/// The raise a cap halt needs: (given, its flag). A forecast halt names its flag.
+fn needed_raise(view: View<'_>, raises: &Raises) -> Option<(bool, &'static str)> {
+    let flag = match view.halt_kind()? {
+        state::HALT_GLOBAL => "--raise-global",
+        state::HALT_TASK => "--raise-task",
+        state::HALT_TOKENS => "--raise-tokens",
+        state::HALT_MINUTES => "--raise-minutes",
+        state::HALT_USD => "--raise-usd",
+        state::HALT_FORECAST => match view.get("halt.raiseFlag").and_then(Value::as_str)? {
+            "--raise-tokens" => "--raise-tokens",
+            "--raise-minutes" => "--raise-minutes",
+            "--raise-usd" => "--raise-usd",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let given = match flag {
+        "--raise-global" => raises.global.is_some(),
+        "--raise-task" => raises.task.is_some(),
+        "--raise-tokens" => raises.tokens.is_some(),
+        "--raise-minutes" => raises.minutes.is_some(),
+        _ => raises.usd.is_some(),
+    };
+    Some((given, flag))
 }
 
 pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str) -> Decision {
@@ -886,15 +959,17 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
             }
         }
     }
+    if let Some(v) = raises.usd.filter(|v| *v <= raises.usd_spent) {
+        unmet.push(Unmet::new(
+            "raise",
+            format!(
+                "--raise-usd {v} does not lift the cap: ${:.2} spent; give more than that",
+                raises.usd_spent
+            ),
+        ));
+    }
     let kind = view.halt_kind();
-    let needed = match kind {
-        Some(state::HALT_GLOBAL) => Some((raises.global, "--raise-global")),
-        Some(state::HALT_TASK) => Some((raises.task, "--raise-task")),
-        Some(state::HALT_TOKENS) => Some((raises.tokens, "--raise-tokens")),
-        Some(state::HALT_MINUTES) => Some((raises.minutes, "--raise-minutes")),
-        _ => None,
-    };
-    if let Some((None, flag)) = needed {
+    if let Some((false, flag)) = needed_raise(view, &raises) {
         unmet.push(Unmet::new(
             "raise",
             format!(
@@ -905,6 +980,7 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
         ));
     }
     let any_flag = raises.global.is_some()
+        || raises.usd.is_some()
         || raises.task.is_some()
         || raises.tokens.is_some()
         || raises.minutes.is_some()
@@ -942,6 +1018,9 @@ pub fn resume(state: &Value, raises: Raises, session_id: Option<&str>, now: &str
     }
     if let Some(v) = raises.minutes {
         patch["budget"]["maxMinutes"] = json!(v);
+    }
+    if let Some(v) = raises.usd {
+        patch["budget"]["maxUsd"] = json!(v);
     }
     if let Some(s) = session_id {
         patch["sessionId"] = json!(s);

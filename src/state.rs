@@ -18,12 +18,15 @@ pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
 enum Kind {
     UInt,
     OptUInt,
+    /// A non-negative number (fractions allowed: dollars) or null.
+    OptNumber,
     Str,
     OptStr,
     Bool,
     Object,
     OptObject,
     Array,
+    StrArray,
     OneOf(&'static [&'static str]),
 }
 
@@ -32,12 +35,14 @@ impl Kind {
         match self {
             Kind::UInt => v.is_u64(),
             Kind::OptUInt => v.is_u64() || v.is_null(),
+            Kind::OptNumber => v.is_null() || v.as_f64().is_some_and(|x| x >= 0.0),
             Kind::Str => v.is_string(),
             Kind::OptStr => v.is_string() || v.is_null(),
             Kind::Bool => v.is_boolean(),
             Kind::Object => v.is_object(),
             Kind::OptObject => v.is_object() || v.is_null(),
             Kind::Array => v.is_array(),
+            Kind::StrArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
             Kind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
         }
     }
@@ -46,12 +51,14 @@ impl Kind {
         match self {
             Kind::UInt => "a non-negative integer",
             Kind::OptUInt => "a non-negative integer or null",
+            Kind::OptNumber => "a non-negative number or null",
             Kind::Str => "a string",
             Kind::OptStr => "a string or null",
             Kind::Bool => "true or false",
             Kind::Object => "an object",
             Kind::OptObject => "an object or null",
             Kind::Array => "an array",
+            Kind::StrArray => "an array of strings",
             Kind::OneOf(options) if options == PHASES => {
                 "one of \"planning\", \"execution\", \"completed\", \"cancelled\""
             }
@@ -76,6 +83,12 @@ const KNOWN: &[(&str, Kind)] = &[
     ("budget.maxOutputTokens", Kind::OptUInt),
     ("budget.maxMinutes", Kind::OptUInt),
     ("budget.maxStallStops", Kind::OptUInt),
+    ("budget.maxTaskTokens", Kind::OptUInt),
+    ("budget.maxTaskMinutes", Kind::OptUInt),
+    ("budget.maxUsd", Kind::OptNumber),
+    ("budget.forecastWarn", Kind::OptUInt),
+    ("budget.forecastHalt", Kind::OptUInt),
+    ("ledger", Kind::OptObject),
     ("usage", Kind::Object),
     ("usage.outputTokens", Kind::UInt),
     ("usage.inputTokens", Kind::UInt),
@@ -100,8 +113,31 @@ const KNOWN: &[(&str, Kind)] = &[
     ("completedAt", Kind::OptStr),
     ("guard", Kind::Object),
     ("unverifiedClaims", Kind::Array),
+    ("isolation", Kind::Object),
+    ("isolation.sequential", Kind::Bool),
     ("acceptanceGate", Kind::Bool),
     ("checkedAtInit", Kind::Array),
+];
+
+/// The fields of one attempt (`attempts.<id>.<i>`), which the task verbs rewrite.
+const ATTEMPT: &[(&str, Kind)] = &[
+    ("n", Kind::UInt),
+    ("status", Kind::Str),
+    ("startedAt", Kind::OptStr),
+    ("endedAt", Kind::OptStr),
+    ("startCommit", Kind::OptStr),
+    ("endCommit", Kind::OptStr),
+    ("reason", Kind::OptStr),
+    ("fixTaskId", Kind::OptStr),
+    ("rollbackRef", Kind::OptStr),
+    ("rolledBackAt", Kind::OptStr),
+];
+
+/// The fields of one `fixTaskMap.<id>` entry.
+const FIX_ENTRY: &[(&str, Kind)] = &[
+    ("attempts", Kind::UInt),
+    ("fixTaskIds", Kind::StrArray),
+    ("lastError", Kind::OptStr),
 ];
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
@@ -149,13 +185,69 @@ pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
     for (path, kind) in KNOWN {
         if let Some(v) = get_path(doc, path) {
             if !kind.accepts(v) {
-                return Err(Error::FieldType {
-                    source_name: source_name.to_string(),
-                    field: (*path).to_string(),
-                    expected: kind.describe(),
-                });
+                return Err(field_error(source_name, path.to_string(), kind.describe()));
             }
         }
+    }
+    if let Err(e) = crate::ledger::Ledger::of(doc) {
+        return Err(Error::FieldType {
+            source_name: source_name.to_string(),
+            field: e.trim_start_matches("field `ledger`: ").to_string(),
+            expected: "a ledger: tasks/run accounts of non-negative integer token counts",
+        });
+    }
+    check_entries(doc, source_name)
+}
+
+fn field_error(source_name: &str, field: String, expected: &'static str) -> Error {
+    Error::FieldType {
+        source_name: source_name.to_string(),
+        field,
+        expected,
+    }
+}
+
+/// Check the known `fields` present in `entry` (named `at` in errors).
+fn check_fields(entry: &Value, at: &str, fields: &[(&str, Kind)], source: &str) -> Result<()> {
+    let Some(map) = entry.as_object() else {
+        return Err(field_error(source, at.to_string(), "an object"));
+    };
+    for (key, kind) in fields {
+        if map.get(*key).is_some_and(|v| !kind.accepts(v)) {
+            return Err(field_error(source, format!("{at}.{key}"), kind.describe()));
+        }
+    }
+    Ok(())
+}
+
+/// One level into the per-task maps the verbs index into: every `attempts.<id>` a list of
+/// attempt objects, every `fixTaskMap.<id>`, evidence record and subagent entry an object.
+fn check_entries(doc: &Value, source: &str) -> Result<()> {
+    let entries = |key: &str| {
+        doc.get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+    };
+    for (id, list) in entries("attempts") {
+        let Some(items) = list.as_array() else {
+            return Err(field_error(source, format!("attempts.{id}"), "an array"));
+        };
+        for (i, attempt) in items.iter().enumerate() {
+            check_fields(attempt, &format!("attempts.{id}.{i}"), ATTEMPT, source)?;
+        }
+    }
+    for (id, entry) in entries("fixTaskMap") {
+        check_fields(entry, &format!("fixTaskMap.{id}"), FIX_ENTRY, source)?;
+    }
+    for key in ["taskEvidence", "verificationBlocks"] {
+        for (id, record) in entries(key) {
+            check_fields(record, &format!("{key}.{id}"), &[], source)?;
+        }
+    }
+    let agents = doc.get("usage").and_then(|u| u.get("agents"));
+    for (key, entry) in agents.and_then(Value::as_object).into_iter().flatten() {
+        check_fields(entry, &format!("usage.agents.{key}"), &[], source)?;
     }
     Ok(())
 }
@@ -251,6 +343,11 @@ pub struct InitParams {
     pub max_output_tokens: Option<u64>,
     pub max_minutes: Option<u64>,
     pub max_stall_stops: Option<u64>,
+    pub max_task_tokens: Option<u64>,
+    pub max_task_minutes: Option<u64>,
+    pub max_usd: Option<f64>,
+    pub forecast_warn: Option<u64>,
+    pub forecast_halt: Option<u64>,
     pub session_id: Option<String>,
     pub quick: bool,
     pub recovery_mode: bool,
@@ -306,9 +403,16 @@ pub fn init_execution(
             "maxOutputTokens": params.max_output_tokens,
             "maxMinutes": params.max_minutes,
             "maxStallStops": params.max_stall_stops.unwrap_or(DEFAULT_MAX_STALL_STOPS),
+            "maxTaskTokens": params.max_task_tokens,
+            "maxTaskMinutes": params.max_task_minutes,
+            "maxUsd": params.max_usd,
+            "forecastWarn": params.forecast_warn.unwrap_or(crate::cost::DEFAULT_FORECAST_WARN),
+            "forecastHalt": params.forecast_halt.unwrap_or(crate::cost::DEFAULT_FORECAST_HALT),
         }),
     );
     doc["budget"] = budget;
+    // The ledger is this execution's, like the usage counters.
+    doc["ledger"] = json!({});
     let mut usage = old_usage
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}));
@@ -339,7 +443,7 @@ pub fn is_resumable(doc: &Value) -> bool {
 }
 
 /// `state init` on a resumable execution: bind the session and apply the flags that were
-/// given; counters, usage, attempts, evidence and any halt are kept (a halt is lifted by
+/// given; counters, usage, the cost ledger, attempts, evidence and any halt are kept (a halt is lifted by
 /// `specrun resume` only). The stall count restarts, as on resume.
 pub fn continue_execution(
     mut doc: Value,
@@ -378,11 +482,18 @@ pub fn continue_execution(
         ("maxOutputTokens", params.max_output_tokens),
         ("maxMinutes", params.max_minutes),
         ("maxStallStops", params.max_stall_stops),
+        ("maxTaskTokens", params.max_task_tokens),
+        ("maxTaskMinutes", params.max_task_minutes),
+        ("forecastWarn", params.forecast_warn),
+        ("forecastHalt", params.forecast_halt),
     ];
     for (key, value) in budget {
         if let Some(v) = value {
             patch["budget"][key] = Value::from(v);
         }
+    }
+    if let Some(v) = params.max_usd {
+        patch["budget"]["maxUsd"] = Value::from(v);
     }
     merge_into(&mut doc, &patch);
     doc
@@ -497,6 +608,13 @@ pub const HALT_TASK: &str = "task-cap";
 pub const HALT_TOKENS: &str = "token-cap";
 pub const HALT_MINUTES: &str = "time-cap";
 pub const HALT_STALL: &str = "stall";
+/// The projected total passes a budget by more than `forecastHalt` %.
+pub const HALT_FORECAST: &str = "forecast-cap";
+/// The priced spend reached `budget.maxUsd`.
+pub const HALT_USD: &str = "usd-cap";
+/// Why the guard failed a task (not halts: the task takes the normal failure path).
+pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
+pub const FAIL_TASK_TIME: &str = "task-time-cap";
 pub const HALT_CANCELLED: &str = "cancelled";
 
 /// The exact shell command that clears this state's halt, with a raised cap where the
@@ -528,6 +646,22 @@ pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
             " --raise-minutes {}",
             plus_limit(view.max_minutes().unwrap_or(60), minutes_until_halt(view))
         ),
+        Some(HALT_USD) => {
+            let max = crate::cost::max_usd(view.0).unwrap_or(0.0);
+            let spent = view
+                .get("halt.spentUsd")
+                .and_then(Value::as_f64)
+                .unwrap_or(max);
+            format!(
+                " --raise-usd {:.2}",
+                (max * 2.0).max(spent + max).max(spent + 0.01)
+            )
+        }
+        // The guard wrote the raise its forecast needs into the halt record.
+        Some(HALT_FORECAST) => match (view.str_at("halt.raiseFlag"), view.get("halt.raiseTo")) {
+            (Some(flag), Some(to)) => format!(" {flag} {to}"),
+            _ => String::new(),
+        },
         _ => String::new(),
     };
     format!("specrun resume --spec {spec_name}{flag}")

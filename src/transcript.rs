@@ -2,9 +2,13 @@
 //! read incrementally: only the bytes after the stored offset, in bounded chunks, so a stop
 //! costs O(new bytes) however long the session has run.
 //!
-//! Counted: lines of `"type":"assistant"`, `message.usage.input_tokens` / `output_tokens`.
+//! Counted: lines of `"type":"assistant"`, `message.usage.input_tokens` / `output_tokens` /
+//! `cache_read_input_tokens` / `cache_creation_input_tokens`, with `message.model`.
 //! Every content block of one API message is its own line and repeats the message's usage,
 //! so each `message.id` is counted once (the largest figure seen for it in this read).
+//! For the cost ledger each message also reports its `Agent` delegations and the task ids
+//! its Bash calls start (`specrun task start <id>`). A usage field that is negative or not
+//! a number counts 0 and is reported (`invalid_usage`); the rest of the message counts.
 //! Tolerated without error: a missing file, a partial last line (left for the next read),
 //! non-UTF-8 bytes and lines that are not JSON (skipped), a file shorter than the offset
 //! (rotated or rewritten: read again from 0).
@@ -14,6 +18,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
+use serde_json::Value;
+
+use crate::ledger::{MessageUsage, Tokens};
 
 /// Bytes read per `read` call; memory stays bounded by this plus the longest line.
 const CHUNK: usize = 64 * 1024;
@@ -38,6 +45,10 @@ pub struct TailRead {
     pub restarted: bool,
     /// Assistant messages counted.
     pub messages: u64,
+    /// Each message counted, in file order (for the cost ledger).
+    pub per_message: Vec<MessageUsage>,
+    /// Usage fields that were negative or not numbers (counted as 0).
+    pub invalid_usage: u64,
     /// Bytes past the offset left unread because they exceeded `MAX_SPAN`.
     pub skipped: u64,
 }
@@ -52,13 +63,103 @@ struct Line {
 #[derive(Deserialize)]
 struct Message {
     id: Option<String>,
+    model: Option<String>,
+    usage: Option<Usage>,
+    content: Option<Vec<Block>>,
+}
+
+/// The same line without its content: what is still counted when the content has a shape
+/// this reader does not expect.
+#[derive(Deserialize)]
+struct BareLine {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    message: Option<BareMessage>,
+}
+
+#[derive(Deserialize)]
+struct BareMessage {
+    id: Option<String>,
+    model: Option<String>,
     usage: Option<Usage>,
 }
 
 #[derive(Deserialize)]
 struct Usage {
-    input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
+    input_tokens: Option<Value>,
+    output_tokens: Option<Value>,
+    cache_read_input_tokens: Option<Value>,
+    cache_creation_input_tokens: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Block {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    name: Option<String>,
+    input: Option<ToolInput>,
+}
+
+#[derive(Deserialize)]
+struct ToolInput {
+    subagent_type: Option<String>,
+    prompt: Option<String>,
+    command: Option<String>,
+}
+
+impl Usage {
+    /// The four counts, and how many fields were unusable (negative, fractional, text).
+    fn tokens(&self) -> (Tokens, u64) {
+        let mut bad = 0;
+        let mut get = |v: &Option<Value>| match v {
+            None | Some(Value::Null) => 0,
+            Some(v) => v.as_u64().unwrap_or_else(|| {
+                bad += 1;
+                0
+            }),
+        };
+        let t = Tokens {
+            input: get(&self.input_tokens),
+            output: get(&self.output_tokens),
+            cache_read: get(&self.cache_read_input_tokens),
+            cache_creation: get(&self.cache_creation_input_tokens),
+        };
+        (t, bad)
+    }
+}
+
+/// The task ids a shell command starts: the first word that is not an option after each
+/// `task start` (`specrun task start 1.2 --spec demo`, `… task start --spec demo 1.2`).
+pub fn task_start_ids(command: &str) -> Vec<String> {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let mut out = Vec::new();
+    for i in 0..words.len().saturating_sub(2) {
+        if words[i] != "task" || words[i + 1] != "start" {
+            continue;
+        }
+        let mut j = i + 2;
+        while j < words.len() {
+            let w = words[j].trim_matches(|c| c == '"' || c == '\'');
+            if matches!(w, "&&" | "||" | ";" | "|") {
+                break;
+            }
+            if w.starts_with('-') {
+                // `--spec X` and `--cwd X` take a value; `--spec=X` and `--json` do not.
+                j += if matches!(w, "--spec" | "--cwd") {
+                    2
+                } else {
+                    1
+                };
+                continue;
+            }
+            let id = w.trim_end_matches([';', '&', '|']);
+            if !id.is_empty() {
+                out.push(id.to_string());
+            }
+            break;
+        }
+    }
+    out
 }
 
 /// Read the usage added to `path` since `offset`.
@@ -178,10 +279,63 @@ struct Counter {
     input: u64,
     output: u64,
     messages: u64,
+    invalid: u64,
+    done: Vec<MessageUsage>,
     /// The message being summed: its id and the largest usage seen on its lines.
-    current: Option<(String, u64, u64)>,
+    current: Option<(String, MessageUsage)>,
     /// Counted by an earlier read: its remaining lines are skipped.
     previous: Option<String>,
+}
+
+/// What one assistant line holds.
+struct Parsed {
+    id: String,
+    model: Option<String>,
+    usage: Usage,
+    blocks: Vec<Block>,
+}
+
+fn parse_line(bytes: &[u8]) -> Option<Parsed> {
+    let assistant = |kind: &Option<String>| kind.as_deref() == Some("assistant");
+    if let Ok(line) = serde_json::from_slice::<Line>(bytes) {
+        let message = line.message.filter(|_| assistant(&line.kind))?;
+        return Some(Parsed {
+            id: message.id.unwrap_or_default(),
+            model: message.model,
+            usage: message.usage?,
+            blocks: message.content.unwrap_or_default(),
+        });
+    }
+    let line = serde_json::from_slice::<BareLine>(bytes).ok()?;
+    let message = line.message.filter(|_| assistant(&line.kind))?;
+    Some(Parsed {
+        id: message.id.unwrap_or_default(),
+        model: message.model,
+        usage: message.usage?,
+        blocks: Vec::new(),
+    })
+}
+
+/// The delegations and task starts of a message's tool calls.
+fn calls(blocks: &[Block], into: &mut MessageUsage) {
+    for b in blocks
+        .iter()
+        .filter(|b| b.kind.as_deref() == Some("tool_use"))
+    {
+        let Some(input) = &b.input else { continue };
+        match b.name.as_deref() {
+            Some("Agent" | "Task") => into.delegations.push((
+                input.subagent_type.clone().unwrap_or_default(),
+                input.prompt.clone().unwrap_or_default(),
+            )),
+            Some("Bash") => {
+                if let Some(c) = &input.command {
+                    into.task_starts.extend(task_start_ids(c));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 impl Counter {
@@ -190,6 +344,8 @@ impl Counter {
             input: 0,
             output: 0,
             messages: 0,
+            invalid: 0,
+            done: Vec::new(),
             current: None,
             previous: previous.map(str::to_string),
         }
@@ -201,40 +357,47 @@ impl Counter {
         if !contains(bytes, b"\"assistant\"") {
             return;
         }
-        let Ok(line) = serde_json::from_slice::<Line>(bytes) else {
+        let Some(parsed) = parse_line(bytes) else {
             return;
         };
-        if line.kind.as_deref() != Some("assistant") {
-            return;
-        }
-        let Some(message) = line.message else { return };
-        let Some(usage) = message.usage else { return };
-        let (input, output) = (
-            usage.input_tokens.unwrap_or(0),
-            usage.output_tokens.unwrap_or(0),
-        );
-        let id = message.id.unwrap_or_default();
+        let (tokens, bad) = parsed.usage.tokens();
+        let id = parsed.id;
         if !id.is_empty() && self.previous.as_deref() == Some(id.as_str()) {
             return;
         }
+        self.invalid += bad;
         match &mut self.current {
-            Some((cur, i, o)) if !id.is_empty() && *cur == id => {
-                *i = (*i).max(input);
-                *o = (*o).max(output);
+            Some((cur, m)) if !id.is_empty() && *cur == id => {
+                let t = &mut m.tokens;
+                t.input = t.input.max(tokens.input);
+                t.output = t.output.max(tokens.output);
+                t.cache_read = t.cache_read.max(tokens.cache_read);
+                t.cache_creation = t.cache_creation.max(tokens.cache_creation);
+                if m.model.is_none() {
+                    m.model = parsed.model;
+                }
+                calls(&parsed.blocks, m);
             }
             _ => {
                 self.flush();
-                self.current = Some((id, input, output));
+                let mut m = MessageUsage {
+                    model: parsed.model,
+                    tokens,
+                    ..Default::default()
+                };
+                calls(&parsed.blocks, &mut m);
+                self.current = Some((id, m));
             }
         }
     }
 
     fn flush(&mut self) {
-        if let Some((id, i, o)) = self.current.take() {
+        if let Some((id, m)) = self.current.take() {
             // Figures come from the file: an absurd one must not overflow the sum.
-            self.input = self.input.saturating_add(i);
-            self.output = self.output.saturating_add(o);
+            self.input = self.input.saturating_add(m.tokens.input);
+            self.output = self.output.saturating_add(m.tokens.output);
             self.messages += 1;
+            self.done.push(m);
             self.previous = Some(id).filter(|id| !id.is_empty());
         }
     }
@@ -248,6 +411,8 @@ impl Counter {
             last_message_id: self.previous,
             restarted,
             messages: self.messages,
+            per_message: self.done,
+            invalid_usage: self.invalid,
             skipped: 0,
         }
     }
@@ -410,5 +575,63 @@ mod tests {
         let f = file_with(line.as_bytes());
         let r = read_usage(f.path(), Some(0), None);
         assert_eq!(r.output_tokens, 9);
+    }
+
+    #[test]
+    fn cache_fields_models_delegations_and_task_starts_are_reported() {
+        let lines = [
+            r#"{"type":"assistant","message":{"id":"a","model":"claude-x","content":[{"type":"tool_use","name":"Agent","input":{"subagent_type":"specrun:spec-executor","prompt":"[task 1.2] go"}}],"usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":500,"cache_creation_input_tokens":60}}}"#,
+            r#"{"type":"assistant","message":{"id":"a","model":"claude-x","content":[{"type":"tool_use","name":"Agent","input":{"subagent_type":"specrun:spec-executor","prompt":"[task 1.3] go"}}],"usage":{"input_tokens":3,"output_tokens":9,"cache_read_input_tokens":500,"cache_creation_input_tokens":60}}}"#,
+            r#"{"type":"assistant","message":{"id":"b","content":[{"type":"tool_use","name":"Bash","input":{"command":"cd /p && specrun task start --spec demo 2.1 && echo"}}],"usage":{"input_tokens":1,"output_tokens":1}}}"#,
+        ];
+        let text = lines.join("\n") + "\n";
+        let f = file_with(text.as_bytes());
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!(r.per_message.len(), 2);
+        let a = &r.per_message[0];
+        assert_eq!(a.model.as_deref(), Some("claude-x"));
+        assert_eq!(
+            a.tokens,
+            Tokens {
+                input: 3,
+                output: 9,
+                cache_read: 500,
+                cache_creation: 60
+            }
+        );
+        assert_eq!(a.delegations.len(), 2);
+        assert_eq!(a.delegations[1].1, "[task 1.3] go");
+        assert_eq!(r.per_message[1].task_starts, vec!["2.1".to_string()]);
+        assert_eq!(r.per_message[1].model, None);
+    }
+
+    #[test]
+    fn negative_missing_and_odd_usage_fields_count_zero_and_are_reported() {
+        let lines = [
+            r#"{"type":"assistant","message":{"id":"a","content":[],"usage":{"input_tokens":-5,"output_tokens":7}}}"#,
+            r#"{"type":"assistant","message":{"id":"b","content":"a string","usage":{"output_tokens":"9","cache_read_input_tokens":2.5,"input_tokens":1}}}"#,
+            r#"{"type":"assistant","message":{"id":"c","content":[],"usage":{}}}"#,
+            r#"{"type":"assistant","message":{"id":"d","content":[]}}"#,
+        ];
+        let text = lines.join("\n") + "\n";
+        let f = file_with(text.as_bytes());
+        let r = read_usage(f.path(), Some(0), None);
+        assert_eq!((r.input_tokens, r.output_tokens, r.messages), (1, 7, 3));
+        assert_eq!(r.invalid_usage, 3);
+    }
+
+    #[test]
+    fn task_start_ids_skip_options() {
+        assert_eq!(
+            task_start_ids("specrun task start 1.2 --spec demo"),
+            vec!["1.2"]
+        );
+        assert_eq!(
+            task_start_ids("specrun task start --cwd /p --json '3'"),
+            vec!["3"]
+        );
+        assert_eq!(task_start_ids("specrun task start --spec=d 4;"), vec!["4"]);
+        assert!(task_start_ids("specrun task complete 1.2").is_empty());
+        assert!(task_start_ids("specrun task start && true").is_empty());
     }
 }

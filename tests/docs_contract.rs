@@ -1360,3 +1360,30 @@ fn the_last_mile_planning_row_matches_what_the_binary_says() {
         "planning",
     );
 }
+
+/// Every end-to-end test binary runs once per pinned client: `scripts/test` names each
+/// `tests/e2e_*.rs` in its per-client loop (the first pass skips tests named `e2e_…`, so a
+/// binary left out there would never run at all).
+#[test]
+fn scripts_test_runs_every_end_to_end_binary_per_client() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = std::fs::read_to_string(root.join("scripts/test")).unwrap();
+    let per_client = script
+        .lines()
+        .find(|l| l.contains("SPECRUN_E2E_CLIENT=\"$version\" cargo test"))
+        .expect("the per-client e2e line in scripts/test");
+    let mut binaries: Vec<String> = std::fs::read_dir(root.join("tests"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| Some(n.strip_suffix(".rs")?.to_string()))
+        .filter(|n| n.starts_with("e2e_"))
+        .collect();
+    binaries.sort();
+    assert!(!binaries.is_empty());
+    for b in &binaries {
+        assert!(
+            per_client.contains(&format!("--test {b}")),
+            "scripts/test does not run tests/{b}.rs per client: {per_client}"
+        );
+    }
+}

@@ -166,6 +166,17 @@ fn an_unknown_plugin_root_is_said_not_failed() {
     let elsewhere = tempfile::tempdir().unwrap();
     let copy = elsewhere.path().join("specrun");
     std::fs::copy(common::bin_path(), &copy).unwrap();
+    // A thread of this test process that forks while the copy is open for writing lends
+    // the child that descriptor until it execs: running the copy then fails with ETXTBSY.
+    // Wait until the copy runs.
+    for _ in 0..100 {
+        match std::process::Command::new(&copy).arg("--version").output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            _ => break,
+        }
+    }
     let mut cmd = assert_cmd::Command::new(&copy);
     cmd.current_dir(env.project.root())
         .arg("doctor")
@@ -200,20 +211,115 @@ fn restricted_hooks_and_malformed_settings_fail() {
         .contains(".claude/settings.json"));
 }
 
+/// Doctor places Claude Code against the supported range and says what to do, and the
+/// driver `specrun goal` picks from the same probe still follows `/goal` support.
 #[test]
-fn claude_missing_warns_and_an_old_claude_fails() {
+fn claude_code_is_placed_against_the_supported_range() {
     let env = Env::new();
-    std::fs::remove_file(env.tools.path().join("claude")).unwrap();
+    let claude = env.tools.path().join("claude");
+    let mut goal = env.project.specrun();
+    goal.args(["goal", "--spec", "demo"])
+        .env("PATH", env.tools.path())
+        .env("HOME", env.home.path())
+        .env(
+            "SPECRUN_MANAGED_SETTINGS",
+            env.home.path().join("managed.json"),
+        );
+    let mut driver = || -> String {
+        let out = goal.output().unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["recommendedDriver"].as_str().unwrap().to_string()
+    };
+    // (claude --version, doctor exit, status, detail words, fix words, driver)
+    let cases = [
+        (
+            "2.1.197",
+            0,
+            "pass",
+            "tested (supported 2.1.197–2.1.332)",
+            "",
+            "native-goal",
+        ),
+        ("2.1.332", 0, "pass", "tested", "", "native-goal"),
+        (
+            "2.1.250",
+            0,
+            "pass",
+            "this release untested",
+            "",
+            "native-goal",
+        ),
+        (
+            "2.1.400",
+            0,
+            "warn",
+            "untested: newer than 2.1.332",
+            "npm install -g @anthropic-ai/claude-code@2.1.332",
+            "native-goal",
+        ),
+        (
+            "2.1.150",
+            0,
+            "warn",
+            "untested: older than 2.1.197",
+            "claude update",
+            "native-goal",
+        ),
+        (
+            "2.0.1",
+            1,
+            "fail",
+            "too old: no /goal (first in 2.1.139)",
+            "stop-hook driver",
+            "stop-hook",
+        ),
+    ];
+    for (version, exit, status, detail, fix, want_driver) in cases {
+        executable(
+            &claude,
+            &format!("#!/bin/sh\necho '{version} (Claude Code)'\n"),
+        );
+        let (code, v) = env.json(&mut env.cmd());
+        let c = check(&v, "claude-code");
+        assert_eq!(
+            (code, c["status"].as_str()),
+            (exit, Some(status)),
+            "{version}: {c}"
+        );
+        assert!(
+            c["detail"].as_str().unwrap().contains(detail),
+            "{version}: {c}"
+        );
+        if !fix.is_empty() {
+            assert!(c["fix"].as_str().unwrap().contains(fix), "{version}: {c}");
+        }
+        assert_eq!(driver(), want_driver, "{version}");
+    }
+
+    std::fs::remove_file(&claude).unwrap();
     let (code, v) = env.json(&mut env.cmd());
     assert_eq!(code, 0);
-    assert_eq!(check(&v, "claude-code")["status"], "warn");
-    executable(
-        &env.tools.path().join("claude"),
-        "#!/bin/sh\necho '2.0.1 (Claude Code)'\n",
+    let c = check(&v, "claude-code");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Claude Code not found"),
+        "{c}"
     );
-    let (code, v) = env.json(&mut env.cmd());
-    assert_eq!(code, 1);
-    assert_eq!(check(&v, "claude-code")["status"], "fail");
+    assert!(
+        c["detail"].as_str().unwrap().contains("2.1.197–2.1.332"),
+        "{c}"
+    );
+    assert!(
+        c["fix"]
+            .as_str()
+            .unwrap()
+            .contains("npm install -g @anthropic-ai/claude-code@2.1.332"),
+        "{c}"
+    );
+    assert_eq!(driver(), "stop-hook");
 }
 
 #[test]

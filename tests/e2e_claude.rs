@@ -1,8 +1,12 @@
-//! End to end against the real Claude Code 2.1.197: a scripted fake model drives the plugin
-//! in this repository, offline. Each test is one scenario of the e2e issue; they assert on
-//! the project's files and on what the model was sent, not only on exit codes.
+//! End to end against the real Claude Code: a scripted fake model drives the plugin in this
+//! repository, offline. `scripts/test` runs this binary once per pinned release (2.1.197,
+//! the oldest supported, and 2.1.332, the current one; `SPECRUN_E2E_CLIENT` picks one, or
+//! any other `claude` as a canary). Each scenario's script serves both clients: a result
+//! is matched however it arrives (tool result or background notification), and where the
+//! clients differ the test asserts the client's own path. Tests assert on the project's
+//! files and on what the model was sent, not only on exit codes.
 //!
-//! A missing Claude Code fails these tests (see `e2e::runner::claude_or_skip`).
+//! A missing Claude Code fails these tests (see `e2e::runner::client_or_skip`).
 
 mod common;
 mod e2e;
@@ -11,12 +15,15 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use e2e::fake_model::{bash, text, Agent, Rule};
+use e2e::fake_model::{bash, text, Agent, Block, Rule};
 use e2e::runner::{plugin_root, Run, Session};
 use e2e::{
-    commit_subject, delegate, executor_steps, honest_executor, stop_feedback, subagent_rules,
-    Harness, ALL_NOTES_VERIFY, DEMO_TASKS, OTHER_SESSION, SESSION,
+    commit_subject, delegate, delegate_as, executor_steps, honest_executor, notification_turns,
+    stop_feedback, subagent_rules, waiting_rules, Harness, Mode, ALL_NOTES_VERIFY, DEMO_TASKS,
+    LAUNCHED, OTHER_SESSION, SESSION,
 };
+
+const EXECUTOR: &str = "specrun:spec-executor";
 
 /// Asserts that the init event's list `key` holds every one of `wanted`.
 fn assert_lists(init: &Value, key: &str, wanted: &[&str]) {
@@ -42,7 +49,7 @@ fn e2e_1_plugin_loads() {
         return;
     };
 
-    let validate = Command::new(&h.claude)
+    let validate = Command::new(&h.client.path)
         .args(["plugin", "validate", "."])
         .current_dir(plugin_root())
         .env("HOME", h.home.path())
@@ -126,13 +133,16 @@ fn e2e_1_plugin_loads() {
 /// A coordinator that delegates one task to the executor and, once it reports
 /// `TASK_COMPLETE`, ends its turn with `then_says`.
 fn delegate_one_task_then_stop(task_id: &str, then_says: &str) -> Vec<Rule> {
+    delegate_one_task_as(task_id, then_says, Mode::Foreground)
+}
+
+fn delegate_one_task_as(task_id: &str, then_says: &str, mode: Mode) -> Vec<Rule> {
     vec![
         Rule::main()
             .turn(0)
-            .reply([delegate("specrun:spec-executor", task_id)]),
+            .reply([delegate_as(EXECUTOR, task_id, mode)]),
         Rule::main()
-            .turn(1)
-            .last_tool_result(&format!("TASK_COMPLETE {task_id}"))
+            .result(&format!("TASK_COMPLETE {task_id}"))
             .reply([text(then_says)]),
     ]
 }
@@ -177,22 +187,21 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
             .turn(2)
             .reply([delegate("specrun:spec-executor", "1.1")]),
         Rule::main()
-            .turn(3)
-            .last_tool_result("TASK_COMPLETE 1.1")
+            .result("TASK_COMPLETE 1.1")
             .reply([delegate("specrun:spec-executor", "1.2")]),
         Rule::main()
-            .turn(4)
-            .last_tool_result("TASK_COMPLETE 1.2")
+            .result("TASK_COMPLETE 1.2")
             .reply([delegate("specrun:qa-engineer", "1.3")]),
         Rule::main()
-            .turn(5)
-            .last_tool_result("VERIFICATION_PASS 1.3")
+            .result("VERIFICATION_PASS 1.3")
             .reply([bash(&format!(
                 "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
             ))]),
-        Rule::main().turn(6).reply([text(
-            "All three tasks are done and verified.\nALL_TASKS_COMPLETE",
-        )]),
+        Rule::main()
+            .last_tool_result("recorded in verificationBlocks")
+            .reply([text(
+                "All three tasks are done and verified.\nALL_TASKS_COMPLETE",
+            )]),
     ];
     rules.extend(honest_executor(
         &root,
@@ -313,6 +322,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
         &format!("--session-id {SESSION}"),
         "specrun:spec-executor",
         "specrun:qa-engineer",
+        "run_in_background: false",
         "specrun verify run --phase execution",
         "ALL_TASKS_COMPLETE",
     ] {
@@ -389,13 +399,12 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
             .last_user("Stop hook feedback:")
             .reply([delegate("specrun:qa-engineer", "1.3")]),
         Rule::main()
-            .turn(2)
-            .last_tool_result("VERIFICATION_PASS 1.3")
+            .result("VERIFICATION_PASS 1.3")
             .reply([bash(&format!(
                 "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
             ))]),
         Rule::main()
-            .turn(3)
+            .last_tool_result("recorded in verificationBlocks")
             .reply([text("Now it is finished.\nALL_TASKS_COMPLETE")]),
     ];
     rules.extend(subagent_rules(
@@ -416,9 +425,11 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
         "the false claim ended the session\n{}",
         run.describe()
     );
+    // 2.1.197 sends the feedback as the turn itself; 2.1.332 wraps it in a
+    // <system-reminder> with a preamble: either way the reason follows this line.
     let next = &main[1].last_user;
     assert!(
-        next.starts_with("Stop hook feedback:"),
+        next.contains("Stop hook feedback:"),
         "request after the claim: {next:?}\n{}",
         run.describe()
     );
@@ -538,12 +549,24 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
 /// once by SubagentStop with what is missing; it then does the work and is accepted.
 #[test]
 fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
+    lying_executor(Mode::Foreground);
+}
+
+/// Scenario 18 (issue 10): the same lying executor in the background. SubagentStop checks
+/// its claim exactly as a foreground one's: sent back once, then accepted; the coordinator
+/// gets the honest result in the notification.
+#[test]
+fn e2e_18_lying_background_executor_is_reprompted_once_then_accepted() {
+    lying_executor(Mode::Background);
+}
+
+fn lying_executor(mode: Mode) {
     let Some(h) = Harness::new() else {
         return;
     };
     let root = h.root();
     h.init_execution(SESSION, &["--driver", "manual"]);
-    let mut rules = delegate_one_task_then_stop("1.1", "Task 1.1 is done.");
+    let mut rules = delegate_one_task_as("1.1", "Task 1.1 is done.", mode);
     rules.extend([
         // The lie: no start, no edit, no evidence, no critique.
         Rule::sub()
@@ -562,6 +585,7 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
         ),
         "Done for real.\nTASK_COMPLETE 1.1",
     ));
+    rules.extend(waiting_rules());
 
     let run = h.run(
         rules,
@@ -629,12 +653,23 @@ fn e2e_5_lying_executor_is_reprompted_once_then_accepted() {
         ["block", "allow"],
         "events.jsonl subagent-stop decisions: {claims:?}"
     );
-    let main = run.requests_of(Agent::Main);
+    // The coordinator got the honest report (the tool result, or the notification), and
+    // only that one.
+    let delivered: Vec<&String> = run
+        .requests_of(Agent::Main)
+        .into_iter()
+        .flat_map(|r| r.last_delivered.iter())
+        .filter(|t| t.contains("TASK_COMPLETE 1.1"))
+        .collect();
+    assert_eq!(delivered.len(), 1, "{}", run.describe());
     assert!(
-        main[1]
-            .last_tool_results
-            .iter()
-            .any(|t| t.contains("Done for real.")),
+        delivered[0].contains("Done for real."),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        notification_turns(&run),
+        usize::from(mode == Mode::Background),
         "{}",
         run.describe()
     );
@@ -921,45 +956,63 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
 
     // Timing makes the race certain: 1.2 writes its file after 1.1 has recorded its
     // evidence and before 1.1 completes.
-    let executor = |id: &str, file: &str, word: &str, before_write: &str, before_complete: &str| {
-        let critique = |stage: &str| e2e::critique_step(id, stage);
-        let steps = vec![
-            bash(&format!("specrun task start {id} --spec demo")),
-            bash(&format!("sleep {before_write}; mkdir -p notes && echo {word} > {file}")),
-            critique("post-code"),
-            bash(&format!(
-                "specrun verify run --task {id} --command 'grep -q {word} {file}' --spec demo"
-            )),
-            critique("post-test"),
-            // A sibling may hold index.lock: retry, as commit-discipline says.
-            bash(&format!(
-                "sleep {before_complete}; for i in 1 2 3 4 5 6 7 8 9 10; do git add {file} && git commit -q -m '{}' -- {file} && break; sleep 0.3; done",
-                commit_subject(id)
-            )),
-            bash(&format!(
-                "specrun ac confirm {id}/AC1 --reason 'the Verify grep checks the note' --spec demo"
-            )),
-            bash(&format!("specrun task complete {id} --check --spec demo")),
-        ];
-        subagent_rules(id, 0, steps, &format!("Done.\nTASK_COMPLETE {id}"))
-    };
+    let (run, state) = run_parallel_group(
+        &h,
+        &[
+            ("1.1", "notes/alpha.txt", "ALPHA", "0", "3"),
+            ("1.2", "notes/beta.txt", "BETA", "1.5", "0"),
+        ],
+        ALL_NOTES_VERIFY,
+    );
+    assert_eq!(
+        state["taskEvidence"]["1.1"]["excludedPaths"],
+        json!(["notes/beta.txt"]),
+        "state: {state:#}"
+    );
+    let agents: std::collections::BTreeSet<_> = run
+        .requests_of(Agent::Sub)
+        .iter()
+        .filter_map(|r| r.agent_id.clone())
+        .collect();
+    assert_eq!(agents.len(), 2, "two executors ran\n{}", run.describe());
+}
+
+/// One `[P]` member: (id, file, word, seconds before writing, seconds before committing).
+type Member<'a> = (&'a str, &'a str, &'a str, &'a str, &'a str);
+
+/// Runs a `[P]` group as the coordinator protocol says (every member delegated with
+/// `run_in_background: true` in one message, a waiting turn until every result is in, then
+/// the phase evidence and the completion line) and asserts what every such run must show:
+/// completed, each member's claim accepted first time by SubagentStop, and the background
+/// path (`assert_background_path`). Returns the run and the final state.
+fn run_parallel_group(h: &Harness, members: &[Member], verify: &str) -> (Run, Value) {
+    let mut group = Rule::main();
+    for (id, ..) in members {
+        group = group.delivered(&format!("TASK_COMPLETE {id}"));
+    }
     let mut rules = vec![
-        Rule::main().turn(0).reply([
-            delegate("specrun:spec-executor", "1.1"),
-            delegate("specrun:spec-executor", "1.2"),
-        ]),
+        Rule::main().turn(0).reply(
+            members
+                .iter()
+                .map(|(id, ..)| delegate_as(EXECUTOR, id, Mode::Background)),
+        ),
+        group.reply([bash(&format!(
+            "specrun verify run --phase execution --command '{verify}' --spec demo"
+        ))]),
         Rule::main()
-            .turn(1)
-            .last_tool_result("TASK_COMPLETE")
-            .reply([bash(&format!(
-                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}' --spec demo"
-            ))]),
-        Rule::main().turn(2).reply([text(
-            "Both notes are written and verified.\nALL_TASKS_COMPLETE",
-        )]),
+            .last_tool_result("recorded in verificationBlocks")
+            .reply([text("Every member is verified.\nALL_TASKS_COMPLETE")]),
     ];
-    rules.extend(executor("1.1", "notes/alpha.txt", "ALPHA", "0", "3"));
-    rules.extend(executor("1.2", "notes/beta.txt", "BETA", "1.5", "0"));
+    for (id, file, word, before_write, before_complete) in members {
+        rules.extend(parallel_member(
+            id,
+            file,
+            word,
+            before_write,
+            before_complete,
+        ));
+    }
+    rules.extend(waiting_rules());
 
     let run = h.run(
         rules,
@@ -974,7 +1027,7 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
         "state: {state:#}\n{}",
         run.describe()
     );
-    let claims: Vec<String> = h
+    let mut claims: Vec<String> = h
         .events()
         .iter()
         .filter(|e| e["event"] == "subagent-stop" && e["rule"] != "usage")
@@ -986,23 +1039,331 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
             )
         })
         .collect();
-    assert_eq!(claims.len(), 2, "{claims:?}\n{}", run.describe());
-    assert!(
-        claims.iter().all(|c| c.ends_with("claim-accepted")),
-        "a member was refused: {claims:?}\n{}",
+    claims.sort();
+    let wanted: Vec<String> = members
+        .iter()
+        .map(|(id, ..)| format!("{id} claim-accepted"))
+        .collect();
+    assert_eq!(claims, wanted, "{}", run.describe());
+    let last = stop_events(h).pop().expect("stop decisions");
+    assert_eq!(last["rule"], "completion-accepted", "{last}");
+    assert_background_path(h, &run, members.len());
+    (run, state)
+}
+
+/// A member of a `[P]` group that edits `file` after `before_write` seconds and commits it
+/// `before_complete` seconds after its post-test critique.
+fn parallel_member(
+    id: &str,
+    file: &str,
+    word: &str,
+    before_write: &str,
+    before_complete: &str,
+) -> Vec<Rule> {
+    let critique = |stage: &str| e2e::critique_step(id, stage);
+    let steps = vec![
+        bash(&format!("specrun task start {id} --spec demo")),
+        bash(&format!(
+            "sleep {before_write}; mkdir -p notes && echo {word} > {file}"
+        )),
+        critique("post-code"),
+        bash(&format!(
+            "specrun verify run --task {id} --command 'grep -q {word} {file}' --spec demo"
+        )),
+        critique("post-test"),
+        // A sibling may hold index.lock: retry, as commit-discipline says.
+        bash(&format!(
+            "sleep {before_complete}; for i in 1 2 3 4 5 6 7 8 9 10; do git add {file} && git commit -q -m 'feat(notes): {id}' -- {file} && break; sleep 0.3; done"
+        )),
+        bash(&format!(
+            "specrun ac confirm {id}/AC1 --reason 'the Verify grep checks the note' --spec demo"
+        )),
+        bash(&format!("specrun task complete {id} --check --spec demo")),
+    ];
+    subagent_rules(id, 0, steps, &format!("Done.\nTASK_COMPLETE {id}"))
+}
+
+/// The path of a run whose coordinator delegated `members` executors with
+/// `run_in_background: true` (which both pinned releases honour): every delegation returned
+/// at once, every result came as its own notification turn, and the coordinator's stops
+/// while they worked were allowed as waiting, never counted as stalls.
+fn assert_background_path(h: &Harness, run: &Run, members: usize) {
+    let launched = run
+        .requests_of(Agent::Main)
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .filter(|t| t.contains(LAUNCHED))
+        .count();
+    assert_eq!(launched, members, "{}", run.describe());
+    assert_eq!(
+        notification_turns(run),
+        members,
+        "one notification turn per member\n{}",
         run.describe()
     );
-    assert_eq!(
-        state["taskEvidence"]["1.1"]["excludedPaths"],
-        json!(["notes/beta.txt"]),
-        "state: {state:#}"
+    let waits: Vec<Value> = stop_events(h)
+        .into_iter()
+        .filter(|e| {
+            e["rule"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("agents-running")
+        })
+        .collect();
+    assert!(!waits.is_empty(), "no waiting stop\n{}", run.describe());
+    for stop in &waits {
+        assert_eq!(
+            stop["stallStops"], 0,
+            "a waiting stop counted as a stall: {stop}"
+        );
+    }
+}
+
+/// Three tasks of one `[P]` group, each writing its own note.
+const PARALLEL_TASKS: &str = "# Tasks: demo
+
+## Phase 1: Notes
+
+- [ ] 1.1 [P] Write the alpha note
+  - **Do**: Create notes/alpha.txt holding ALPHA
+  - **Files**: notes/alpha.txt
+  - **Done when**: notes/alpha.txt holds ALPHA
+  - **Verify**: `grep -q ALPHA notes/alpha.txt`
+  - **Commit**: `feat(notes): 1.1`
+- [ ] 1.2 [P] Write the beta note
+  - **Do**: Create notes/beta.txt holding BETA
+  - **Files**: notes/beta.txt
+  - **Done when**: notes/beta.txt holds BETA
+  - **Verify**: `grep -q BETA notes/beta.txt`
+  - **Commit**: `feat(notes): 1.2`
+- [ ] 1.3 [P] Write the gamma note
+  - **Do**: Create notes/gamma.txt holding GAMMA
+  - **Files**: notes/gamma.txt
+  - **Done when**: notes/gamma.txt holds GAMMA
+  - **Verify**: `grep -q GAMMA notes/gamma.txt`
+  - **Commit**: `feat(notes): 1.3`
+";
+
+const ALL_THREE_VERIFY: &str =
+    "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt";
+
+/// Scenario 15 (issue 10): a 3-member `[P]` group whose executors run in the background
+/// completes. The coordinator delegates the three in one message with
+/// `run_in_background: true`, ends its turn, confirms each member on its notification and
+/// finishes when all three are in. Each background executor's claim passes SubagentStop.
+#[test]
+fn e2e_15_background_parallel_group_of_three_completes() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.project.write("specs/demo/tasks.md", PARALLEL_TASKS);
+    h.project.commit_all("three parallel notes");
+    h.init_execution(SESSION, &[]);
+
+    run_parallel_group(
+        &h,
+        &[
+            ("1.1", "notes/alpha.txt", "ALPHA", "0", "0"),
+            ("1.2", "notes/beta.txt", "BETA", "0.5", "0"),
+            ("1.3", "notes/gamma.txt", "GAMMA", "1", "0"),
+        ],
+        ALL_THREE_VERIFY,
     );
-    let agents: std::collections::BTreeSet<_> = run
+    assert_eq!(h.task_count()["completed"], 3);
+    for (file, word) in [("alpha", "ALPHA"), ("beta", "BETA"), ("gamma", "GAMMA")] {
+        assert_eq!(h.read(&format!("notes/{file}.txt")), format!("{word}\n"));
+    }
+}
+
+/// Scenario 16 (issue 10): a coordinator that ends its turn while an executor works. It
+/// delegates task 1.1 leaving `run_in_background` to the client (background on 2.1.332)
+/// and ends its turn under the stop-hook driver, which would otherwise re-prompt with task
+/// 1.1's brief. The Stop hook tells it to wait instead (once), counts no stall (with
+/// `--max-stall-stops 1` one counted stop would halt), the executor is delegated exactly
+/// once, and the run finishes after the notification. On 2.1.197, which runs an unmarked
+/// delegation in the foreground, the same script finishes without waiting.
+#[test]
+fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    let one_task = &DEMO_TASKS[..DEMO_TASKS.find("- [ ] 1.2").expect("demo has 1.2")];
+    h.project.write("specs/demo/tasks.md", one_task);
+    h.project.commit_all("one task");
+    h.init_execution(
+        SESSION,
+        &["--driver", "stop-hook", "--max-stall-stops", "1"],
+    );
+
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate_as(EXECUTOR, "1.1", Mode::Default)]),
+        Rule::main()
+            .last_tool_result(LAUNCHED)
+            .reply([text("Task 1.1 is delegated; stopping here.")]),
+        Rule::main()
+            .last_user("still working in the background")
+            .reply([text("Understood: waiting for the notification.")]),
+        Rule::main()
+            .result("TASK_COMPLETE 1.1")
+            .reply([bash(
+                "specrun verify run --phase execution --command 'grep -q ALPHA notes/alpha.txt' --spec demo",
+            )]),
+        Rule::main()
+            .last_tool_result("recorded in verificationBlocks")
+            .reply([text("Task 1.1 is verified.\nALL_TASKS_COMPLETE")]),
+    ];
+    // The executor takes a while, so the coordinator's stops happen while it works.
+    let mut steps = executor_steps(
+        &root,
+        "1.1",
+        Some(("notes/alpha.txt", "ALPHA\n")),
+        "grep -q ALPHA notes/alpha.txt",
+    );
+    steps.insert(0, bash("sleep 3"));
+    rules.extend(subagent_rules("1.1", 0, steps, "Done.\nTASK_COMPLETE 1.1"));
+
+    let run = h.run(
+        rules,
+        Session::new("Start on the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["phase"],
+        "completed",
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    let delegations = run
+        .requests_of(Agent::Main)
+        .iter()
+        .flat_map(|r| r.reply.iter())
+        .filter(|b| matches!(b, Block::Tool { name, .. } if name == "Agent"))
+        .count();
+    assert_eq!(
+        delegations,
+        1,
+        "task 1.1 was delegated again\n{}",
+        run.describe()
+    );
+    let executors: std::collections::BTreeSet<_> = run
         .requests_of(Agent::Sub)
         .iter()
         .filter_map(|r| r.agent_id.clone())
         .collect();
-    assert_eq!(agents.len(), 2, "two executors ran\n{}", run.describe());
+    assert_eq!(executors.len(), 1, "{}", run.describe());
+    let feedback = stop_feedback(&run);
+    if h.client.background_by_default() {
+        assert_eq!(feedback.len(), 1, "{}", run.describe());
+        let told = &feedback[0];
+        assert!(told.contains("end your turn and wait"), "{told}");
+        assert!(told.contains("Execute task 1.1"), "{told}");
+        assert!(
+            !told.contains("Delegate it"),
+            "re-prompted a delegation: {told}"
+        );
+        let rules: Vec<String> = stop_events(&h)
+            .iter()
+            .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
+            .collect();
+        assert_eq!(
+            rules,
+            [
+                "agents-running-wait",
+                "agents-running",
+                "completion-accepted"
+            ],
+            "{}",
+            run.describe()
+        );
+        assert_eq!(notification_turns(&run), 1, "{}", run.describe());
+    } else {
+        assert!(feedback.is_empty(), "{}", run.describe());
+        assert_eq!(notification_turns(&run), 0, "{}", run.describe());
+    }
+    for stop in stop_events(&h) {
+        assert_eq!(
+            stop["stallStops"], 0,
+            "a waiting stop counted as a stall: {stop}"
+        );
+    }
+    assert!(state["halt"].is_null(), "state: {state:#}");
+}
+
+/// Scenario 17 (issue 10): once halted, no new work starts. The coordinator calls
+/// `Workflow` (whose agents fire no PreToolUse for `Agent`): where the client offers the
+/// tool (2.1.332) PreToolUse denies it with the halt's reason and no agent runs; where it
+/// does not (2.1.197) the call fails with no agent either. The stop that follows halts.
+#[test]
+fn e2e_17_a_halted_execution_denies_a_workflow() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &[]);
+    h.merge_state(json!({"halt": {"kind": "stall", "reason": "5 stops without progress", "at": "2026-01-01T00:00:00Z"}}));
+
+    let workflow = e2e::fake_model::tool(
+        "Workflow",
+        json!({
+            "description": "demo tasks",
+            "script": "export const meta = { name: 'demo', description: 'demo tasks', phases: ['run'] };\nawait agent('[task 1.1] Execute task 1.1 of spec demo.', {});",
+        }),
+    );
+    let run = h.run(
+        vec![
+            Rule::main().turn(0).reply([workflow]),
+            Rule::main()
+                .turn(1)
+                .reply([text("The workflow did not start; ending the turn.")]),
+        ],
+        Session::new("Continue the demo spec.").session_id(SESSION),
+    );
+
+    assert!(
+        run.requests_of(Agent::Sub).is_empty(),
+        "an agent ran in a halted execution\n{}",
+        run.describe()
+    );
+    let result = run.requests_of(Agent::Main)[1].last_tool_results.join("\n");
+    let offered = run.requests_of(Agent::Main)[0].body["tools"]
+        .as_array()
+        .is_some_and(|tools| tools.iter().any(|t| t["name"] == "Workflow"));
+    if offered {
+        assert!(
+            result.contains("do not delegate more work (Workflow starts work)")
+                && result.contains("halted (5 stops without progress)"),
+            "the Workflow call was not denied by specrun: {result}\n{}",
+            run.describe()
+        );
+        let denials: Vec<&Value> = run
+            .hook_responses("PreToolUse")
+            .into_iter()
+            .filter(|e| {
+                e["stdout"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("\"deny\"")
+            })
+            .collect();
+        assert_eq!(denials.len(), 1, "{}", run.describe());
+    } else {
+        assert!(
+            !result.contains("Workflow launched"),
+            "2.1.197 ran a workflow: {result}"
+        );
+    }
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(h.state()["halt"]["kind"], "stall");
 }
 
 /// Scenario 11 (issue 11): an executor ticks the boxes with `sed` while its attempt runs,
@@ -1250,6 +1611,26 @@ fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
     assert_eq!(log[1].last_user, "SECOND please");
 }
 
+/// `scripts/install-claude-code` installs exactly the releases the binary states as its
+/// supported range (`specrun::claude_code::PINNED`), which are the ones this suite runs on.
+#[test]
+fn the_install_script_pins_the_supported_releases() {
+    let out = Command::new(plugin_root().join("scripts/install-claude-code"))
+        .arg("--list")
+        .output()
+        .expect("run scripts/install-claude-code --list");
+    assert!(out.status.success());
+    let listed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(listed, specrun::claude_code::PINNED);
+    assert_eq!(
+        specrun::claude_code::OLDEST_SUPPORTED,
+        specrun::claude_code::PINNED[0]
+    );
+}
+
 // ---- issue 14: proof that the work meets its criteria ---------------------------------
 
 /// One task whose criteria are tested by `node --test`: the adder adds and subtracts.
@@ -1479,4 +1860,151 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
         .map(|e| e["rule"].as_str().unwrap_or("?").to_string())
         .collect();
     assert_eq!(claims, ["claim-accepted"], "{}", run.describe());
+}
+
+/// Scenario 15a (issue 15): an executor that keeps working past `--max-task-tokens` has its
+/// task failed by the guard at its SubagentStop, through the normal failure path (the
+/// attempt failed, a fix task in recovery mode); it is told once to stop and report it.
+#[test]
+fn e2e_15a_an_executor_past_the_task_token_cap_has_its_task_failed() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--max-task-tokens", "2000", "--recovery-mode"]);
+    let mut steps = vec![bash("specrun task start 1.1 --spec demo")];
+    steps.extend((0..4).map(|i| bash(&format!("echo still working {i}"))));
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .last_tool_result("TASK_FAILED 1.1")
+            .reply([text("Task 1.1 failed on its token cap.")]),
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .last_user("task-token-cap")
+            .reply([text("TASK_FAILED 1.1: task-token-cap")]),
+    ];
+    // Each working turn reports 800 output tokens: 3,200 and more by the fifth.
+    for (i, step) in steps.into_iter().enumerate() {
+        rules.push(
+            Rule::sub()
+                .first_user("[task 1.1]")
+                .turn(i)
+                .output_tokens(800)
+                .reply([step]),
+        );
+    }
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(5)
+            .reply([text("Almost there.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let told: Vec<&str> = run
+        .requests_of(Agent::Sub)
+        .into_iter()
+        .map(|r| r.last_user.as_str())
+        .filter(|u| u.contains("Stop hook feedback:"))
+        .collect();
+    assert_eq!(told.len(), 1, "{}", run.describe());
+    assert!(
+        told[0].contains("spent") && told[0].contains(">= budget.maxTaskTokens 2000"),
+        "{}",
+        told[0]
+    );
+    let state = h.state();
+    let attempt = &state["attempts"]["1.1"][0];
+    assert_eq!(attempt["status"], "failed", "state: {state:#}");
+    assert!(
+        attempt["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("task-token-cap: attempt 1 of task 1.1 spent"),
+        "{attempt}"
+    );
+    assert_eq!(state["taskIteration"], 1);
+    assert!(
+        state["ledger"]["tasks"]["1.1"]["attemptTokens"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 3200,
+        "{:#}",
+        state["ledger"]
+    );
+    assert!(h
+        .read("specs/demo/tasks.md")
+        .contains("- [ ] 1.1.1 [FIX 1.1]"));
+    let failed: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["rule"] == "task-token-cap")
+        .collect();
+    assert_eq!(failed.len(), 1, "{:?}", h.events());
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+}
+
+/// Scenario 15b (issue 15): with two tasks done and two left, the forecast passes the
+/// output-token budget by more than 50 % while the budget is not yet spent: the Stop
+/// halts the session (`continue:false`) with the figures and the raise that lets it finish.
+#[test]
+fn e2e_15b_a_forecast_past_the_budget_halts_the_session() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let tasks = DEMO_TASKS
+        .replace("- [ ] 1.1 Write", "- [x] 1.1 Write")
+        .replace("- [ ] 1.2 Write", "- [x] 1.2 Write")
+        + "- [ ] 1.4 Write the delta note\n  - **Verify**: `true`\n";
+    h.project.write("specs/demo/tasks.md", &tasks);
+    h.project.commit_all("two tasks done");
+    h.init_execution(SESSION, &["--max-output-tokens", "2500"]);
+    let done = |start: &str, end: &str| json!([{"n": 1, "status": "done", "startedAt": start, "endedAt": end}]);
+    let account = |out: u64| json!({"byModel": {"claude-x": {"input": 50, "output": out}}});
+    h.merge_state(json!({
+        "usage": {"outputTokens": 2000},
+        "attempts": {"1.1": done("2026-01-01T00:00:00Z", "2026-01-01T00:05:00Z"),
+                     "1.2": done("2026-01-01T00:05:00Z", "2026-01-01T00:10:00Z")},
+        "ledger": {"tasks": {"1.1": account(900), "1.2": account(1100)}}
+    }));
+
+    let run = h.run(
+        vec![Rule::main().turn(0).reply([text("Next I delegate 1.3.")])],
+        Session::new("Continue the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(
+        run.terminal_reason(),
+        "stop_hook_prevented",
+        "{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_eq!(state["halt"]["kind"], "forecast-cap", "state: {state:#}");
+    let spent = state["usage"]["outputTokens"].as_u64().unwrap();
+    assert!(
+        spent < 2500,
+        "the budget was spent before the halt: {spent}"
+    );
+    let halt = stop_events(&h).into_iter().last().expect("a stop event");
+    assert_eq!(halt["decision"], "halt", "{halt}");
+    let reason = halt["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("median 1000 × 2 task(s) left (from 2 completed), budget 2500"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains("specrun resume --spec demo --raise-tokens"),
+        "{reason}"
+    );
+    let raise = state["halt"]["raiseTo"].as_u64().unwrap().to_string();
+    h.specrun(&["resume", "--spec", "demo", "--raise-tokens", &raise]);
+    assert!(h.state()["halt"].is_null());
 }

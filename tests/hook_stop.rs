@@ -470,3 +470,58 @@ fn state_init_starts_the_stall_count_afresh() {
     assert_eq!(e.hook("stop", stop_stdin(&e.p, "x", false, None)), "");
     assert_eq!(e.state()["guard"]["stallStops"], 0);
 }
+
+/// The Stop input as Claude Code 2.1.332 sends it while executors work in the background.
+fn stop_stdin_running(e: &Exec, message: &str, active: bool) -> String {
+    let mut v = json_of(&stop_stdin(&e.p, message, active, None));
+    v["background_tasks"] = json!([
+        {"id": "a1", "type": "subagent", "status": "running", "description": "Execute task 1.2", "agent_type": "specrun:spec-executor"},
+        {"id": "b1", "type": "shell", "status": "running", "description": "npm run dev"}
+    ]);
+    v.to_string()
+}
+
+#[test]
+fn row6a_agents_running_in_the_background_mean_wait_not_redelegate_nor_stall() {
+    let e = Exec::new(
+        TASKS,
+        json!({"executionDriver": "stop-hook", "budget": {"maxStallStops": 1},
+               "attempts": {"1.2": [{"n": 1, "status": "running"}]}}),
+    );
+    // A first, ordinary stop sets the baseline; with a stall cap of 1 the next counted
+    // stop without progress would halt.
+    e.hook("stop", stop_stdin(&e.p, "Working.", true, None));
+    let out = json_of(&e.hook("stop", stop_stdin_running(&e, "Waiting.", false)));
+    assert_eq!(out["decision"], "block", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(reason.contains("1 agent(s) of spec 'demo' still working in the background (Execute task 1.2 (specrun:spec-executor); running attempt(s): 1.2)"), "{reason}");
+    assert!(
+        !reason.contains("npm run dev"),
+        "a shell counted as an agent: {reason}"
+    );
+    assert!(!reason.contains("Delegate it"), "{reason}");
+    // The stop after that block is allowed; neither stop counted as a stall.
+    let out = json_of(&e.hook("stop", stop_stdin_running(&e, "Waiting.", true)));
+    assert!(
+        out["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("still working"),
+        "{out}"
+    );
+    let state = e.state();
+    assert!(state["halt"].is_null(), "{state:#}");
+    assert_eq!(state["guard"]["stallStops"], 0);
+    let rules: Vec<Value> = e.events().iter().map(|v| v["rule"].clone()).collect();
+    assert_eq!(
+        rules[1..],
+        [json!("agents-running-wait"), json!("agents-running")]
+    );
+    // A completion claim while it runs is refused with that reason.
+    let out = json_of(&e.hook("stop", stop_stdin_running(&e, "ALL_TASKS_COMPLETE", false)));
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(out["reason"]
+        .as_str()
+        .unwrap()
+        .contains("still working in the background"));
+}

@@ -6,57 +6,13 @@
 mod common;
 mod task_helpers;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::TempProject;
+use common::{run_bounded, Ran, TempProject, BOUND};
 use serde_json::json;
 use task_helpers::*;
-
-/// Far above what any verb needs here, far below the hook's 30 s limit.
-const BOUND: Duration = Duration::from_secs(15);
-
-struct Ran {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run `specrun args` in `p` with `stdin`, killed past `BOUND` (code `None`).
-fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
-    let mut child = Command::new(common::bin_path())
-        .args(args)
-        .current_dir(p.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(stdin);
-    drop(input);
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > BOUND {
-            child.kill().unwrap();
-            let out = child.wait_with_output().unwrap();
-            return Ran {
-                code: None,
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            };
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let out = child.wait_with_output().unwrap();
-    Ran {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
 
 /// The verbs and hooks that read or write the spec's bookkeeping, in an order that
 /// reaches every path (the task is started before it is failed).

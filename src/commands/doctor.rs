@@ -81,6 +81,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
         locks(project),
         guard_counting(project, args.spec.spec.as_deref()),
         spec_names(project),
+        worktrees(project, args.spec.spec.as_deref()),
     ];
     let ok = checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
@@ -176,30 +177,65 @@ fn git_present() -> Check {
     }
 }
 
+/// Claude Code against the supported range (`claude_code`): not installed, too old for
+/// `/goal`, older than supported, tested, in range, or newer than tested. Each says what to
+/// do; none changes the driver choice, which `specrun goal` makes from the same probe.
 fn claude_code(r: &crate::goal::Readiness) -> Check {
+    use crate::claude_code::{self as cc, Support};
     const ID: &str = "claude-code";
-    match (&r.claude_code_version, r.meets_minimum) {
-        (Some(v), Some(true)) => Check::pass(
+    let range = cc::supported_range();
+    let install = cc::install_command();
+    let Some(v) = &r.claude_code_version else {
+        let why = r
+            .reasons
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "Claude Code version unknown".into());
+        return Check::not(
             ID,
-            format!("Claude Code {v}: /goal available (needs {})", r.minimum),
-        ),
-        (Some(v), _) => Check::not(
+            Status::Warn,
+            format!("Claude Code not found or not answering ({why}); specrun supports {range}"),
+            format!("install Claude Code (`{install}`) or put `claude` on PATH"),
+        );
+    };
+    if r.meets_minimum == Some(false) {
+        return Check::not(
             ID,
             Status::Fail,
             format!(
-                "Claude Code {v} is older than {}, the first release with /goal",
-                r.minimum
+                "Claude Code {v} is too old: no /goal (first in {}) and older than {}, the oldest release specrun supports ({range})",
+                r.minimum,
+                cc::OLDEST_SUPPORTED
             ),
-            "update Claude Code (`claude update`); until then the stop-hook driver works",
+            format!("update Claude Code (`claude update`, or `{install}`); until then `specrun goal` picks the stop-hook driver"),
+        );
+    }
+    match cc::support(v) {
+        Some(Support::Tested) => Check::pass(
+            ID,
+            format!("Claude Code {v}: tested (supported {range}); /goal available"),
         ),
-        (None, _) => Check::not(
+        Some(Support::InRange) => Check::pass(
+            ID,
+            format!("Claude Code {v}: in the supported range {range} (this release untested); /goal available"),
+        ),
+        Some(Support::TooOld) => Check::not(
             ID,
             Status::Warn,
-            r.reasons
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "Claude Code version unknown".into()),
-            "put the claude CLI on PATH so its version (and /goal support) can be checked",
+            format!(
+                "Claude Code {v} is untested: older than {}, the oldest release specrun supports ({range}); /goal available",
+                cc::OLDEST_SUPPORTED
+            ),
+            format!("update Claude Code (`claude update`, or `{install}`)"),
+        ),
+        Some(Support::NewerThanTested) | None => Check::not(
+            ID,
+            Status::Warn,
+            format!(
+                "Claude Code {v} is untested: newer than {}, the newest release specrun was tested on ({range}); it should work",
+                cc::NEWEST_TESTED
+            ),
+            format!("if the guard misbehaves, install the tested release (`{install}`) and report the difference"),
         ),
     }
 }
@@ -399,6 +435,32 @@ fn locks(project: &Project) -> Check {
         Status::Fail,
         format!("held for more than {} ms: {}", grace.as_millis(), names.join(", ")),
         "a process is stuck holding it (find it with `fuser` or `lsof` on the file) and end it; never delete a .lock file",
+    )
+}
+
+/// Specrun member worktrees that no open member owns (a crash, a cancelled run).
+fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
+    const ID: &str = "worktrees";
+    let spec = project.spec(spec_arg).ok().flatten();
+    let state = spec
+        .as_ref()
+        .and_then(|s| store::read_json(&s.state_path()).ok().flatten());
+    let stale = super::isolate::stale_worktrees(project, state.as_ref(), spec.as_ref());
+    if stale.is_empty() {
+        return Check::pass(ID, "no stale specrun worktree");
+    }
+    let names: Vec<String> = stale
+        .iter()
+        .map(|(p, b)| match b {
+            Some(b) => format!("{} ({b})", p.display()),
+            None => p.display().to_string(),
+        })
+        .collect();
+    Check::not(
+        ID,
+        Status::Warn,
+        format!("stale specrun worktree(s): {}", names.join(", ")),
+        "keep what you need from each (its branch keeps the commits), then `git worktree remove <path>`",
     )
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
+use crate::commands::hook_cost;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
 use crate::commands::{ac, load_tasks_file};
@@ -28,7 +29,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{claims, critique, events, git, notify, output, store, testlog, transcript, uncounted};
+use crate::{claims, critique, events, git, notify, output, store, testlog, uncounted};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -402,47 +403,52 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
         let (project, spec) = (&active.project, &active.spec);
         let list = load_tasks(spec)?;
         let head = git::head_fast(&project.root);
-        let usage = read_usage(input, state);
+        let read = read_transcript(input, state);
+        let usage = read.usage.clone();
+        let agents = hook_cost::reread_pending(state);
         let message = input.str("last_assistant_message");
         let completion = (guard::claims_all_complete(message) && View(state).halt().is_none())
             .then(|| completion_gates(project, spec, state));
+        let now = chrono::Utc::now();
         let facts = StopFacts {
             spec_name: &spec.name,
             tasks: &list,
             head: head.as_deref(),
             usage,
             completion,
-            now: chrono::Utc::now(),
+            now,
             missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
+        let running = guard::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
             session_id: input.session(),
             stop_hook_active: input.flag("stop_hook_active"),
             last_assistant_message: message,
+            running_agents: &running,
         };
-        Ok(Some(guard::decide_stop(&stop_input, state, &facts)))
+        let mut outcome = guard::decide_stop(&stop_input, state, &facts);
+        let ctx = hook_cost::Ctx {
+            project,
+            spec,
+            head: head.as_deref(),
+            now,
+        };
+        hook_cost::after_stop(&ctx, state, &mut outcome, &read, agents, &list)?;
+        Ok(Some(outcome))
     })
 }
 
-/// Usage added to the transcript since the stored offset (nothing without a path).
-fn read_usage(input: &HookInput, state: &Value) -> UsageRead {
+/// What the transcript gained since the stored offset (nothing without a path).
+fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
     let Some(path) = input.str("transcript_path").filter(|p| !p.is_empty()) else {
-        return UsageRead::default();
+        return hook_cost::Read {
+            usage: UsageRead::default(),
+            messages: Vec::new(),
+            invalid_usage: 0,
+        };
     };
     let (offset, last_id) = guard::transcript_start(state, path);
-    usage_since(path, offset, last_id)
-}
-
-/// The usage `path` gained past `offset`, in the guard's terms.
-fn usage_since(path: &str, offset: Option<u64>, last_id: Option<&str>) -> UsageRead {
-    let tail = transcript::read_usage(Path::new(path), offset, last_id);
-    UsageRead {
-        input_tokens: tail.input_tokens,
-        output_tokens: tail.output_tokens,
-        next_offset: tail.next_offset,
-        last_message_id: tail.last_message_id,
-        transcript_path: Some(path.to_string()),
-    }
+    hook_cost::read(path, offset, last_id)
 }
 
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
@@ -526,12 +532,29 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
         };
         if let Some(path) = agent_transcript {
             let key = input.str("agent_id").unwrap_or(path);
-            let usage = read_agent_usage(path, key, state);
+            let read = read_agent_usage(path, key, state);
+            let usage = &read.usage;
             if usage.next_offset.is_some() {
-                let patch = guard::subagent_usage_patch(state, key, &usage);
-                let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, &usage));
+                let patch = guard::subagent_usage_patch(state, key, usage);
+                let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
                 state::merge_into(&mut outcome.patch, &patch);
                 outcome.event["outputTokens"] = json!(usage.output_tokens);
+                let list = load_tasks(&active.spec)?;
+                let head = git::head_fast(&active.project.root);
+                let ctx = hook_cost::Ctx {
+                    project: &active.project,
+                    spec: &active.spec,
+                    head: head.as_deref(),
+                    now,
+                };
+                let agent = hook_cost::AgentStop {
+                    key,
+                    agent_type: input.str("agent_type"),
+                    transcript: path,
+                    last_message: input.str("last_assistant_message"),
+                    stop_hook_active: input.flag("stop_hook_active"),
+                };
+                hook_cost::after_subagent(&ctx, state, outcome, &agent, &read, &list)?;
             }
         }
         Ok(outcome)
@@ -575,9 +598,9 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
 }
 
 /// A subagent's usage since its stored offset (its whole transcript the first time).
-fn read_agent_usage(path: &str, key: &str, state: &Value) -> UsageRead {
+fn read_agent_usage(path: &str, key: &str, state: &Value) -> hook_cost::Read {
     let (offset, last_id) = guard::agent_transcript_start(state, key);
-    usage_since(path, Some(offset), last_id)
+    hook_cost::read(path, Some(offset), last_id)
 }
 
 /// The outcome of a subagent stop that only adds usage: allow, and log it.

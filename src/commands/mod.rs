@@ -17,7 +17,10 @@ pub mod doctor;
 pub mod finish;
 pub mod followup;
 pub mod goal;
+pub mod group;
 pub mod hook;
+pub mod hook_cost;
+pub mod isolate;
 pub mod last_mile;
 pub mod learn;
 pub mod new;
@@ -63,6 +66,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Learn(args) => learn::run(&Project::discover(cwd)?, args),
         Command::Resume(args) => resume::run(&Project::discover(cwd)?, args),
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
+        Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
     }
 }
 

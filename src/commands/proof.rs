@@ -166,9 +166,12 @@ fn read_worktree(root: &Path, rel: &str) -> Content {
     if meta.len() > MAX_FILE_BYTES {
         return Content::TooLarge;
     }
-    match std::fs::read(&path) {
-        Ok(bytes) => text_or_binary(bytes),
-        Err(_) => Content::Absent,
+    // Opened without following a link and without blocking: the file may have been swapped
+    // for a link or a FIFO since the check above.
+    match crate::store::read_prefix(&path, MAX_FILE_BYTES, true) {
+        Ok(Some(bytes)) => text_or_binary(bytes),
+        Err(Error::TooLarge { .. }) => Content::TooLarge,
+        Ok(None) | Err(_) => Content::Absent,
     }
 }
 

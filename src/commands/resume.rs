@@ -23,13 +23,21 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         task: args.raise_task,
         tokens: args.raise_tokens,
         minutes: args.raise_minutes,
+        usd: args.raise_usd,
+        usd_spent: usd_spent(project, &state),
     };
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
     match protocol::resume(&state, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             record_event(project, &spec, json!({"event": "resume", "refused": names}));
-            Ok(refuse("resume", &spec.name, &unmet, args.json))
+            let code = refuse("resume", &spec.name, &unmet, args.json);
+            if let (Some((text, _)), false) =
+                (super::isolate::summary(&spec.name, &state), args.json)
+            {
+                output::line(&text);
+            }
+            Ok(code)
         }
         Ok(out) => {
             let after = match &out.patch {
@@ -42,9 +50,21 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                 &spec,
                 json!({"event": "resume", "cleared": cleared, "sessionId": session,
                        "raises": {"global": raises.global, "task": raises.task,
-                                  "tokens": raises.tokens, "minutes": raises.minutes}}),
+                                  "tokens": raises.tokens, "minutes": raises.minutes,
+                                  "usd": raises.usd}}),
             );
-            report("resume", &spec.name, &out, args.json, json!({}));
+            let group = super::isolate::summary(&spec.name, &state);
+            report(
+                "resume",
+                &spec.name,
+                &out,
+                args.json,
+                json!({"isolation": group.as_ref().map(|(_, d)| d)}),
+            );
+            if let (Some((text, _)), false) = (&group, args.json) {
+                // After a crash mid-group: what merged and what remains.
+                output::line(text);
+            }
             if !args.json && Audience::detect() == Audience::Shell {
                 let tasks = load_tasks_file(&spec.tasks_path()).ok().map(|t| t.list);
                 if let Some(cmd) = shell_step(&spec, Some(&after), tasks.as_ref()) {
@@ -53,5 +73,14 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             }
             Ok(0)
         }
+    }
+}
+
+/// The priced spend of the ledger (0 without a usable price table).
+fn usd_spent(project: &Project, state: &serde_json::Value) -> f64 {
+    let ledger = crate::ledger::Ledger::of(state).unwrap_or_default();
+    match crate::prices::load(&project.root) {
+        Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
+        _ => 0.0,
     }
 }

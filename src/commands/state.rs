@@ -93,6 +93,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         max_output_tokens: args.max_output_tokens,
         max_minutes: args.max_minutes,
         max_stall_stops: args.max_stall_stops,
+        max_task_tokens: args.max_task_tokens,
+        max_task_minutes: args.max_task_minutes,
+        max_usd: args.max_usd,
+        forecast_warn: args.forecast_warn,
+        forecast_halt: args.forecast_halt,
         session_id: args.session_id.clone().filter(|s| !s.is_empty()),
         quick: args.quick,
         recovery_mode: args.recovery_mode,
@@ -125,11 +130,13 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             other => state::init_execution(other, &params, counts.next_index, counts.total, &now),
         };
+        set_isolate(&mut doc, args.isolate);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
         if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
+            set_isolate(&mut doc, args.isolate);
             continued = false;
         }
         // The boxes ticked before this execution started: the completion gate excepts
@@ -174,6 +181,18 @@ fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued:
             state::resume_command(name, v)
         ));
     }
+}
+
+/// `isolation.sequential`: whether sequential tasks may run in worktrees too; the rest of
+/// the isolation record (members of a group under way) is kept.
+fn set_isolate(doc: &mut Value, isolate: bool) {
+    let mut iso = doc
+        .get("isolation")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({}));
+    iso["sequential"] = Value::Bool(isolate);
+    doc["isolation"] = iso;
 }
 
 /// A state file `init` cannot build on: refused without `--force`; with it, copied to

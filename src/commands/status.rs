@@ -1,7 +1,8 @@
 //! `specrun status`: the dashboard for a person following or resuming an execution. Fits
 //! `$COLUMNS` (80 when unknown), colours on a terminal unless `NO_COLOR` is set, and with
 //! `--watch` redraws on every change until the execution is complete, halted or cancelled.
-//! `--json` carries every figure the text shows.
+//! `--json` carries every figure the text shows (the cost table under `cost`, an isolated
+//! group under `isolation`).
 
 use std::io::IsTerminal;
 use std::time::{Duration, SystemTime};
@@ -11,11 +12,14 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
+use crate::cost::{self, CostReport, Level};
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::evidence;
+use crate::ledger::Tokens;
 use crate::next::{self, TaskProgress};
 use crate::output;
+use crate::prices;
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
@@ -32,12 +36,14 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
         return watch(project, spec_arg);
     }
     let facts = collect(project, spec_arg)?;
-    let board = Dashboard::build(&facts, Utc::now()).with_guard(project, &facts);
+    let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
     if args.json {
         let mut doc = facts.to_json(project);
         doc["resumeCommand"] = json!(board.halt.as_ref().map(|h| h.resume.clone()));
         doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
         doc["dashboard"] = serde_json::to_value(&board).unwrap_or(Value::Null);
+        doc["cost"] = json!(board.cost);
+        doc["isolation"] = board.group.as_ref().map_or(Value::Null, |g| g.doc.clone());
         let state = facts.state_doc();
         doc["acceptedOther"] = json!(state
             .map(accepted_other)
@@ -106,6 +112,13 @@ pub struct Dashboard {
     pub notes: Vec<(&'static str, String)>,
     /// Executor claims let through unverified, as lines.
     pub unverified: Vec<String>,
+    /// The cost table (the ledger, priced when there is a price table); `status --json`
+    /// has it as `cost`.
+    #[serde(skip)]
+    pub cost: Option<CostReport>,
+    /// The isolated group's standing; `status --json` has it as `isolation`.
+    #[serde(skip)]
+    pub group: Option<super::isolate::Standing>,
 }
 
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
@@ -156,8 +169,12 @@ pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
 }
 
 impl Dashboard {
-    /// Add the guard's warnings, which read the events log.
-    pub fn with_guard(mut self, project: &Project, facts: &Facts) -> Dashboard {
+    /// Add what reads the project beyond the facts: the guard's warnings (the events log)
+    /// and the cost table (the price table).
+    pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
+        if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
+            self.cost = Some(cost_report(project, state, list));
+        }
         if let Some(problem) = time_cap_problem(facts) {
             self.notes.push(("time cap", problem));
         }
@@ -209,6 +226,9 @@ impl Dashboard {
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
         d.next_shell = shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
+        d.group = facts
+            .state_doc()
+            .and_then(|doc| super::isolate::standing(&spec.name, doc));
         d
     }
 
@@ -351,6 +371,76 @@ fn unverified_claims(facts: &Facts) -> Vec<String> {
         lines.push(format!("  task {task}: {missing}"));
     }
     lines
+}
+
+/// The execution's cost table, priced with the project's price table when it has one.
+pub fn cost_report(project: &Project, state: &Value, tasks: &TaskList) -> CostReport {
+    let loaded = prices::load(&project.root);
+    let table = match &loaded {
+        Ok(p) => Ok(p.as_ref()),
+        Err(e) => Err(e.as_str()),
+    };
+    cost::report(state, tasks, table, Utc::now())
+}
+
+fn tok(t: &Tokens) -> String {
+    format!(
+        "{} tok (in {} out {} cache read {} write {})",
+        t.total(),
+        t.input,
+        t.output,
+        t.cache_read,
+        t.cache_creation
+    )
+}
+
+fn usd(v: Option<f64>) -> String {
+    v.map(|u| format!("  ${u:.2}")).unwrap_or_default()
+}
+
+/// The cost lines of `status`: (label, text, a warning); a task's row has no label and
+/// starts with its indented id.
+fn cost_rows(r: &CostReport) -> Vec<(&'static str, String, bool)> {
+    let mut rows = Vec::new();
+    if let Some(e) = &r.ledger_error {
+        rows.push(("cost", format!("ledger unusable: {e}"), true));
+        return rows;
+    }
+    rows.push(("cost", format!("{}{}", tok(&r.total), usd(r.usd)), false));
+    for t in &r.tasks {
+        let text = format!(
+            "  {:<8} {} tok  out {}  {:.1} min  {} attempt(s){}",
+            t.id,
+            t.total_tokens,
+            t.tokens.output,
+            t.minutes,
+            t.attempts,
+            usd(t.usd)
+        );
+        rows.push(("", text, false));
+    }
+    let overhead = format!("  {:<8} {} tok (no task)", "overhead", r.overhead.total());
+    rows.push(("", overhead, false));
+    if let Some(e) = &r.prices_error {
+        rows.push(("prices", format!("{e} (tokens still counted)"), true));
+    }
+    if !r.unpriced_models.is_empty() {
+        let names = r.unpriced_models.join(", ");
+        rows.push(("prices", format!("no price for {names}"), false));
+    }
+    for f in &r.forecasts {
+        let tag = match f.level {
+            Level::Ok => "",
+            Level::Warn => "WARN ",
+            Level::Halt => "OVER ",
+        };
+        rows.push((
+            "forecast",
+            format!("{tag}{}", f.describe()),
+            f.level != Level::Ok,
+        ));
+    }
+    rows
 }
 
 /// How a line is coloured.
@@ -501,6 +591,20 @@ fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
         l.tone = Tone::Bad;
         out.push(l);
     }
+    for (label, text, warn) in d.cost.as_ref().map(cost_rows).unwrap_or_default() {
+        let mut l = line(label, text);
+        if warn {
+            l.tone = Tone::Bad;
+        }
+        out.push(l);
+    }
+    if let Some(g) = &d.group {
+        // One line per member, so a member's branch is never split over two lines.
+        out.push(line("group", g.head.clone()));
+        for part in &g.parts {
+            out.push(line("", format!("  {part}")));
+        }
+    }
     push_next(d, &mut out);
     out
 }
@@ -625,7 +729,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
             });
         }
         let facts = collect(project, arg.as_deref())?;
-        let board = Dashboard::build(&facts, Utc::now()).with_guard(project, &facts);
+        let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
         let now_sig = (files_signature(&spec), board.elapsed_minutes);
         if last.as_ref() != Some(&now_sig) {
             if tty {
@@ -697,6 +801,37 @@ mod tests {
                 assert!(text.contains(needle), "{needle}: {text}");
             }
         }
+    }
+
+    #[test]
+    fn the_cost_table_is_on_the_dashboard_within_the_width() {
+        let state = json!({
+            "attempts": {"1.1": [{"n": 1, "status": "done",
+                "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:06:00Z"}]},
+            "ledger": {
+                "tasks": {"1.1": {"byModel": {"m": {"input": 10, "output": 40, "cacheRead": 900}}}},
+                "run": {"byModel": {"m": {"output": 5}}}
+            }
+        });
+        let tasks = crate::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
+        let mut b = board();
+        b.cost = Some(cost::report(&state, &tasks, Ok(None), Utc::now()));
+        for width in [40, 80] {
+            let text = render(&b, width, false);
+            for l in text.lines().filter(|l| !l.starts_with("  specrun")) {
+                assert!(l.chars().count() <= width, "{width}: {l:?}");
+            }
+        }
+        let text = render(&b, 80, false);
+        assert!(
+            text.contains("cost      955 tok (in 10 out 45 cache read 900 write 0)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  1.1      950 tok  out 40  6.0 min  1 attempt(s)"),
+            "{text}"
+        );
+        assert!(text.contains("  overhead 5 tok (no task)"), "{text}");
     }
 
     #[test]

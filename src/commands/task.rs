@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::{load_tasks_file, tasks_cmd, LoadedTasks};
+use crate::commands::{isolate, load_tasks_file, tasks_cmd, LoadedTasks};
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::events::{self, now_rfc3339};
@@ -23,7 +23,7 @@ use crate::tasks::Task;
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
-        TaskCommand::Start(verb) => start(project, &verb),
+        TaskCommand::Start { verb, worktree } => start(project, &verb, worktree),
         TaskCommand::Complete { verb, check } => complete(project, &verb, check),
         TaskCommand::Fail {
             verb,
@@ -185,34 +185,82 @@ fn find<'a>(held: &'a Held, id: &str) -> Result<&'a Task> {
     })
 }
 
-fn start(project: &Project, args: &TaskVerbArgs) -> Result<i32> {
+fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> {
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = git::head(&project.root);
-    match protocol::start(
-        &held.state,
-        &held.tasks.list,
-        task,
-        head.as_deref(),
-        &now_rfc3339(),
-    ) {
-        Err(unmet) => Ok(refused(
-            project, &held.spec, "start", &id, &unmet, args.json,
-        )),
-        Ok(out) => {
-            if let Some(patch) = &out.patch {
-                write_state(&held.state_path, &held.state, patch)?;
+    let iso = crate::worktree::Isolation::read(&held.state);
+    let refuse_start =
+        |unmet: &[Unmet]| refused(project, &held.spec, "start", &id, unmet, args.json);
+    if let Some(unmet) = isolate::group_gate(&iso, task) {
+        return Ok(refuse_start(&[unmet]));
+    }
+    let mut head = git::head(&project.tree);
+    let now = now_rfc3339();
+    let decide =
+        |head: Option<&str>| protocol::start(&held.state, &held.tasks.list, task, head, &now);
+    let mut out = match decide(head.as_deref()) {
+        Err(unmet) => return Ok(refuse_start(&unmet)),
+        Ok(out) => out,
+    };
+    let mut path: Option<PathBuf> = None;
+    let mut iso_patch = None;
+    if isolated {
+        match isolate::start(project, &held.spec, &held.state, &held.tasks.list, task)? {
+            isolate::Start::Shared(note) => {
+                output::warn(&note);
+                path = Some(project.tree.clone());
             }
-            record_event(
-                project,
-                &held.spec,
-                json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head}),
-            );
-            report("task start", &id, &out, args.json, json!({}));
-            Ok(0)
+            isolate::Start::Refused(unmet) => return Ok(refuse_start(&[unmet])),
+            isolate::Start::Isolated {
+                path: dir,
+                head: member_head,
+                patch,
+                notes,
+            } => {
+                // The attempt starts from the member's own HEAD: that is what a rollback returns to.
+                head = member_head;
+                out = decide(head.as_deref()).map_err(|u| Error::Refused {
+                    message: u
+                        .iter()
+                        .map(|u| u.to_string())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                })?;
+                out.notes.extend(notes);
+                path = Some(dir);
+                iso_patch = Some(patch);
+            }
         }
     }
+    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
+    if let Some(p) = &iso_patch {
+        state::merge_into(&mut patch, p);
+    }
+    if out.patch.is_some() || iso_patch.is_some() {
+        write_state(&held.state_path, &held.state, &patch)?;
+    }
+    let branch = iso_patch
+        .as_ref()
+        .map(|_| crate::worktree::branch_name(&held.spec.name, &id));
+    record_event(
+        project,
+        &held.spec,
+        json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
+               "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
+    );
+    report(
+        "task start",
+        &id,
+        &out,
+        args.json,
+        json!({"worktree": path, "branch": branch}),
+    );
+    if let (Some(p), false) = (&path, args.json) {
+        // Last line: the directory to work in.
+        output::line(&p.display().to_string());
+    }
+    Ok(0)
 }
 
 /// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
@@ -283,8 +331,17 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = find(&held, &args.id)?;
     let id = task.label();
     let spec = &held.spec;
-    let head = git::head(&project.root);
+    let member = isolate::open_member(project, spec, &held.state, &id);
+    let head = match &member {
+        Some((_, dir)) => git::head(dir),
+        None => git::head(&project.tree),
+    };
     let now = now_rfc3339();
+    if let Some((m, dir)) = &member {
+        if let Some(unmet) = isolate::scope_unmet(project, spec, task, m, dir)? {
+            return Ok(refused(project, spec, "complete", &id, &[unmet], args.json));
+        }
+    }
     let own = (id.as_str(), task.verify_command());
     let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
     // The phase evidence is consulted only when the task's own does not count; each costs
@@ -314,7 +371,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     };
     // Criteria and test integrity: kept beside protocol's gates (commands/proof.rs).
     let proof = super::proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
-    let out = match protocol::complete(&input) {
+    let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {
             unmet.extend(proof);
             return Ok(refused(project, spec, "complete", &id, &unmet, args.json));
@@ -324,28 +381,49 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
         Ok(out) => out,
     };
+    // A member's work goes onto its branch before anything is ticked; `group merge` takes it
+    // from there.
+    let mut branch = None;
+    if let Some((m, dir)) = &member {
+        let (patch, note) = isolate::commit_ready(project, spec, task, m, dir)?;
+        if let Some(p) = out.patch.as_mut() {
+            state::merge_into(p, &patch);
+        }
+        out.notes.push(note);
+        branch = Some(m.branch.clone());
+    }
+    // Three files, each step safe to redo: ticked before the state is written (a crash in
+    // between leaves a checked task with a running attempt, which a rerun completes), and
+    // the progress line added once (a rerun of a completed task adds it if it is missing).
     if out.check_box {
-        // Ticked before the state is written: a crash in between leaves a checked task
-        // with a running attempt, and rerunning `task complete` finishes the job.
         tasks_cmd::check(&held.tasks.path, &id, true)?;
+        crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
+        crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
         append_progress(
             &spec.progress_path(),
             protocol::COMPLETED_HEADING,
             line,
-            None,
+            line.strip_prefix("- [x] "),
         )?;
+        crate::fault::point("complete:progress-written");
     }
     record_event(
         project,
         spec,
-        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head}),
+        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
     );
-    report("task complete", &id, &out, args.json, json!({}));
+    report(
+        "task complete",
+        &id,
+        &out,
+        args.json,
+        json!({"branch": branch}),
+    );
     Ok(0)
 }
 
@@ -353,7 +431,12 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
-    let head = git::head(&project.root);
+    let member = isolate::open_member(project, &held.spec, &held.state, &id);
+    let head = match &member {
+        Some((_, dir)) => git::head(dir),
+        None => git::head(&project.tree),
+    };
+    let branch = member.as_ref().map(|(m, _)| m.branch.clone());
     let now = now_rfc3339();
     let input = FailInput {
         state: &held.state,
@@ -370,17 +453,22 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         }
         Ok(out) => out,
     };
-    if let Some(fix) = &out.fix {
+    // tasks.md first, then the state: a crash in between leaves the fix task in the file
+    // but not in the state; the rerun adopts it (protocol::plan_fix) instead of adding one.
+    if let Some(fix) = out.fix.as_ref().filter(|f| insert && !f.adopted) {
         insert_fix(&held.tasks.path, &id, fix)?;
+        crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
+        crate::fault::point("fail:state-written");
     }
     record_event(
         project,
         &held.spec,
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
-               "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+               "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone()),
+               "branch": branch}),
     );
     notify_halt(project, &held.spec, &id, &out);
     report(
@@ -391,6 +479,47 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
     );
     Ok(0)
+}
+
+/// The guard's failure of task `id` (a per-task cap), on the state already read under its
+/// lock: the same transition as `task fail`, with the fix task written in recovery mode
+/// (tasks.md first, as the verb does). Returns the outcome, whose patch the caller writes;
+/// `None` when the task cannot fail now (never started, already complete).
+pub fn fail_by_guard(
+    tasks_path: &Path,
+    list: &crate::tasks::TaskList,
+    state: &Value,
+    id: &str,
+    reason: &str,
+    head: Option<&str>,
+    now: &str,
+) -> Result<Option<Outcome>> {
+    let Ok(task) = list.find(id) else {
+        return Ok(None);
+    };
+    let input = |insert| FailInput {
+        state,
+        list,
+        task,
+        reason,
+        insert,
+        head,
+        now,
+    };
+    let recovery = state::View(state).recovery_mode();
+    // A fix task that cannot be planned (limits) still leaves the failure recorded.
+    let out = match protocol::fail(&input(recovery)) {
+        Ok(out) => out,
+        Err(_) if recovery => match protocol::fail(&input(false)) {
+            Ok(out) => out,
+            Err(_) => return Ok(None),
+        },
+        Err(_) => return Ok(None),
+    };
+    if let Some(fix) = &out.fix {
+        insert_fix(tasks_path, id, fix)?;
+    }
+    Ok(Some(out))
 }
 
 /// Write the fix block below its task and the fixes already there, under tasks.md's lock,
@@ -416,57 +545,10 @@ fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
 
 // ---- rollback -------------------------------------------------------------------------
 
-/// Paths (repo-relative) that differ from `start`: committed since, staged, unstaged and
-/// untracked-not-ignored, without the spec's bookkeeping.
-fn changed_since(root: &Path, start: &str, bookkeeping: &[String]) -> Result<Vec<String>> {
-    let diff = git::run(
-        root,
-        &["diff", "--name-only", "--no-renames", "-z", start, "--"],
-        &[],
-    )?;
-    let untracked = git::run(
-        root,
-        &["ls-files", "--others", "--exclude-standard", "-z"],
-        &[],
-    )?;
-    let mut paths: Vec<String> = diff
-        .split('\0')
-        .chain(untracked.split('\0'))
-        .filter(|p| !p.is_empty())
-        .filter(|p| !is_bookkeeping(p, bookkeeping))
-        .map(str::to_string)
-        .collect();
-    paths.sort();
-    paths.dedup();
-    Ok(paths)
-}
-
-fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
-    bookkeeping
-        .iter()
-        .any(|b| path == b || path.starts_with(&format!("{b}/")) || path == format!("{b}.lock"))
-}
-
-/// Environment giving git an identity when the user has none configured (commit-tree
-/// refuses to run otherwise); a configured identity is left alone.
-fn identity_env(root: &Path) -> Vec<(&'static str, std::ffi::OsString)> {
-    if git::run(root, &["var", "GIT_COMMITTER_IDENT"], &[]).is_ok()
-        && git::run(root, &["var", "GIT_AUTHOR_IDENT"], &[]).is_ok()
-    {
-        return Vec::new();
-    }
-    vec![
-        ("GIT_AUTHOR_NAME", "specrun".into()),
-        ("GIT_AUTHOR_EMAIL", "specrun@localhost".into()),
-        ("GIT_COMMITTER_NAME", "specrun".into()),
-        ("GIT_COMMITTER_EMAIL", "specrun@localhost".into()),
-    ]
-}
-
 /// Commit the whole working tree (and, as a second parent, the index) on top of HEAD
 /// without touching the user's index: the discarded work, reachable from one commit.
-fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
-    let ident = identity_env(root);
+pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
+    let ident = crate::worktree::identity_env(root);
     let env: Vec<(&str, &std::ffi::OsStr)> =
         ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
     let mut parents = vec![head.to_string()];
@@ -516,8 +598,35 @@ fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
     Ok(git::run(root, &args, &env)?.trim().to_string())
 }
 
+/// The newest of `base`, `base.2`, `base.3`… that exists, with its commit.
+fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
+    let listed = git::run(
+        root,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            base,
+            &format!("{base}.*"),
+        ],
+        &[],
+    )
+    .ok()?;
+    listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter_map(|(name, commit)| {
+            let k = match name.strip_prefix(base)? {
+                "" => 1,
+                rest => rest.strip_prefix('.')?.parse::<u32>().ok()?,
+            };
+            Some((k, name.to_string(), commit.to_string()))
+        })
+        .max_by_key(|(k, _, _)| *k)
+        .map(|(_, name, commit)| (name, commit))
+}
+
 /// Point a new ref (never an existing one) at `commit`; returns its full name.
-fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
+pub fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
     for k in 1..1000 {
         let name = if k == 1 {
             base.to_string()
@@ -525,8 +634,13 @@ fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
             format!("{base}.{k}")
         };
         // An empty old value makes update-ref refuse to overwrite an existing ref.
-        if git::run(root, &["update-ref", &name, commit, ""], &[]).is_ok() {
-            return Ok(name);
+        match git::run(root, &["update-ref", &name, commit, ""], &[]) {
+            Ok(_) => return Ok(name),
+            // Only a taken name is worth another try; anything else fails the same way.
+            Err(e) if git::run(root, &["rev-parse", "--verify", "-q", &name], &[]).is_err() => {
+                return Err(e)
+            }
+            Err(_) => {}
         }
     }
     Err(Error::Git {
@@ -535,30 +649,13 @@ fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
     })
 }
 
-/// Bytes of the spec's bookkeeping files, to put back after the tree is reset.
-fn snapshot_files(root: &Path, rel_paths: &[String]) -> Vec<(PathBuf, Vec<u8>)> {
-    fn walk(path: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
-        if path.is_dir() {
-            if let Ok(entries) = std::fs::read_dir(path) {
-                for e in entries.flatten() {
-                    walk(&e.path(), out);
-                }
-            }
-        } else if let Ok(bytes) = store::read_user_file(path, "bookkeeping file") {
-            out.push((path.to_path_buf(), bytes));
-        }
-    }
-    let mut out = Vec::new();
-    for rel in rel_paths {
-        walk(&root.join(rel), &mut out);
-    }
-    out
-}
-
 fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
     let held = hold(project, args)?;
     let task = find(&held, &args.id)?;
     let id = task.label();
+    if let Some((member, dir)) = isolate::rollback_target(project, &held.spec, &held.state, &id) {
+        return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
+    }
     let root = &project.root;
     if !git::is_repo(root) {
         return Ok(refuse(
@@ -579,7 +676,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
             .map(str::to_string)
     });
     let changed = match (&head, &start) {
-        (Some(_), Some(s)) => changed_since(root, s, &bookkeeping)?,
+        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.spec, root, s)?,
         _ => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
@@ -598,22 +695,29 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         held.spec.name,
         protocol::short_commit(&plan.start_commit)
     );
-    let saved = save_work(root, &head, &message)?;
-    let ref_name = create_ref(
-        root,
-        &format!(
-            "refs/heads/specrun/rollback/{}/{id}-{}",
-            held.spec.name, plan.n
-        ),
-        &saved,
-    )?;
-    // 2. Return the tree, keeping the spec's bookkeeping as it is now.
-    let kept = snapshot_files(root, &bookkeeping);
-    git::run(root, &["reset", "-q", "--hard", &plan.start_commit], &[])?;
-    let mut clean_args: Vec<String> = ["clean", "-fdq", "--", "."]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let base = format!(
+        "refs/heads/specrun/rollback/{}/{id}-{}",
+        held.spec.name, plan.n
+    );
+    // Nothing left to save and a ref of this attempt already there: an earlier rollback
+    // was killed after saving; its ref (not a new, empty one) is what the state records.
+    let earlier = (changed.is_empty() && head == plan.start_commit)
+        .then(|| latest_ref(root, &base))
+        .flatten();
+    let (ref_name, saved) = match earlier {
+        Some(found) => found,
+        None => {
+            let saved = save_work(root, &head, &message)?;
+            (create_ref(root, &base, &saved)?, saved)
+        }
+    };
+    crate::fault::point("rollback:work-saved");
+    // 2. Return the tree, never touching the spec's bookkeeping: HEAD and index move, then
+    // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
+    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES).
+    git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
+    crate::fault::point("rollback:head-moved");
+    let mut excludes: Vec<String> = Vec::new();
     let spec_rel = held
         .spec
         .dir
@@ -624,18 +728,17 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         .iter()
         .chain([format!("{spec_rel}/.progress.md.lock")].iter())
     {
-        clean_args.push(format!(":(exclude){b}"));
+        excludes.push(format!(":(exclude){b}"));
     }
-    let clean_refs: Vec<&str> = clean_args.iter().map(String::as_str).collect();
-    git::run(root, &clean_refs, &[])?;
-    for (path, bytes) in &kept {
-        if let Some(dir) = path.parent() {
-            store::ensure_dir(dir)?;
-        }
-        if store::read_optional(path).ok().flatten().as_deref() != Some(bytes.as_slice()) {
-            store::write_atomic(path, bytes)?;
-        }
+    for verb in [
+        &["checkout", "-q", "--", "."][..],
+        &["clean", "-fdq", "--", "."],
+    ] {
+        let mut args: Vec<&str> = verb.to_vec();
+        args.extend(excludes.iter().map(String::as_str));
+        git::run(root, &args, &[])?;
     }
+    crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
         write_state(&held.state_path, &held.state, patch)?;
@@ -653,6 +756,58 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         &out,
         args.json,
         json!({"savedRef": ref_name, "savedCommit": saved}),
+    );
+    Ok(0)
+}
+
+/// Rollback of an isolated member: its worktree's work (commits and uncommitted changes)
+/// saved to a ref, then the worktree and branch removed; the main checkout is untouched.
+fn rollback_isolated(
+    project: &Project,
+    held: &Held,
+    task: &Task,
+    force: bool,
+    member: &crate::worktree::Member,
+    dir: &Path,
+    json_out: bool,
+) -> Result<i32> {
+    let id = task.label();
+    let head = git::head(dir);
+    let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
+        a.get("startCommit")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    });
+    let changed = match &start {
+        Some(s) => crate::worktree::changed_since(project, &held.spec, dir, s)?,
+        None => Vec::new(),
+    };
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
+        Err(unmet) => {
+            return Ok(refused(
+                project, &held.spec, "rollback", &id, &unmet, json_out,
+            ))
+        }
+        Ok(plan) => plan,
+    };
+    let (saved, ref_name, member_patch) =
+        isolate::rollback_member(project, &held.spec, &id, plan.n, member, dir)?;
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
+    state::merge_into(&mut patch, &member_patch);
+    write_state(&held.state_path, &held.state, &patch)?;
+    record_event(
+        project,
+        &held.spec,
+        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
+               "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),
+    );
+    report(
+        "task rollback",
+        &id,
+        &out,
+        json_out,
+        json!({"savedRef": ref_name, "savedCommit": saved, "branch": member.branch}),
     );
     Ok(0)
 }

@@ -21,7 +21,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
         TasksCommand::List(args) => {
             let list = read(project, &args)?;
             if args.json {
-                output::json_pretty(&json!({"counts": list.counts(), "tasks": list.tasks}));
+                output::json_stream("counts", &json!(list.counts()), "tasks", &list.tasks);
             } else {
                 for t in &list.tasks {
                     output::line(&summary_line(t));
@@ -32,7 +32,8 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             Ok(0)
         }
         TasksCommand::Next(args) => {
-            let list = read(project, &args)?;
+            let loaded = load(project, &args)?;
+            let list = loaded.list;
             let group: Vec<&Task> = list.parallel_group(list.next_index());
             if args.json {
                 let next = list.next();
@@ -42,6 +43,10 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 );
             } else {
                 match list.next() {
+                    None if list.tasks.is_empty() => output::line(&format!(
+                        "{} holds no tasks (no `- [ ]` lines)",
+                        loaded.path.display()
+                    )),
                     None => output::line("all tasks are checked"),
                     Some(t) => {
                         output::line(&detail(t));

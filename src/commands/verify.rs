@@ -83,7 +83,7 @@ pub fn require_task(spec: &Spec, id: &str) -> Result<()> {
 }
 
 /// What `verify run` runs, and how it relates to the task's own Verify command.
-struct RunPlan {
+pub struct RunPlan {
     command: String,
     /// The task's Verify command (task slots only).
     own_verify: Option<String>,
@@ -97,7 +97,7 @@ const CLAUDE_CODE_ENV: &str = "CLAUDECODE";
 /// Choose the command: `--command`, else (for a task) its Verify command. Another command
 /// than the task's Verify is run and recorded, but counts only with `--accept-other`, which
 /// a person gives from their own shell.
-fn plan_run(
+pub fn plan_run(
     spec: &Spec,
     slot: &Slot,
     command: Option<String>,
@@ -178,6 +178,28 @@ fn run_and_record(
     plan: &RunPlan,
     timeout: Option<u64>,
 ) -> Result<i32> {
+    let (record, stored) = record_run(project, spec, slot, plan, timeout)?;
+    report_run(spec, slot, &record);
+    let mut out = stored;
+    out["spec"] = Value::String(spec.name.clone());
+    out["slot"] = Value::String(slot.describe());
+    output::json_line(&out);
+    Ok(if record.timed_out {
+        TIMEOUT_EXIT
+    } else {
+        record.exit_code
+    })
+}
+
+/// Run the planned command in the tree the project stands in and record the evidence in
+/// `slot`; returns the run and the record as stored. The command's output streams to stderr.
+pub fn record_run(
+    project: &Project,
+    spec: &Spec,
+    slot: &Slot,
+    plan: &RunPlan,
+    timeout: Option<u64>,
+) -> Result<(RunRecord, Value)> {
     let command = plan.command.as_str();
     if command.trim().is_empty() {
         return Err(Error::Usage(
@@ -196,7 +218,9 @@ fn run_and_record(
     read_existing_state(spec)?;
     // A member of a parallel group is bound to the tree minus its siblings' Files: they are
     // declared independent and edit the tree at the same time.
+    // A member in its own worktree sees no sibling's edits: nothing is left out.
     let excluded_paths = match slot {
+        Slot::Task(_) if project.in_worktree() => Vec::new(),
         Slot::Task(id) => evidence::sibling_files(&load_tasks_file(&spec.tasks_path())?.list, id),
         Slot::Phase(_) => Vec::new(),
     };
@@ -204,11 +228,11 @@ fn run_and_record(
     if before.method == TreeMethod::Files {
         output::note(&format!(
             "{} is not a git work tree: the evidence is bound to a hash of its files (honouring .gitignore)",
-            project.root.display()
+            project.tree.display()
         ));
     }
     let started_at = crate::events::now_rfc3339();
-    let outcome = execute(&project.root, command, timeout)?;
+    let outcome = execute(&project.tree, command, timeout)?;
     let after = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
     let record = RunRecord {
         command: command.to_string(),
@@ -231,6 +255,9 @@ fn run_and_record(
     stored["tests"] =
         crate::commands::ac::write_results(spec, slot, &record.started_at, &outcome.tests);
     let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
+    if let Some(name) = evidence::worktree_name(project, spec) {
+        stored["worktree"] = Value::String(name);
+    }
     let path = spec.state_path();
     store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
@@ -260,17 +287,8 @@ fn run_and_record(
             "evidence recorded, but the event log was not: {e}"
         ));
     }
-    report_run(spec, slot, &record);
     crate::commands::ac::note_results(&outcome.tests);
-    let mut out = stored;
-    out["spec"] = Value::String(spec.name.clone());
-    out["slot"] = Value::String(slot.describe());
-    output::json_line(&out);
-    Ok(if record.timed_out {
-        TIMEOUT_EXIT
-    } else {
-        record.exit_code
-    })
+    Ok((record, stored))
 }
 
 /// For a task slot: record the task's Verify command, whether this run was it, and a

@@ -3,8 +3,8 @@
 //! the `.gitignore` files exclude. The `.gitignore` support is a documented subset
 //! (DESIGN-NOTES "Evidence"): per-directory files; `#` comments; `!` negation; `\`
 //! escapes; a leading or inner `/` anchors to the file's directory; a trailing `/`
-//! matches directories only; `*`, `?` and `**`. Not supported: `[...]` classes,
-//! `.git/info/exclude`, `core.excludesFile`.
+//! matches directories only; `*`, `?`, `[...]` and `**` (matched by `glob::Pattern`).
+//! Not supported: `.git/info/exclude`, `core.excludesFile`.
 
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -13,13 +13,13 @@ use std::path::Path;
 
 use super::sha256::Sha256;
 use crate::error::{Error, Result};
-use crate::glob::glob;
+use crate::glob::Pattern;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Rule {
     /// Directory of the `.gitignore` this rule came from, relative to the root ("" = root).
     base: String,
-    pattern: String,
+    pattern: Pattern,
     negate: bool,
     dir_only: bool,
     anchored: bool,
@@ -54,9 +54,10 @@ pub fn parse_rules(text: &str, base: &str) -> Vec<Rule> {
         // A separator at the start or in the middle anchors the pattern to `base`.
         let anchored = pattern.contains('/');
         let pattern = pattern.trim_start_matches('/').to_string();
-        if pattern.is_empty() {
+        // A pattern that does not compile (an unclosed `[`) matches nothing, as in git.
+        let Some(pattern) = Pattern::new(&pattern).filter(|_| !pattern.is_empty()) else {
             continue;
-        }
+        };
         rules.push(Rule {
             base: base.to_string(),
             pattern,
@@ -88,7 +89,7 @@ pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
         } else {
             inside.rsplit('/').next().unwrap_or(inside)
         };
-        if glob(rule.pattern.as_bytes(), subject.as_bytes()) {
+        if rule.pattern.is_match(subject) {
             ignored = !rule.negate;
         }
     }

@@ -132,3 +132,47 @@ pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
     let v = specrun::critique::validate(stage, id, &input).unwrap();
     specrun::critique::to_record(id, stage, &v, at)
 }
+
+/// Far above what any verb needs, far below the hook's 30 s limit: a run past it hung.
+pub const BOUND: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// One run of the binary: `code` is `None` when it was killed past `BOUND`.
+pub struct Ran {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `specrun args` in `p` with `stdin`, killed past `BOUND`.
+pub fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(bin_path())
+        .args(args)
+        .current_dir(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let _ = input.write_all(stdin);
+    drop(input);
+    // Collect the output while waiting (a full pipe must not stall the child).
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    let (out, killed) = match rx.recv_timeout(BOUND) {
+        Ok(out) => (out, false),
+        Err(_) => {
+            // SAFETY: kill(2) on the child's own pid; it has not been reaped yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            (rx.recv().unwrap(), true)
+        }
+    };
+    Ran {
+        code: if killed { None } else { out.status.code() },
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

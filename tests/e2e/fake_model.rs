@@ -1,5 +1,5 @@
-//! A scripted fake of the Anthropic Messages API, enough for the real Claude Code 2.1.197
-//! to run offline against it (contract §1): `POST /v1/messages?beta=true`, streamed back as
+//! A scripted fake of the Anthropic Messages API, enough for the real Claude Code (2.1.197
+//! and 2.1.332) to run offline against it (contract §1): `POST /v1/messages?beta=true`, streamed back as
 //! SSE. Every request is answered by the first matching rule of a script and logged, so a
 //! test can assert on exactly what the model was sent.
 //!
@@ -61,9 +61,13 @@ pub struct Rule {
     first_user_contains: Option<String>,
     last_user_contains: Option<String>,
     last_tool_result_contains: Option<String>,
+    result_contains: Option<String>,
+    delivered_contains: Vec<String>,
     system_contains: Option<String>,
     times: usize,
     reply: Vec<Block>,
+    /// The reply's `usage.output_tokens` (10 unless set).
+    output_tokens: Option<u64>,
 }
 
 impl Rule {
@@ -74,9 +78,12 @@ impl Rule {
             first_user_contains: None,
             last_user_contains: None,
             last_tool_result_contains: None,
+            result_contains: None,
+            delivered_contains: Vec::new(),
             system_contains: None,
             times: 1,
             reply: Vec::new(),
+            output_tokens: None,
         }
     }
     pub fn main() -> Rule {
@@ -107,6 +114,19 @@ impl Rule {
         self.last_tool_result_contains = Some(s.to_string());
         self
     }
+    /// A subagent's result holding `s` has just arrived, however the client delivered it:
+    /// as the `Agent` tool result (a foreground subagent) or as a task-notification turn (a
+    /// background one, Claude Code 2.1.198 and later). One script serves both clients.
+    pub fn result(mut self, s: &str) -> Rule {
+        self.result_contains = Some(s.to_string());
+        self
+    }
+    /// Some result or notification so far holds `s` (repeatable: all must hold), e.g. every
+    /// member of a parallel group has reported.
+    pub fn delivered(mut self, s: &str) -> Rule {
+        self.delivered_contains.push(s.to_string());
+        self
+    }
     /// The top-level system prompt (a plugin agent's body lands there for its subagent).
     pub fn system(mut self, s: &str) -> Rule {
         self.system_contains = Some(s.to_string());
@@ -114,6 +134,11 @@ impl Rule {
     }
     pub fn times(mut self, times: usize) -> Rule {
         self.times = times;
+        self
+    }
+    /// Report `n` output tokens for this reply (a costly turn).
+    pub fn output_tokens(mut self, n: u64) -> Rule {
+        self.output_tokens = Some(n);
         self
     }
     pub fn reply(mut self, blocks: impl IntoIterator<Item = Block>) -> Rule {
@@ -134,6 +159,14 @@ impl Rule {
                 .last_tool_result_contains
                 .as_ref()
                 .is_none_or(|w| r.last_tool_results.iter().any(|t| t.contains(w.as_str())))
+            && self
+                .result_contains
+                .as_ref()
+                .is_none_or(|w| r.last_delivered.iter().any(|t| t.contains(w.as_str())))
+            && self
+                .delivered_contains
+                .iter()
+                .all(|w| r.delivered.iter().any(|t| t.contains(w.as_str())))
     }
 }
 
@@ -148,6 +181,11 @@ pub struct Request {
     pub first_user: String,
     pub last_user: String,
     pub last_tool_results: Vec<String>,
+    /// Results delivered in the latest user message: its tool results and its
+    /// `<task-notification>` blocks (a background subagent's result).
+    pub last_delivered: Vec<String>,
+    /// The same over every user message so far.
+    pub delivered: Vec<String>,
     /// The top-level `system` blocks joined.
     pub system: String,
     /// The `role:"system"` messages inside `messages` (agent and skill listings, hook context).
@@ -183,6 +221,19 @@ impl Request {
                     .collect()
             })
             .unwrap_or_default();
+        let delivered_in = |m: &Value| {
+            let mut found: Vec<String> = m["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|b| b["type"] == "tool_result")
+                .map(block_text)
+                .collect();
+            found.extend(notifications(&message_text(m)));
+            found
+        };
+        let last_delivered = users.last().map(|m| delivered_in(m)).unwrap_or_default();
+        let delivered = users.iter().flat_map(|m| delivered_in(m)).collect();
         let mid_system = messages
             .iter()
             .filter(|m| m["role"] == "system")
@@ -205,6 +256,8 @@ impl Request {
             first_user: all_user.first().cloned().unwrap_or_default(),
             last_user: all_user.last().cloned().unwrap_or_default(),
             last_tool_results,
+            last_delivered,
+            delivered,
             system,
             mid_system,
             rule: None,
@@ -212,6 +265,22 @@ impl Request {
             body,
         }
     }
+}
+
+/// The `<task-notification>…</task-notification>` blocks of a user message: how Claude Code
+/// 2.1.198 and later deliver a background subagent's result (its `<result>` inside).
+pub fn notifications(text: &str) -> Vec<String> {
+    const OPEN: &str = "<task-notification>";
+    const CLOSE: &str = "</task-notification>";
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        let tail = &rest[start..];
+        let end = tail.find(CLOSE).map_or(tail.len(), |e| e + CLOSE.len());
+        found.push(tail[..end].to_string());
+        rest = &tail[end..];
+    }
+    found
 }
 
 fn block_text(b: &Value) -> String {
@@ -428,8 +497,11 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
         body,
         request.header("x-claude-code-agent-id").map(str::to_string),
     );
-    let (rule, reply) = choose(shared, &logged);
-    let message = assistant_message(shared, &model, &reply);
+    let (rule, reply, output_tokens) = choose(shared, &logged);
+    let mut message = assistant_message(shared, &model, &reply);
+    if let Some(n) = output_tokens {
+        message["usage"]["output_tokens"] = json!(n);
+    }
     logged.rule = rule;
     logged.reply = reply;
     {
@@ -443,7 +515,7 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
     ("200 OK", "text/event-stream", sse(&message).into_bytes())
 }
 
-fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>) {
+fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>, Option<u64>) {
     let mut used = shared.used.lock().unwrap();
     for (i, rule) in shared.rules.iter().enumerate() {
         if rule.times != 0 && used[i] >= rule.times {
@@ -451,10 +523,10 @@ fn choose(shared: &Shared, request: &Request) -> (Option<usize>, Vec<Block>) {
         }
         if rule.matches(request) {
             used[i] += 1;
-            return (Some(i), rule.reply.clone());
+            return (Some(i), rule.reply.clone(), rule.output_tokens);
         }
     }
-    (None, shared.default.clone())
+    (None, shared.default.clone(), None)
 }
 
 fn assistant_message(shared: &Shared, model: &str, reply: &[Block]) -> Value {
@@ -537,7 +609,7 @@ fn sse(message: &Value) -> String {
     event(
         "message_delta",
         json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
-               "usage": {"output_tokens": 10}}),
+               "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
     );
     event("message_stop", json!({"type": "message_stop"}));
     out

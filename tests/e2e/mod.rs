@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::common::TempProject;
 use fake_model::{bash, text, tool, Block, FakeModel, Rule};
-use runner::{Run, Session};
+use runner::{Client, Session};
 
 /// Session ids are pinned so state can be bound to the session before it starts.
 pub const SESSION: &str = "5e55a0d1-0000-4000-8000-000000000001";
@@ -45,10 +45,10 @@ pub const DEMO_TASKS: &str = "# Tasks: demo
 
 pub const ALL_NOTES_VERIFY: &str = "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt";
 
-/// One scenario: a temp git project holding the demo spec, a temp HOME, and the pinned
-/// Claude Code. `None` when the e2e tests were deliberately skipped (never in CI).
+/// One scenario: a temp git project holding the demo spec, a temp HOME, and the Claude Code
+/// this run of the suite drives (`runner::CLIENT_ENV`).
 pub struct Harness {
-    pub claude: PathBuf,
+    pub client: Client,
     pub project: TempProject,
     pub home: tempfile::TempDir,
 }
@@ -57,7 +57,7 @@ impl Harness {
     pub fn new() -> Option<Harness> {
         // libtest names each test's thread after the test.
         let current = std::thread::current();
-        let claude = runner::claude_or_skip(current.name().unwrap_or("an e2e test"))?;
+        let client = runner::client_or_skip(current.name().unwrap_or("an e2e test"))?;
         let project = TempProject::git();
         // The scripted executors commit (HOME is empty, so the identity is the repo's).
         project.git_cmd(&["config", "user.email", "executor@example.com"]);
@@ -65,7 +65,7 @@ impl Harness {
         project.spec("demo", DEMO_TASKS);
         project.commit_all("demo spec");
         Some(Harness {
-            claude,
+            client,
             project,
             home: tempfile::tempdir().expect("temp HOME"),
         })
@@ -134,10 +134,10 @@ impl Harness {
         serde_json::from_slice(&out.stdout).expect("tasks count prints JSON")
     }
 
-    pub fn run(&self, rules: Vec<Rule>, session: Session) -> Run {
+    pub fn run(&self, rules: Vec<Rule>, session: Session) -> runner::Run {
         let model = FakeModel::start(rules);
         runner::run_claude(
-            &self.claude,
+            &self.client,
             &model,
             &self.root(),
             self.home.path(),
@@ -146,16 +146,66 @@ impl Harness {
     }
 }
 
-/// The Agent tool call a coordinator makes to delegate one task.
+/// How a delegation asks to run (the `Agent` tool's `run_in_background`, which Claude
+/// Code 2.1.198 and later honour and 2.1.197 ignores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `run_in_background: false`: a lone sequential task (the coordinator protocol).
+    Foreground,
+    /// `run_in_background: true`: a member of a `[P]` group (the coordinator protocol).
+    Background,
+    /// No `run_in_background` at all: the client's default (background since 2.1.198).
+    Default,
+}
+
+/// The Agent tool call a coordinator makes to delegate one task, in the foreground as the
+/// coordinator protocol asks for a lone task.
 pub fn delegate(agent: &str, task_id: &str) -> Block {
-    tool(
-        "Agent",
-        json!({
-            "description": format!("Execute task {task_id}"),
-            "prompt": format!("[task {task_id}] Execute task {task_id} of spec demo and report TASK_COMPLETE {task_id}."),
-            "subagent_type": agent,
-        }),
-    )
+    delegate_as(agent, task_id, Mode::Foreground)
+}
+
+pub fn delegate_as(agent: &str, task_id: &str, mode: Mode) -> Block {
+    let mut input = json!({
+        "description": format!("Execute task {task_id}"),
+        "prompt": format!("[task {task_id}] Execute task {task_id} of spec demo and report TASK_COMPLETE {task_id}."),
+        "subagent_type": agent,
+    });
+    match mode {
+        Mode::Foreground => input["run_in_background"] = json!(false),
+        Mode::Background => input["run_in_background"] = json!(true),
+        Mode::Default => {}
+    }
+    tool("Agent", input)
+}
+
+/// What a background delegation's tool result starts with (Claude Code 2.1.198 and later).
+pub const LAUNCHED: &str = "Async agent launched";
+/// What the scripted coordinator says when it ends its turn to wait for notifications.
+pub const WAITING: &str = "Waiting for the executors' notifications.";
+
+/// The coordinator's waiting turns, as the coordinator protocol says: after launching
+/// background members, and on a notification that leaves members still working, end the
+/// turn. Put these after a scenario's own rules (they match whatever those leave). A
+/// foreground client never sends either request.
+pub fn waiting_rules() -> Vec<Rule> {
+    vec![
+        Rule::main()
+            .last_tool_result(LAUNCHED)
+            .times(0)
+            .reply([text(WAITING)]),
+        Rule::main()
+            .last_user("<task-notification>")
+            .times(0)
+            .reply([text(WAITING)]),
+    ]
+}
+
+/// The main-agent requests that delivered a background result (a notification turn).
+pub fn notification_turns(run: &runner::Run) -> usize {
+    run.requests_of(fake_model::Agent::Main)
+        .iter()
+        .filter(|r| r.last_user.contains("<task-notification>"))
+        .count()
 }
 
 /// A self-critique record as `specrun critique record` takes it: every checklist id of the
@@ -280,7 +330,7 @@ pub fn honest_executor(
 }
 
 /// The latest main-agent request whose last user message carries Stop hook feedback.
-pub fn stop_feedback(run: &Run) -> Vec<String> {
+pub fn stop_feedback(run: &runner::Run) -> Vec<String> {
     run.requests_of(fake_model::Agent::Main)
         .into_iter()
         .filter(|r| r.last_user.contains("Stop hook feedback:"))

@@ -10,25 +10,67 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use specrun::claude_code;
+use specrun::goal::parse_version;
 
 use super::fake_model::{Agent, Block, FakeModel, Request};
 
-pub const PINNED_VERSION: &str = "2.1.197 (Claude Code)";
+/// Names the Claude Code the e2e tests drive: a pinned release (`2.1.197`, `2.1.332`,
+/// installed under `.claude-code/<version>/` by `scripts/install-claude-code`) or the path
+/// of any other `claude` (a canary for the next release; any version is accepted). Unset:
+/// the newest pinned release. `scripts/test` runs the suite once per pinned release.
+pub const CLIENT_ENV: &str = "SPECRUN_E2E_CLIENT";
+
+/// The Claude Code one run of the suite drives.
+#[derive(Clone, Debug)]
+pub struct Client {
+    pub path: PathBuf,
+    /// `2.1.332`, as `claude --version` printed it.
+    pub version: String,
+    /// Not one of the pinned releases.
+    pub canary: bool,
+}
+
+impl Client {
+    /// Whether its `Agent` tool runs a subagent in the background when the call does not
+    /// say (`run_in_background` unset): then the delegation returns at once and the result
+    /// arrives as a notification turn. Every supported release honours an explicit value.
+    pub fn background_by_default(&self) -> bool {
+        parse_version(&self.version) >= parse_version(claude_code::BACKGROUND_AGENTS_SINCE)
+    }
+
+    /// `Claude Code 2.1.332` (or `canary Claude Code 2.1.400 at PATH`): failures name it.
+    pub fn name(&self) -> String {
+        if self.canary {
+            format!(
+                "canary Claude Code {} at {}",
+                self.version,
+                self.path.display()
+            )
+        } else {
+            format!("Claude Code {}", self.version)
+        }
+    }
+}
 
 /// The repository root, which is the plugin root.
 pub fn plugin_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The pinned `claude`, or None when the e2e tests were explicitly skipped outside CI.
+/// The Claude Code to drive, or None when the e2e tests were explicitly skipped outside CI.
 ///
 /// A missing Claude Code never looks like a pass: under `CI=true` it is a failure, and
 /// elsewhere it is a failure too unless `SPECRUN_E2E=skip` says the skip is deliberate.
-pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
-    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let found = FOUND.get_or_init(find_claude);
+pub fn client_or_skip(test: &str) -> Option<Client> {
+    static FOUND: OnceLock<Result<Client, String>> = OnceLock::new();
+    let found = FOUND.get_or_init(find_client);
     match found {
-        Ok(path) => Some(path.clone()),
+        Ok(client) => {
+            // Captured by libtest and shown with a failure, so every failure names the client.
+            println!("e2e `{test}` on {}", client.name());
+            Some(client.clone())
+        }
         Err(why) => {
             // Any CI value but an explicit no counts: CI=1 or CI=TRUE must not skip.
             let in_ci = std::env::var("CI").is_ok_and(|v| {
@@ -46,30 +88,54 @@ pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
                 return None;
             }
             panic!(
-                "{why}\nThe e2e tests need the pinned Claude Code: run scripts/test (it installs it into \
-                 .claude-code/) or set CLAUDE_BIN. Outside CI, SPECRUN_E2E=skip skips them deliberately."
+                "{why}\nThe e2e tests need the pinned Claude Code releases: run scripts/test (it installs them into \
+                 .claude-code/<version>/) or set {CLIENT_ENV} to a pinned version or a claude path. Outside CI, \
+                 SPECRUN_E2E=skip skips them deliberately."
             );
         }
     }
 }
 
-fn find_claude() -> Result<PathBuf, String> {
-    let path = match std::env::var_os("CLAUDE_BIN") {
-        Some(p) => PathBuf::from(p),
-        None => plugin_root().join(".claude-code/node_modules/.bin/claude"),
+fn find_client() -> Result<Client, String> {
+    let wanted = std::env::var(CLIENT_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| claude_code::NEWEST_TESTED.to_string());
+    let pinned = claude_code::PINNED.contains(&wanted.as_str());
+    let path = if pinned {
+        plugin_root().join(format!(".claude-code/{wanted}/node_modules/.bin/claude"))
+    } else {
+        PathBuf::from(&wanted)
     };
-    let out = Command::new(&path)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("Claude Code not found at {}: {e}", path.display()))?;
-    let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if version != PINNED_VERSION {
+    let out = Command::new(&path).arg("--version").output().map_err(|e| {
+        format!(
+            "Claude Code not found at {} ({CLIENT_ENV}={wanted}): {e}",
+            path.display()
+        )
+    })?;
+    let printed = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let version = printed
+        .split_whitespace()
+        .next()
+        .filter(|v| parse_version(v).is_some())
+        .ok_or_else(|| {
+            format!(
+                "{} --version printed {printed:?}: no version",
+                path.display()
+            )
+        })?
+        .to_string();
+    if pinned && version != wanted {
         return Err(format!(
-            "{} --version printed {version:?}; the e2e tests pin {PINNED_VERSION:?}",
+            "{} --version printed {printed:?}; expected the pinned {wanted}",
             path.display()
         ));
     }
-    Ok(path)
+    Ok(Client {
+        path,
+        version,
+        canary: !pinned,
+    })
 }
 
 /// One `claude -p` invocation.
@@ -86,7 +152,7 @@ impl Session {
         Session {
             prompt: prompt.to_string(),
             session_id: None,
-            timeout: Duration::from_secs(90),
+            timeout: Duration::from_secs(180),
         }
     }
     pub fn session_id(mut self, id: &str) -> Session {
@@ -97,6 +163,8 @@ impl Session {
 
 /// Everything a run left behind.
 pub struct Run {
+    /// Which Claude Code ran (`Client::name`).
+    pub client: String,
     pub rc: Option<i32>,
     pub wall: Duration,
     pub stderr: String,
@@ -165,7 +233,8 @@ impl Run {
     /// sent last and what it got back, the hook responses, and the tail of stderr.
     pub fn describe(&self) -> String {
         let mut out = format!(
-            "--- claude rc={:?} wall={:.1}s, {} model requests ---\n",
+            "--- {} rc={:?} wall={:.1}s, {} model requests ---\n",
+            self.client,
             self.rc,
             self.wall.as_secs_f64(),
             self.requests.len()
@@ -245,7 +314,7 @@ fn path_without_specrun() -> String {
 
 /// Runs one session of the real binary in `project` (cwd) with `home` as HOME.
 pub fn run_claude(
-    claude: &Path,
+    client: &Client,
     model: &FakeModel,
     project: &Path,
     home: &Path,
@@ -254,7 +323,7 @@ pub fn run_claude(
     fs::create_dir_all(home).unwrap();
     let logs = home.join("run-logs");
     fs::create_dir_all(&logs).unwrap();
-    let mut cmd = Command::new(claude);
+    let mut cmd = Command::new(&client.path);
     cmd.env_clear()
         .current_dir(project)
         .env("PATH", path_without_specrun())
@@ -315,6 +384,7 @@ pub fn run_claude(
     };
     let stdout = fs::read_to_string(logs.join("stdout")).unwrap_or_default();
     let run = Run {
+        client: client.name(),
         rc: status.and_then(|s| s.code()),
         wall: started.elapsed(),
         events: stdout

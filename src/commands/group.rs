@@ -1,0 +1,549 @@
+//! `specrun group merge`: merge an isolated group's completed members into the base branch
+//! one at a time (`--no-ff`, task-id order), then verify the merged tree. Safe to re-run
+//! after a crash: a member whose branch tip is already in the base branch is recorded as
+//! merged, never merged twice; a merge a crash left half-done is aborted first.
+
+use serde_json::{json, Value};
+
+use crate::cli::{GroupCommand, GroupMergeArgs};
+use crate::commands::task::{lock_state, record_event, write_state};
+use crate::commands::{load_tasks_file, tasks_cmd, verify};
+use crate::error::{Error, Result};
+use crate::events::now_rfc3339;
+use crate::evidence::Slot;
+use crate::followups::{NewItem, Store};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::state;
+use crate::store;
+use crate::tasks::TaskList;
+use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
+
+pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
+    match cmd {
+        GroupCommand::Merge(args) => merge(project, &args),
+    }
+}
+
+/// What happened to each member in this run.
+#[derive(Debug, Default)]
+struct Tally {
+    merged: Vec<String>,
+    conflicts: Vec<(String, Vec<String>)>,
+    outside: Vec<(String, Vec<String>)>,
+    /// Members still to finish or retry, with their status.
+    remaining: Vec<(String, String)>,
+    merged_total: usize,
+}
+
+fn merge(project: &Project, args: &GroupMergeArgs) -> Result<i32> {
+    if project.in_worktree() {
+        return Err(Error::Usage(format!(
+            "run `specrun group merge` from the main checkout {}, not from a member's worktree",
+            project.root.display()
+        )));
+    }
+    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let (group, tally) = merge_members(project, &spec)?;
+    let still_running = tally.remaining.iter().any(|(_, s)| s == worktree::RUNNING);
+    if group.is_complete() && tally.merged.is_empty() {
+        return finish(&spec, &group, &tally, None, args.json);
+    }
+    if tally.merged_total == 0 || still_running {
+        return finish(&spec, &group, &tally, None, args.json);
+    }
+    let verification = verify_merged(project, &spec, &group, args)?;
+    let group = mark_group(project, &spec, &tally, &verification)?;
+    finish(&spec, &group, &tally, Some(&verification), args.json)
+}
+
+/// Phase 1, under the state lock: merge every ready member in task-id order.
+fn merge_members(project: &Project, spec: &Spec) -> Result<(Group, Tally)> {
+    let state_path = spec.state_path();
+    let (_lock, mut state) = lock_state(spec)?;
+    let iso = Isolation::read(&state);
+    let group = iso.group.clone().ok_or_else(|| Error::Refused {
+        message: format!(
+            "{} has no isolated group: start members with `specrun task start ID --worktree`",
+            spec.name
+        ),
+    })?;
+    recover_interrupted_merge(project, &iso)?;
+    preflight(project, spec, &group)?;
+    let tasks = load_tasks_file(&spec.tasks_path())?;
+    let mut tally = Tally::default();
+    let ctx = Ctx {
+        project,
+        spec,
+        state_path: &state_path,
+        list: &tasks.list,
+    };
+    let mut merger = worktree::Merger::new(&project.root)?;
+    let mut pending: Vec<(String, Member, String)> = Vec::new();
+    for id in merge_order(&tasks.list, &group.members) {
+        let member = Isolation::read(&state).member(&id).cloned();
+        match member {
+            None => {
+                let checked = tasks.list.find(&id).is_ok_and(|t| t.checked);
+                if checked {
+                    tally.merged_total += 1; // done in the shared tree
+                } else {
+                    tally.remaining.push((id, "not started".into()));
+                }
+            }
+            Some(m) if m.status == worktree::MERGED => tally.merged_total += 1,
+            Some(m) if m.status == worktree::READY => {
+                state = ctx.merge_one(state, &mut merger, &id, &m, &mut tally, &mut pending)?;
+            }
+
+            Some(m) => tally.remaining.push((id, m.status.clone())),
+        }
+    }
+    // The merge commits reach the base branch together; a crash before the records below
+    // leaves branches whose tips are in HEAD, which the re-run records as merged.
+    merger.land()?;
+    for (id, m, commit) in pending {
+        state = ctx.merged(state, &id, &m, Some(commit), &mut tally)?;
+    }
+    Ok((group, tally))
+}
+
+/// Task ids in file order (the order their tasks appear in tasks.md).
+fn merge_order(list: &TaskList, members: &[String]) -> Vec<String> {
+    let mut ids: Vec<(usize, String)> = members
+        .iter()
+        .map(|m| {
+            (
+                list.find(m).map(|t| t.index).unwrap_or(usize::MAX),
+                m.clone(),
+            )
+        })
+        .collect();
+    ids.sort();
+    ids.into_iter().map(|(_, id)| id).collect()
+}
+
+/// A merge a crash left in progress in the main checkout: aborted when it is one of this
+/// group's members (the re-run merges it again), refused otherwise.
+fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
+    let root = &project.root;
+    let Some(merging) = worktree::rev(root, "MERGE_HEAD") else {
+        return Ok(());
+    };
+    let ours = iso.members.values().any(|m| {
+        worktree::rev(root, &format!("refs/heads/{}", m.branch)).as_deref()
+            == Some(merging.as_str())
+    });
+    if !ours {
+        return Err(Error::Refused {
+            message: format!(
+                "a merge of {} that specrun did not start is in progress in {}: finish it or `git merge --abort`, then re-run",
+                crate::protocol::short_commit(&merging),
+                root.display()
+            ),
+        });
+    }
+    crate::git::run(root, &["merge", "--abort"], &[])?;
+    output::warn("aborted a member merge an earlier run left half-done; merging it again");
+    Ok(())
+}
+
+/// The main checkout must be a clean git checkout of the group's base branch.
+fn preflight(project: &Project, spec: &Spec, group: &Group) -> Result<()> {
+    match worktree::main_base(project, spec) {
+        Ok((branch, _)) if branch == group.base_branch => Ok(()),
+        Ok((branch, _)) => Err(Error::Refused {
+            message: format!(
+                "the main checkout is on {branch}, but the group merges into {}: `git switch {}` and re-run",
+                group.base_branch, group.base_branch
+            ),
+        }),
+        Err(Unavailable::NotGit) => Err(Error::Refused {
+            message: format!(
+                "{} is not a git repository: there is nothing to merge (the group ran in the shared tree)",
+                project.root.display()
+            ),
+        }),
+        Err(Unavailable::Refused(why)) => Err(Error::Refused { message: why }),
+    }
+}
+
+/// Merge one ready member, writing the state right after, so a crash between two members
+/// leaves every finished merge recorded or detectable.
+/// What merging one member needs besides the member.
+struct Ctx<'a> {
+    project: &'a Project,
+    spec: &'a Spec,
+    state_path: &'a std::path::Path,
+    list: &'a TaskList,
+}
+
+impl Ctx<'_> {
+    fn merge_one(
+        &self,
+        state: Value,
+        merger: &mut worktree::Merger,
+        id: &str,
+        m: &Member,
+        tally: &mut Tally,
+        pending: &mut Vec<(String, Member, String)>,
+    ) -> Result<Value> {
+        let (project, spec, list) = (self.project, self.spec, self.list);
+        let task = list.find(id).map_err(|e| Error::Task {
+            path: spec.tasks_path(),
+            message: e.to_string(),
+        })?;
+        // Scope again on the branch itself: the commit is what gets merged.
+        let changed = branch_changes(project, spec, m)?;
+        let outside = worktree::outside_files(task, &changed);
+        if !outside.is_empty() {
+            tally.outside.push((id.to_string(), outside.clone()));
+            tally
+                .remaining
+                .push((id.to_string(), worktree::OUTSIDE_FILES.into()));
+            return self.reject(state, id, m, worktree::OUTSIDE_FILES, outside);
+        }
+        let message = format!(
+            "specrun: merge task {id} {} (spec {})",
+            task.title, spec.name
+        );
+        match merger.step(&m.branch, &message)? {
+            Step::Pending(commit) => {
+                pending.push((id.to_string(), m.clone(), commit));
+                Ok(state)
+            }
+            Step::Landed(commit) => self.merged(state, id, m, Some(commit), tally),
+            Step::AlreadyMerged => self.merged(state, id, m, None, tally),
+            Step::Conflict(files) => {
+                tally.conflicts.push((id.to_string(), files.clone()));
+                tally
+                    .remaining
+                    .push((id.to_string(), worktree::CONFLICT.into()));
+                self.reject(state, id, m, worktree::CONFLICT, files)
+            }
+        }
+    }
+
+    fn merged(
+        &self,
+        state: Value,
+        id: &str,
+        m: &Member,
+        commit: Option<String>,
+        tally: &mut Tally,
+    ) -> Result<Value> {
+        let (project, spec, state_path) = (self.project, self.spec, self.state_path);
+        let root = &project.root;
+        let commit = commit.or_else(|| worktree::rev(root, "HEAD"));
+        let done = Member {
+            status: worktree::MERGED.into(),
+            merge_commit: commit.clone(),
+            conflicts: Vec::new(),
+            ..m.clone()
+        };
+        let next = write_state(state_path, &state, &worktree::member_patch(id, &done))?;
+        record_event(
+            project,
+            spec,
+            json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
+        );
+        let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
+        if let Err(e) = worktree::remove_worktree(root, &dir) {
+            output::warn(&format!("merged task {id}, but its worktree stays: {e}"));
+        }
+        worktree::delete_branch(root, &m.branch);
+        resolve_followups(spec, id);
+        tally.merged.push(id.to_string());
+        tally.merged_total += 1;
+        Ok(next)
+    }
+
+    /// A member that cannot be merged: its branch and worktree kept, its attempt failed with
+    /// the files named, its box unticked, a blocking follow-up recorded.
+    fn reject(
+        &self,
+        state: Value,
+        id: &str,
+        m: &Member,
+        status: &str,
+        files: Vec<String>,
+    ) -> Result<Value> {
+        let (project, spec, state_path, list) =
+            (self.project, self.spec, self.state_path, self.list);
+        let why = if status == worktree::CONFLICT {
+            format!(
+                "merge conflict with the merged base in {}",
+                worktree::list_some(&files)
+            )
+        } else {
+            format!(
+                "changed files outside its Files: {}",
+                worktree::list_some(&files)
+            )
+        };
+        let now = now_rfc3339();
+        let kept = Member {
+            status: status.into(),
+            conflicts: files.clone(),
+            ..m.clone()
+        };
+        let mut patch = worktree::member_patch(id, &kept);
+        let mut history = crate::protocol::attempts(&state, id);
+        if let Some(last) = history.last_mut() {
+            last["status"] = json!("failed");
+            last["reason"] = json!(why);
+            last["endedAt"] = json!(now);
+        }
+        let mut by_id = serde_json::Map::new();
+        by_id.insert(id.to_string(), Value::Array(history));
+        state::merge_into(&mut patch, &json!({"attempts": Value::Object(by_id)}));
+        if list.find(id).is_ok_and(|t| t.checked) {
+            tasks_cmd::check(&spec.tasks_path(), id, false)?;
+        }
+        let reread = load_tasks_file(&spec.tasks_path())?;
+        patch["taskIndex"] = json!(reread.list.next_index());
+        let next = write_state(state_path, &state, &patch)?;
+        add_followup(spec, id, &m.branch, &why, files.clone());
+        record_event(
+            project,
+            spec,
+            json!({"event": "group-merge", "task": id, "branch": m.branch, "kept": true,
+               "status": status, "files": files}),
+        );
+        Ok(next)
+    }
+}
+
+/// Paths the member's branch changed since its base.
+fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<String>> {
+    let out = crate::git::run(
+        &project.root,
+        &[
+            "diff",
+            "--name-only",
+            "--no-renames",
+            "-z",
+            &m.base,
+            &format!("refs/heads/{}", m.branch),
+            "--",
+        ],
+        &[],
+    )?;
+    let changed: Vec<String> = out
+        .split('\0')
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect();
+    Ok(worktree::dirty_files(project, spec, &changed))
+}
+
+const FOLLOWUP_PREFIX: &str = "isolated member";
+
+fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<String>) {
+    let new = NewItem {
+        category: "VERIFY".into(),
+        priority: "high".into(),
+        title: format!(
+            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
+        ),
+        task: Some(id.to_string()),
+        files,
+    };
+    let now = now_rfc3339();
+    let result = store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
+        let mut s = Store::from_json(doc.as_ref()).map_err(|m| Error::Shape {
+            path: spec.followups_path(),
+            message: m,
+        })?;
+        let changed = s.add(new, &now).is_ok();
+        Ok((changed.then(|| s.to_json()), ()))
+    });
+    if let Err(e) = result {
+        output::warn(&format!("could not record the follow-up: {e}"));
+    }
+}
+
+/// A member merged at last: its not-merged follow-ups are resolved.
+fn resolve_followups(spec: &Spec, id: &str) {
+    let now = now_rfc3339();
+    let _ = store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
+        let Ok(mut s) = Store::from_json(doc.as_ref()) else {
+            return Ok((None, ()));
+        };
+        let open: Vec<String> = s
+            .open()
+            .filter(|i| i.task.as_deref() == Some(id) && i.title.starts_with(FOLLOWUP_PREFIX))
+            .map(|i| i.id.clone())
+            .collect();
+        for fid in &open {
+            let _ = s.resolve(fid, "merged by `specrun group merge`", &now);
+        }
+        Ok(((!open.is_empty()).then(|| s.to_json()), ()))
+    });
+}
+
+/// The merged tree's verification run.
+struct Verification {
+    slot: Slot,
+    command: String,
+    passed: bool,
+    tree: String,
+    exit_code: i32,
+}
+
+/// Phase 2, outside the lock: run the `[VERIFY]` task's command (else `--command`, else the
+/// execution phase's recorded command) on the merged tree and record it.
+fn verify_merged(
+    project: &Project,
+    spec: &Spec,
+    group: &Group,
+    args: &GroupMergeArgs,
+) -> Result<Verification> {
+    let list = load_tasks_file(&spec.tasks_path())?.list;
+    let verify_task = group
+        .verify_task
+        .as_deref()
+        .and_then(|id| list.find(id).ok())
+        .filter(|t| t.verify_command().is_some());
+    let state = store::read_json(&spec.state_path())?.unwrap_or(Value::Null);
+    let recorded = state
+        .pointer("/verificationBlocks/execution/command")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let (slot, command) = match (verify_task, &args.command, recorded) {
+        // The [VERIFY] task's own command, so its evidence counts for it.
+        (Some(t), _, _) => (Slot::Task(t.label()), None),
+        (None, Some(c), _) => (Slot::Phase("execution".into()), Some(c.clone())),
+        (None, None, Some(c)) => (Slot::Phase("execution".into()), Some(c)),
+        (None, None, None) => {
+            return Err(Error::Usage(
+                "no [VERIFY] task follows the group and no command is recorded for the execution phase: re-run with `specrun group merge --command '…'` (the merges are kept)".into(),
+            ))
+        }
+    };
+    let plan = verify::plan_run(spec, &slot, command, None)?;
+    let (record, _) = verify::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let command = record.command.clone();
+    let unchanged = record.before.tree == record.after.tree;
+    Ok(Verification {
+        passed: record.exit_code == 0 && !record.timed_out && unchanged,
+        tree: record.before.tree.clone(),
+        exit_code: record.exit_code,
+        slot,
+        command,
+    })
+}
+
+/// Phase 3: the group is complete only when every member merged and the merged tree's
+/// verification passed on its fingerprint.
+fn mark_group(project: &Project, spec: &Spec, tally: &Tally, v: &Verification) -> Result<Group> {
+    let path = spec.state_path();
+    let (_lock, state) = lock_state(spec)?;
+    let mut group = Isolation::read(&state).group.unwrap_or_default();
+    let all_merged = tally.remaining.is_empty();
+    group.status = match (v.passed, all_merged) {
+        (true, true) => "complete",
+        (true, false) => "partial",
+        (false, _) => "verify-failed",
+    }
+    .into();
+    group.verified_tree = v.passed.then(|| v.tree.clone());
+    write_state(&path, &state, &worktree::group_patch(&group))?;
+    record_event(
+        project,
+        spec,
+        json!({"event": "group-verify", "slot": v.slot.describe(), "command": v.command,
+               "exitCode": v.exit_code, "tree": v.tree, "passed": v.passed, "groupStatus": group.status}),
+    );
+    Ok(group)
+}
+
+fn finish(
+    spec: &Spec,
+    group: &Group,
+    tally: &Tally,
+    v: Option<&Verification>,
+    json_out: bool,
+) -> Result<i32> {
+    let next = next_step(spec, group, tally, v);
+    if json_out {
+        let pairs = |items: &[(String, Vec<String>)]| -> Value {
+            items
+                .iter()
+                .map(|(id, f)| (id.clone(), json!(f)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        output::json_line(&json!({
+            "ok": group.is_complete(), "spec": spec.name, "groupStatus": group.status,
+            "members": group.members, "merged": tally.merged, "conflicts": pairs(&tally.conflicts),
+            "outsideFiles": pairs(&tally.outside),
+            "remaining": tally.remaining.iter().map(|(id, s)| json!({"task": id, "status": s})).collect::<Vec<_>>(),
+            "verified": v.map(|v| json!({"slot": v.slot.describe(), "command": v.command, "passed": v.passed, "tree": v.tree})),
+            "next": next,
+        }));
+    } else {
+        for id in &tally.merged {
+            output::line(&format!("merged {id} into {}", group.base_branch));
+        }
+        for (id, files) in &tally.conflicts {
+            output::line(&format!(
+                "conflict: {id} not merged ({}); kept on {}",
+                worktree::list_some(files),
+                worktree::branch_name(&spec.name, id)
+            ));
+        }
+        for (id, files) in &tally.outside {
+            output::line(&format!(
+                "refused: {id} changed files outside its Files ({}); kept on {}",
+                worktree::list_some(files),
+                worktree::branch_name(&spec.name, id)
+            ));
+        }
+        if let Some(v) = v {
+            output::line(&format!(
+                "verification of the merged tree {}: {} ({})",
+                if v.passed { "passed" } else { "failed" },
+                v.command,
+                v.slot.describe()
+            ));
+        }
+        output::line(&format!(
+            "group {}: {}",
+            group.members.join(", "),
+            group.status
+        ));
+        output::line(&format!("next: {next}"));
+    }
+    Ok(if group.is_complete() { 0 } else { 1 })
+}
+
+/// The one next step for the coordinator.
+fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>) -> String {
+    if let Some((id, _)) = tally
+        .remaining
+        .iter()
+        .find(|(_, s)| s == worktree::CONFLICT || s == worktree::OUTSIDE_FILES)
+        .or_else(|| tally.remaining.iter().find(|(_, s)| s != worktree::RUNNING))
+    {
+        return format!(
+            "retry {id} on the merged base: `specrun task start {id} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id} --check`, then `specrun group merge` again",
+            group.base_branch,
+            worktree::branch_name(&spec.name, id)
+        );
+    }
+    if let Some((id, _)) = tally.remaining.first() {
+        return format!("wait for {id} to complete (`specrun task complete {id} --check` in its worktree), then `specrun group merge` again");
+    }
+    match v {
+        Some(v) if !v.passed => format!(
+            "the merged tree fails `{}`: fix it in the main checkout, then `specrun group merge` again (it only re-verifies)",
+            v.command
+        ),
+        _ if group.is_complete() => match &group.verify_task {
+            Some(t) => format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)"),
+            None => "continue with the next task".into(),
+        },
+        _ => "`specrun group merge` again".into(),
+    }
+}

@@ -1,0 +1,760 @@
+//! Isolated parallel groups: members in their own worktrees and branches, one state from
+//! wherever they run, `group merge` (--no-ff, task-id order, conflicts kept, the merged
+//! tree verified), crash recovery, cleanup, and the bad inputs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use common::TempProject;
+
+const TASKS: &str = "# Tasks
+
+## Phase 1
+
+- [ ] 1.1 [P] Alpha
+  - **Files**: a.txt, shared.txt
+  - **Verify**: `test -f a.txt`
+- [ ] 1.2 [P] Beta
+  - **Files**: b.txt, shared.txt
+  - **Verify**: `test -f b.txt`
+- [ ] 1.3 [P] Gamma
+  - **Files**: c.txt
+  - **Verify**: `test -f c.txt`
+- [ ] 1.4 [VERIFY] The merged notes
+  - **Verify**: `test -f a.txt && test -f c.txt && grep -q alpha shared.txt`
+- [ ] 1.5 After
+";
+
+fn project() -> TempProject {
+    let p = TempProject::git();
+    p.git_cmd(&["config", "user.email", "t@example.com"]);
+    p.git_cmd(&["config", "user.name", "t"]);
+    p.spec("demo", TASKS);
+    p.write("shared.txt", "line one\n");
+    p.write(".gitignore", ".specrun/\n");
+    p.commit_all("spec");
+    p.init_state("demo");
+    p
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    run_in_env(dir, args, &[])
+}
+
+fn run_in_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = Command::new(common::bin_path())
+        .current_dir(dir)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn ok_in(dir: &Path, args: &[&str]) -> String {
+    let (code, out, err) = run_in(dir, args);
+    assert_eq!(
+        code,
+        0,
+        "specrun {args:?} in {}:\n{out}\n{err}",
+        dir.display()
+    );
+    out
+}
+
+fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `task start ID --worktree`: the path is the last line printed.
+fn start(p: &TempProject, id: &str) -> PathBuf {
+    let out = ok_in(&p.root(), &["task", "start", id, "--worktree"]);
+    let path = PathBuf::from(out.lines().last().unwrap().trim());
+    assert!(path.join(".git").is_file(), "{out}");
+    path
+}
+
+fn critique_input(stage: &str) -> String {
+    let items: serde_json::Map<String, Value> = specrun::critique::checklist(stage)
+        .unwrap()
+        .iter()
+        .map(|(id, _)| {
+            (
+                id.to_string(),
+                serde_json::json!({"result": "pass", "note": "checked"}),
+            )
+        })
+        .collect();
+    serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []}).to_string()
+}
+
+/// What an executor does inside its worktree: write, verify, critique, complete.
+fn finish_member(dir: &Path, id: &str, files: &[(&str, &str)], verify: &str) {
+    for (rel, text) in files {
+        std::fs::write(dir.join(rel), text).unwrap();
+    }
+    ok_in(dir, &["verify", "run", "--task", id, "--command", verify]);
+    for stage in ["post-code", "post-test"] {
+        let f = dir.join(format!("../{id}-{stage}.json"));
+        std::fs::write(&f, critique_input(stage)).unwrap();
+        ok_in(
+            dir,
+            &[
+                "critique",
+                "record",
+                "--task",
+                id,
+                "--stage",
+                stage,
+                "--file",
+                f.to_str().unwrap(),
+            ],
+        );
+    }
+    ok_in(dir, &["task", "complete", id, "--check"]);
+}
+
+fn merge(p: &TempProject) -> (i32, Value) {
+    let (code, out, err) = run_in(&p.root(), &["group", "merge", "--json"]);
+    let doc = out
+        .lines()
+        .rev()
+        .find_map(|l| {
+            serde_json::from_str::<Value>(l)
+                .ok()
+                .filter(|d| d.get("groupStatus").is_some())
+        })
+        .unwrap_or_else(|| panic!("no JSON from group merge ({code}):\n{out}\n{err}"));
+    (code, doc)
+}
+
+fn branch_exists(p: &TempProject, b: &str) -> bool {
+    Command::new("git")
+        .current_dir(p.root())
+        .args(["rev-parse", "-q", "--verify", &format!("refs/heads/{b}")])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+fn member(p: &TempProject, id: &str) -> Value {
+    p.state("demo")["isolation"]["members"][id].clone()
+}
+
+fn dirty(p: &TempProject) -> String {
+    git_in(
+        &p.root(),
+        &[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--",
+            ".",
+            ":(exclude)specs",
+        ],
+    )
+}
+
+#[test]
+fn three_members_one_conflict_kept_retried_on_the_merged_base_and_merged() {
+    let p = project();
+    let dirs: Vec<PathBuf> = ["1.1", "1.2", "1.3"]
+        .iter()
+        .map(|id| start(&p, id))
+        .collect();
+    let base = git_in(&p.root(), &["rev-parse", "HEAD"]);
+    for d in &dirs {
+        assert_eq!(
+            git_in(d, &["rev-parse", "HEAD"]),
+            base,
+            "every member starts from the group's base"
+        );
+    }
+    assert_eq!(
+        git_in(&dirs[1], &["branch", "--show-current"]).trim(),
+        "specrun/demo/1.2"
+    );
+    finish_member(
+        &dirs[0],
+        "1.1",
+        &[("a.txt", "A\n"), ("shared.txt", "alpha\n")],
+        "test -f a.txt",
+    );
+    finish_member(
+        &dirs[1],
+        "1.2",
+        &[("b.txt", "B\n"), ("shared.txt", "beta\n")],
+        "test -f b.txt",
+    );
+    finish_member(&dirs[2], "1.3", &[("c.txt", "C\n")], "test -f c.txt");
+    // One state: everything was written in the main checkout, nothing in the worktrees.
+    for d in &dirs {
+        assert!(!d.join("specs/demo/.specrun-state.json").exists());
+        assert!(!d.join(".specrun").exists());
+    }
+
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["merged"], serde_json::json!(["1.1", "1.3"]));
+    assert_eq!(doc["conflicts"]["1.2"], serde_json::json!(["shared.txt"]));
+    assert_eq!(
+        doc["verified"]["passed"], true,
+        "the two merged members are verified: {doc}"
+    );
+    assert_eq!(doc["groupStatus"], "partial");
+    assert!(
+        doc["next"]
+            .as_str()
+            .unwrap()
+            .contains("specrun task start 1.2 --worktree"),
+        "{doc}"
+    );
+    // The base is clean, the conflicting member kept on its branch, its attempt failed.
+    assert_eq!(dirty(&p), "");
+    assert_eq!(p.read("shared.txt"), "alpha\n");
+    assert!(branch_exists(&p, "specrun/demo/1.2"));
+    assert!(
+        !branch_exists(&p, "specrun/demo/1.1"),
+        "a merged member's branch goes"
+    );
+    assert!(
+        !dirs[0].exists() && !dirs[2].exists(),
+        "merged worktrees are removed"
+    );
+    assert!(dirs[1].exists());
+    assert_eq!(member(&p, "1.2")["status"], "conflict");
+    let state = p.state("demo");
+    let attempt = state["attempts"]["1.2"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(attempt["status"], "failed");
+    assert!(attempt["reason"].as_str().unwrap().contains("shared.txt"));
+    assert!(p.read("specs/demo/tasks.md").contains("- [ ] 1.2 [P] Beta"));
+    let followups = p.read("specs/demo/followups.json");
+    assert!(
+        followups.contains("isolated member 1.2 not merged"),
+        "{followups}"
+    );
+    // The merge commits are --no-ff, in task-id order.
+    let log = git_in(&p.root(), &["log", "--merges", "--format=%s"]);
+    let merges: Vec<&str> = log.lines().collect();
+    assert!(
+        merges[1].contains("task 1.1") && merges[0].contains("task 1.3"),
+        "{log}"
+    );
+    // Status names what merged and what remains.
+    let status = ok_in(&p.root(), &["status"]);
+    assert!(
+        status.contains("1.1 merged") && status.contains("1.2 conflict on specrun/demo/1.2"),
+        "{status}"
+    );
+    // The dashboard keeps every line within the terminal, a member on a line of its own.
+    let (code, narrow, _) = run_in_env(&p.root(), &["status"], &[("COLUMNS", "40")]);
+    assert_eq!(code, 0, "{narrow}");
+    assert!(
+        narrow
+            .lines()
+            .all(|l| l.chars().count() <= 40 || l.starts_with("  specrun ")),
+        "{narrow}"
+    );
+    assert!(
+        narrow
+            .lines()
+            .any(|l| l.trim() == "1.2 conflict on specrun/demo/1.2"),
+        "{narrow}"
+    );
+    // --json has the same standing under `isolation`.
+    let doc: serde_json::Value =
+        serde_json::from_str(&ok_in(&p.root(), &["status", "--json"])).unwrap();
+    assert_eq!(
+        doc["isolation"]["merged"],
+        serde_json::json!(["1.1", "1.3"])
+    );
+    assert_eq!(doc["isolation"]["remaining"][0]["task"], "1.2");
+    assert_eq!(doc["isolation"]["remaining"][0]["status"], "conflict");
+    // The next task waits for the group.
+    let (code, out, _) = run_in(&p.root(), &["task", "start", "1.4"]);
+    assert_eq!(code, 1, "{out}");
+
+    // Retry on the merged base: the base is merged into the member's branch, never rebased.
+    let (code, out, err) = run_in(&p.root(), &["task", "start", "1.2", "--worktree"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("conflicts in shared.txt"), "{out}");
+    let retry = PathBuf::from(out.lines().last().unwrap());
+    assert_eq!(retry, dirs[1]);
+    let parents = git_in(&retry, &["rev-parse", "MERGE_HEAD"]);
+    assert_eq!(
+        parents.trim(),
+        git_in(&p.root(), &["rev-parse", "HEAD"]).trim()
+    );
+    finish_member(
+        &retry,
+        "1.2",
+        &[("shared.txt", "alpha\nbeta\n")],
+        "test -f b.txt",
+    );
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["merged"], serde_json::json!(["1.2"]));
+    assert_eq!(doc["groupStatus"], "complete");
+    assert_eq!(doc["verified"]["passed"], true);
+    assert!(!branch_exists(&p, "specrun/demo/1.2") && !retry.exists());
+    assert!(p.read("specs/demo/followups.json").contains("\"resolved\""));
+    // No file lost: every member's content is in the base branch.
+    assert_eq!(p.read("a.txt"), "A\n");
+    assert_eq!(p.read("b.txt"), "B\n");
+    assert_eq!(p.read("c.txt"), "C\n");
+    assert_eq!(p.read("shared.txt"), "alpha\nbeta\n");
+    // The [VERIFY] task's evidence is on the merged tree: it completes without a new run.
+    ok_in(&p.root(), &["task", "start", "1.4"]);
+    for stage in ["post-code", "post-test"] {
+        let f = p.write(
+            &format!(".specrun/{stage}-1.4.json"),
+            &critique_input(stage),
+        );
+        ok_in(
+            &p.root(),
+            &[
+                "critique",
+                "record",
+                "--task",
+                "1.4",
+                "--stage",
+                stage,
+                "--file",
+                f.to_str().unwrap(),
+            ],
+        );
+    }
+    ok_in(&p.root(), &["verify", "status", "--task", "1.4"]);
+    ok_in(&p.root(), &["task", "complete", "1.4", "--check"]);
+    // Re-running the merge changes nothing.
+    let head = git_in(&p.root(), &["rev-parse", "HEAD"]);
+    let (code, _) = merge(&p);
+    assert_eq!(code, 0);
+    assert_eq!(git_in(&p.root(), &["rev-parse", "HEAD"]), head);
+}
+
+#[test]
+fn every_verb_in_a_worktree_uses_the_main_checkouts_spec_and_binds_evidence_to_the_worktree() {
+    let p = project();
+    let dir = start(&p, "1.1");
+    let events_before = p.read(".specrun/events.jsonl").lines().count();
+    std::fs::write(dir.join("a.txt"), "A\n").unwrap();
+    ok_in(
+        &dir,
+        &[
+            "verify",
+            "run",
+            "--task",
+            "1.1",
+            "--command",
+            "test -f a.txt",
+        ],
+    );
+    let record = p.state("demo")["taskEvidence"]["1.1"].clone();
+    assert_eq!(record["worktree"], "1.1");
+    // Fresh from both places; a change in the main checkout does not touch it...
+    ok_in(&dir, &["verify", "status", "--task", "1.1"]);
+    ok_in(&p.root(), &["verify", "status", "--task", "1.1"]);
+    p.write("unrelated.txt", "x\n");
+    ok_in(&p.root(), &["verify", "status", "--task", "1.1"]);
+    std::fs::remove_file(p.path("unrelated.txt")).unwrap();
+    // ...a change in the worktree does.
+    std::fs::write(dir.join("a.txt"), "changed\n").unwrap();
+    let (code, out, _) = run_in(&p.root(), &["verify", "status", "--task", "1.1"]);
+    assert_eq!(code, 1, "{out}");
+    ok_in(
+        &dir,
+        &[
+            "followup",
+            "add",
+            "--category",
+            "IDEA",
+            "--priority",
+            "low",
+            "--title",
+            "from the worktree",
+        ],
+    );
+    ok_in(
+        &dir,
+        &[
+            "learn",
+            "worktrees share one progress file",
+            "--task",
+            "1.1",
+        ],
+    );
+    ok_in(&dir, &["tasks", "check", "1.5"]);
+    assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.5 After"));
+    assert!(p
+        .read("specs/demo/followups.json")
+        .contains("from the worktree"));
+    assert!(p
+        .read("specs/demo/.progress.md")
+        .contains("worktrees share one progress file"));
+    assert!(p.read(".specrun/events.jsonl").lines().count() > events_before);
+    assert!(!dir.join("specs/demo/followups.json").exists());
+    assert!(!dir.join("specs/demo/.progress.md").exists());
+    assert!(!dir.join(".specrun").exists());
+    let (code, out, err) = run_in(&dir, &["task", "fail", "1.1", "--reason", "try again"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.state("demo")["attempts"]["1.1"][0]["status"], "failed");
+}
+
+#[test]
+fn sigkill_between_two_member_merges_then_a_rerun_merges_each_once() {
+    let p = project();
+    let dirs: Vec<PathBuf> = ["1.1", "1.2", "1.3"]
+        .iter()
+        .map(|id| start(&p, id))
+        .collect();
+    finish_member(
+        &dirs[0],
+        "1.1",
+        &[("a.txt", "A\n"), ("shared.txt", "alpha\n")],
+        "test -f a.txt",
+    );
+    // 1.1 is merged and recorded while its siblings still run.
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["merged"], serde_json::json!(["1.1"]));
+    assert!(
+        doc["next"].as_str().unwrap().contains("wait for 1.2"),
+        "{doc}"
+    );
+    finish_member(&dirs[1], "1.2", &[("b.txt", "B\n")], "test -f b.txt");
+    finish_member(&dirs[2], "1.3", &[("c.txt", "C\n")], "test -f c.txt");
+    // Right after the next merges reach the base branch, git's post-merge hook SIGKILLs
+    // specrun (its grandparent): merged in git, not yet recorded in the state.
+    let hook = p.root().join(".git/hooks/post-merge");
+    std::fs::write(&hook, "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, _, _) = run_in(&p.root(), &["group", "merge"]);
+    assert_eq!(code, -1, "killed by the signal");
+    std::fs::remove_file(&hook).unwrap();
+    assert_eq!(member(&p, "1.1")["status"], "merged");
+    assert_eq!(
+        member(&p, "1.2")["status"],
+        "ready",
+        "the kill came before the record"
+    );
+    assert_eq!(
+        git_in(&p.root(), &["log", "--merges", "--format=%s"])
+            .lines()
+            .count(),
+        3
+    );
+    // Status and resume say where the group stands.
+    let status = ok_in(&p.root(), &["status"]);
+    assert!(
+        status.contains("1.1 merged") && status.contains("1.3 ready"),
+        "{status}"
+    );
+    let resume = run_in(&p.root(), &["resume"]).1;
+    assert!(resume.contains("group 1.1, 1.2, 1.3"), "{resume}");
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["merged"], serde_json::json!(["1.2", "1.3"]));
+    let merges = git_in(&p.root(), &["log", "--merges", "--format=%s"]);
+    assert_eq!(
+        merges.lines().count(),
+        3,
+        "no member merged twice:\n{merges}"
+    );
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert!(p.path(f).exists());
+    }
+    // A crash inside a merge (MERGE_HEAD left behind) is aborted and redone.
+    let (code, _) = merge(&p);
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_merge_left_half_done_by_a_crash_is_aborted_and_redone() {
+    let p = project();
+    let d1 = start(&p, "1.1");
+    let d2 = start(&p, "1.2");
+    let d3 = start(&p, "1.3");
+    finish_member(
+        &d1,
+        "1.1",
+        &[("a.txt", "A\n"), ("shared.txt", "alpha\n")],
+        "test -f a.txt",
+    );
+    finish_member(&d2, "1.2", &[("b.txt", "B\n")], "test -f b.txt");
+    finish_member(&d3, "1.3", &[("c.txt", "C\n")], "test -f c.txt");
+    git_in(
+        &p.root(),
+        &["merge", "--no-ff", "--no-commit", "specrun/demo/1.1"],
+    );
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        git_in(&p.root(), &["log", "--merges", "--format=%s"])
+            .lines()
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn rollback_of_a_member_saves_its_branch_work_and_removes_the_worktree() {
+    let p = project();
+    let dir = start(&p, "1.1");
+    std::fs::write(dir.join("a.txt"), "committed\n").unwrap();
+    git_in(&dir, &["add", "a.txt"]);
+    git_in(&dir, &["commit", "-qm", "member work"]);
+    std::fs::write(dir.join("shared.txt"), "uncommitted\n").unwrap();
+    let out = ok_in(&p.root(), &["task", "rollback", "1.1", "--json"]);
+    let doc: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let saved = doc["savedRef"].as_str().unwrap();
+    assert!(!dir.exists());
+    assert!(!branch_exists(&p, "specrun/demo/1.1"));
+    assert_eq!(
+        git_in(&p.root(), &["show", &format!("{saved}:a.txt")]),
+        "committed\n"
+    );
+    assert_eq!(
+        git_in(&p.root(), &["show", &format!("{saved}:shared.txt")]),
+        "uncommitted\n"
+    );
+    assert_eq!(member(&p, "1.1")["status"], "rolled-back");
+    // The retry starts clean from the base.
+    let again = start(&p, "1.1");
+    assert!(!again.join("a.txt").exists());
+}
+
+#[test]
+fn cancel_leaves_no_worktree_and_saves_every_members_work() {
+    let p = project();
+    let d1 = start(&p, "1.1");
+    let d2 = start(&p, "1.2");
+    std::fs::write(d1.join("a.txt"), "A\n").unwrap();
+    let out = ok_in(&p.root(), &["cancel", "--json"]);
+    let doc: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(doc["savedRefs"].as_array().unwrap().len(), 2, "{doc}");
+    assert!(!d1.exists() && !d2.exists());
+    assert_eq!(
+        git_in(&p.root(), &["show", "specrun/cancelled/demo/1.1:a.txt"]),
+        "A\n"
+    );
+    assert!(!git_in(&p.root(), &["worktree", "list"]).contains(".specrun"));
+}
+
+fn doctor_worktrees(p: &TempProject) -> Value {
+    let (_, out, _) = run_in(&p.root(), &["doctor", "--json"]);
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let checks = doc["checks"].as_array().unwrap();
+    checks
+        .iter()
+        .find(|c| c["id"] == "worktrees")
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn doctor_lists_stale_specrun_worktrees() {
+    let p = project();
+    let dir = start(&p, "1.1");
+    let check = doctor_worktrees(&p);
+    assert_eq!(
+        check["status"], "pass",
+        "an open member's worktree is not stale: {check}"
+    );
+    // The state forgets the member (a crash before the record, a re-init): now it is stale.
+    let mut state = p.state("demo");
+    state["isolation"]["members"] = serde_json::json!({});
+    std::fs::write(p.path("specs/demo/.specrun-state.json"), state.to_string()).unwrap();
+    let check = doctor_worktrees(&p);
+    assert_eq!(check["status"], "warn");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains(dir.to_str().unwrap()),
+        "{check}"
+    );
+}
+
+#[test]
+fn a_dirty_main_checkout_is_refused_with_the_files_named() {
+    let p = project();
+    p.write("shared.txt", "edited by hand\n");
+    p.write("new.txt", "x\n");
+    let (code, out, _) = run_in(&p.root(), &["task", "start", "1.1", "--worktree"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("shared.txt") && out.contains("new.txt"),
+        "{out}"
+    );
+    assert!(
+        p.state("demo")["attempts"].get("1.1").is_none(),
+        "nothing started"
+    );
+    assert_eq!(p.read("shared.txt"), "edited by hand\n");
+    assert!(!p.path(".specrun/worktrees").join("demo/1.1").exists());
+}
+
+#[test]
+fn a_detached_head_is_refused() {
+    let p = project();
+    let head = git_in(&p.root(), &["rev-parse", "HEAD"]);
+    git_in(&p.root(), &["checkout", "-q", head.trim()]);
+    let (code, out, _) = run_in(&p.root(), &["task", "start", "1.1", "--worktree"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("detached HEAD") && out.contains("git switch"),
+        "{out}"
+    );
+}
+
+#[test]
+fn outside_git_the_group_runs_in_the_shared_tree() {
+    let p = TempProject::bare();
+    p.spec("demo", TASKS);
+    p.init_state("demo");
+    let (code, out, err) = run_in(&p.root(), &["task", "start", "1.1", "--worktree"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("isolation unavailable") && err.contains("shared tree"),
+        "{err}"
+    );
+    assert_eq!(PathBuf::from(out.lines().last().unwrap()), p.root());
+    assert_eq!(p.state("demo")["attempts"]["1.1"][0]["status"], "running");
+}
+
+#[test]
+fn an_existing_branch_from_an_earlier_attempt_is_reused_with_the_base_merged_in() {
+    let p = project();
+    git_in(&p.root(), &["branch", "specrun/demo/1.1"]);
+    git_in(&p.root(), &["checkout", "-q", "specrun/demo/1.1"]);
+    p.write("a.txt", "earlier attempt\n");
+    git_in(&p.root(), &["add", "a.txt"]);
+    git_in(&p.root(), &["commit", "-qm", "earlier attempt"]);
+    git_in(&p.root(), &["checkout", "-q", "main"]);
+    p.write("base.txt", "moved on\n");
+    p.commit_all("base moved");
+    let (code, out, err) = run_in(&p.root(), &["task", "start", "1.1", "--worktree"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("exists from an earlier attempt"), "{out}");
+    let dir = PathBuf::from(out.lines().last().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("a.txt")).unwrap(),
+        "earlier attempt\n"
+    );
+    assert!(dir.join("base.txt").exists(), "the base was merged in");
+    let parents = git_in(&dir, &["log", "-1", "--format=%P"]);
+    assert_eq!(
+        parents.split_whitespace().count(),
+        2,
+        "a merge, not a rebase"
+    );
+}
+
+#[test]
+fn a_member_that_changed_files_outside_its_files_is_refused_and_loses_nothing() {
+    let p = project();
+    let dir = start(&p, "1.3");
+    std::fs::write(dir.join("c.txt"), "C\n").unwrap();
+    std::fs::write(dir.join("stray.txt"), "not mine\n").unwrap();
+    ok_in(
+        &dir,
+        &[
+            "verify",
+            "run",
+            "--task",
+            "1.3",
+            "--command",
+            "test -f c.txt",
+        ],
+    );
+    for stage in ["post-code", "post-test"] {
+        let f = dir.join(format!("../{stage}.json"));
+        std::fs::write(&f, critique_input(stage)).unwrap();
+        ok_in(
+            &dir,
+            &[
+                "critique",
+                "record",
+                "--task",
+                "1.3",
+                "--stage",
+                stage,
+                "--file",
+                f.to_str().unwrap(),
+            ],
+        );
+    }
+    let (code, out, _) = run_in(&dir, &["task", "complete", "1.3", "--check"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.contains("outside its Files") && out.contains("stray.txt"),
+        "{out}"
+    );
+    assert!(dir.join("stray.txt").exists());
+    assert_eq!(member(&p, "1.3")["status"], "running");
+}
+
+#[test]
+fn sequential_tasks_run_isolated_only_after_state_init_isolate() {
+    let p = TempProject::git();
+    p.spec(
+        "demo",
+        "- [ ] 1 One\n  - **Files**: one.txt\n  - **Verify**: `test -f one.txt`\n- [ ] 2 Two\n",
+    );
+    p.write(".gitignore", ".specrun/\n");
+    p.commit_all("spec");
+    p.init_state("demo");
+    let (code, out, _) = run_in(&p.root(), &["task", "start", "1", "--worktree"]);
+    assert_eq!(code, 1);
+    assert!(out.contains("state init --isolate"), "{out}");
+    ok_in(&p.root(), &["state", "init", "--isolate"]);
+    let dir = start(&p, "1");
+    finish_member(&dir, "1", &[("one.txt", "1\n")], "test -f one.txt");
+    let (code, _, err) = run_in(&p.root(), &["group", "merge"]);
+    assert_eq!(code, 2, "no [VERIFY] task and no recorded command: {err}");
+    assert!(
+        err.contains("--command") && err.contains("merges are kept"),
+        "{err}"
+    );
+    let (code, out, err) = run_in(
+        &p.root(),
+        &["group", "merge", "--command", "test -f one.txt"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(p.read("one.txt"), "1\n");
+}
+
+#[test]
+fn evidence_is_recorded_when_the_specrun_directory_is_gitignored() {
+    // Regression: the fingerprint named `.specrun` in an `:(exclude)` pathspec, and git
+    // fails an add whose pathspec names an ignored path.
+    let p = project();
+    p.write(".specrun/other.txt", "x\n");
+    ok_in(&p.root(), &["verify", "run", "--command", "true"]);
+    ok_in(&p.root(), &["verify", "status"]);
+}

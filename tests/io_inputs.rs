@@ -1,0 +1,111 @@
+//! Inputs that used to crash, hang or mislead: pathological path patterns, spec names
+//! that git refs cannot hold, a tasks file without tasks, a very long task list.
+
+mod common;
+mod task_helpers;
+
+use common::{run_bounded, TempProject};
+use task_helpers::*;
+
+const PATHOLOGICAL: &str = "**a**a**a**a**a**a**a**a**a**a**a**a**b";
+
+/// Regression: the backtracking matcher took 20 s (last-mile, rollback) and 45 s (a
+/// hook) on this pattern; each run here is killed past `BOUND`.
+#[test]
+fn pathological_patterns_do_not_hang_scope_checks_or_fingerprints() {
+    let tasks = format!(
+        "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: {PATHOLOGICAL}\n  - **Verify**: `true`\n"
+    );
+    let p = project(&tasks, &["--session-id", "s1"]);
+    p.write("specs/.current-spec", "demo\n");
+    run(&p, &["task", "start", "1.1"]);
+    let long = "a".repeat(60);
+    p.write(&format!("{long}/{long}"), "x\n");
+    for args in [&["last-mile"][..], &["task", "rollback", "1.1", "--force"]] {
+        let ran = run_bounded(&p, args, b"");
+        assert!(ran.code.is_some(), "{args:?} hung");
+        assert_ne!(ran.code, Some(101), "{args:?}: {}", ran.stderr);
+    }
+    // Outside git the fingerprint matches .gitignore rules: verify run and the hook.
+    let bare = TempProject::bare();
+    bare.spec("demo", &tasks);
+    bare.write("specs/.current-spec", "demo\n");
+    bare.write(".gitignore", &format!("{PATHOLOGICAL}\n"));
+    bare.write(&format!("{long}/{long}"), "x\n");
+    run(
+        &bare,
+        &["state", "init", "--spec", "demo", "--session-id", "s1"],
+    );
+    let ran = run_bounded(&bare, &["verify", "run", "--command", "true"], b"");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let stop = serde_json::json!({"session_id": "s1", "cwd": bare.root(),
+        "last_assistant_message": "ALL_TASKS_COMPLETE"});
+    let ran = run_bounded(&bare, &["hook", "stop"], stop.to_string().as_bytes());
+    assert_eq!(ran.code, Some(0), "the hook hung or failed: {}", ran.stderr);
+}
+
+/// One name rule: whitespace, bidirectional overrides and ref-breaking characters are
+/// refused wherever a name enters, so none reaches `task rollback`'s refs.
+#[test]
+fn spec_names_git_cannot_hold_are_refused_where_they_enter() {
+    let p = TempProject::git();
+    for name in ["my spec", "evil\u{202e}txt", "a:b"] {
+        p.spec(name, TASKS);
+        let ran = run_bounded(&p, &["state", "init", "--spec", name], b"");
+        assert_eq!(ran.code, Some(2), "{name:?}: {}", ran.stderr);
+        assert!(ran.stderr.contains("invalid spec name"), "{}", ran.stderr);
+        p.write("specs/.current-spec", &format!("{name}\n"));
+        for args in [
+            &["task", "rollback", "1.1"][..],
+            &["status"],
+            &["task", "start", "1.1"],
+        ] {
+            let ran = run_bounded(&p, args, b"");
+            assert_eq!(ran.code, Some(2), "{args:?} {name:?}: {}", ran.stderr);
+            assert!(ran.stderr.contains("invalid spec name"), "{}", ran.stderr);
+        }
+    }
+}
+
+#[test]
+fn tasks_next_on_a_file_without_tasks_says_there_are_none() {
+    let p = TempProject::git();
+    p.spec("demo", "# Tasks\n\nNothing planned yet.\n");
+    p.write("specs/.current-spec", "demo\n");
+    let ran = run_bounded(&p, &["tasks", "next"], b"");
+    assert_eq!(ran.code, Some(1));
+    assert!(
+        !ran.stdout.contains("all tasks are checked"),
+        "{}",
+        ran.stdout
+    );
+    assert!(ran.stdout.contains("holds no tasks"), "{}", ran.stdout);
+}
+
+/// `tasks list --json` is streamed: the same document, written task by task.
+#[test]
+fn tasks_list_json_streams_one_valid_document() {
+    let p = TempProject::git();
+    let mut text = String::from("# Tasks\n");
+    for i in 1..=2000 {
+        text.push_str(&format!(
+            "- [{}] {i} Task {i}\n",
+            if i % 3 == 0 { "x" } else { " " }
+        ));
+    }
+    p.spec("demo", &text);
+    p.write("specs/.current-spec", "demo\n");
+    let ran = run_bounded(&p, &["tasks", "list", "--json"], b"");
+    assert_eq!(ran.code, Some(0));
+    let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(doc["counts"]["total"], 2000);
+    assert_eq!(doc["counts"]["completed"], 666);
+    assert_eq!(doc["tasks"].as_array().unwrap().len(), 2000);
+    assert_eq!(doc["tasks"][2]["checked"], true);
+    let empty = TempProject::git();
+    empty.spec("demo", "# none\n");
+    empty.write("specs/.current-spec", "demo\n");
+    let ran = run_bounded(&empty, &["tasks", "list", "--json"], b"");
+    let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(doc["tasks"], serde_json::json!([]));
+}
