@@ -1,12 +1,15 @@
 //! One execution's story (pure): per task its attempts, durations, tokens, evidence,
 //! reviews, follow-ups and rollbacks; the halts and resumes; totals. Built from the state
-//! document, tasks.md, follow-ups, critique times and the spec's events.jsonl lines, then
-//! rendered as Markdown, JSON or one self-contained HTML page with an inline-SVG timeline.
+//! document, tasks.md, follow-ups, critique times, the spec's events.jsonl lines and the
+//! cost table `status` shows (`commands::status::cost_report`: per-task tokens, minutes and
+//! dollars come from the ledger, so report and status agree), then rendered as Markdown,
+//! JSON or one self-contained HTML page with an inline-SVG timeline.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::cost::CostReport;
 use crate::followups::Item;
 use crate::protocol;
 use crate::state::View;
@@ -31,9 +34,15 @@ pub struct TaskStory {
     pub title: String,
     pub checked: bool,
     pub attempts: Vec<Attempt>,
+    /// The task's attempts, start to end (a running one up to now), as the cost table has them.
     pub minutes: f64,
-    /// Output tokens spent on this task, when the state keeps a per-task ledger.
+    /// Tokens the ledger charged to this task (input, output and cache); `None` for a task
+    /// the cost table has no row for, or with an unusable ledger.
+    pub tokens: Option<u64>,
+    /// Of those, output tokens.
     pub output_tokens: Option<u64>,
+    /// Dollars, with a price table.
+    pub usd: Option<f64>,
     pub evidence: Option<Evidence>,
     pub post_code_at: Option<String>,
     pub post_test_at: Option<String>,
@@ -85,6 +94,14 @@ pub struct Totals {
     pub input_tokens: u64,
     pub max_output_tokens: Option<u64>,
     pub stops: u64,
+    /// Every token in the ledger (tasks and overhead, input, output and cache).
+    pub ledger_tokens: u64,
+    /// Tokens spent on no task.
+    pub overhead_tokens: u64,
+    /// Dollars, with a price table.
+    pub usd: Option<f64>,
+    /// Why the ledger or the prices could not be used.
+    pub cost_note: Option<String>,
 }
 
 /// The inputs gathered at the edge.
@@ -97,17 +114,9 @@ pub struct Inputs<'a> {
     pub critiques: &'a [(String, Option<String>, Option<String>)],
     /// This spec's events.jsonl lines, in order.
     pub events: &'a [Value],
+    /// The cost table, as `status` computes it.
+    pub cost: &'a CostReport,
     pub now: DateTime<Utc>,
-}
-
-/// Output tokens spent on one task. The per-task ledger (`taskUsage.<id>.outputTokens`)
-/// is the one place this reads; without it the column says "-".
-pub fn task_tokens(state: &Value, id: &str) -> Option<u64> {
-    state
-        .get("taskUsage")?
-        .get(id)?
-        .get("outputTokens")?
-        .as_u64()
 }
 
 fn parse(at: &str) -> Option<DateTime<Utc>> {
@@ -157,6 +166,15 @@ pub fn build(input: &Inputs<'_>) -> Report {
         input_tokens: v.input_tokens(),
         max_output_tokens: v.max_output_tokens(),
         stops: v.global_iteration(),
+        ledger_tokens: input.cost.total_tokens,
+        overhead_tokens: input.cost.overhead.total(),
+        usd: input.cost.usd,
+        cost_note: input
+            .cost
+            .ledger_error
+            .as_ref()
+            .map(|e| format!("cost ledger unusable: {e}"))
+            .or_else(|| input.cost.prices_error.clone()),
     };
     Report {
         spec: input.spec.to_string(),
@@ -199,6 +217,8 @@ fn story(input: &Inputs<'_>, t: &crate::tasks::Task, now: &str) -> TaskStory {
             started_at: str_of(r, "startedAt"),
             duration_ms: r.get("durationMs").and_then(Value::as_u64),
         });
+    let ledger_ok = input.cost.ledger_error.is_none();
+    let row = input.cost.tasks.iter().find(|r| r.id == id);
     let (post_code_at, post_test_at) = input
         .critiques
         .iter()
@@ -206,9 +226,11 @@ fn story(input: &Inputs<'_>, t: &crate::tasks::Task, now: &str) -> TaskStory {
         .map(|(_, a, b)| (a.clone(), b.clone()))
         .unwrap_or((None, None));
     TaskStory {
-        minutes: attempts.iter().filter_map(|a| a.minutes).sum(),
+        minutes: row.map_or(0.0, |r| r.minutes),
         rollbacks: attempts.iter().filter(|a| a.rollback_ref.is_some()).count(),
-        output_tokens: task_tokens(input.state, &id),
+        tokens: row.filter(|_| ledger_ok).map(|r| r.total_tokens),
+        output_tokens: row.filter(|_| ledger_ok).map(|r| r.tokens.output),
+        usd: row.and_then(|r| r.usd),
         followups: input
             .followups
             .iter()
@@ -281,8 +303,38 @@ fn opt(s: &Option<String>) -> &str {
     s.as_deref().unwrap_or("-")
 }
 
-fn tokens_cell(t: &TaskStory) -> String {
-    t.output_tokens.map_or("-".into(), |n| n.to_string())
+fn count_cell(n: Option<u64>) -> String {
+    n.map_or("-".into(), |n| n.to_string())
+}
+
+fn usd_cell(v: Option<f64>) -> String {
+    v.map_or("-".into(), |u| format!("{u:.2}"))
+}
+
+/// The totals sentence (Markdown and HTML share it; HTML escapes it).
+fn totals_text(t: &Totals) -> String {
+    let usd = t.usd.map(|u| format!(", ${u:.2}")).unwrap_or_default();
+    let note = t
+        .cost_note
+        .as_ref()
+        .map(|n| format!(" ({n})"))
+        .unwrap_or_default();
+    format!(
+        "{}/{} tasks checked, {} attempts ({} failed), {} rollbacks, {} halts, {} minutes, {} stops, output tokens {}{}, input tokens {}; ledger {} tokens ({} on no task){usd}{note}.",
+        t.checked,
+        t.tasks,
+        t.attempts,
+        t.failed,
+        t.rollbacks,
+        t.halts,
+        fmt_min(t.minutes),
+        t.stops,
+        t.output_tokens,
+        t.max_output_tokens.map(|m| format!(" of {m}")).unwrap_or_default(),
+        t.input_tokens,
+        t.ledger_tokens,
+        t.overhead_tokens
+    )
 }
 
 /// The report as Markdown.
@@ -294,8 +346,8 @@ pub fn markdown(r: &Report) -> String {
         opt(&r.started_at),
         opt(&r.ended_at)
     ));
-    s.push_str("| Task | Title | Done | Attempts | Minutes | Out tokens | Evidence | Reviews | Follow-ups | Rollbacks |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| Task | Title | Done | Attempts | Minutes | Tokens | Out tokens | USD | Evidence | Reviews | Follow-ups | Rollbacks |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for t in &r.tasks {
         let attempts: Vec<String> = t
             .attempts
@@ -316,7 +368,7 @@ pub fn markdown(r: &Report) -> String {
             (None, None) => "-",
         };
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             t.id,
             t.title.replace('|', "\\|"),
             if t.checked { "yes" } else { "no" },
@@ -326,7 +378,9 @@ pub fn markdown(r: &Report) -> String {
                 attempts.join(", ")
             },
             fmt_min(t.minutes),
-            tokens_cell(t),
+            count_cell(t.tokens),
+            count_cell(t.output_tokens),
+            usd_cell(t.usd),
             evidence,
             reviews,
             if t.followups.is_empty() {
@@ -365,21 +419,7 @@ pub fn markdown(r: &Report) -> String {
             opt(&h.resumed_at)
         ));
     }
-    let t = &r.totals;
-    s.push_str(&format!(
-        "\n## Totals\n\n{}/{} tasks checked, {} attempts ({} failed), {} rollbacks, {} halts, {} minutes, {} stops, output tokens {}{}, input tokens {}.\n",
-        t.checked,
-        t.tasks,
-        t.attempts,
-        t.failed,
-        t.rollbacks,
-        t.halts,
-        fmt_min(t.minutes),
-        t.stops,
-        t.output_tokens,
-        t.max_output_tokens.map(|m| format!(" of {m}")).unwrap_or_default(),
-        t.input_tokens
-    ));
+    s.push_str(&format!("\n## Totals\n\n{}\n", totals_text(&r.totals)));
     s
 }
 
@@ -501,13 +541,15 @@ pub fn html(r: &Report, now: DateTime<Utc>) -> String {
             )
         });
         rows.push_str(&format!(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>\n",
             esc(&t.id),
             esc(&t.title),
             if t.checked { "&#10003;" } else { "" },
             if attempts.is_empty() { "-".into() } else { attempts.join("<br>") },
             fmt_min(t.minutes),
-            tokens_cell(t),
+            count_cell(t.tokens),
+            count_cell(t.output_tokens),
+            usd_cell(t.usd),
             evidence,
             esc(opt(&t.post_code_at)),
             esc(opt(&t.post_test_at)),
@@ -530,7 +572,6 @@ pub fn html(r: &Report, now: DateTime<Utc>) -> String {
             })
             .collect()
     };
-    let t = &r.totals;
     format!(
         r#"<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>specrun report: {name}</title>
@@ -545,11 +586,11 @@ th{{background:#f6f8fa}}code{{font-size:12px}}.legend span{{display:inline-block
 <p class="legend"><span style="background:#2da44e"></span>done<span style="background:#cf222e"></span>failed<span style="background:#0969da"></span>running<span style="border-left:2px dashed #cf222e"></span>halt</p>
 {svg}
 <h2>Tasks</h2>
-<table><tr><th>Task</th><th>Title</th><th>Done</th><th>Attempts</th><th>Minutes</th><th>Out tokens</th><th>Evidence</th><th>Reviews (post-code / post-test)</th><th>Follow-ups</th><th>Rollbacks</th></tr>
+<table><tr><th>Task</th><th>Title</th><th>Done</th><th>Attempts</th><th>Minutes</th><th>Tokens</th><th>Out tokens</th><th>USD</th><th>Evidence</th><th>Reviews (post-code / post-test)</th><th>Follow-ups</th><th>Rollbacks</th></tr>
 {rows}</table>
 <h2>Halts</h2><ul>{halts}</ul>
 <h2>Totals</h2>
-<p>{checked}/{tasks} tasks checked, {attempts} attempts ({failed} failed), {rollbacks} rollbacks, {nhalts} halts, {minutes} minutes, {stops} stops, output tokens {out}{max}, input tokens {inp}.</p>
+<p>{totals}</p>
 </body></html>
 "#,
         name = esc(&r.spec),
@@ -557,20 +598,7 @@ th{{background:#f6f8fa}}code{{font-size:12px}}.legend span{{display:inline-block
         started = esc(opt(&r.started_at)),
         ended = esc(opt(&r.ended_at)),
         svg = timeline_svg(r, now),
-        checked = t.checked,
-        tasks = t.tasks,
-        attempts = t.attempts,
-        failed = t.failed,
-        rollbacks = t.rollbacks,
-        nhalts = t.halts,
-        minutes = fmt_min(t.minutes),
-        stops = t.stops,
-        out = t.output_tokens,
-        max = t
-            .max_output_tokens
-            .map(|m| format!(" of {m}"))
-            .unwrap_or_default(),
-        inp = t.input_tokens,
+        totals = esc(&totals_text(&r.totals)),
     )
 }
 
@@ -583,7 +611,10 @@ mod tests {
         let state = json!({
             "phase": "execution", "startedAt": "2026-01-01T00:00:00Z",
             "usage": {"outputTokens": 900, "inputTokens": 50}, "budget": {"maxOutputTokens": 5000},
-            "taskUsage": {"1.1": {"outputTokens": 300}},
+            "ledger": {
+                "tasks": {"1.1": {"byModel": {"m": {"input": 100000, "output": 300, "cacheRead": 20000}}}},
+                "run": {"byModel": {"m": {"output": 50}}}
+            },
             "attempts": {
                 "1.1": [{"n": 1, "status": "failed", "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:10:00Z", "reason": "tests <red>"},
                         {"n": 2, "status": "done", "startedAt": "2026-01-01T00:12:00Z", "endedAt": "2026-01-01T00:20:00Z"}],
@@ -591,7 +622,12 @@ mod tests {
             },
             "taskEvidence": {"1.1": {"command": "cargo test a|b", "exitCode": 0, "startedAt": "2026-01-01T00:15:00Z"}}
         });
-        let tasks = crate::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
+        let tasks = crate::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n- [ ] 1.3 Three\n");
+        let now = parse("2026-01-01T01:00:00Z").unwrap();
+        let prices = crate::prices::parse(r#"{"prices": {"m": {"input": 3, "output": 15}}}"#)
+            .unwrap()
+            .unwrap();
+        let cost = crate::cost::report(&state, &tasks, Ok(Some(&prices)), now);
         let events = vec![
             json!({"at": "2026-01-01T00:25:00Z", "event": "task-rollback", "task": "1.2", "halted": true}),
             json!({"at": "2026-01-01T00:30:00Z", "event": "resume", "cleared": "maxTaskIterations"}),
@@ -604,7 +640,8 @@ mod tests {
             followups: &[],
             critiques: &[("1.1".into(), Some("2026-01-01T00:16:00Z".into()), None)],
             events: &events,
-            now: parse("2026-01-01T01:00:00Z").unwrap(),
+            cost: &cost,
+            now,
         })
     }
 
@@ -613,8 +650,18 @@ mod tests {
         let r = sample();
         assert_eq!(r.tasks[0].attempts.len(), 2);
         assert_eq!(r.tasks[0].minutes, 18.0);
+        // Per-task figures are the cost table's: the ledger, priced.
+        assert_eq!(r.tasks[0].tokens, Some(120_300));
         assert_eq!(r.tasks[0].output_tokens, Some(300));
-        assert_eq!(r.tasks[1].output_tokens, None);
+        let usd = r.tasks[0].usd.unwrap();
+        assert!((usd - 0.3105).abs() < 1e-9, "{usd}");
+        // Attempts but no ledger charge: 0 tokens, as status shows; never started: none.
+        assert_eq!((r.tasks[1].tokens, r.tasks[1].minutes), (Some(0), 4.0));
+        assert_eq!((r.tasks[2].tokens, r.tasks[2].usd), (None, None));
+        assert_eq!(
+            (r.totals.ledger_tokens, r.totals.overhead_tokens),
+            (120_350, 50)
+        );
         assert_eq!(r.tasks[1].rollbacks, 1);
         assert_eq!(r.halts.len(), 2);
         assert_eq!(
@@ -628,7 +675,15 @@ mod tests {
         );
         assert_eq!(r.totals.minutes, 40.0);
         let md = markdown(&r);
-        assert!(md.contains("| 1.1 | One | yes | #1 failed, #2 done | 18.0 | 300 | exit 0 `cargo test a\\|b` | post-code |"), "{md}");
+        assert!(md.contains("| 1.1 | One | yes | #1 failed, #2 done | 18.0 | 120300 | 300 | 0.31 | exit 0 `cargo test a\\|b` | post-code |"), "{md}");
+        assert!(
+            md.contains("| 1.3 | Three | no | - | 0.0 | - | - | - |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("ledger 120350 tokens (50 on no task), $0.31."),
+            "{md}"
+        );
         assert!(md.contains("- 1.2 attempt 1: rolled back"), "{md}");
     }
 

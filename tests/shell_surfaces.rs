@@ -360,7 +360,16 @@ fn report_tells_the_story_in_markdown_json_and_one_html_file() {
     sh.ok("specrun critique record --task 1.1 --stage post-test");
     sh.ok("specrun task complete 1.1 --check");
     sh.ok("specrun followup add --category IDEA --priority low --title 'cache it' --task 1.1");
+    // What the hooks charge to the ledger, and a price table.
+    sh.ok(
+        r#"specrun state merge specs/demo/.specrun-state.json '{"ledger": {"tasks": {"1.1": {"byModel": {"m": {"input": 1000, "output": 200}}}}, "run": {"byModel": {"m": {"output": 7}}}}}'"#,
+    );
+    p.write(
+        ".specrun/config.json",
+        r#"{"prices": {"m": {"input": 3, "output": 15}}}"#,
+    );
     let doc: Value = serde_json::from_str(&sh.ok("specrun report --format json").stdout).unwrap();
+    let status: Value = serde_json::from_str(&sh.ok("specrun status --json").stdout).unwrap();
     let t = &doc["tasks"][0];
     assert_eq!(t["attempts"].as_array().unwrap().len(), 2);
     assert_eq!(t["attempts"][0]["reason"], "first try broke");
@@ -370,9 +379,27 @@ fn report_tells_the_story_in_markdown_json_and_one_html_file() {
     assert_eq!(doc["halts"].as_array().unwrap().len(), 1);
     assert!(doc["halts"][0]["resumedAt"].is_string());
     assert_eq!(doc["totals"]["attempts"], 2);
+    // Per-task cost figures are status's cost table (the ledger, priced).
+    let row = &status["cost"]["tasks"][0];
+    assert_eq!(row["id"], "1.1");
+    assert_eq!(
+        (t["tokens"].as_u64(), row["totalTokens"].as_u64()),
+        (Some(1200), Some(1200))
+    );
+    assert_eq!(t["outputTokens"], row["tokens"]["output"]);
+    assert_eq!(t["usd"], row["usd"]);
+    assert_eq!(t["minutes"], row["minutes"]);
+    assert!((t["usd"].as_f64().unwrap() - 0.006).abs() < 1e-9, "{t}");
+    assert_eq!(doc["totals"]["ledgerTokens"], status["cost"]["totalTokens"]);
+    assert_eq!(doc["totals"]["overheadTokens"], 7);
+    assert_eq!(doc["tasks"][1]["tokens"], Value::Null, "task 1.2 never ran");
     let md = sh.ok("specrun report").stdout;
     assert!(
         md.contains("| 1.1 | One | yes | #1 failed, #2 done |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(" | 1200 | 200 | 0.01 | exit 0 `true` |"),
         "{md}"
     );
     let html = sh.ok("specrun report --format html").stdout;

@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::commands::snapshot::{read_state, StateRead};
+use crate::commands::status::cost_report;
 use crate::commands::{followup, load_tasks_file};
 use crate::critique;
 use crate::error::{Error, Result};
@@ -40,6 +41,8 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         .collect();
     let events = spec_events(project, &spec)?;
     let now = chrono::Utc::now();
+    // The same cost table as `status`, so the two agree.
+    let cost = cost_report(project, &state, &tasks);
     let story = report::build(&Inputs {
         spec: &spec.name,
         state: &state,
@@ -47,6 +50,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         followups: &followups,
         critiques: &critiques,
         events: &events,
+        cost: &cost,
         now,
     });
     match args.format {
