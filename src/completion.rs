@@ -84,8 +84,37 @@ pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>)
         ));
     }
     out.extend(earned(name, state, tasks));
+    out.extend(unmerged(name, state));
     out.extend(costly(name, state, tasks, gates));
     out
+}
+
+/// An isolated group whose members are ticked but not all merged and verified: their work
+/// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
+fn unmerged(name: &str, state: &Value) -> Option<Unmet> {
+    let iso = crate::worktree::Isolation::read(state);
+    let open: Vec<String> = iso
+        .members
+        .iter()
+        .filter(|(_, m)| m.is_open())
+        .map(|(id, m)| format!("{id} {}", m.status))
+        .collect();
+    let group = iso.open_group();
+    if group.is_none() && open.is_empty() {
+        return None;
+    }
+    let status = group.map_or("done", |g| g.status.as_str());
+    let members = if open.is_empty() {
+        "every member merged, the merged tree not yet verified".to_string()
+    } else {
+        format!("not merged: {}", open.join(", "))
+    };
+    Some(Unmet::new(
+        "group-unmerged",
+        format!(
+            "the isolated group is {status} ({members}): `specrun group merge --spec {name}` merges the members and verifies the merged tree; it prints the next step."
+        ),
+    ))
 }
 
 /// The gates that need no I/O beyond the state and tasks.md: boxes ticked without
@@ -453,5 +482,40 @@ mod tests {
         );
         let planning = state(json!({"phase": "planning", "checkedAtInit": []}));
         assert_eq!(baseline_at_init(Some(&planning), &list).len(), 3);
+    }
+
+    #[test]
+    fn an_isolated_group_not_merged_and_verified_blocks() {
+        let member = |status: &str| json!({"branch": "specrun/demo/x", "worktree": "x", "base": "abc", "status": status});
+        let group = |status: &str| json!({"members": ["1.1", "1.2"], "baseBranch": "main", "base": "abc", "status": status});
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("running"),
+                          "members": {"1.1": member("merged"), "1.2": member("ready")}}}),
+        );
+        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["group-unmerged"]);
+        assert!(u[0].detail.contains("not merged: 1.2 ready"), "{}", u[0]);
+        assert!(
+            u[0].detail.contains("`specrun group merge --spec demo`"),
+            "{}",
+            u[0]
+        );
+        // All merged but the merged tree's verification failed: still open.
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("verify-failed"),
+                          "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
+        );
+        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["group-unmerged"]);
+        assert!(u[0].detail.contains("not yet verified"), "{}", u[0]);
+        // Complete: nothing to say.
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("complete"),
+                          "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
+        );
+        assert!(unmet("demo", &s, &parse(TWO), Some(&good())).is_empty());
     }
 }

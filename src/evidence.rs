@@ -417,9 +417,12 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
     // cannot be used: git fails the add when it names a gitignored path (`.specrun/` is
     // commonly ignored). The store's temp files (a state write in flight, which an
     // executor's `git add -A` may even have committed) are never evidence.
-    crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], &env)?;
+    add_all(dir, &env)?;
     let temps = format!(":(glob)**/.*{}*", crate::store::TEMP_MARK);
-    let mut rm_args = vec!["rm", "--cached", "-r", "-q", "--ignore-unmatch", "--"];
+    // `-f`: a bookkeeping or sibling file rewritten since the add (an events line, a state
+    // write) leaves a staged copy that differs from both HEAD and the file, which plain
+    // `rm --cached` refuses to drop; this index is ours and thrown away.
+    let mut rm_args = vec!["rm", "--cached", "-f", "-r", "-q", "--ignore-unmatch", "--"];
     rm_args.extend(excluded.iter().map(String::as_str));
     rm_args.push(&temps);
     crate::git::run(dir, &rm_args, &env)?;
@@ -454,6 +457,23 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         any = true;
     }
     Ok(if any { combined.finish_hex() } else { tree })
+}
+
+/// `git add -A` into the temporary index. A file truncated and rewritten while git reads it
+/// (a sibling executor's `echo … > file`) fails the add with a short read: the tree is in
+/// flux, so try again a moment later, twice at most.
+fn add_all(dir: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Result<()> {
+    let mut tries = 0;
+    loop {
+        match crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], env) {
+            Ok(_) => return Ok(()),
+            Err(_) if tries < 2 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(25 * tries));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// How much of a verification command's output a record keeps.
@@ -803,5 +823,43 @@ mod tree_tests {
         git(root, &["add", "-A"]);
         git(root, &["commit", "-qm", "tick"]);
         assert_eq!(current_tree(&project, &spec).unwrap(), t1);
+    }
+
+    /// A sibling rewriting its own (excluded) file while a member's fingerprint is taken:
+    /// between the temporary index's `add` and `rm --cached` the staged copy can differ from
+    /// both HEAD and the file, which plain `git rm --cached` refuses. Seen in the e2e
+    /// background group of three on Claude Code 2.1.332.
+    #[test]
+    fn an_excluded_file_rewritten_meanwhile_never_fails_the_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        git(&root, &["init", "-q"]);
+        std::fs::create_dir_all(root.join("specs/demo")).unwrap();
+        std::fs::write(root.join("specs/demo/tasks.md"), "- [ ] 1 A\n").unwrap();
+        std::fs::write(root.join("b.txt"), "committed\n").unwrap();
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "init"]);
+        let project = Project::discover(Some(&root)).unwrap();
+        let spec = project.spec(Some("demo")).unwrap().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (stop, path) = (stop.clone(), root.join("b.txt"));
+            std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    n += 1;
+                    std::fs::write(&path, "x".repeat((n % 50) as usize + 1)).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            })
+        };
+        let excluded = vec!["b.txt".to_string()];
+        let results: Vec<_> = (0..300)
+            .map(|_| fingerprint_excluding(&project, &spec, &excluded).map(|f| f.tree))
+            .collect();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
+        let trees: Vec<String> = results.into_iter().map(Result::unwrap).collect();
+        assert!(trees.windows(2).all(|w| w[0] == w[1]), "{trees:?}");
     }
 }

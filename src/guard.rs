@@ -951,22 +951,53 @@ pub struct ToolDecision {
     pub event: Value,
 }
 
-/// Decide a PreToolUse: quick mode's question denial, then the work denial. `None` when
-/// the guard has nothing to do with this session's call (another session's or an unowned
-/// execution, and no denial): nothing is answered or written.
+/// The tool call a PreToolUse hook is asked about: its name and, for `Agent`/`Task`, the
+/// `isolation` it asks for (`worktree`, `remote`; Claude Code 2.1.332).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ToolCall<'a> {
+    pub name: Option<&'a str>,
+    pub isolation: Option<&'a str>,
+}
+
+/// PreToolUse: an executing spec's delegation that asks Claude Code for its own
+/// `isolation`. specrun makes a member's worktree itself (DESIGN-NOTES, "Isolated
+/// groups"): in Claude Code's worktree the executor's verbs find no spec, and a remote
+/// agent's hooks never run here.
+fn deny_native_isolation(
+    name: &str,
+    state: &Value,
+    tool: ToolCall,
+    session: Option<&str>,
+) -> Option<String> {
+    let isolation = tool.isolation.filter(|i| !i.is_empty())?;
+    let applies =
+        matches!(tool.name, Some("Agent" | "Task")) && executing(state) && owned_by(state, session);
+    applies.then(|| format!(
+        "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree --spec {name}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
+    ))
+}
+
+/// Decide a PreToolUse: quick mode's question denial, then the work denial, then a
+/// delegation asking for Claude Code's own isolation. `None` when the guard has nothing to
+/// do with this session's call (another session's or an unowned execution, and no
+/// denial): nothing is answered or written.
 pub fn decide_pre_tool_use(
     name: &str,
     state: &Value,
-    tool_name: Option<&str>,
+    tool: ToolCall,
     session: Option<&str>,
     now: DateTime<Utc>,
 ) -> Option<ToolDecision> {
+    let tool_name = tool.name;
     let (rule, deny) = match deny_question(state, tool_name, session) {
         Some(reason) => ("quick-mode-question".to_string(), Some(reason)),
         None => match deny_delegation(name, state, tool_name, session, now) {
             Some((rule, reason)) => (rule, Some(reason)),
-            None if owned_by(state, session) => ("allow".to_string(), None),
-            None => return None,
+            None => match deny_native_isolation(name, state, tool, session) {
+                Some(reason) => ("native-isolation".to_string(), Some(reason)),
+                None if owned_by(state, session) => ("allow".to_string(), None),
+                None => return None,
+            },
         },
     };
     let event = json!({
@@ -1398,23 +1429,75 @@ mod tests {
     #[test]
     fn every_pre_tool_use_decision_of_the_owner_is_an_event() {
         let s = state();
-        let d = decide_pre_tool_use("demo", &s, Some("Agent"), Some("s1"), now()).unwrap();
+        let d = decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now()).unwrap();
         assert_eq!(d.deny, None);
         assert_eq!(
             (&d.event["decision"], &d.event["rule"], &d.event["tool"]),
             (&json!("allow"), &json!("allow"), &json!("Agent"))
         );
         assert_eq!(
-            decide_pre_tool_use("demo", &s, Some("Agent"), Some("s2"), now()),
+            decide_pre_tool_use("demo", &s, agent(None), Some("s2"), now()),
             None
         );
         let mut quick = state();
         quick["quickMode"] = json!(true);
         quick["sessionId"] = Value::Null;
-        let d = decide_pre_tool_use("demo", &quick, Some("AskUserQuestion"), Some("s2"), now())
-            .unwrap();
+        let d = decide_pre_tool_use(
+            "demo",
+            &quick,
+            ToolCall {
+                name: Some("AskUserQuestion"),
+                isolation: None,
+            },
+            Some("s2"),
+            now(),
+        )
+        .unwrap();
         assert!(d.deny.is_some());
         assert_eq!(d.event["rule"], "quick-mode-question");
+    }
+
+    fn agent(isolation: Option<&str>) -> ToolCall<'_> {
+        ToolCall {
+            name: Some("Agent"),
+            isolation,
+        }
+    }
+
+    #[test]
+    fn a_delegation_asking_for_claude_codes_own_isolation_is_denied_with_the_way() {
+        let s = state();
+        let d =
+            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s1"), now()).unwrap();
+        assert_eq!(d.event["rule"], "native-isolation");
+        let reason = d.deny.expect("denied");
+        assert!(
+            reason.contains("`specrun task start <id> --worktree --spec demo`"),
+            "{reason}"
+        );
+        assert!(
+            decide_pre_tool_use("demo", &s, agent(Some("remote")), Some("s1"), now())
+                .unwrap()
+                .deny
+                .is_some()
+        );
+        // Without isolation, from another session, or with nothing executing: allowed.
+        assert_eq!(
+            decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now())
+                .unwrap()
+                .deny,
+            None
+        );
+        assert_eq!(
+            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s2"), now()),
+            None
+        );
+        let mut done = state();
+        done["phase"] = json!("completed");
+        assert!(
+            decide_pre_tool_use("demo", &done, agent(Some("worktree")), Some("s1"), now())
+                .is_none_or(|d| d.deny.is_none())
+        );
     }
 
     /// `decide` with an executor running in the background.

@@ -525,3 +525,26 @@ fn row6a_agents_running_in_the_background_mean_wait_not_redelegate_nor_stall() {
         .unwrap()
         .contains("still working in the background"));
 }
+
+/// Issue 13: an isolated group whose members are ticked but whose branches were never merged
+/// (or whose merged tree was not verified) is not complete, however fresh the main
+/// checkout's evidence: the work is not in it.
+#[test]
+fn completion_refused_while_an_isolated_group_is_not_merged_and_verified() {
+    let member = |status: &str| json!({"branch": "specrun/demo/x", "worktree": "x", "base": "abc", "status": status});
+    let e = Exec::new(
+        ALL_DONE,
+        json!({"taskIndex": 2, "isolation": {
+            "group": {"members": ["1.1", "1.2"], "baseBranch": "main", "base": "abc", "status": "running"},
+            "members": {"1.1": member("ready"), "1.2": member("ready")}}}),
+    );
+    e.fresh_execution_evidence("true");
+    let out = json_of(&e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None)));
+    assert_eq!(out["decision"], "block", "{out}");
+    let reason = out["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the isolated group is running (not merged: 1.1 ready, 1.2 ready): `specrun group merge --spec demo`"),
+        "{reason}"
+    );
+    assert_eq!(e.state()["phase"], "execution");
+}

@@ -693,7 +693,14 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
     let decision = guard::decide_pre_tool_use(
         &active.spec.name,
         &active.state,
-        input.str("tool_name"),
+        guard::ToolCall {
+            name: input.str("tool_name"),
+            isolation: input
+                .doc
+                .get("tool_input")
+                .and_then(|t| t.get("isolation"))
+                .and_then(Value::as_str),
+        },
         input.session(),
         chrono::Utc::now(),
     )?;

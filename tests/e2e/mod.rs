@@ -208,6 +208,15 @@ pub fn notification_turns(run: &runner::Run) -> usize {
         .count()
 }
 
+/// The background results the coordinator received, counted by `<task-notification>`
+/// block: results that finish together may share one notification turn.
+pub fn notifications_delivered(run: &runner::Run) -> usize {
+    run.requests_of(fake_model::Agent::Main)
+        .iter()
+        .map(|r| fake_model::notifications(&r.last_user).len())
+        .sum()
+}
+
 /// A self-critique record as `specrun critique record` takes it: every checklist id of the
 /// stage, each passed with a note.
 pub fn critique_record(stage: &str) -> Value {

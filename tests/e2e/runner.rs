@@ -256,7 +256,7 @@ impl Run {
                 r.agent,
                 r.turn,
                 r.rule,
-                clip(&r.last_user, 400),
+                clip_middle(&r.last_user, 300),
                 reply.join(" | ")
             ));
         }
@@ -286,6 +286,16 @@ fn clip(s: &str, max: usize) -> String {
         return s.to_string();
     }
     format!("{}…", s.chars().take(max).collect::<String>())
+}
+
+/// The start and the end of `s` (an error's cause is often its last words).
+fn clip_middle(s: &str, each: usize) -> String {
+    let n = s.chars().count();
+    if n <= 2 * each {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(each).collect();
+    format!("{head}…{}", s.chars().skip(n - each).collect::<String>())
 }
 
 fn clip_tail(s: &str, max: usize) -> String {
