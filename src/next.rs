@@ -59,6 +59,11 @@ pub fn shell_step(
         Some("completed") => return None,
         _ => return Some(format!("specrun state init --spec {name}")),
     }
+    // An isolated group whose members are all done waits for its merge: `task start` of
+    // the task after it and `finish` are refused until `group merge` completes it.
+    if group_awaits_merge(doc) {
+        return Some(format!("specrun group merge --spec {name}"));
+    }
     if list.all_checked() {
         return (!v.completed()).then(|| format!("specrun finish --spec {name}"));
     }
@@ -116,6 +121,17 @@ pub fn running_attempt(state: &Value) -> Option<(String, u64, String)> {
                     .unwrap_or("")
                     .to_string(),
             )
+        })
+    })
+}
+
+/// An open isolated group none of whose members is still running.
+fn group_awaits_merge(state: &Value) -> bool {
+    let iso = crate::worktree::Isolation::read(state);
+    iso.open_group().is_some_and(|g| {
+        g.members.iter().all(|id| {
+            iso.member(id)
+                .is_none_or(|m| m.status != crate::worktree::RUNNING)
         })
     })
 }
@@ -213,6 +229,30 @@ mod tests {
         assert_eq!(
             shell_step("demo", None, Some(&empty), TaskProgress::default()),
             None
+        );
+    }
+
+    #[test]
+    fn a_finished_isolated_group_is_merged_next() {
+        let member =
+            |status: &str| json!({"branch": "b", "worktree": "w", "base": "c", "status": status});
+        let group = json!({"members": ["1.2", "1.3"], "baseBranch": "main", "base": "c", "status": "running"});
+        let mut s = json!({"phase": "execution", "isolation": {"group": group,
+            "members": {"1.2": member("ready"), "1.3": member("running")}}});
+        // A member still works: its own steps come first.
+        assert_ne!(
+            step(Some(s.clone()), TaskProgress::default()).unwrap(),
+            "specrun group merge --spec demo"
+        );
+        s["isolation"]["members"]["1.3"] = member("ready");
+        assert_eq!(
+            step(Some(s.clone()), TaskProgress::default()).unwrap(),
+            "specrun group merge --spec demo"
+        );
+        s["isolation"]["group"]["status"] = json!("complete");
+        assert_eq!(
+            step(Some(s), TaskProgress::default()).unwrap(),
+            "specrun task start 1.2 --spec demo"
         );
     }
 
