@@ -28,6 +28,7 @@ pub mod next;
 pub mod notify;
 pub mod output;
 pub mod prices;
+pub mod process;
 pub mod project;
 pub mod protocol;
 pub mod report;

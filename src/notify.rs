@@ -7,7 +7,6 @@
 //! after the time bound, so a hanging command neither blocks a hook's answer nor lives on.
 
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::events;
+use crate::process::Group;
 use crate::project::{Project, EVENTS_DIR};
 
 /// The environment variable naming the notify command (wins over the config file).
@@ -80,9 +80,9 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
         .arg("--timeout-ms")
         .arg(timeout().as_millis().to_string())
         .arg(cmd);
-    let mut child = spawn_quiet(runner, root)?;
+    let mut runner = Group::spawn(quiet(runner, root))?;
     // An event is far smaller than a pipe's buffer: this write does not wait for the runner.
-    if let Some(mut stdin) = child.stdin.take() {
+    if let Some(mut stdin) = runner.stdin.take() {
         stdin.write_all(event.to_string().as_bytes())?;
     }
     Ok(())
@@ -110,15 +110,14 @@ pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
     i32::from(!ok)
 }
 
-/// Start `cmd` in `root` in a process group of its own, stdin piped, output discarded
-/// (nothing may hold a hook's stdout open).
-fn spawn_quiet(mut cmd: Command, root: &Path) -> std::io::Result<std::process::Child> {
+/// `cmd` to run in `root` with stdin piped and output discarded (nothing may hold a hook's
+/// stdout open); `Group::spawn` gives it a process group of its own.
+fn quiet(mut cmd: Command, root: &Path) -> Command {
     cmd.current_dir(root)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
+        .stderr(Stdio::null());
+    cmd
 }
 
 enum Ended {
@@ -129,28 +128,20 @@ enum Ended {
 fn run_bounded(root: &Path, cmd: &str, input: &[u8], timeout: Duration) -> std::io::Result<Ended> {
     let mut sh = Command::new("sh");
     sh.arg("-c").arg(cmd);
-    let mut child = spawn_quiet(sh, root)?;
-    let pgid = child.id() as i32;
-    if let Some(mut stdin) = child.stdin.take() {
+    let mut group = Group::spawn(quiet(sh, root))?;
+    if let Some(mut stdin) = group.stdin.take() {
         // A command that never reads its stdin must not stall us: write from a thread.
         let input = input.to_vec();
         std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
     }
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Ended::Exited(status.code()));
+    match group.wait(Some(timeout))? {
+        Some(status) => Ok(Ended::Exited(status.code())),
+        None => {
+            group.kill();
+            let _ = group.wait(None);
+            Ok(Ended::Killed)
         }
-        if Instant::now() >= deadline {
-            // SAFETY: kill(2) on the command's own process group; no memory is shared.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-            let _ = child.wait();
-            return Ok(Ended::Killed);
-        }
-        std::thread::sleep(Duration::from_millis(20));
     }
 }

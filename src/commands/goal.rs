@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -16,6 +16,7 @@ use crate::goal::{
     self, ClaudeProbe, GoalFacts, LengthStatus, Readiness, SettingsContent, SettingsFile,
 };
 use crate::output;
+use crate::process::Group;
 use crate::project::Project;
 use crate::state::View;
 
@@ -208,26 +209,20 @@ pub fn probe_claude(timeout: Duration) -> ClaudeProbe {
         .stdin(Stdio::null())
         .stdout(out_w)
         .stderr(err_w);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
+    let mut group = match Group::spawn(cmd) {
+        Ok(g) => g,
         Err(e) => return ClaudeProbe::Failed(format!("cannot run {}: {e}", bin.display())),
     };
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() >= timeout => {
-                kill_group(child.id());
-                let _ = child.kill();
-                let _ = child.wait();
-                return ClaudeProbe::TimedOut {
-                    seconds: timeout.as_secs(),
-                };
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return ClaudeProbe::Failed(e.to_string()),
+    let status = match group.wait(Some(timeout)) {
+        Ok(Some(status)) => status,
+        Ok(None) => {
+            group.kill();
+            let _ = group.wait(None);
+            return ClaudeProbe::TimedOut {
+                seconds: timeout.as_secs(),
+            };
         }
+        Err(e) => return ClaudeProbe::Failed(e.to_string()),
     };
     let read = |f: &mut std::fs::File| {
         use std::io::{Read, Seek};
@@ -250,14 +245,4 @@ pub fn probe_claude(timeout: Duration) -> ClaudeProbe {
         });
     }
     ClaudeProbe::Output(format!("{stdout}\n{stderr}"))
-}
-
-/// SIGKILL the process group `pgid` (the probe's children included).
-fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
 }

@@ -17,14 +17,13 @@ use crate::commands::load_tasks_file;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Fingerprint, Freshness, OutputTail, RunRecord, Slot, TreeMethod};
 use crate::output;
+use crate::process::{self, Group, KILL_GRACE};
 use crate::project::{Project, Spec};
 use crate::store;
 
 pub const DEFAULT_PHASE: &str = "execution";
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
 pub const TIMEOUT_EXIT: i32 = 124;
-/// How long a process group gets between SIGTERM and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_secs(2);
 
 pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
     match cmd {
@@ -359,8 +358,6 @@ struct Outcome {
 /// last 4 KiB, and stop the whole group at the timeout — and whatever of the group is
 /// still running once the command itself has exited.
 fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> Result<Outcome> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-
     let (reader, writer) =
         std::io::pipe().map_err(|e| Error::io("<pipe>", "create an output pipe", e))?;
     let writer_for_stderr = writer
@@ -373,13 +370,11 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         // Unattended runs: a command waiting for input would hang, so it gets none.
         .stdin(Stdio::null())
         .stdout(writer)
-        .stderr(writer_for_stderr)
-        .process_group(0);
+        .stderr(writer_for_stderr);
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| Error::io("sh", "start", e))?;
-    // Our copies of the pipe's write end must close, or the reader never sees EOF.
-    drop(cmd);
-    let pgid = child.id() as i32;
+    // `spawn` drops `cmd`: our copies of the pipe's write end close, or the reader never
+    // sees EOF.
+    let mut group = Group::spawn(cmd).map_err(|e| Error::io("sh", "start", e))?;
 
     let tail = Arc::new(Mutex::new(OutputTail::new(evidence::OUTPUT_TAIL_BYTES)));
     let parser = Arc::new(Mutex::new(crate::testlog::Parser::default()));
@@ -407,44 +402,26 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
             let _ = pump_done_tx.send(());
         });
     }
-    let (exited_tx, exited) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = exited_tx.send(child.wait());
-    });
 
-    let mut timed_out = false;
-    let status = match timeout {
-        None => exited.recv().ok(),
-        Some(limit) => match exited.recv_timeout(limit) {
-            Ok(status) => Some(status),
-            Err(_) => {
-                timed_out = true;
-                stop_group(pgid);
-                exited.recv().ok()
-            }
-        },
-    };
+    let mut status = group.wait(timeout);
+    let timed_out = matches!(status, Ok(None));
+    if timed_out {
+        group.stop();
+        status = group.wait(None);
+    }
     let duration = started.elapsed();
     // Background processes the command left in its group would keep running against the
     // tree after the evidence is recorded (and hold the output pipe open).
-    if !timed_out && group_alive(pgid) {
-        stop_group(pgid);
+    if !timed_out && group.alive() {
+        group.stop();
     }
     // A process that left the group may still hold the pipe; do not wait for it forever.
     let _ = pump_done.recv_timeout(KILL_GRACE);
-    let status = status
-        .transpose()
-        .map_err(|e| Error::io("sh", "wait for", e))?;
+    let status = status.map_err(|e| Error::io("sh", "wait for", e))?;
     let exit_code = if timed_out {
         TIMEOUT_EXIT
     } else {
-        match status {
-            Some(s) => s
-                .code()
-                .or_else(|| s.signal().map(|n| 128 + n))
-                .unwrap_or(1),
-            None => 1,
-        }
+        status.map_or(1, process::exit_code)
     };
     let tail = tail.lock().expect("tail lock").text();
     let tests = std::mem::take(&mut *parser.lock().expect("parser lock")).finish();
@@ -454,53 +431,6 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         duration,
         tail,
         tests,
-    })
-}
-
-/// SIGTERM to the group, then SIGKILL if anything of it is still running after the grace.
-fn stop_group(pgid: i32) {
-    signal_group(pgid, libc::SIGTERM);
-    let deadline = Instant::now() + KILL_GRACE;
-    while Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    signal_group(pgid, libc::SIGKILL);
-}
-
-fn signal_group(pgid: i32, signal: libc::c_int) {
-    // SAFETY: kill(2) with a negative pid signals that process group; no memory is shared.
-    unsafe {
-        libc::kill(-pgid, signal);
-    }
-}
-
-/// Whether a process of the group is still running. Zombies do not count: an orphan
-/// waits for its reaper, which some container inits never are.
-fn group_alive(pgid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the group exists.
-    if unsafe { libc::kill(-pgid, 0) } != 0 {
-        return false;
-    }
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return true;
-    };
-    entries.flatten().any(|entry| {
-        let name = entry.file_name();
-        if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
-            return false;
-        }
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            return false;
-        };
-        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
-        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-            return false;
-        };
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
     })
 }
 
