@@ -6,6 +6,7 @@
 //! matches directories only; `*`, `?`, `[...]` and `**` (matched by `glob::Pattern`).
 //! Not supported: `.git/info/exclude`, `core.excludesFile`.
 
+use std::fs::Metadata;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -101,17 +102,47 @@ pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
 pub fn tree(root: &Path, excluded: &[String]) -> Result<String> {
     let mut overall = Sha256::default();
     overall.update(b"specrun-files-v1\0");
-    let mut rules = Vec::new();
-    walk(root, "", excluded, &mut rules, &mut overall)?;
+    walk(
+        root,
+        "",
+        excluded,
+        &mut Vec::new(),
+        &mut |rel, path, meta| add_entry(&mut overall, rel, path, meta),
+    )?;
     Ok(overall.finish_hex())
 }
 
+/// One entry's line of the fingerprint: its path, kind (file, exec, link) and the digest of
+/// its content or link target. Sockets, FIFOs and devices have no content to verify.
+fn add_entry(overall: &mut Sha256, rel: &str, path: &Path, meta: &Metadata) -> Result<()> {
+    let (kind, digest) = if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(path).map_err(|e| Error::io(path, "read", e))?;
+        ("link", super::sha256::hex(target.as_os_str().as_bytes()))
+    } else if meta.is_file() {
+        let exec = meta.permissions().mode() & 0o111 != 0;
+        (if exec { "exec" } else { "file" }, hash_file(path)?)
+    } else {
+        return Ok(());
+    };
+    overall.update(rel.len().to_string().as_bytes());
+    overall.update(b":");
+    overall.update(rel.as_bytes());
+    overall.update(b"\0");
+    overall.update(kind.as_bytes());
+    overall.update(b"\0");
+    overall.update(digest.as_bytes());
+    overall.update(b"\n");
+    Ok(())
+}
+
+/// Call `visit` with the root-relative path, path and metadata of every entry under `dir`
+/// that is not a directory, not ignored and not excluded, in sorted order (depth first).
 fn walk(
     dir: &Path,
     rel: &str,
     excluded: &[String],
     rules: &mut Vec<Rule>,
-    overall: &mut Sha256,
+    visit: &mut dyn FnMut(&str, &Path, &Metadata) -> Result<()>,
 ) -> Result<()> {
     let rules_before = rules.len();
     if let Ok(text) = crate::store::read_user_text(&dir.join(".gitignore"), ".gitignore") {
@@ -146,27 +177,10 @@ fn walk(
             continue;
         }
         if is_dir {
-            walk(&path, &child_rel, excluded, rules, overall)?;
-            continue;
-        }
-        let (kind, digest) = if meta.file_type().is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| Error::io(&path, "read", e))?;
-            ("link", super::sha256::hex(target.as_os_str().as_bytes()))
-        } else if meta.is_file() {
-            let exec = meta.permissions().mode() & 0o111 != 0;
-            (if exec { "exec" } else { "file" }, hash_file(&path)?)
+            walk(&path, &child_rel, excluded, rules, visit)?;
         } else {
-            // Sockets, fifos and devices have no content to verify.
-            continue;
-        };
-        overall.update(child_rel.len().to_string().as_bytes());
-        overall.update(b":");
-        overall.update(child_rel.as_bytes());
-        overall.update(b"\0");
-        overall.update(kind.as_bytes());
-        overall.update(b"\0");
-        overall.update(digest.as_bytes());
-        overall.update(b"\n");
+            visit(&child_rel, &path, &meta)?;
+        }
     }
     rules.truncate(rules_before);
     Ok(())
@@ -257,5 +271,171 @@ mod tests {
         assert_eq!(tree(root, &excluded).unwrap(), t1, "revert not restored");
         std::fs::rename(root.join("a.rs"), root.join("b.rs")).unwrap();
         assert_ne!(tree(root, &excluded).unwrap(), t1, "a rename went unseen");
+    }
+
+    /// Every path the walk keeps (files and links), sorted.
+    fn kept(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        walk(root, "", &[], &mut Vec::new(), &mut |rel, _, meta| {
+            if meta.is_file() || meta.file_type().is_symlink() {
+                out.push(rel.to_string());
+            }
+            Ok(())
+        })
+        .unwrap();
+        out.sort();
+        out
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    const ROOT_RULES: &str = "# comment\n*.[oa]\n[Bb]in/\na/**/b\n/build\n*.log\n!keep.log\n\
+        docs/*.tmp\nfoo[\n*.{x,y}\n\\#hash\n\\!bang\ntrail\\ \n";
+
+    /// Nested .gitignore files, negation (also re-including in a deeper file), classes
+    /// (`*.[oa]`, `[Bb]in/`), `a/**/b`, anchoring, directories only, escapes, literal braces
+    /// and an unclosed `[` (which matches nothing): what git keeps, we keep.
+    #[test]
+    fn gitignore_patterns_keep_what_git_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, ".gitignore", ROOT_RULES);
+        write(
+            root,
+            "sub/.gitignore",
+            "!important.o\n*.gen\n/anchored.txt\ndeep/\n",
+        );
+        write(root, "sub/deeper/.gitignore", "!*.gen\n");
+        for rel in [
+            "main.c",
+            "main.o",
+            "lib.a",
+            "lib.b",
+            "bin/x",
+            "Bin/y",
+            "binx/z",
+            "src/bin/w",
+            "e/bin/z",
+            "f/bin",
+            "bin2",
+            "a/b",
+            "a/x/y/b",
+            "a/x/b/c",
+            "xa/b",
+            "build/out",
+            "sub/build/out",
+            "x.log",
+            "keep.log",
+            "d/keep.log",
+            "docs/a.tmp",
+            "other/docs/a.tmp",
+            "sub/important.o",
+            "sub/x.gen",
+            "sub/anchored.txt",
+            "sub/q/anchored.txt",
+            "sub/deep/f",
+            "sub/x/deep/f",
+            "sub/deeper/y.gen",
+            "foo[",
+            "t.x",
+            "t.y",
+            "t.{x,y}",
+            "#hash",
+            "!bang",
+            "trail ",
+            "trail",
+        ] {
+            write(root, rel, "x");
+        }
+        let git_keeps = [
+            ".gitignore",
+            "bin2",
+            "binx/z",
+            "d/keep.log",
+            "f/bin",
+            "foo[",
+            "keep.log",
+            "lib.b",
+            "main.c",
+            "other/docs/a.tmp",
+            "sub/.gitignore",
+            "sub/build/out",
+            "sub/deeper/.gitignore",
+            "sub/deeper/y.gen",
+            "sub/important.o",
+            "sub/q/anchored.txt",
+            "t.x",
+            "t.y",
+            "trail",
+            "xa/b",
+        ];
+        assert_eq!(kept(root), git_keeps);
+        // And git itself says so (`git_keeps` is its answer, written out).
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .output()
+                .unwrap()
+        };
+        assert!(git(&["init", "-q"]).status.success());
+        let out = git(&[
+            "-c",
+            "core.excludesFile=/dev/null",
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+        ]);
+        let mut listed: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .split_terminator('\0')
+            .map(str::to_string)
+            .collect();
+        listed.sort();
+        assert_eq!(listed, git_keeps);
+    }
+
+    /// A `.gitignore` that is a FIFO, or a link to a device, is not read (an open of a
+    /// FIFO would wait for a writer forever): the fingerprint is taken without it.
+    #[test]
+    fn a_gitignore_that_is_a_fifo_or_a_device_does_not_hang_the_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        write(&root, "a.rs", "one");
+        write(&root, "sub/b.rs", "two");
+        let fifo = std::ffi::CString::new(root.join(".gitignore").as_os_str().as_bytes()).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("/dev/zero", root.join("sub/.gitignore")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(kept(&root));
+        });
+        let kept = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the walk hung on a FIFO .gitignore");
+        assert_eq!(kept, ["a.rs", "sub/.gitignore", "sub/b.rs"]);
+    }
+
+    /// The fingerprint's format, computed independently (Python's hashlib over
+    /// `specrun-files-v1\0` then `len:path\0kind\0sha256(content)\n` per file): evidence
+    /// recorded by an earlier build stays fresh.
+    #[test]
+    fn the_fingerprint_format_is_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        write(root, "a.txt", "one\n");
+        write(root, "d/b.txt", "two\n");
+        // A directory's files come before a sibling whose name extends the directory's.
+        write(root, "d.txt", "three\n");
+        assert_eq!(
+            tree(root, &[]).unwrap(),
+            "7c4a78b2f1b69f3238931950c78e43b73a9b8ff59f2ea269b5552741d23be7d4"
+        );
     }
 }
