@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use crate::acceptance::{self, Criterion, Manual, Mapping, Row, Run, Store};
 use crate::cli::AcCommand;
-use crate::commands::{load_spec_tasks, task::record_event};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::evidence::{self, Slot};
+use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::store;
@@ -252,7 +252,7 @@ impl Matrix {
 
 /// The matrix from the files as they are now (state read without its lock: a read-only view).
 pub fn matrix(project: &Project, spec: &Spec) -> Result<Matrix> {
-    let loaded = crate::commands::load_tasks_file(&spec.tasks_path())?;
+    let loaded = crate::tasks_file::load(&spec.tasks_path())?;
     let state = store::read_json(&spec.state_path())?;
     matrix_with(project, spec, &loaded.list, state.as_ref())
 }
@@ -294,11 +294,12 @@ pub fn describe_uncovered<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String
 // ---- verbs ----------------------------------------------------------------------------
 
 fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: bool) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, spec)?;
+    let ex = Exec::existing(project, spec)?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
-        require_task(&loaded.list, &loaded.path, t)?;
+        loaded.find(t)?;
     }
-    let crit: Vec<Criterion> = criteria(&spec, &loaded.list)?
+    let crit: Vec<Criterion> = criteria(spec, &loaded.list)?
         .into_iter()
         .filter(|c| task.is_none() || c.task.as_deref() == task)
         .collect();
@@ -313,13 +314,6 @@ fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: boo
         }
     }
     Ok(0)
-}
-
-fn require_task(list: &TaskList, path: &std::path::Path, id: &str) -> Result<()> {
-    list.find(id).map(|_| ()).map_err(|e| Error::Task {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
 }
 
 /// The criterion with this id, or an error listing the ids there are.
@@ -347,8 +341,9 @@ fn map(
     tests: &[String],
     json_out: bool,
 ) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, spec)?;
-    let c = find_criterion(&spec, &loaded.list, id)?;
+    let ex = Exec::existing(project, spec)?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
+    let c = find_criterion(spec, &loaded.list, id)?;
     let tests: Vec<String> = tests
         .iter()
         .map(|t| t.trim().to_string())
@@ -358,7 +353,7 @@ fn map(
         return Err(Error::Usage("--test needs a test name".into()));
     }
     let now = now_rfc3339();
-    update_store(&spec, |s| {
+    update_store(spec, |s| {
         s.criteria.insert(
             c.id.clone(),
             Mapping {
@@ -370,15 +365,11 @@ fn map(
         );
         Ok(())
     })?;
-    record_event(
-        project,
-        &spec,
-        json!({"event": "ac-map", "criterion": c.id, "tests": tests}),
-    );
+    ex.record_event(json!({"event": "ac-map", "criterion": c.id, "tests": tests}));
     let state = store::read_json(&spec.state_path()).ok().flatten();
     let runs = state
         .as_ref()
-        .map(|s| runs(project, &spec, s))
+        .map(|s| runs(project, spec, s))
         .unwrap_or_default();
     let states: Vec<_> = tests
         .iter()
@@ -415,10 +406,11 @@ fn confirm(
             "say why no automated test can cover this criterion and how it was checked (10 characters at least)",
         ));
     }
-    let (spec, loaded) = load_spec_tasks(project, spec)?;
-    let c = find_criterion(&spec, &loaded.list, id)?;
+    let ex = Exec::existing(project, spec)?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
+    let c = find_criterion(spec, &loaded.list, id)?;
     let now = now_rfc3339();
-    update_store(&spec, |s| {
+    update_store(spec, |s| {
         let entry = s.criteria.entry(c.id.clone()).or_default();
         entry.text = c.text.clone();
         entry.manual = Some(Manual {
@@ -427,9 +419,7 @@ fn confirm(
         });
         Ok(())
     })?;
-    record_event(
-        project,
-        &spec,
+    ex.record_event(
         json!({"event": "ac-confirm", "criterion": c.id, "manual": true, "reason": reason}),
     );
     if json_out {
@@ -451,12 +441,13 @@ fn status(
     task: Option<&str>,
     json_out: bool,
 ) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, spec)?;
+    let ex = Exec::existing(project, spec)?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
-        require_task(&loaded.list, &loaded.path, t)?;
+        loaded.find(t)?;
     }
     let state = store::read_json(&spec.state_path())?;
-    let mut m = matrix_with(project, &spec, &loaded.list, state.as_ref())?;
+    let mut m = matrix_with(project, spec, &loaded.list, state.as_ref())?;
     if let Some(t) = task {
         m.rows.retain(|r| r.task.as_deref() == Some(t));
     }

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cli::GoalArgs;
-use crate::commands::load_spec_tasks;
 use crate::error::Result;
+use crate::exec::Exec;
 use crate::goal::{
     self, ClaudeProbe, GoalFacts, LengthStatus, Readiness, SettingsContent, SettingsFile,
 };
@@ -26,7 +26,8 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 pub const MANAGED_SETTINGS_ENV: &str = "SPECRUN_MANAGED_SETTINGS";
 
 pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, args.spec.spec.as_deref())?;
+    let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let state = super::snapshot::read_state(&spec.state_path());
     let state_doc = match &state {
         super::snapshot::StateRead::Valid(doc) => Some(doc),

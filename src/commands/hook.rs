@@ -16,10 +16,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
+use crate::commands::ac;
 use crate::commands::hook_cost;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
-use crate::commands::{ac, load_tasks_file};
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::guard::{
@@ -29,6 +29,7 @@ use crate::guard::{
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
+use crate::tasks_file;
 use crate::{claims, critique, events, git, notify, output, store, testlog, uncounted};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
@@ -392,7 +393,7 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
-    load_tasks_file(&spec.tasks_path()).map(|loaded| loaded.list)
+    tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
 fn stop(input: &HookInput, active: Active) -> Option<Value> {

@@ -15,6 +15,7 @@ use crate::ledger::{self, Ledger, MessageUsage};
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
+use crate::tasks_file;
 use crate::{prices, transcript};
 
 /// Where the hook runs and when.
@@ -162,7 +163,7 @@ fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledge
         Err(e) => Err(e.as_str()),
     };
     // A fix task may have been inserted: count the tasks as they are now.
-    let list = crate::commands::load_tasks_file(&ctx.spec.tasks_path())?.list;
+    let list = tasks_file::load(&ctx.spec.tasks_path())?.list;
     match cost::spend_rule(after, ledger, &list, table, ctx.now) {
         Spend::Ok => {}
         Spend::Warn(w) => {
@@ -208,7 +209,7 @@ fn fail_over_caps(
     let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     for hit in cost::task_cap_hits(after, ledger, ctx.now) {
         // Re-read per failure: a fix task inserted for the previous one moved the ids.
-        let list = crate::commands::load_tasks_file(&ctx.spec.tasks_path())?.list;
+        let list = tasks_file::load(&ctx.spec.tasks_path())?.list;
         let out = super::task::fail_by_guard(
             &ctx.spec.tasks_path(),
             &list,

@@ -1,13 +1,9 @@
 //! One module per subcommand. Each takes its parsed arguments and returns the exit code
 //! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`.
 
-use std::path::{Path, PathBuf};
-
 use crate::cli::{Cli, Command};
-use crate::error::{Error, Result};
-use crate::project::{Project, Spec};
-use crate::store;
-use crate::tasks::{self, TaskList};
+use crate::error::Result;
+use crate::project::Project;
 
 pub mod ac;
 pub mod cancel;
@@ -68,58 +64,4 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
     }
-}
-
-/// A tasks.md read and parsed.
-pub struct LoadedTasks {
-    pub path: PathBuf,
-    pub text: String,
-    pub list: TaskList,
-}
-
-pub fn load_tasks_file(path: &Path) -> Result<LoadedTasks> {
-    let text = store::read_text(path, "tasks file")?;
-    let list = tasks::parse(&text);
-    Ok(LoadedTasks {
-        path: path.to_path_buf(),
-        text,
-        list,
-    })
-}
-
-/// The tasks.md named by `--file`, else the spec's.
-pub fn resolve_tasks_path(
-    project: &Project,
-    spec: Option<&str>,
-    file: Option<&Path>,
-) -> Result<PathBuf> {
-    match file {
-        Some(f) => Ok(project.cwd.join(f)),
-        None => Ok(project.require_spec(spec)?.tasks_path()),
-    }
-}
-
-/// The text of the tasks.md `--file` names (a user file: read wherever it is, see
-/// `store::read_user_file`), else of the spec's (bookkeeping).
-pub fn read_tasks_text(
-    project: &Project,
-    spec: Option<&str>,
-    file: Option<&Path>,
-) -> Result<(PathBuf, String)> {
-    let path = resolve_tasks_path(project, spec, file)?;
-    let text = match file {
-        Some(_) => store::read_user_text(&path, "tasks file")?,
-        None => store::read_text(&path, "tasks file")?,
-    };
-    Ok((path, text))
-}
-
-/// The spec and its tasks; a missing spec directory is named as such.
-pub fn load_spec_tasks(project: &Project, spec: Option<&str>) -> Result<(Spec, LoadedTasks)> {
-    let spec = project.require_spec(spec)?;
-    if !spec.dir.is_dir() {
-        return Err(Error::missing("spec directory", &spec.dir));
-    }
-    let loaded = load_tasks_file(&spec.tasks_path())?;
-    Ok((spec, loaded))
 }

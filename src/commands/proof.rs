@@ -10,10 +10,10 @@ use serde_json::{json, Value};
 use crate::acceptance::Justification;
 use crate::cli::TaskVerbArgs;
 use crate::commands::ac;
-use crate::commands::task::{append_progress, record_event};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::evidence;
+use crate::exec::Exec;
 use crate::git;
 use crate::integrity::{self, FileDiff, Finding, Status};
 use crate::output;
@@ -356,20 +356,17 @@ pub fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &s
             "say why the change is right (10 characters at least)",
         ));
     }
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let (_lock, state) = crate::commands::task::lock_state(&spec)?;
-    let list = crate::commands::load_tasks_file(&spec.tasks_path())?;
-    let task = list.list.find(&args.id).map_err(|e| Error::Task {
-        path: list.path.clone(),
-        message: e.to_string(),
-    })?;
-    let id = task.label();
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (_lock, state) = ex.lock_state()?;
+    let list = ex.tasks()?;
+    let id = list.find(&args.id)?.label();
     if attempt_start(&state, &id).is_none() {
         return Err(Error::Refused {
             message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
         });
     }
-    let found = findings(project, &spec, &state, &id)?;
+    let found = findings(project, spec, &state, &id)?;
     let Some(f) = found.iter().find(|f| f.id == finding) else {
         let known: Vec<String> = found.iter().map(|f| f.to_string()).collect();
         return Err(Error::bad_input(
@@ -385,7 +382,7 @@ pub fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &s
         ));
     };
     let now = now_rfc3339();
-    ac::update_store(&spec, |s| {
+    ac::update_store(spec, |s| {
         s.justifications.entry(id.clone()).or_default().insert(
             f.id.clone(),
             Justification {
@@ -406,11 +403,8 @@ pub fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &s
         f.line,
         f.detail
     );
-    append_progress(&spec.progress_path(), JUSTIFICATIONS_HEADING, &line, None)?;
-    record_event(
-        project,
-        &spec,
-        json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
+    ex.append_progress(JUSTIFICATIONS_HEADING, &line, None)?;
+    ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
     );
     if args.json {
         output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));

@@ -3,15 +3,16 @@
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
+use crate::commands::followup;
 use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::status::cost_report;
-use crate::commands::{followup, load_tasks_file};
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
 use crate::store;
+use crate::tasks_file;
 
 pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let spec = project.require_spec(args.spec.spec.as_deref())?;
@@ -27,7 +28,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         }
         StateRead::Invalid(e) => return Err(Error::Refused { message: e }),
     };
-    let tasks = load_tasks_file(&spec.tasks_path())?.list;
+    let tasks = tasks_file::load(&spec.tasks_path())?.list;
     let followups = followup::load(&spec).map(|s| s.items).unwrap_or_default();
     let critiques: Vec<(String, Option<String>, Option<String>)> = tasks
         .tasks

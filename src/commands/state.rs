@@ -5,9 +5,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::{StateCommand, StateInitArgs};
-use crate::commands::load_spec_tasks;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
+use crate::exec::Exec;
 use crate::goal::shell_word;
 use crate::output;
 use crate::project::Project;
@@ -84,7 +84,8 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 }
 
 fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, args.spec.spec.as_deref())?;
+    let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let counts = loaded.list.counts();
     let params = InitParams {
         name: spec.name.clone(),

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::{isolate, load_tasks_file, tasks_cmd, LoadedTasks};
+use crate::commands::isolate;
 use crate::critique;
 use crate::error::{Error, Result};
-use crate::events::{self, now_rfc3339};
+use crate::events::now_rfc3339;
 use crate::evidence::{self, Slot};
+use crate::exec::{refuse, report, Exec};
 use crate::followups;
 use crate::git;
 use crate::output;
@@ -20,6 +21,7 @@ use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unm
 use crate::state;
 use crate::store;
 use crate::tasks::Task;
+use crate::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
@@ -39,107 +41,10 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     }
 }
 
-/// The state document read under its (already held) lock; a missing file says how to
-/// create one.
-pub fn read_state(spec: &Spec) -> Result<Value> {
-    let path = spec.state_path();
-    let doc = store::read_json(&path)?.ok_or_else(|| no_state(spec))?;
-    state::typecheck(&doc, &path.display().to_string())?;
-    Ok(doc)
-}
-
-/// Lock and read a spec's state. A missing state is named before the lock is taken, so a
-/// refused command leaves no lock file behind.
-pub fn lock_state(spec: &Spec) -> Result<(store::Lock, Value)> {
-    if !spec.state_path().exists() {
-        return Err(no_state(spec));
-    }
-    let lock = store::lock(&spec.state_path(), store::DEFAULT_LOCK_WAIT)?;
-    let state = read_state(spec)?;
-    Ok((lock, state))
-}
-
-/// No state file: the step that creates one, or the one before it when there are no tasks.
-fn no_state(spec: &Spec) -> Error {
-    let name = &spec.name;
-    let message = if spec.tasks_path().exists() {
-        format!(
-            "no execution state at {}: run `specrun state init --spec {name}` first",
-            spec.state_path().display()
-        )
-    } else {
-        format!(
-            "spec {name} has no tasks ({} does not exist): write them there (one `- [ ] 1.1 Title` line each, the format is in plugin/templates/tasks.md), then run `specrun state init --spec {name}`",
-            spec.tasks_path().display()
-        )
-    };
-    Error::Refused { message }
-}
-
-/// Apply a verb's patch to the state read under the lock and write it atomically.
-pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value> {
-    let next = state::apply_patch(Some(current.clone()), patch, &path.display().to_string())?;
-    store::write_atomic(path, &store::to_pretty_bytes(&next))?;
-    Ok(next)
-}
-
-/// Print a verb's result: one line (or one JSON object); warnings to stderr.
-pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
-    if json_out {
-        let mut doc = json!({
-            "ok": true, "verb": verb, "subject": subject, "changed": out.changed,
-            "halted": out.halted, "message": out.message, "notes": out.notes,
-        });
-        state::merge_into(&mut doc, &extra);
-        output::json_line(&doc);
-        return;
-    }
-    output::line(&out.message);
-    for note in &out.notes {
-        match note.strip_prefix("warning: ") {
-            Some(w) => output::warn(w),
-            None => output::line(note),
-        }
-    }
-}
-
-/// Print the unmet preconditions and return exit 1.
-pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32 {
-    if json_out {
-        let list: Vec<Value> = unmet.iter().map(Unmet::to_json).collect();
-        output::json_line(&json!({"ok": false, "verb": verb, "subject": subject, "unmet": list}));
-    } else {
-        output::line(&format!("{verb} {subject} refused:"));
-        for u in unmet {
-            output::line(&format!("  - {u}"));
-        }
-    }
-    1
-}
-
-pub fn record_event(project: &Project, spec: &Spec, fields: Value) {
-    let mut line = json!({"spec": spec.name});
-    state::merge_into(&mut line, &fields);
-    if let Err(e) = events::append(project, line) {
-        output::warn(&format!("could not record the event: {e}"));
-    }
-}
-
 /// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
-fn refused(
-    project: &Project,
-    spec: &Spec,
-    verb: &str,
-    id: &str,
-    unmet: &[Unmet],
-    json_out: bool,
-) -> i32 {
+fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> i32 {
     let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-    record_event(
-        project,
-        spec,
-        json!({"event": format!("task-{verb}"), "task": id, "refused": names}),
-    );
+    ex.record_event(json!({"event": format!("task-{verb}"), "task": id, "refused": names}));
     refuse(&format!("task {verb}"), id, unmet, json_out)
 }
 
@@ -156,42 +61,31 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Outcome) {
     }
 }
 
-struct Held {
-    spec: Spec,
-    state_path: PathBuf,
+struct Held<'a> {
+    ex: Exec<'a>,
     _lock: store::Lock,
     state: Value,
     tasks: LoadedTasks,
 }
 
-fn hold(project: &Project, args: &TaskVerbArgs) -> Result<Held> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let state_path = spec.state_path();
-    let (lock, state) = lock_state(&spec)?;
-    let tasks = load_tasks_file(&spec.tasks_path())?;
+fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let (lock, state) = ex.lock_state()?;
+    let tasks = ex.tasks()?;
     Ok(Held {
-        spec,
-        state_path,
+        ex,
         _lock: lock,
         state,
         tasks,
     })
 }
 
-fn find<'a>(held: &'a Held, id: &str) -> Result<&'a Task> {
-    held.tasks.list.find(id).map_err(|e| Error::Task {
-        path: held.tasks.path.clone(),
-        message: e.to_string(),
-    })
-}
-
 fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
     let iso = crate::worktree::Isolation::read(&held.state);
-    let refuse_start =
-        |unmet: &[Unmet]| refused(project, &held.spec, "start", &id, unmet, args.json);
+    let refuse_start = |unmet: &[Unmet]| refused(&held.ex, "start", &id, unmet, args.json);
     if let Some(unmet) = isolate::group_gate(&iso, task) {
         return Ok(refuse_start(&[unmet]));
     }
@@ -206,7 +100,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        match isolate::start(project, &held.spec, &held.state, &held.tasks.list, task)? {
+        match isolate::start(project, &held.ex.spec, &held.state, &held.tasks.list, task)? {
             isolate::Start::Shared(note) => {
                 output::warn(&note);
                 path = Some(project.tree.clone());
@@ -238,14 +132,12 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
         state::merge_into(&mut patch, p);
     }
     if out.patch.is_some() || iso_patch.is_some() {
-        write_state(&held.state_path, &held.state, &patch)?;
+        held.ex.write_state(&held.state, &patch)?;
     }
     let branch = iso_patch
         .as_ref()
-        .map(|_| crate::worktree::branch_name(&held.spec.name, &id));
-    record_event(
-        project,
-        &held.spec,
+        .map(|_| crate::worktree::branch_name(&held.ex.spec.name, &id));
+    held.ex.record_event(
         json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
                "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
     );
@@ -302,35 +194,11 @@ pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
     }
 }
 
-/// Under `path`'s own lock, append `line` to a markdown section (file created if absent).
-pub fn append_progress(
-    path: &Path,
-    heading: &str,
-    line: &str,
-    dedupe: Option<&str>,
-) -> Result<bool> {
-    let _lock = store::lock(path, store::DEFAULT_LOCK_WAIT)?;
-    let text = match store::read_optional(path)? {
-        None => String::new(),
-        Some(bytes) => String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
-            path: path.to_path_buf(),
-        })?,
-    };
-    if let Some(text_key) = dedupe {
-        if protocol::section_has(&text, heading, text_key) {
-            return Ok(false);
-        }
-    }
-    let next = protocol::append_to_section(&text, heading, line);
-    store::write_atomic(path, next.as_bytes())?;
-    Ok(true)
-}
-
 fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let spec = &held.spec;
+    let spec = &held.ex.spec;
     let member = isolate::open_member(project, spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
@@ -339,7 +207,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let now = now_rfc3339();
     if let Some((m, dir)) = &member {
         if let Some(unmet) = isolate::scope_unmet(project, spec, task, m, dir)? {
-            return Ok(refused(project, spec, "complete", &id, &[unmet], args.json));
+            return Ok(refused(&held.ex, "complete", &id, &[unmet], args.json));
         }
     }
     let own = (id.as_str(), task.verify_command());
@@ -374,10 +242,10 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {
             unmet.extend(proof);
-            return Ok(refused(project, spec, "complete", &id, &unmet, args.json));
+            return Ok(refused(&held.ex, "complete", &id, &unmet, args.json));
         }
         Ok(_) if !proof.is_empty() => {
-            return Ok(refused(project, spec, "complete", &id, &proof, args.json));
+            return Ok(refused(&held.ex, "complete", &id, &proof, args.json));
         }
         Ok(out) => out,
     };
@@ -396,25 +264,22 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // between leaves a checked task with a running attempt, which a rerun completes), and
     // the progress line added once (a rerun of a completed task adds it if it is missing).
     if out.check_box {
-        tasks_cmd::check(&held.tasks.path, &id, true)?;
+        tasks_file::check(&held.tasks.path, &id, true)?;
         crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
-        append_progress(
-            &spec.progress_path(),
+        held.ex.append_progress(
             protocol::COMPLETED_HEADING,
             line,
             line.strip_prefix("- [x] "),
         )?;
         crate::fault::point("complete:progress-written");
     }
-    record_event(
-        project,
-        spec,
+    held.ex.record_event(
         json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
     );
     report(
@@ -429,9 +294,9 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
 
 fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let member = isolate::open_member(project, &held.spec, &held.state, &id);
+    let member = isolate::open_member(project, &held.ex.spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -449,28 +314,26 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     };
     let out = match protocol::fail(&input) {
         Err(unmet) => {
-            return Ok(refused(project, &held.spec, "fail", &id, &unmet, args.json));
+            return Ok(refused(&held.ex, "fail", &id, &unmet, args.json));
         }
         Ok(out) => out,
     };
     // tasks.md first, then the state: a crash in between leaves the fix task in the file
     // but not in the state; the rerun adopts it (protocol::plan_fix) instead of adding one.
     if let Some(fix) = out.fix.as_ref().filter(|f| insert && !f.adopted) {
-        insert_fix(&held.tasks.path, &id, fix)?;
+        tasks_file::insert_fix(&held.tasks.path, &id, fix)?;
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
         crate::fault::point("fail:state-written");
     }
-    record_event(
-        project,
-        &held.spec,
+    held.ex.record_event(
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
                "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone()),
                "branch": branch}),
     );
-    notify_halt(project, &held.spec, &id, &out);
+    notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task fail",
         &id,
@@ -517,30 +380,9 @@ pub fn fail_by_guard(
         Err(_) => return Ok(None),
     };
     if let Some(fix) = &out.fix {
-        insert_fix(tasks_path, id, fix)?;
+        tasks_file::insert_fix(tasks_path, id, fix)?;
     }
     Ok(Some(out))
-}
-
-/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
-/// re-reading the file so an edit made since is not lost.
-fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
-    store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
-        let list = crate::tasks::parse(&text);
-        let task = list.find(id).map_err(|e| Error::Task {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        if list.find(&fix.id).is_ok() {
-            return Err(Error::Task {
-                path: path.to_path_buf(),
-                message: format!("task id {} already exists", fix.id),
-            });
-        }
-        let anchor = protocol::fix_anchor(&list, task);
-        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
-        Ok((Some(next), ()))
-    })
 }
 
 // ---- rollback -------------------------------------------------------------------------
@@ -651,9 +493,10 @@ pub fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
 
 fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    if let Some((member, dir)) = isolate::rollback_target(project, &held.spec, &held.state, &id) {
+    if let Some((member, dir)) = isolate::rollback_target(project, &held.ex.spec, &held.state, &id)
+    {
         return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
     }
     let root = &project.root;
@@ -669,21 +512,19 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
+    let bookkeeping = evidence::bookkeeping_paths(project, &held.ex.spec);
     let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
         a.get("startCommit")
             .and_then(Value::as_str)
             .map(str::to_string)
     });
     let changed = match (&head, &start) {
-        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.spec, root, s)?,
+        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
         _ => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
-            return Ok(refused(
-                project, &held.spec, "rollback", &id, &unmet, args.json,
-            ));
+            return Ok(refused(&held.ex, "rollback", &id, &unmet, args.json));
         }
         Ok(plan) => plan,
     };
@@ -692,12 +533,12 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     let message = format!(
         "specrun rollback of task {id} attempt {} (spec {}): work discarded from {}",
         plan.n,
-        held.spec.name,
+        held.ex.spec.name,
         protocol::short_commit(&plan.start_commit)
     );
     let base = format!(
         "refs/heads/specrun/rollback/{}/{id}-{}",
-        held.spec.name, plan.n
+        held.ex.spec.name, plan.n
     );
     // Nothing left to save and a ref of this attempt already there: an earlier rollback
     // was killed after saving; its ref (not a new, empty one) is what the state records.
@@ -719,6 +560,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:head-moved");
     let mut excludes: Vec<String> = Vec::new();
     let spec_rel = held
+        .ex
         .spec
         .dir
         .strip_prefix(root)
@@ -741,15 +583,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
     }
-    record_event(
-        project,
-        &held.spec,
+    held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "to": plan.start_commit, "halted": out.halted}),
     );
-    notify_halt(project, &held.spec, &id, &out);
+    notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task rollback",
         &id,
@@ -779,26 +619,20 @@ fn rollback_isolated(
             .map(str::to_string)
     });
     let changed = match &start {
-        Some(s) => crate::worktree::changed_since(project, &held.spec, dir, s)?,
+        Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
-        Err(unmet) => {
-            return Ok(refused(
-                project, &held.spec, "rollback", &id, &unmet, json_out,
-            ))
-        }
+        Err(unmet) => return Ok(refused(&held.ex, "rollback", &id, &unmet, json_out)),
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
-        isolate::rollback_member(project, &held.spec, &id, plan.n, member, dir)?;
+        isolate::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
     state::merge_into(&mut patch, &member_patch);
-    write_state(&held.state_path, &held.state, &patch)?;
-    record_event(
-        project,
-        &held.spec,
+    held.ex.write_state(&held.state, &patch)?;
+    held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),
     );

@@ -13,12 +13,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
-use crate::commands::load_tasks_file;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Fingerprint, Freshness, OutputTail, RunRecord, Slot, TreeMethod};
+use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::store;
+use crate::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
@@ -36,10 +37,10 @@ pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
             spec,
             timeout,
         } => {
-            let spec = project.require_spec(spec.spec.as_deref())?;
-            let slot = resolve_slot(&spec, phase, task)?;
-            let plan = plan_run(&spec, &slot, command, accept_other)?;
-            run_and_record(project, &spec, &slot, &plan, timeout)
+            let ex = Exec::new(project, spec.spec.as_deref())?;
+            let slot = resolve_slot(&ex, phase, task)?;
+            let plan = plan_run(&ex.spec, &slot, command, accept_other)?;
+            run_and_record(project, &ex.spec, &slot, &plan, timeout)
         }
         VerifyCommand::Status {
             phase,
@@ -47,22 +48,22 @@ pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
             spec,
             json,
         } => {
-            let spec = project.require_spec(spec.spec.as_deref())?;
-            let slot = resolve_slot(&spec, phase, task)?;
-            status(project, &spec, &slot, json)
+            let ex = Exec::new(project, spec.spec.as_deref())?;
+            let slot = resolve_slot(&ex, phase, task)?;
+            status(project, &ex.spec, &slot, json)
         }
     }
 }
 
 /// `--phase P` or `--task ID` (checked against tasks.md), not both; default the
 /// execution phase.
-fn resolve_slot(spec: &Spec, phase: Option<String>, task: Option<String>) -> Result<Slot> {
+fn resolve_slot(ex: &Exec, phase: Option<String>, task: Option<String>) -> Result<Slot> {
     match (phase, task) {
         (Some(_), Some(_)) => Err(Error::Usage(
             "--phase and --task name different evidence slots; give one of them".into(),
         )),
         (None, Some(id)) => {
-            require_task(spec, &id)?;
+            ex.require_task(&id)?;
             Ok(Slot::Task(id))
         }
         (phase, None) => {
@@ -71,15 +72,6 @@ fn resolve_slot(spec: &Spec, phase: Option<String>, task: Option<String>) -> Res
             Ok(Slot::Phase(phase))
         }
     }
-}
-
-/// A task id must name exactly one task of the spec's tasks.md.
-pub fn require_task(spec: &Spec, id: &str) -> Result<()> {
-    let loaded = load_tasks_file(&spec.tasks_path())?;
-    loaded.list.find(id).map(|_| ()).map_err(|e| Error::Task {
-        path: loaded.path.clone(),
-        message: e.to_string(),
-    })
 }
 
 /// What `verify run` runs, and how it relates to the task's own Verify command.
@@ -105,12 +97,8 @@ pub fn plan_run(
 ) -> Result<RunPlan> {
     let own_verify = match slot {
         Slot::Task(id) => {
-            let loaded = load_tasks_file(&spec.tasks_path())?;
-            let task = loaded.list.find(id).map_err(|e| Error::Task {
-                path: loaded.path.clone(),
-                message: e.to_string(),
-            })?;
-            task.verify_command().map(str::to_string)
+            let loaded = tasks_file::load(&spec.tasks_path())?;
+            loaded.find(id)?.verify_command().map(str::to_string)
         }
         Slot::Phase(_) => None,
     };
@@ -221,7 +209,7 @@ pub fn record_run(
     // A member in its own worktree sees no sibling's edits: nothing is left out.
     let excluded_paths = match slot {
         Slot::Task(_) if project.in_worktree() => Vec::new(),
-        Slot::Task(id) => evidence::sibling_files(&load_tasks_file(&spec.tasks_path())?.list, id),
+        Slot::Task(id) => evidence::sibling_files(&tasks_file::load(&spec.tasks_path())?.list, id),
         Slot::Phase(_) => Vec::new(),
     };
     let before = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
@@ -518,7 +506,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     // A task's record counts only from its own Verify command (or one a person accepted).
     let fit = match (slot, record) {
         (Slot::Task(id), Some(r)) => {
-            let list = load_tasks_file(&spec.tasks_path())?.list;
+            let list = tasks_file::load(&spec.tasks_path())?.list;
             let own = list.find(id).ok().and_then(|t| t.verify_command());
             Some(evidence::command_fit(r, own))
         }
