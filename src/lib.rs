@@ -16,6 +16,7 @@ pub mod error;
 pub mod events;
 pub mod evidence;
 pub mod exec;
+pub mod facts;
 pub mod fault;
 pub mod followups;
 pub mod git;

@@ -14,13 +14,13 @@ use serde_json::{json, Value};
 
 use crate::cli::DoctorArgs;
 use crate::error::Result;
+use crate::facts::{read_state, StateRead};
 use crate::output;
 use crate::project::{self, Project};
 use crate::state::{self, View};
 use crate::store;
 
 use super::goal::probe_readiness;
-use super::snapshot::{read_state, StateRead};
 
 /// How long a lock may stay held before doctor calls it stuck.
 const LOCK_GRACE: Duration = Duration::from_secs(3);

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use crate::cli::GoalArgs;
 use crate::error::Result;
 use crate::exec::Exec;
+use crate::facts::{self, StateRead};
 use crate::goal::{
     self, ClaudeProbe, GoalFacts, LengthStatus, Readiness, SettingsContent, SettingsFile,
 };
@@ -28,9 +29,9 @@ pub const MANAGED_SETTINGS_ENV: &str = "SPECRUN_MANAGED_SETTINGS";
 pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
-    let state = super::snapshot::read_state(&spec.state_path());
+    let state = facts::read_state(&spec.state_path());
     let state_doc = match &state {
-        super::snapshot::StateRead::Valid(doc) => Some(doc),
+        StateRead::Valid(doc) => Some(doc),
         _ => None,
     };
     let counts = loaded.list.counts();
@@ -74,14 +75,14 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     }
     // The goal cannot be met while the execution cannot run; say so before it is set.
     match &state {
-        super::snapshot::StateRead::Absent => warnings.push(format!(
+        StateRead::Absent => warnings.push(format!(
             "spec {} has no execution state: run `specrun state init --spec {}` before setting the goal",
             spec.name, spec.name
         )),
-        super::snapshot::StateRead::Invalid(e) => warnings.push(format!(
+        StateRead::Invalid(e) => warnings.push(format!(
             "the execution state cannot be read ({e}): the guard and the task verbs will refuse it"
         )),
-        super::snapshot::StateRead::Valid(doc) => {
+        StateRead::Valid(doc) => {
             let v = View(doc);
             if v.halt().is_some() {
                 warnings.push(format!(

@@ -18,10 +18,10 @@ use serde_json::{json, Value};
 use crate::cli::HookEvent;
 use crate::commands::ac;
 use crate::commands::hook_cost;
-use crate::commands::snapshot::{read_state, StateRead};
 use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
+use crate::facts::{read_state, StateRead};
 use crate::guard::{
     self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
     UsageRead,

@@ -10,6 +10,7 @@ use crate::cli::LastMileArgs;
 use crate::error::Result;
 use crate::events;
 use crate::evidence;
+use crate::facts::{self, StateRead};
 use crate::git;
 use crate::goal::SettingsContent;
 use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
@@ -17,10 +18,9 @@ use crate::output;
 use crate::project::Project;
 
 use super::goal::{find_on_path, read_settings};
-use super::snapshot::{self, StateRead};
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
-    let facts = snapshot::collect(project, args.spec.spec.as_deref())?;
+    let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let state = match &facts.state {
         StateRead::Absent => StateInput::Absent,
         StateRead::Invalid(e) => StateInput::Invalid(e),
@@ -106,7 +106,7 @@ fn runnable(root: &Path, program: &str) -> bool {
     find_on_path(program).is_some()
 }
 
-fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
+fn git_facts(project: &Project, facts: &facts::Facts) -> GitFacts {
     let root = &project.root;
     let mut committed_since_start = Vec::new();
     if let (Some(list), Some(state)) = (&facts.tasks, facts.state_doc()) {

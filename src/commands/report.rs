@@ -4,10 +4,10 @@ use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::commands::followup;
-use crate::commands::snapshot::{read_state, StateRead};
-use crate::commands::status::cost_report;
+use crate::cost;
 use crate::critique;
 use crate::error::{Error, Result};
+use crate::facts::{read_state, StateRead};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
@@ -43,7 +43,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let events = spec_events(project, &spec)?;
     let now = chrono::Utc::now();
     // The same cost table as `status`, so the two agree.
-    let cost = cost_report(project, &state, &tasks);
+    let cost = cost::priced_report(project, &state, &tasks);
     let story = report::build(&Inputs {
         spec: &spec.name,
         state: &state,

@@ -4,10 +4,10 @@
 use serde_json::json;
 
 use crate::cli::ResumeArgs;
-use crate::commands::status::shell_step;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::{refuse, report, Exec};
+use crate::facts::shell_step;
 use crate::next::Audience;
 use crate::output;
 use crate::project::Project;

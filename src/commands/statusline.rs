@@ -9,8 +9,8 @@ use std::path::Path;
 use chrono::Utc;
 use serde_json::Value;
 
-use crate::commands::snapshot::{read_state, StateRead};
-use crate::commands::status::minutes_since;
+use crate::facts::{read_state, StateRead};
+use crate::next::minutes_since;
 use crate::output;
 use crate::project::Project;
 use crate::state::View;

@@ -1,6 +1,6 @@
 //! `specrun tasks count|list|next|show|check`.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::Result;
@@ -122,18 +122,4 @@ pub fn detail(t: &Task) -> String {
     }
     out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
     out.join("\n")
-}
-
-/// The `current` object of snapshot: one task's facts.
-pub fn task_json(t: &Task) -> Value {
-    json!({
-        "id": t.label(),
-        "title": t.title,
-        "markers": t.markers,
-        "lineStart": t.line_start,
-        "lineEnd": t.line_end,
-        "verify": t.verify,
-        "files": t.files,
-        "depends": t.depends,
-    })
 }
