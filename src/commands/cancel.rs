@@ -5,10 +5,10 @@
 use serde_json::json;
 
 use crate::cli::CancelArgs;
-use crate::commands::isolate;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::{report, Exec};
+use crate::isolation;
 use crate::project::Project;
 use crate::protocol;
 
@@ -18,7 +18,7 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let (_lock, state) = ex.lock_state()?;
     let mut out = protocol::cancel(&state, &now_rfc3339());
     // Isolated members leave no worktree behind; their work is saved to a ref first.
-    let (members_patch, saved) = isolate::cancel_members(project, spec, &state)?;
+    let (members_patch, saved) = isolation::cancel_members(project, spec, &state)?;
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
     crate::state::merge_into(&mut patch, &members_patch);
     if out.patch.is_some() || !saved.is_empty() {

@@ -445,7 +445,7 @@ fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
     let state = spec
         .as_ref()
         .and_then(|s| store::read_json(&s.state_path()).ok().flatten());
-    let stale = super::isolate::stale_worktrees(project, state.as_ref(), spec.as_ref());
+    let stale = crate::isolation::stale_worktrees(project, state.as_ref(), spec.as_ref());
     if stale.is_empty() {
         return Check::pass(ID, "no stale specrun worktree");
     }

@@ -16,7 +16,6 @@ pub mod goal;
 pub mod group;
 pub mod hook;
 pub mod hook_cost;
-pub mod isolate;
 pub mod last_mile;
 pub mod learn;
 pub mod new;

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::{refuse, report, Exec};
 use crate::facts::shell_step;
+use crate::isolation;
 use crate::next::Audience;
 use crate::output;
 use crate::project::Project;
@@ -31,9 +32,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(json!({"event": "resume", "refused": names}));
             let code = refuse("resume", &spec.name, &unmet, args.json);
-            if let (Some((text, _)), false) =
-                (super::isolate::summary(&spec.name, &state), args.json)
-            {
+            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &state), args.json) {
                 output::line(&text);
             }
             Ok(code)
@@ -50,7 +49,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                                   "tokens": raises.tokens, "minutes": raises.minutes,
                                   "usd": raises.usd}}),
             );
-            let group = super::isolate::summary(&spec.name, &state);
+            let group = isolation::summary(&spec.name, &state);
             report(
                 "resume",
                 &spec.name,

@@ -15,6 +15,7 @@ use crate::cli::StatusArgs;
 use crate::cost::{self, CostReport, Level};
 use crate::error::{Error, Result};
 use crate::facts::{self, collect, Facts, StateRead};
+use crate::isolation;
 use crate::ledger::Tokens;
 use crate::next::{self, minutes_since};
 use crate::output;
@@ -113,7 +114,7 @@ pub struct Dashboard {
     pub cost: Option<CostReport>,
     /// The isolated group's standing; `status --json` has it as `isolation`.
     #[serde(skip)]
-    pub group: Option<super::isolate::Standing>,
+    pub group: Option<isolation::Standing>,
 }
 
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
@@ -217,7 +218,7 @@ impl Dashboard {
         d.next_shell = facts::shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
         d.group = facts
             .state_doc()
-            .and_then(|doc| super::isolate::standing(&spec.name, doc));
+            .and_then(|doc| isolation::standing(&spec.name, doc));
         d
     }
 

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::isolate;
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
@@ -15,9 +14,11 @@ use crate::evidence::{self, Slot};
 use crate::exec::{refuse, report, Exec};
 use crate::followups;
 use crate::git;
+use crate::isolation;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
+use crate::saved_work;
 use crate::state;
 use crate::store;
 use crate::tasks::Task;
@@ -86,7 +87,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let id = task.label();
     let iso = crate::worktree::Isolation::read(&held.state);
     let refuse_start = |unmet: &[Unmet]| refused(&held.ex, "start", &id, unmet, args.json);
-    if let Some(unmet) = isolate::group_gate(&iso, task) {
+    if let Some(unmet) = isolation::group_gate(&iso, task) {
         return Ok(refuse_start(&[unmet]));
     }
     let mut head = git::head(&project.tree);
@@ -100,13 +101,13 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        match isolate::start(project, &held.ex.spec, &held.state, &held.tasks.list, task)? {
-            isolate::Start::Shared(note) => {
+        match isolation::start(project, &held.ex.spec, &held.state, &held.tasks.list, task)? {
+            isolation::Start::Shared(note) => {
                 output::warn(&note);
                 path = Some(project.tree.clone());
             }
-            isolate::Start::Refused(unmet) => return Ok(refuse_start(&[unmet])),
-            isolate::Start::Isolated {
+            isolation::Start::Refused(unmet) => return Ok(refuse_start(&[unmet])),
+            isolation::Start::Isolated {
                 path: dir,
                 head: member_head,
                 patch,
@@ -199,14 +200,14 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
     let spec = &held.ex.spec;
-    let member = isolate::open_member(project, spec, &held.state, &id);
+    let member = isolation::open_member(project, spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
     };
     let now = now_rfc3339();
     if let Some((m, dir)) = &member {
-        if let Some(unmet) = isolate::scope_unmet(project, spec, task, m, dir)? {
+        if let Some(unmet) = isolation::scope_unmet(project, spec, task, m, dir)? {
             return Ok(refused(&held.ex, "complete", &id, &[unmet], args.json));
         }
     }
@@ -253,7 +254,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // from there.
     let mut branch = None;
     if let Some((m, dir)) = &member {
-        let (patch, note) = isolate::commit_ready(project, spec, task, m, dir)?;
+        let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
         if let Some(p) = out.patch.as_mut() {
             state::merge_into(p, &patch);
         }
@@ -296,7 +297,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let member = isolate::open_member(project, &held.ex.spec, &held.state, &id);
+    let member = isolation::open_member(project, &held.ex.spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -387,115 +388,12 @@ pub fn fail_by_guard(
 
 // ---- rollback -------------------------------------------------------------------------
 
-/// Commit the whole working tree (and, as a second parent, the index) on top of HEAD
-/// without touching the user's index: the discarded work, reachable from one commit.
-pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
-    let ident = crate::worktree::identity_env(root);
-    let env: Vec<(&str, &std::ffi::OsStr)> =
-        ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-    let mut parents = vec![head.to_string()];
-    // The staged state as its own commit, so staged-but-since-edited content survives too.
-    // An index with conflicts cannot be written as a tree; the working tree still is.
-    if let Ok(index_tree) = git::run(root, &["write-tree"], &[]) {
-        let index_commit = git::run(
-            root,
-            &[
-                "commit-tree",
-                index_tree.trim(),
-                "-p",
-                head,
-                "-m",
-                &format!("{message} (index)"),
-            ],
-            &env,
-        )?;
-        parents.push(index_commit.trim().to_string());
-    }
-    let git_dir = git::git_dir(root).ok_or_else(|| Error::Git {
-        args: "rev-parse".into(),
-        message: format!("{} is not inside a git repository", root.display()),
-    })?;
-    let temp_index = tempfile::Builder::new()
-        .prefix("specrun-rollback-index-")
-        .tempfile_in(&git_dir)
-        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let _ = std::fs::remove_file(temp_index.path());
-        }
-        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
-    }
-    let mut index_env = env.clone();
-    index_env.push(("GIT_INDEX_FILE", temp_index.path().as_os_str()));
-    git::run(root, &["add", "-A", "--", "."], &index_env)?;
-    let tree = git::run(root, &["write-tree"], &index_env)?;
-    let mut args = vec!["commit-tree", tree.trim()];
-    for p in &parents {
-        args.push("-p");
-        args.push(p);
-    }
-    args.push("-m");
-    args.push(message);
-    Ok(git::run(root, &args, &env)?.trim().to_string())
-}
-
-/// The newest of `base`, `base.2`, `base.3`… that exists, with its commit.
-fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
-    let listed = git::run(
-        root,
-        &[
-            "for-each-ref",
-            "--format=%(refname) %(objectname)",
-            base,
-            &format!("{base}.*"),
-        ],
-        &[],
-    )
-    .ok()?;
-    listed
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter_map(|(name, commit)| {
-            let k = match name.strip_prefix(base)? {
-                "" => 1,
-                rest => rest.strip_prefix('.')?.parse::<u32>().ok()?,
-            };
-            Some((k, name.to_string(), commit.to_string()))
-        })
-        .max_by_key(|(k, _, _)| *k)
-        .map(|(_, name, commit)| (name, commit))
-}
-
-/// Point a new ref (never an existing one) at `commit`; returns its full name.
-pub fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
-    for k in 1..1000 {
-        let name = if k == 1 {
-            base.to_string()
-        } else {
-            format!("{base}.{k}")
-        };
-        // An empty old value makes update-ref refuse to overwrite an existing ref.
-        match git::run(root, &["update-ref", &name, commit, ""], &[]) {
-            Ok(_) => return Ok(name),
-            // Only a taken name is worth another try; anything else fails the same way.
-            Err(e) if git::run(root, &["rev-parse", "--verify", "-q", &name], &[]).is_err() => {
-                return Err(e)
-            }
-            Err(_) => {}
-        }
-    }
-    Err(Error::Git {
-        args: format!("update-ref {base}"),
-        message: "no free ref name".into(),
-    })
-}
-
 fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    if let Some((member, dir)) = isolate::rollback_target(project, &held.ex.spec, &held.state, &id)
+    if let Some((member, dir)) =
+        isolation::rollback_target(project, &held.ex.spec, &held.state, &id)
     {
         return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
     }
@@ -543,13 +441,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     // Nothing left to save and a ref of this attempt already there: an earlier rollback
     // was killed after saving; its ref (not a new, empty one) is what the state records.
     let earlier = (changed.is_empty() && head == plan.start_commit)
-        .then(|| latest_ref(root, &base))
+        .then(|| saved_work::latest_ref(root, &base))
         .flatten();
     let (ref_name, saved) = match earlier {
         Some(found) => found,
         None => {
-            let saved = save_work(root, &head, &message)?;
-            (create_ref(root, &base, &saved)?, saved)
+            let saved = saved_work::save_work(root, &head, &message)?;
+            (saved_work::create_ref(root, &base, &saved)?, saved)
         }
     };
     crate::fault::point("rollback:work-saved");
@@ -627,7 +525,7 @@ fn rollback_isolated(
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
-        isolate::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
+        isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
     state::merge_into(&mut patch, &member_patch);
