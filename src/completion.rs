@@ -31,7 +31,7 @@ pub struct Gates {
     /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
     pub blockers: Result<Vec<Blocker>, String>,
     /// Acceptance criteria not covered, each described with its fix
-    /// (`commands::ac::describe_uncovered`); empty when the execution does not enforce them.
+    /// (`criteria::describe_uncovered`); empty when the execution does not enforce them.
     pub criteria: Vec<String>,
 }
 

@@ -1,15 +1,15 @@
 //! `specrun finish`: the shell's way to complete an execution. It judges the same gates as
 //! the Stop hook's ALL_TASKS_COMPLETE — `completion::unmet` on the facts
-//! `hook::completion_gates` gathers — so a gate added there binds both.
+//! `gates::completion_gates` gathers — so a gate added there binds both.
 
 use serde_json::json;
 
 use crate::cli::FinishArgs;
-use crate::commands::hook::completion_gates;
 use crate::completion;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::Exec;
+use crate::gates::completion_gates;
 use crate::guard;
 use crate::notify;
 use crate::output;

@@ -1,15 +1,15 @@
 //! `specrun followup add|list|resolve`: the spec's followups.json, changed under its own
 //! lock (follow-ups never touch the state file).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::exec::Exec;
-use crate::followups::{Item, NewItem, Store};
+use crate::followups::{self, Item, NewItem};
 use crate::output;
-use crate::project::{Project, Spec};
+use crate::project::Project;
 use crate::store;
 
 fn category(c: FollowupCategory) -> &'static str {
@@ -26,19 +26,6 @@ fn priority(p: FollowupPriority) -> &'static str {
         FollowupPriority::Medium => "medium",
         FollowupPriority::Low => "low",
     }
-}
-
-fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
-    Store::from_json(doc).map_err(|message| Error::Shape {
-        path: spec.followups_path(),
-        message,
-    })
-}
-
-/// The spec's follow-ups as stored (an absent file is an empty store).
-pub fn load(spec: &Spec) -> Result<Store> {
-    let doc = store::read_json(&spec.followups_path())?;
-    parse_store(spec, doc.as_ref())
 }
 
 pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
@@ -68,7 +55,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             let now = now_rfc3339();
             let added =
                 store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
-                    let mut s = parse_store(spec, doc.as_ref())?;
+                    let mut s = followups::parse_store(spec, doc.as_ref())?;
                     match s.add(new, &now) {
                         Ok(item) => {
                             let item = item.clone();
@@ -108,7 +95,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             json: json_out,
         } => {
             let ex = Exec::existing(project, spec.spec.as_deref())?;
-            let store = load(&ex.spec)?;
+            let store = followups::load(&ex.spec)?;
             let items: Vec<&Item> = store
                 .items
                 .iter()
@@ -150,7 +137,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             let now = now_rfc3339();
             let path = spec.followups_path();
             let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
-                let mut s = parse_store(spec, doc.as_ref())?;
+                let mut s = followups::parse_store(spec, doc.as_ref())?;
                 let changed = s
                     .resolve(&fid, &note, &now)
                     .map_err(|message| Error::Refused {

@@ -16,21 +16,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
-use crate::commands::ac;
 use crate::commands::hook_cost;
-use crate::commands::task::evidence_fact;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::facts::{read_state, StateRead};
-use crate::guard::{
-    self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
-    UsageRead,
-};
+use crate::gates::{completion_gates, evidence_fact};
+use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
 use crate::tasks_file;
-use crate::{claims, critique, events, git, notify, output, store, testlog, uncounted};
+use crate::{
+    claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
+};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -452,42 +450,6 @@ fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
     hook_cost::read(path, offset, last_id)
 }
 
-/// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
-pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
-    CompletionGates {
-        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
-        blockers: open_blockers(spec),
-        criteria: uncovered_criteria(project, spec, state),
-    }
-}
-
-/// The spec's uncovered criteria when the execution enforces them; an unreadable store or
-/// requirements.md is itself one unmet line.
-fn uncovered_criteria(project: &Project, spec: &Spec, state: &Value) -> Vec<String> {
-    if !ac::enforced(Some(state)) {
-        return Vec::new();
-    }
-    match load_tasks(spec).and_then(|list| ac::matrix_with(project, spec, &list, Some(state))) {
-        Ok(m) => ac::describe_uncovered(m.uncovered()),
-        Err(e) => vec![format!("criteria cannot be read: {e}")],
-    }
-}
-
-/// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
-/// parser as the `followup` verbs: a file they refuse is unreadable here too.
-/// Open VERIFY/high follow-ups, read as the `followup` verbs read them.
-fn open_blockers(spec: &Spec) -> std::result::Result<Vec<Blocker>, String> {
-    let store = super::followup::load(spec).map_err(|e| e.to_string())?;
-    Ok(store
-        .blocking_open()
-        .into_iter()
-        .map(|i| Blocker {
-            id: i.id.clone(),
-            title: i.title.clone(),
-        })
-        .collect())
-}
-
 fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     if !guard::owned_by(&active.state, input.session()) {
         return None;
@@ -569,7 +531,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         return Vec::new();
     }
     let (project, spec) = (&active.project, &active.spec);
-    let fresh: Vec<claims::FreshRun> = ac::runs(project, spec, &active.state)
+    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state)
         .into_iter()
         .filter(|r| r.freshness == Freshness::Fresh)
         .map(|r| claims::FreshRun {
@@ -671,7 +633,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
     let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
         return Vec::new();
     };
-    super::proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
+    proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
         .into_iter()
         .map(|u| format!("{}: {}", u.name, u.detail))
         .collect()

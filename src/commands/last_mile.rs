@@ -7,10 +7,12 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::cli::LastMileArgs;
+use crate::criteria;
 use crate::error::Result;
 use crate::events;
 use crate::evidence;
 use crate::facts::{self, StateRead};
+use crate::gates;
 use crate::git;
 use crate::goal::SettingsContent;
 use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
@@ -59,17 +61,15 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         capabilities: capabilities(project, facts.git.available),
         blocking_followups: spec
             .map(|spec| {
-                crate::commands::task::blocking_followups_items(spec)
+                gates::blocking_followups_items(spec)
                     .into_iter()
                     .map(|i| (i.id, i.title))
                     .collect()
             })
             .unwrap_or_default(),
         uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
-            (Some(spec), StateRead::Valid(doc), Some(list))
-                if crate::commands::ac::enforced(Some(doc)) =>
-            {
-                crate::commands::ac::matrix_with(project, spec, list, Some(doc))
+            (Some(spec), StateRead::Valid(doc), Some(list)) if criteria::enforced(Some(doc)) => {
+                criteria::matrix_with(project, spec, list, Some(doc))
                     .map(|m| {
                         m.uncovered()
                             .map(|r| (r.id.clone(), r.status.as_str().to_string()))

@@ -19,7 +19,6 @@ pub mod hook_cost;
 pub mod last_mile;
 pub mod learn;
 pub mod new;
-pub mod proof;
 pub mod report;
 pub mod resume;
 pub mod snapshot;

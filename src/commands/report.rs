@@ -3,11 +3,11 @@
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
-use crate::commands::followup;
 use crate::cost;
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::facts::{read_state, StateRead};
+use crate::followups;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
@@ -29,7 +29,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         StateRead::Invalid(e) => return Err(Error::Refused { message: e }),
     };
     let tasks = tasks_file::load(&spec.tasks_path())?.list;
-    let followups = followup::load(&spec).map(|s| s.items).unwrap_or_default();
+    let followups = followups::load(&spec).map(|s| s.items).unwrap_or_default();
     let critiques: Vec<(String, Option<String>, Option<String>)> = tasks
         .tasks
         .iter()

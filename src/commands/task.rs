@@ -6,17 +6,20 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::acceptance::Justification;
 use crate::cli::{TaskCommand, TaskVerbArgs};
+use crate::criteria;
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::evidence::{self, Slot};
 use crate::exec::{refuse, report, Exec};
-use crate::followups;
+use crate::gates;
 use crate::git;
 use crate::isolation;
 use crate::output;
 use crate::project::{Project, Spec};
+use crate::proof;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
 use crate::saved_work;
 use crate::state;
@@ -38,7 +41,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
             verb,
             finding,
             reason,
-        } => super::proof::justify(project, &verb, &finding, &reason),
+        } => justify(project, &verb, &finding, &reason),
     }
 }
 
@@ -156,45 +159,6 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     Ok(0)
 }
 
-/// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
-pub fn evidence_fact(
-    project: &Project,
-    spec: &Spec,
-    state: &Value,
-    slot: Slot,
-    (id, own_verify): (&str, Option<&str>),
-) -> EvidenceFact {
-    let freshness = evidence::check(project, spec, state, &slot);
-    let record = slot.record_in(state);
-    let ended_at = record.and_then(evidence::ended_at);
-    let mismatch =
-        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
-    EvidenceFact {
-        freshness,
-        ended_at,
-        mismatch,
-    }
-}
-
-/// Summaries of open blocking follow-ups; an unreadable store is warned about.
-pub fn blocking_followups(spec: &Spec) -> Vec<String> {
-    blocking_followups_items(spec)
-        .iter()
-        .map(|i| i.summary())
-        .collect()
-}
-
-/// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
-pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
-    match super::followup::load(spec) {
-        Ok(store) => store.blocking_open().into_iter().cloned().collect(),
-        Err(e) => {
-            output::warn(&format!("follow-ups unreadable: {e}"));
-            Vec::new()
-        }
-    }
-}
-
 fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
@@ -212,7 +176,8 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
     }
     let own = (id.as_str(), task.verify_command());
-    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
+    let task_evidence =
+        gates::evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
     // The phase evidence is consulted only when the task's own does not count; each costs
     // a fingerprint of the tree.
     let phase_evidence = if task_evidence.counts() {
@@ -223,7 +188,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
     } else {
         let slot = Slot::Phase("execution".into());
-        evidence_fact(project, spec, &held.state, slot, own)
+        gates::evidence_fact(project, spec, &held.state, slot, own)
     };
     let input = CompleteInput {
         state: &held.state,
@@ -234,12 +199,12 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         phase_evidence,
         post_code: critique::load(spec, &id, "post-code"),
         post_test: critique::load(spec, &id, "post-test"),
-        blocking_followups: blocking_followups(spec),
+        blocking_followups: gates::blocking_followups(spec),
         head: head.as_deref(),
         now: &now,
     };
-    // Criteria and test integrity: kept beside protocol's gates (commands/proof.rs).
-    let proof = super::proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
+    // Criteria and test integrity: kept beside protocol's gates (proof.rs).
+    let proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
     let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {
             unmet.extend(proof);
@@ -384,6 +349,75 @@ pub fn fail_by_guard(
         tasks_file::insert_fix(tasks_path, id, fix)?;
     }
     Ok(Some(out))
+}
+
+// ---- justify --------------------------------------------------------------------------
+
+/// `specrun task justify ID --finding F --reason TEXT`.
+fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) -> Result<i32> {
+    let reason = reason.trim();
+    if reason.len() < 10 {
+        return Err(Error::bad_input(
+            "--reason",
+            "say why the change is right (10 characters at least)",
+        ));
+    }
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (_lock, state) = ex.lock_state()?;
+    let list = ex.tasks()?;
+    let id = list.find(&args.id)?.label();
+    if proof::attempt_start(&state, &id).is_none() {
+        return Err(Error::Refused {
+            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
+        });
+    }
+    let found = proof::findings(project, spec, &state, &id)?;
+    let Some(f) = found.iter().find(|f| f.id == finding) else {
+        let known: Vec<String> = found.iter().map(|f| f.to_string()).collect();
+        return Err(Error::bad_input(
+            "--finding",
+            format!(
+                "{finding:?} is not a finding of task {id}'s change; its findings: {}",
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join("; ")
+                }
+            ),
+        ));
+    };
+    let now = now_rfc3339();
+    criteria::update_store(spec, |s| {
+        s.justifications.entry(id.clone()).or_default().insert(
+            f.id.clone(),
+            Justification {
+                reason: reason.to_string(),
+                at: now.clone(),
+                kind: f.kind.as_str().to_string(),
+                file: f.file.clone(),
+                line: f.line,
+            },
+        );
+        Ok(())
+    })?;
+    let line = format!(
+        "- task {id}: {} {} {}:{} ({}) — justified: {reason}",
+        f.id,
+        f.kind.as_str(),
+        f.file,
+        f.line,
+        f.detail
+    );
+    ex.append_progress(proof::JUSTIFICATIONS_HEADING, &line, None)?;
+    ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
+    );
+    if args.json {
+        output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));
+    } else {
+        output::line(&format!("{} justified for task {id}: {reason}", f.id));
+    }
+    Ok(0)
 }
 
 // ---- rollback -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
+use crate::criteria;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Fingerprint, Freshness, OutputTail, RunRecord, Slot, TreeMethod};
 use crate::exec::Exec;
@@ -240,8 +241,7 @@ pub fn record_run(
     let mut stored = record.to_json();
     // The tests the output named go beside the state (a run can name thousands); the
     // record keeps the counts and where they are.
-    stored["tests"] =
-        crate::commands::ac::write_results(spec, slot, &record.started_at, &outcome.tests);
+    stored["tests"] = criteria::write_results(spec, slot, &record.started_at, &outcome.tests);
     let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
     if let Some(name) = evidence::worktree_name(project, spec) {
         stored["worktree"] = Value::String(name);
@@ -275,7 +275,7 @@ pub fn record_run(
             "evidence recorded, but the event log was not: {e}"
         ));
     }
-    crate::commands::ac::note_results(&outcome.tests);
+    criteria::note_results(&outcome.tests);
     Ok((record, stored))
 }
 
