@@ -25,6 +25,7 @@ pub mod git;
 pub mod glob;
 pub mod goal;
 pub mod guard;
+pub mod hook_cost;
 pub mod integrity;
 pub mod isolation;
 pub mod last_mile;

@@ -16,12 +16,12 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
-use crate::commands::hook_cost;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::facts::{read_state, StateRead};
 use crate::gates::{completion_gates, evidence_fact};
 use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
+use crate::hook_cost;
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;

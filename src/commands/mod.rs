@@ -15,7 +15,6 @@ pub mod followup;
 pub mod goal;
 pub mod group;
 pub mod hook;
-pub mod hook_cost;
 pub mod last_mile;
 pub mod learn;
 pub mod new;

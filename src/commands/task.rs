@@ -310,47 +310,6 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// The guard's failure of task `id` (a per-task cap), on the state already read under its
-/// lock: the same transition as `task fail`, with the fix task written in recovery mode
-/// (tasks.md first, as the verb does). Returns the outcome, whose patch the caller writes;
-/// `None` when the task cannot fail now (never started, already complete).
-pub fn fail_by_guard(
-    tasks_path: &Path,
-    list: &crate::tasks::TaskList,
-    state: &Value,
-    id: &str,
-    reason: &str,
-    head: Option<&str>,
-    now: &str,
-) -> Result<Option<Outcome>> {
-    let Ok(task) = list.find(id) else {
-        return Ok(None);
-    };
-    let input = |insert| FailInput {
-        state,
-        list,
-        task,
-        reason,
-        insert,
-        head,
-        now,
-    };
-    let recovery = state::View(state).recovery_mode();
-    // A fix task that cannot be planned (limits) still leaves the failure recorded.
-    let out = match protocol::fail(&input(recovery)) {
-        Ok(out) => out,
-        Err(_) if recovery => match protocol::fail(&input(false)) {
-            Ok(out) => out,
-            Err(_) => return Ok(None),
-        },
-        Err(_) => return Ok(None),
-    };
-    if let Some(fix) = &out.fix {
-        tasks_file::insert_fix(tasks_path, id, fix)?;
-    }
-    Ok(Some(out))
-}
-
 // ---- justify --------------------------------------------------------------------------
 
 /// `specrun task justify ID --finding F --reason TEXT`.
