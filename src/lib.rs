@@ -34,6 +34,7 @@ pub mod next;
 pub mod notify;
 pub mod output;
 pub mod prices;
+pub mod probe;
 pub mod project;
 pub mod proof;
 pub mod protocol;

@@ -16,11 +16,10 @@ use crate::cli::DoctorArgs;
 use crate::error::Result;
 use crate::facts::{read_state, StateRead};
 use crate::output;
+use crate::probe::probe_readiness;
 use crate::project::{self, Project};
 use crate::state::{self, View};
 use crate::store;
-
-use super::goal::probe_readiness;
 
 /// How long a lock may stay held before doctor calls it stuck.
 const LOCK_GRACE: Duration = Duration::from_secs(3);

@@ -17,9 +17,8 @@ use crate::git;
 use crate::goal::SettingsContent;
 use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
 use crate::output;
+use crate::probe::{find_on_path, read_settings};
 use crate::project::Project;
-
-use super::goal::{find_on_path, read_settings};
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
