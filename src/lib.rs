@@ -47,6 +47,7 @@ pub mod tasks_file;
 pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
+pub mod verify_run;
 pub mod worktree;
 
 use clap::Parser;

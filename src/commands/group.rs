@@ -6,7 +6,6 @@
 use serde_json::{json, Value};
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
-use crate::commands::verify;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::evidence::Slot;
@@ -18,6 +17,7 @@ use crate::state;
 use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
+use crate::verify_run;
 use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
@@ -416,8 +416,8 @@ fn verify_merged(
             ))
         }
     };
-    let plan = verify::plan_run(spec, &slot, command, None)?;
-    let (record, _) = verify::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let plan = verify_run::plan_run(spec, &slot, command, None)?;
+    let (record, _) = verify_run::record_run(project, spec, &slot, &plan, args.timeout)?;
     let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {
