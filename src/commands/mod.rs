@@ -1,5 +1,7 @@
 //! One module per subcommand. Each takes its parsed arguments and returns the exit code
-//! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`.
+//! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`. A command
+//! builds its context (`crate::exec::Exec`), calls the core and prints; it never uses
+//! another command module (what they share lives outside `commands/`; the test below).
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -60,5 +62,45 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Resume(args) => resume::run(&Project::discover(cwd)?, args),
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue 12: a command parses its arguments, builds the context (`exec`), calls the core
+    /// and prints. What two commands share lives outside `commands/`, so no command module
+    /// names another; only the dispatch above knows them all. A `use super::*;` is allowed
+    /// inside a file's own test module (indented), where `super` is that file.
+    #[test]
+    fn no_command_module_uses_another() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+        let mut files = 0;
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "mod.rs") {
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let own_tests =
+                    code.starts_with(char::is_whitespace) && code.trim() == "use super::*;";
+                if code.contains("commands::") || (code.contains("super::") && !own_tests) {
+                    found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            files >= 20,
+            "only {files} command files under {}",
+            dir.display()
+        );
+        assert!(
+            found.is_empty(),
+            "command modules using another command module (move the shared piece to exec.rs, facts.rs or a core module):\n{}",
+            found.join("\n")
+        );
     }
 }
