@@ -1,8 +1,10 @@
 //! specrun: the deterministic half of a spec-driven Claude Code plugin.
 //!
 //! `run` parses the command line and hands off to one module per subcommand under
-//! `commands/`. Pure core modules (`tasks`, `state`, …) take data and return data; `store`,
-//! `project`, `git`, `events` and `output` are the I/O edges.
+//! `commands/`; a command builds its context (`exec::Exec`: the project, the spec, the
+//! state lock) and never uses another command. Pure core modules (`tasks`, `state`, …)
+//! take data and return data; `store`, `project`, `git`, `events` and `output` are the
+//! I/O edges, and `facts`, `gates`, `tasks_file` gather what commands share from disk.
 
 pub mod acceptance;
 pub mod claims;
