@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::cli::StatusArgs;
 use crate::cost::{self, CostReport, Level};
 use crate::error::{Error, Result};
+use crate::exec::Exec;
 use crate::facts::{self, collect, Facts, StateRead};
 use crate::isolation;
 use crate::ledger::Tokens;
@@ -663,7 +664,8 @@ fn files_signature(spec: &Spec) -> Vec<Option<(SystemTime, u64)>> {
 }
 
 fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
-    let spec = project.require_spec(spec_arg)?;
+    let ex = Exec::new(project, spec_arg)?;
+    let spec = &ex.spec;
     let arg = Some(spec.dir.to_string_lossy().into_owned());
     let tty = std::io::stdout().is_terminal();
     let mut last: Option<Signature> = None;
@@ -679,7 +681,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
         }
         let facts = collect(project, arg.as_deref())?;
         let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
-        let now_sig = (files_signature(&spec), board.elapsed_minutes);
+        let now_sig = (files_signature(spec), board.elapsed_minutes);
         if last.as_ref() != Some(&now_sig) {
             if tty {
                 output::raw("\x1b[H\x1b[2J");
