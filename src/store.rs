@@ -151,7 +151,9 @@ fn regular(file: File, path: &Path) -> Result<File> {
 
 /// Read an open file up to `limit` bytes; more is an error naming the file.
 fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    // Sized from the file's length, so a large file is read without regrowing the buffer.
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Vec::with_capacity(hint as usize + 1);
     (&mut file)
         .take(limit + 1)
         .read_to_end(&mut bytes)

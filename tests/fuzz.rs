@@ -206,6 +206,8 @@ proptest! {
         let list = tasks::parse(&text);
         let counts = tasks::count(&text);
         prop_assert_eq!(counts.total, list.tasks.len());
+        // The fast count and the full parse agree on every figure, the next task included.
+        prop_assert_eq!(counts, list.counts());
         for task in &list.tasks {
             for checked in [false, true] {
                 if let Some(next) = tasks::set_checked(&text, task, checked) {
