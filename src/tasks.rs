@@ -575,6 +575,24 @@ pub fn count(text: &str) -> Counts {
     }
 }
 
+/// The counts and the next task's label and title, without building tasks: what the status
+/// line shows on every refresh. Always equal to `parse(text)`'s `counts()` and `next()`.
+pub fn headline(text: &str) -> (Counts, Option<(String, String)>) {
+    let counts = count(text);
+    let next = scan(text)
+        .filter_map(|(_, kind)| match kind {
+            LineKind::Task(_, _, rest) => Some(rest),
+            _ => None,
+        })
+        .nth(counts.next_index)
+        .map(|rest| {
+            let (id, rest) = split_id_str(rest);
+            let label = id.map_or_else(|| format!("#{}", counts.next_index + 1), str::to_string);
+            (label, split_marker_strs(rest).1.to_string())
+        });
+    (counts, next)
+}
+
 pub fn parse(text: &str) -> TaskList {
     let bom = text.starts_with('\u{feff}');
     let crlf = text.contains("\r\n");

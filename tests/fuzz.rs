@@ -208,6 +208,8 @@ proptest! {
         prop_assert_eq!(counts.total, list.tasks.len());
         // The fast count and the full parse agree on every figure, the next task included.
         prop_assert_eq!(counts, list.counts());
+        let next = list.next().map(|t| (t.label(), t.title.clone()));
+        prop_assert_eq!(tasks::headline(&text), (counts, next));
         for task in &list.tasks {
             for checked in [false, true] {
                 if let Some(next) = tasks::set_checked(&text, task, checked) {
