@@ -89,6 +89,15 @@ pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>)
     out
 }
 
+/// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
+/// the order the Stop hook names them: what stands between ticked boxes and a completion
+/// the protocol earned.
+pub fn unearned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
+    let mut out = earned(name, state, tasks);
+    out.extend(unmerged(name, state));
+    out
+}
+
 /// An isolated group whose members are ticked but not all merged and verified: their work
 /// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
 fn unmerged(name: &str, state: &Value) -> Option<Unmet> {

@@ -160,6 +160,15 @@ impl Facts {
             gates.push("completed");
             return (gates, format!("Spec {n} is complete: nothing to run."));
         }
+        // Ticked is not earned: a box ticked by hand, a running attempt, an open claim or an
+        // unmerged group comes first, with the Stop hook's own words.
+        if let Some(first) = all_checked
+            .then(|| crate::completion::unearned(n, doc, list))
+            .and_then(|u| u.into_iter().next())
+        {
+            gates.push("completion-unearned");
+            return (gates, format!("Every task is checked, but {}", first.detail));
+        }
         if all_checked {
             gates.push("completion-unmarked");
             return (gates, format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."));

@@ -62,6 +62,12 @@ pub const EXIT_NO: i32 = 1;
 pub const EXIT_ERROR: i32 = 2;
 
 pub fn run() -> i32 {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    match cli::fast_path(&args) {
+        Some(cli::FastPath::Hook(event)) => return commands::hook::run(event, None),
+        Some(cli::FastPath::Statusline) => return commands::statusline::run(None),
+        None => {}
+    }
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {

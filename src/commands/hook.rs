@@ -9,7 +9,6 @@
 //! execution) stats and reads a few small files and writes nothing: no git process, no
 //! transcript read, no lock.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -40,21 +39,7 @@ pub const HOOK_STDIN_WAIT: Duration = Duration::from_secs(2);
 
 /// Stdin within `HOOK_STDIN_MAX` bytes and `HOOK_STDIN_WAIT`; empty past either bound.
 fn read_stdin() -> Vec<u8> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    // The reader thread may stay blocked on a silent pipe: the process exits without it.
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let read = std::io::stdin()
-            .lock()
-            .take(HOOK_STDIN_MAX + 1)
-            .read_to_end(&mut bytes);
-        let _ = tx.send(if read.is_ok() && bytes.len() as u64 <= HOOK_STDIN_MAX {
-            bytes
-        } else {
-            Vec::new()
-        });
-    });
-    rx.recv_timeout(HOOK_STDIN_WAIT).unwrap_or_default()
+    store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
 pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
