@@ -167,7 +167,10 @@ impl Facts {
             .and_then(|u| u.into_iter().next())
         {
             gates.push("completion-unearned");
-            return (gates, format!("Every task is checked, but {}", first.detail));
+            return (
+                gates,
+                format!("Every task is checked, but {}", first.detail),
+            );
         }
         if all_checked {
             gates.push("completion-unmarked");
