@@ -10,7 +10,7 @@ use std::process::Command;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
-use specrun::commands::snapshot;
+use specrun::facts;
 use specrun::project::Project;
 use specrun::{state, store, tasks};
 
@@ -105,7 +105,7 @@ fn bench_snapshot(c: &mut Criterion) {
     let project = Project::discover(Some(root)).unwrap();
     c.bench_function("snapshot::collect + to_json (1k tasks, git)", |b| {
         b.iter(|| {
-            let facts = snapshot::collect(&project, None).unwrap();
+            let facts = facts::collect(&project, None).unwrap();
             facts.to_json(&project)
         })
     });

@@ -15,6 +15,13 @@ pub const PINNED: [&str; 2] = [OLDEST_SUPPORTED, NEWEST_TESTED];
 /// default false). The e2e scenarios assert the client-specific path with it.
 pub const BACKGROUND_AGENTS_SINCE: &str = "2.1.198";
 
+/// Whether this process was started by Claude Code (its Bash tool sets `CLAUDECODE=1`):
+/// then a person's decisions (accepting other evidence, editing the guard's record,
+/// restarting a halted execution) are refused, since the model is the one asking.
+pub fn inside() -> bool {
+    std::env::var_os("CLAUDECODE").is_some_and(|v| !v.is_empty())
+}
+
 /// Where a Claude Code version stands against the supported range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Support {

@@ -346,6 +346,27 @@ pub struct HookArgs {
     pub event: HookEvent,
 }
 
+/// The commands Claude Code runs on every turn, read without clap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastPath {
+    Hook(HookEvent),
+    Statusline,
+}
+
+/// A command line that is exactly `hook <event>` (what hooks/hooks.json runs) or
+/// `statusline` (Claude Code's statusLine command), read without building the whole clap
+/// command tree: that build was half of the idle hook's instructions. Anything else,
+/// `--cwd` included, goes to clap.
+pub fn fast_path(args: &[std::ffi::OsString]) -> Option<FastPath> {
+    match args {
+        [verb, event] if verb == "hook" => HookEvent::from_str(event.to_str()?, false)
+            .ok()
+            .map(FastPath::Hook),
+        [verb] if verb == "statusline" => Some(FastPath::Statusline),
+        _ => None,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HookEvent {
     Stop,
@@ -703,6 +724,35 @@ fn non_negative_usd(s: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    /// The fast path reads exactly what clap reads, and only `hook <event>` and `statusline`.
+    #[test]
+    fn the_fast_path_agrees_with_clap() {
+        let os = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        for event in HookEvent::value_variants() {
+            let name = event.to_possible_value().unwrap().get_name().to_string();
+            let fast = fast_path(&os(&["hook", &name]));
+            let parsed = Cli::try_parse_from(["specrun", "hook", &name]).unwrap();
+            match parsed.command {
+                Command::Hook(args) => assert_eq!(fast, Some(FastPath::Hook(args.event))),
+                other => panic!("{other:?}"),
+            }
+        }
+        let parsed = Cli::try_parse_from(["specrun", "statusline"]).unwrap();
+        assert!(matches!(parsed.command, Command::Statusline));
+        assert_eq!(fast_path(&os(&["statusline"])), Some(FastPath::Statusline));
+        for other in [
+            &["hook", "Stop"][..],
+            &["hook", "stop", "--cwd", "/x"],
+            &["--cwd", "/x", "hook", "stop"],
+            &["hook"],
+            &["status"],
+            &["hook", "nope"],
+            &["statusline", "--help"],
+        ] {
+            assert_eq!(fast_path(&os(other)), None, "{other:?}");
+        }
+    }
 
     /// Every option says what it does, and an optional value says what happens without it.
     #[test]

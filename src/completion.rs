@@ -31,7 +31,7 @@ pub struct Gates {
     /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
     pub blockers: Result<Vec<Blocker>, String>,
     /// Acceptance criteria not covered, each described with its fix
-    /// (`commands::ac::describe_uncovered`); empty when the execution does not enforce them.
+    /// (`criteria::describe_uncovered`); empty when the execution does not enforce them.
     pub criteria: Vec<String>,
 }
 
@@ -86,6 +86,15 @@ pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>)
     out.extend(earned(name, state, tasks));
     out.extend(unmerged(name, state));
     out.extend(costly(name, state, tasks, gates));
+    out
+}
+
+/// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
+/// the order the Stop hook names them: what stands between ticked boxes and a completion
+/// the protocol earned.
+pub fn unearned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
+    let mut out = earned(name, state, tasks);
+    out.extend(unmerged(name, state));
     out
 }
 

@@ -1,6 +1,7 @@
 //! What the run cost and where it is heading (issue 15), as pure functions over the state,
 //! the tasks and the optional prices: the per-task table `status` and `report` show, the
-//! per-task caps, the dollar cap and the forecast the Stop hook enforces.
+//! per-task caps, the dollar cap and the forecast the Stop hook enforces. `priced_report`
+//! is the one reader: it adds the project's price table, so `status` and `report` agree.
 //!
 //! Forecast: once two tasks are complete (checked, with a `done` attempt), the total of
 //! each capped measure is projected as spent + median per completed task × tasks left,
@@ -13,7 +14,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::ledger::{self, Ledger, Tokens};
-use crate::prices::Prices;
+use crate::prices::{self, Prices};
+use crate::project::Project;
 use crate::protocol;
 use crate::state::View;
 use crate::tasks::TaskList;
@@ -466,6 +468,16 @@ pub fn spend_rule(
     } else {
         Spend::Warn(format!("specrun: {}.", warnings.join("; ")))
     }
+}
+
+/// The execution's cost table, priced with the project's price table when it has one.
+pub fn priced_report(project: &Project, state: &Value, tasks: &TaskList) -> CostReport {
+    let loaded = prices::load(&project.root);
+    let table = match &loaded {
+        Ok(p) => Ok(p.as_ref()),
+        Err(e) => Err(e.as_str()),
+    };
+    report(state, tasks, table, Utc::now())
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
 //! Follow-up items found while executing (`specs/<name>/followups.json`, DESIGN-NOTES
-//! "Shared formats"): pure operations over the parsed store. An open `VERIFY`/`high` item
-//! blocks completion; the guard asks `blocking_open`.
+//! "Shared formats"): pure operations over the parsed store, and `load`, which reads it
+//! for the verbs, the gates and the report. An open `VERIFY`/`high` item blocks
+//! completion; the guard asks `blocking_open`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::project::Spec;
+use crate::store;
 
 pub const STORE_VERSION: u64 = 1;
 /// Open items allowed per task (items without a task share one bucket).
@@ -188,6 +193,20 @@ impl Store {
         item.note = Some(note.trim().to_string());
         Ok(true)
     }
+}
+
+/// The store `doc` holds (absent = empty), or an error naming the spec's file.
+pub fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
+    Store::from_json(doc).map_err(|message| Error::Shape {
+        path: spec.followups_path(),
+        message,
+    })
+}
+
+/// The spec's follow-ups as stored (an absent file is an empty store).
+pub fn load(spec: &Spec) -> Result<Store> {
+    let doc = store::read_json(&spec.followups_path())?;
+    parse_store(spec, doc.as_ref())
 }
 
 #[cfg(test)]

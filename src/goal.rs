@@ -1,6 +1,6 @@
 //! `specrun goal`, the pure half: the `/goal` condition text and its fit to Claude Code's
 //! limit, the readiness judgement (version, hook settings) and the driver recommendation.
-//! The edge (`commands/goal.rs`) probes `claude --version` and reads the settings files.
+//! The edge (`probe.rs`) probes `claude --version` and reads the settings files.
 //!
 //! The goal evaluator is a model call that reads only the transcript (DESIGN §8), so the
 //! condition names output the model must print, never files the evaluator cannot see.

@@ -335,20 +335,19 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     let mut patch = json!({"globalIteration": global, "usage": usage});
     let mut unmet: Vec<&'static str> = Vec::new();
 
-    let (decision, rule) = decide_after_count(
+    let stop = CountedStop {
         input,
         state,
         facts,
-        Counted {
+        counted: Counted {
             global,
             output_tokens,
             stall,
         },
-        &fp,
-        &mut patch,
-        &mut unmet,
-        &now,
-    );
+        fp: &fp,
+        now: &now,
+    };
+    let (decision, rule) = decide_after_count(stop, &mut patch, &mut unmet);
     if matches!(decision, Decision::Halt(_)) {
         // A halt ends the run; the stall count starts afresh after `specrun resume`.
         stall = 0;
@@ -467,17 +466,51 @@ struct Counted {
     stall: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn decide_after_count(
-    input: &StopInput<'_>,
-    state: &Value,
-    facts: &StopFacts<'_>,
+/// A counted stop, as rows 4 to 7 of the decision order judge it.
+#[derive(Clone, Copy)]
+struct CountedStop<'a> {
+    input: &'a StopInput<'a>,
+    state: &'a Value,
+    facts: &'a StopFacts<'a>,
     counted: Counted,
-    fp: &str,
+    /// This stop's progress fingerprint.
+    fp: &'a str,
+    now: &'a str,
+}
+
+impl CountedStop<'_> {
+    /// A re-prompt left out because nothing progressed since the last block.
+    fn stall_note(&self, what: &str) -> String {
+        format!(
+            "specrun: {what}; not re-prompting: nothing progressed since the last block (stall {}/{}).",
+            self.counted.stall,
+            View(self.state).max_stall_stops()
+        )
+    }
+
+    /// Whether this is a re-prompted stop at the fingerprint of the last block.
+    fn no_progress_since_block(&self) -> bool {
+        self.input.stop_hook_active
+            && View(self.state)
+                .get("guard.lastBlockFingerprint")
+                .and_then(Value::as_str)
+                == Some(self.fp)
+    }
+}
+
+fn decide_after_count(
+    stop: CountedStop<'_>,
     patch: &mut Value,
     unmet_names: &mut Vec<&'static str>,
-    now: &str,
 ) -> (Decision, String) {
+    let CountedStop {
+        input,
+        state,
+        facts,
+        counted,
+        now,
+        ..
+    } = stop;
     let Counted {
         global,
         output_tokens,
@@ -514,49 +547,9 @@ fn decide_after_count(
         return (Decision::Halt(s), format!("cap:{kind}"));
     }
 
-    let no_progress_since_block = input.stop_hook_active
-        && v.get("guard.lastBlockFingerprint").and_then(Value::as_str) == Some(fp);
-    let stall_note = |what: &str| {
-        format!(
-            "specrun: {what}; not re-prompting: nothing progressed since the last block (stall {stall}/{}).",
-            v.max_stall_stops()
-        )
-    };
-
     // Row 5: the completion claim.
     if claims_all_complete(input.last_assistant_message) {
-        let mut unmet =
-            crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
-        if !input.running_agents.is_empty() {
-            let wait = waiting_text(name, state, input.running_agents);
-            unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
-        }
-        unmet_names.extend(unmet.iter().map(|u| u.name));
-        if unmet.is_empty() {
-            state::merge_into(patch, &completion_patch(now));
-            let m = format!("specrun: {}", completion_message(name, facts.tasks));
-            return (Decision::Allow(Some(m)), "completion-accepted".into());
-        }
-        if no_progress_since_block {
-            let m = stall_note(&format!(
-                "{COMPLETION_TOKEN} not accepted ({} gate(s) unmet)",
-                unmet.len()
-            ));
-            return (
-                Decision::Allow(Some(m)),
-                "completion-refused-no-progress".into(),
-            );
-        }
-        let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
-        for item in &unmet {
-            r.push_str("- ");
-            r.push_str(&item.detail);
-            r.push('\n');
-        }
-        r.push_str(&format!(
-            "When every item is done, end with {COMPLETION_TOKEN} again."
-        ));
-        return (Decision::Block(r), "completion-refused".into());
+        return decide_completion_claim(stop, patch, unmet_names);
     }
 
     // Row 6a: agents still work in the background. Their notification wakes the
@@ -573,8 +566,8 @@ fn decide_after_count(
     // Row 6: the stop-hook driver re-prompts with the next task.
     if v.driver() == "stop-hook" && !v.awaiting_approval() {
         if let Some(task) = facts.tasks.next() {
-            if no_progress_since_block {
-                let m = stall_note(&format!("task {} is still open", task.label()));
+            if stop.no_progress_since_block() {
+                let m = stop.stall_note(&format!("task {} is still open", task.label()));
                 return (Decision::Allow(Some(m)), "next-task-no-progress".into());
             }
             return (
@@ -586,6 +579,54 @@ fn decide_after_count(
 
     // Row 7.
     (Decision::Allow(None), "allow".into())
+}
+
+/// Row 5: `ALL_TASKS_COMPLETE` is accepted when every completion gate holds (and no agent
+/// still works), else refused with the unmet gates.
+fn decide_completion_claim(
+    stop: CountedStop<'_>,
+    patch: &mut Value,
+    unmet_names: &mut Vec<&'static str>,
+) -> (Decision, String) {
+    let CountedStop {
+        input,
+        state,
+        facts,
+        now,
+        ..
+    } = stop;
+    let name = facts.spec_name;
+    let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+    if !input.running_agents.is_empty() {
+        let wait = waiting_text(name, state, input.running_agents);
+        unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
+    }
+    unmet_names.extend(unmet.iter().map(|u| u.name));
+    if unmet.is_empty() {
+        state::merge_into(patch, &completion_patch(now));
+        let m = format!("specrun: {}", completion_message(name, facts.tasks));
+        return (Decision::Allow(Some(m)), "completion-accepted".into());
+    }
+    if stop.no_progress_since_block() {
+        let m = stop.stall_note(&format!(
+            "{COMPLETION_TOKEN} not accepted ({} gate(s) unmet)",
+            unmet.len()
+        ));
+        return (
+            Decision::Allow(Some(m)),
+            "completion-refused-no-progress".into(),
+        );
+    }
+    let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
+    for item in &unmet {
+        r.push_str("- ");
+        r.push_str(&item.detail);
+        r.push('\n');
+    }
+    r.push_str(&format!(
+        "When every item is done, end with {COMPLETION_TOKEN} again."
+    ));
+    (Decision::Block(r), "completion-refused".into())
 }
 
 /// The first cap hit, as (halt kind, "what, value and limit").

@@ -2,6 +2,7 @@
 //! command line that works as printed; inside Claude Code the slash command continues.
 //! `status` shows both; verbs print the one for their audience.
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::goal::shell_word;
@@ -139,6 +140,12 @@ fn group_awaits_merge(state: &Value) -> bool {
 /// Attempts recorded for a task (0 when none).
 pub fn attempt_count(state: &Value, id: &str) -> usize {
     protocol::attempts(state, id).len()
+}
+
+/// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
+pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
+    let t = DateTime::parse_from_rfc3339(at).ok()?;
+    Some((now - t.with_timezone(&Utc)).num_minutes().max(0) as u64)
 }
 
 #[cfg(test)]

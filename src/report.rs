@@ -1,7 +1,7 @@
 //! One execution's story (pure): per task its attempts, durations, tokens, evidence,
 //! reviews, follow-ups and rollbacks; the halts and resumes; totals. Built from the state
 //! document, tasks.md, follow-ups, critique times, the spec's events.jsonl lines and the
-//! cost table `status` shows (`commands::status::cost_report`: per-task tokens, minutes and
+//! cost table `status` shows (`cost::priced_report`: per-task tokens, minutes and
 //! dollars come from the ledger, so report and status agree), then rendered as Markdown,
 //! JSON or one self-contained HTML page with an inline-SVG timeline.
 

@@ -173,6 +173,24 @@ fn lookup<'a>(doc: &'a Value, segments: &[&str]) -> Option<&'a Value> {
     }
 }
 
+/// The one state field the model may set with `state merge` inside Claude Code (the
+/// implement skill's driver choice). Everything else is the binary's record of what was
+/// earned — phase, halts, attempts, evidence, claims, counters, budgets — and a model that
+/// patches it could forge a completion or lift a cap.
+pub const MODEL_MERGEABLE: [&str; 1] = ["executionDriver"];
+
+/// The top-level fields of `patch` the model may not set (see `MODEL_MERGEABLE`).
+pub fn guarded_fields(patch: &Value) -> Vec<String> {
+    patch
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .filter(|k| !MODEL_MERGEABLE.contains(&k.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// Check every known field present in `doc`. `source_name` names the file or patch.
 pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
     if !doc.is_object() {

@@ -151,7 +151,9 @@ fn regular(file: File, path: &Path) -> Result<File> {
 
 /// Read an open file up to `limit` bytes; more is an error naming the file.
 fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
-    let mut bytes = Vec::new();
+    // Sized from the file's length, so a large file is read without regrowing the buffer.
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Vec::with_capacity(hint as usize + 1);
     (&mut file)
         .take(limit + 1)
         .read_to_end(&mut bytes)
@@ -204,6 +206,46 @@ pub fn read_stdin(what: &'static str, limit: u64) -> Result<String> {
     }
     String::from_utf8(bytes)
         .map_err(|_| Error::bad_input(what, "standard input is not valid UTF-8"))
+}
+
+/// Stdin within `limit` bytes and `wait` (a hook's or the status line's input); empty past
+/// either bound, or on any error: the caller then takes its fast path.
+/// `poll` on the main thread: a reader thread cost the idle hook a third of its time
+/// (its stack and malloc arena), and every turn of every session pays for the idle hook.
+pub fn read_stdin_within(limit: u64, wait: Duration) -> Vec<u8> {
+    use std::os::fd::FromRawFd;
+    let deadline = Instant::now() + wait;
+    // fd 0 borrowed, never closed; unbuffered, so `poll` sees every byte not yet read.
+    let stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 8 << 10];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut fd, 1, ms) };
+        if ready == 0
+            || (ready < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
+            return Vec::new();
+        }
+        if ready < 0 {
+            continue;
+        }
+        // Readable, hung up or an error: this read does not block.
+        match (&*stdin).read(&mut chunk) {
+            Ok(0) => return bytes,
+            Ok(n) if (bytes.len() + n) as u64 <= limit => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return Vec::new(),
+        }
+    }
 }
 
 /// Take the sidecar lock of `file`, polling for at most `wait`.

@@ -1,8 +1,8 @@
 //! Isolated members: each runs on its own branch `specrun/<spec>/<id>` in its own git
 //! worktree `<root>/.specrun/worktrees/<spec>/<id>`, created from the group's base commit,
 //! and is merged back with `--no-ff` (never rebased). The typed `isolation` record of the
-//! state file and the git operations on worktrees and branches live here; the verbs in
-//! `commands/task.rs` and `commands/group.rs` decide when to call them.
+//! state file and the git operations on worktrees and branches live here; `isolation.rs`
+//! (for the task verbs) and `commands/group.rs` decide when to call them.
 
 use std::path::{Path, PathBuf};
 

@@ -309,9 +309,16 @@ fn snapshot_gates_for_each_case() {
         ),
         (
             "- [x] 1 A\n",
-            Some(r#"{"phase":"execution","completed":false}"#),
+            Some(r#"{"phase":"execution","completed":false,"checkedAtInit":["1"]}"#),
             None,
             &["completion-unmarked"],
+        ),
+        // Ticked during the execution without `task complete`: not ready to complete.
+        (
+            "- [x] 1 A\n",
+            Some(r#"{"phase":"execution","completed":false,"checkedAtInit":[]}"#),
+            None,
+            &["completion-unearned"],
         ),
         (
             "- [ ] 1 A\n",

@@ -206,6 +206,10 @@ proptest! {
         let list = tasks::parse(&text);
         let counts = tasks::count(&text);
         prop_assert_eq!(counts.total, list.tasks.len());
+        // The fast count and the full parse agree on every figure, the next task included.
+        prop_assert_eq!(counts, list.counts());
+        let next = list.next().map(|t| (t.label(), t.title.clone()));
+        prop_assert_eq!(tasks::headline(&text), (counts, next));
         for task in &list.tasks {
             for checked in [false, true] {
                 if let Some(next) = tasks::set_checked(&text, task, checked) {

@@ -667,3 +667,82 @@ fn a_stop_lost_to_lock_contention_is_counted_by_the_next() {
     e.hook("stop", stop_stdin(&e.p, "x", false, None));
     assert_eq!(e.state()["globalIteration"], 2);
 }
+
+fn inside_claude(p: &TempProject, args: &[&str]) -> Output {
+    p.specrun()
+        .args(args)
+        .env("CLAUDECODE", "1")
+        .output()
+        .expect("specrun runs")
+}
+
+/// A model cannot forge the record with `state merge`: inside Claude Code the state file
+/// takes only `executionDriver`; a person at a shell may still patch anything.
+#[test]
+fn state_merge_inside_claude_code_cannot_rewrite_the_guards_record() {
+    let p = executing(THREE, &[]);
+    let state = "specs/demo/.specrun-state.json";
+    let before = std::fs::read(p.path(state)).unwrap();
+    for patch in [
+        r#"{"completed": true, "phase": "completed"}"#,
+        r#"{"unverifiedClaims": []}"#,
+        r#"{"checkedAtInit": ["1.1", "1.2", "1.3"]}"#,
+        r#"{"acceptanceGate": false}"#,
+        r#"{"halt": null}"#,
+        r#"{"maxGlobalIterations": 1000, "executionDriver": "stop-hook"}"#,
+    ] {
+        let out = inside_claude(&p, &["state", "merge", state, patch]);
+        assert!(!out.status.success(), "{patch} accepted: {}", said(&out));
+        assert!(
+            said(&out).contains("refused inside Claude Code"),
+            "{}",
+            said(&out)
+        );
+        assert_eq!(
+            std::fs::read(p.path(state)).unwrap(),
+            before,
+            "{patch} changed the state"
+        );
+    }
+    // The implement skill's one use of it stays open.
+    let out = inside_claude(
+        &p,
+        &[
+            "state",
+            "merge",
+            state,
+            r#"{"executionDriver": "stop-hook"}"#,
+        ],
+    );
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.state("demo")["executionDriver"], "stop-hook");
+    // A person, from a shell.
+    ok(
+        &p,
+        &["state", "merge", state, r#"{"acceptanceGate": false}"#],
+    );
+    assert_eq!(p.state("demo")["acceptanceGate"], false);
+}
+
+/// `state init --restart` inside Claude Code does not lift a halt or a cancel.
+#[test]
+fn a_model_cannot_restart_its_way_out_of_a_halt() {
+    let p = executing(THREE, &[]);
+    ok(&p, &["cancel", "--spec", "demo"]);
+    let out = inside_claude(&p, &["state", "init", "--spec", "demo", "--restart"]);
+    assert!(!out.status.success(), "{}", said(&out));
+    assert!(
+        said(&out).contains("`specrun resume --spec demo`"),
+        "{}",
+        said(&out)
+    );
+    assert_eq!(p.state("demo")["phase"], "cancelled");
+    // Not halted: a restart is the model's to ask for, as before.
+    ok(&p, &["resume", "--spec", "demo"]);
+    let out = inside_claude(&p, &["state", "init", "--spec", "demo", "--restart"]);
+    assert!(out.status.success(), "{}", said(&out));
+    // A person may restart a halted one.
+    ok(&p, &["cancel", "--spec", "demo"]);
+    ok(&p, &["state", "init", "--spec", "demo", "--restart"]);
+    assert_eq!(p.state("demo")["phase"], "execution");
+}

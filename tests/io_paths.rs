@@ -214,6 +214,30 @@ fn a_hook_reads_a_bounded_stdin_and_answers() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
 }
 
+/// `statusline` reads its stdin like a hook: a stdin nobody closes does not hang it.
+#[test]
+fn the_status_line_stops_waiting_for_a_silent_stdin() {
+    let p = fresh();
+    let mut child = Command::new(common::bin_path())
+        .arg("statusline")
+        .current_dir(p.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held_open = child.stdin.take().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < BOUND,
+            "statusline waited for stdin forever"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(held_open);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 #[test]
 fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo() {
     let p = fresh();

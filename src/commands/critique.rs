@@ -4,10 +4,10 @@
 use serde_json::{json, Value};
 
 use crate::cli::CritiqueCommand;
-use crate::commands::verify::require_task;
 use crate::critique::{self, PostTestOrder};
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
+use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::store;
@@ -20,14 +20,14 @@ pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
             file,
             spec,
         } => {
-            let spec = project.require_spec(spec.spec.as_deref())?;
-            require_task(&spec, &task)?;
-            record(project, &spec, &task, stage.as_str(), file.as_deref())
+            let ex = Exec::new(project, spec.spec.as_deref())?;
+            ex.require_task(&task)?;
+            record(project, &ex.spec, &task, stage.as_str(), file.as_deref())
         }
         CritiqueCommand::Status { task, spec, json } => {
-            let spec = project.require_spec(spec.spec.as_deref())?;
-            require_task(&spec, &task)?;
-            status(&spec, &task, json)
+            let ex = Exec::new(project, spec.spec.as_deref())?;
+            ex.require_task(&task)?;
+            status(&ex.spec, &task, json)
         }
     }
 }

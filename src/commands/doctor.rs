@@ -14,13 +14,12 @@ use serde_json::{json, Value};
 
 use crate::cli::DoctorArgs;
 use crate::error::Result;
+use crate::facts::{read_state, StateRead};
 use crate::output;
+use crate::probe::probe_readiness;
 use crate::project::{self, Project};
 use crate::state::{self, View};
 use crate::store;
-
-use super::goal::probe_readiness;
-use super::snapshot::{read_state, StateRead};
 
 /// How long a lock may stay held before doctor calls it stuck.
 const LOCK_GRACE: Duration = Duration::from_secs(3);
@@ -445,7 +444,7 @@ fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
     let state = spec
         .as_ref()
         .and_then(|s| store::read_json(&s.state_path()).ok().flatten());
-    let stale = super::isolate::stale_worktrees(project, state.as_ref(), spec.as_ref());
+    let stale = crate::isolation::stale_worktrees(project, state.as_ref(), spec.as_ref());
     if stale.is_empty() {
         return Check::pass(ID, "no stale specrun worktree");
     }

@@ -1,16 +1,15 @@
 //! `specrun finish`: the shell's way to complete an execution. It judges the same gates as
 //! the Stop hook's ALL_TASKS_COMPLETE — `completion::unmet` on the facts
-//! `hook::completion_gates` gathers — so a gate added there binds both.
+//! `gates::completion_gates` gathers — so a gate added there binds both.
 
 use serde_json::json;
 
 use crate::cli::FinishArgs;
-use crate::commands::hook::completion_gates;
-use crate::commands::load_tasks_file;
-use crate::commands::task::{lock_state, record_event, write_state};
 use crate::completion;
 use crate::error::Result;
 use crate::events::now_rfc3339;
+use crate::exec::Exec;
+use crate::gates::completion_gates;
 use crate::guard;
 use crate::notify;
 use crate::output;
@@ -18,9 +17,10 @@ use crate::project::Project;
 use crate::state::View;
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let (_lock, doc) = lock_state(&spec)?;
-    let tasks = load_tasks_file(&spec.tasks_path())?.list;
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (_lock, doc) = ex.lock_state()?;
+    let tasks = ex.tasks()?.list;
     let name = spec.name.as_str();
     let v = View(&doc);
     if v.phase() == Some("completed") {
@@ -32,26 +32,18 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
             &format!("spec '{name}' is already complete"),
         );
     }
-    let gates = completion_gates(project, &spec, &doc);
+    let gates = completion_gates(project, spec, &doc);
     let unmet: Vec<String> = completion::unmet(name, &doc, &tasks, Some(&gates))
         .iter()
         .map(|u| u.to_string())
         .collect();
     if !unmet.is_empty() {
-        record_event(project, &spec, json!({"event": "finish", "refused": unmet}));
+        ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    write_state(
-        &spec.state_path(),
-        &doc,
-        &guard::completion_patch(&now_rfc3339()),
-    )?;
+    ex.write_state(&doc, &guard::completion_patch(&now_rfc3339()))?;
     let message = guard::completion_message(name, &tasks);
-    record_event(
-        project,
-        &spec,
-        json!({"event": "finish", "completed": true}),
-    );
+    ex.record_event(json!({"event": "finish", "completed": true}));
     notify::send(
         project,
         &notify::event("completed", name, &message, json!({"rule": "finish"})),

@@ -1,16 +1,15 @@
 //! `specrun followup add|list|resolve`: the spec's followups.json, changed under its own
 //! lock (follow-ups never touch the state file).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
-use crate::commands::load_tasks_file;
-use crate::commands::task::record_event;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
-use crate::followups::{Item, NewItem, Store};
+use crate::exec::Exec;
+use crate::followups::{self, Item, NewItem};
 use crate::output;
-use crate::project::{Project, Spec};
+use crate::project::Project;
 use crate::store;
 
 fn category(c: FollowupCategory) -> &'static str {
@@ -29,27 +28,6 @@ fn priority(p: FollowupPriority) -> &'static str {
     }
 }
 
-fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
-    Store::from_json(doc).map_err(|message| Error::Shape {
-        path: spec.followups_path(),
-        message,
-    })
-}
-
-/// The spec's follow-ups as stored (an absent file is an empty store).
-pub fn load(spec: &Spec) -> Result<Store> {
-    let doc = store::read_json(&spec.followups_path())?;
-    parse_store(spec, doc.as_ref())
-}
-
-fn spec_of(project: &Project, arg: Option<&str>) -> Result<Spec> {
-    let spec = project.require_spec(arg)?;
-    if !spec.dir.is_dir() {
-        return Err(Error::missing("spec directory", &spec.dir));
-    }
-    Ok(spec)
-}
-
 pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
     match cmd {
         FollowupCommand::Add {
@@ -61,17 +39,11 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             spec,
             json: json_out,
         } => {
-            let spec = spec_of(project, spec.spec.as_deref())?;
+            let ex = Exec::existing(project, spec.spec.as_deref())?;
+            let spec = &ex.spec;
             let task = match task {
                 None => None,
-                Some(id) => {
-                    let loaded = load_tasks_file(&spec.tasks_path())?;
-                    let t = loaded.list.find(&id).map_err(|e| Error::Task {
-                        path: loaded.path.clone(),
-                        message: e.to_string(),
-                    })?;
-                    Some(t.label())
-                }
+                Some(id) => Some(ex.tasks()?.find(&id)?.label()),
             };
             let new = NewItem {
                 category: category(cat).into(),
@@ -83,7 +55,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             let now = now_rfc3339();
             let added =
                 store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
-                    let mut s = parse_store(&spec, doc.as_ref())?;
+                    let mut s = followups::parse_store(spec, doc.as_ref())?;
                     match s.add(new, &now) {
                         Ok(item) => {
                             let item = item.clone();
@@ -94,11 +66,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                 })?;
             match added {
                 Err(why) => {
-                    record_event(
-                        project,
-                        &spec,
-                        json!({"event": "followup-add", "refused": why}),
-                    );
+                    ex.record_event(json!({"event": "followup-add", "refused": why}));
                     if json_out {
                         output::json_line(
                             &json!({"ok": false, "verb": "followup add", "unmet": [{"name": "followup", "detail": why}]}),
@@ -109,9 +77,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     Ok(1)
                 }
                 Ok(item) => {
-                    record_event(
-                        project,
-                        &spec,
+                    ex.record_event(
                         json!({"event": "followup-add", "id": item.id, "task": item.task}),
                     );
                     if json_out {
@@ -128,8 +94,8 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             spec,
             json: json_out,
         } => {
-            let spec = spec_of(project, spec.spec.as_deref())?;
-            let store = load(&spec)?;
+            let ex = Exec::existing(project, spec.spec.as_deref())?;
+            let store = followups::load(&ex.spec)?;
             let items: Vec<&Item> = store
                 .items
                 .iter()
@@ -166,11 +132,12 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             spec,
             json: json_out,
         } => {
-            let spec = spec_of(project, spec.spec.as_deref())?;
+            let ex = Exec::existing(project, spec.spec.as_deref())?;
+            let spec = &ex.spec;
             let now = now_rfc3339();
             let path = spec.followups_path();
             let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
-                let mut s = parse_store(&spec, doc.as_ref())?;
+                let mut s = followups::parse_store(spec, doc.as_ref())?;
                 let changed = s
                     .resolve(&fid, &note, &now)
                     .map_err(|message| Error::Refused {
@@ -178,11 +145,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     })?;
                 Ok((changed.then(|| s.to_json()), changed))
             })?;
-            record_event(
-                project,
-                &spec,
-                json!({"event": "followup-resolve", "id": fid, "changed": changed}),
-            );
+            ex.record_event(json!({"event": "followup-resolve", "id": fid, "changed": changed}));
             let message = if changed {
                 format!("{fid} resolved")
             } else {

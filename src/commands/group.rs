@@ -6,17 +6,18 @@
 use serde_json::{json, Value};
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
-use crate::commands::task::{lock_state, record_event, write_state};
-use crate::commands::{load_tasks_file, tasks_cmd, verify};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::evidence::Slot;
+use crate::exec::Exec;
 use crate::followups::{NewItem, Store};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::state;
 use crate::store;
 use crate::tasks::TaskList;
+use crate::tasks_file;
+use crate::verify_run;
 use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
@@ -43,24 +44,25 @@ fn merge(project: &Project, args: &GroupMergeArgs) -> Result<i32> {
             project.root.display()
         )));
     }
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let (group, tally) = merge_members(project, &spec)?;
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (group, tally) = merge_members(&ex)?;
     let still_running = tally.remaining.iter().any(|(_, s)| s == worktree::RUNNING);
     if group.is_complete() && tally.merged.is_empty() {
-        return finish(&spec, &group, &tally, None, args.json);
+        return finish(spec, &group, &tally, None, args.json);
     }
     if tally.merged_total == 0 || still_running {
-        return finish(&spec, &group, &tally, None, args.json);
+        return finish(spec, &group, &tally, None, args.json);
     }
-    let verification = verify_merged(project, &spec, &group, args)?;
-    let group = mark_group(project, &spec, &tally, &verification)?;
-    finish(&spec, &group, &tally, Some(&verification), args.json)
+    let verification = verify_merged(project, spec, &group, args)?;
+    let group = mark_group(&ex, &tally, &verification)?;
+    finish(spec, &group, &tally, Some(&verification), args.json)
 }
 
 /// Phase 1, under the state lock: merge every ready member in task-id order.
-fn merge_members(project: &Project, spec: &Spec) -> Result<(Group, Tally)> {
-    let state_path = spec.state_path();
-    let (_lock, mut state) = lock_state(spec)?;
+fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
+    let (project, spec) = (ex.project, &ex.spec);
+    let (_lock, mut state) = ex.lock_state()?;
     let iso = Isolation::read(&state);
     let group = iso.group.clone().ok_or_else(|| Error::Refused {
         message: format!(
@@ -70,12 +72,10 @@ fn merge_members(project: &Project, spec: &Spec) -> Result<(Group, Tally)> {
     })?;
     recover_interrupted_merge(project, &iso)?;
     preflight(project, spec, &group)?;
-    let tasks = load_tasks_file(&spec.tasks_path())?;
+    let tasks = ex.tasks()?;
     let mut tally = Tally::default();
     let ctx = Ctx {
-        project,
-        spec,
-        state_path: &state_path,
+        ex,
         list: &tasks.list,
     };
     let mut merger = worktree::Merger::new(&project.root)?;
@@ -172,9 +172,7 @@ fn preflight(project: &Project, spec: &Spec, group: &Group) -> Result<()> {
 /// leaves every finished merge recorded or detectable.
 /// What merging one member needs besides the member.
 struct Ctx<'a> {
-    project: &'a Project,
-    spec: &'a Spec,
-    state_path: &'a std::path::Path,
+    ex: &'a Exec<'a>,
     list: &'a TaskList,
 }
 
@@ -188,7 +186,7 @@ impl Ctx<'_> {
         tally: &mut Tally,
         pending: &mut Vec<(String, Member, String)>,
     ) -> Result<Value> {
-        let (project, spec, list) = (self.project, self.spec, self.list);
+        let (project, spec, list) = (self.ex.project, &self.ex.spec, self.list);
         let task = list.find(id).map_err(|e| Error::Task {
             path: spec.tasks_path(),
             message: e.to_string(),
@@ -232,7 +230,7 @@ impl Ctx<'_> {
         commit: Option<String>,
         tally: &mut Tally,
     ) -> Result<Value> {
-        let (project, spec, state_path) = (self.project, self.spec, self.state_path);
+        let (project, spec) = (self.ex.project, &self.ex.spec);
         let root = &project.root;
         let commit = commit.or_else(|| worktree::rev(root, "HEAD"));
         let done = Member {
@@ -241,10 +239,10 @@ impl Ctx<'_> {
             conflicts: Vec::new(),
             ..m.clone()
         };
-        let next = write_state(state_path, &state, &worktree::member_patch(id, &done))?;
-        record_event(
-            project,
-            spec,
+        let next = self
+            .ex
+            .write_state(&state, &worktree::member_patch(id, &done))?;
+        self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
         let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
@@ -268,8 +266,7 @@ impl Ctx<'_> {
         status: &str,
         files: Vec<String>,
     ) -> Result<Value> {
-        let (project, spec, state_path, list) =
-            (self.project, self.spec, self.state_path, self.list);
+        let (spec, list) = (&self.ex.spec, self.list);
         let why = if status == worktree::CONFLICT {
             format!(
                 "merge conflict with the merged base in {}",
@@ -298,15 +295,13 @@ impl Ctx<'_> {
         by_id.insert(id.to_string(), Value::Array(history));
         state::merge_into(&mut patch, &json!({"attempts": Value::Object(by_id)}));
         if list.find(id).is_ok_and(|t| t.checked) {
-            tasks_cmd::check(&spec.tasks_path(), id, false)?;
+            tasks_file::check(&spec.tasks_path(), id, false)?;
         }
-        let reread = load_tasks_file(&spec.tasks_path())?;
+        let reread = self.ex.tasks()?;
         patch["taskIndex"] = json!(reread.list.next_index());
-        let next = write_state(state_path, &state, &patch)?;
+        let next = self.ex.write_state(&state, &patch)?;
         add_followup(spec, id, &m.branch, &why, files.clone());
-        record_event(
-            project,
-            spec,
+        self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "kept": true,
                "status": status, "files": files}),
         );
@@ -399,7 +394,7 @@ fn verify_merged(
     group: &Group,
     args: &GroupMergeArgs,
 ) -> Result<Verification> {
-    let list = load_tasks_file(&spec.tasks_path())?.list;
+    let list = tasks_file::load(&spec.tasks_path())?.list;
     let verify_task = group
         .verify_task
         .as_deref()
@@ -421,8 +416,8 @@ fn verify_merged(
             ))
         }
     };
-    let plan = verify::plan_run(spec, &slot, command, None)?;
-    let (record, _) = verify::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let plan = verify_run::plan_run(spec, &slot, command, None)?;
+    let (record, _) = verify_run::record_run(project, spec, &slot, &plan, args.timeout)?;
     let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {
@@ -436,9 +431,8 @@ fn verify_merged(
 
 /// Phase 3: the group is complete only when every member merged and the merged tree's
 /// verification passed on its fingerprint.
-fn mark_group(project: &Project, spec: &Spec, tally: &Tally, v: &Verification) -> Result<Group> {
-    let path = spec.state_path();
-    let (_lock, state) = lock_state(spec)?;
+fn mark_group(ex: &Exec, tally: &Tally, v: &Verification) -> Result<Group> {
+    let (_lock, state) = ex.lock_state()?;
     let mut group = Isolation::read(&state).group.unwrap_or_default();
     let all_merged = tally.remaining.is_empty();
     group.status = match (v.passed, all_merged) {
@@ -448,10 +442,8 @@ fn mark_group(project: &Project, spec: &Spec, tally: &Tally, v: &Verification) -
     }
     .into();
     group.verified_tree = v.passed.then(|| v.tree.clone());
-    write_state(&path, &state, &worktree::group_patch(&group))?;
-    record_event(
-        project,
-        spec,
+    ex.write_state(&state, &worktree::group_patch(&group))?;
+    ex.record_event(
         json!({"event": "group-verify", "slot": v.slot.describe(), "command": v.command,
                "exitCode": v.exit_code, "tree": v.tree, "passed": v.passed, "groupStatus": group.status}),
     );

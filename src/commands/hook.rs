@@ -9,27 +9,25 @@
 //! execution) stats and reads a few small files and writes nothing: no git process, no
 //! transcript read, no lock.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
-use crate::commands::hook_cost;
-use crate::commands::snapshot::{read_state, StateRead};
-use crate::commands::task::evidence_fact;
-use crate::commands::{ac, load_tasks_file};
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
-use crate::guard::{
-    self, Blocker, ClaimFacts, CompletionGates, Outcome, StopFacts, StopInput, SubagentInput,
-    UsageRead,
-};
+use crate::facts::{read_state, StateRead};
+use crate::gates::{completion_gates, evidence_fact};
+use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
+use crate::hook_cost;
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
-use crate::{claims, critique, events, git, notify, output, store, testlog, uncounted};
+use crate::tasks_file;
+use crate::{
+    claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
+};
 
 /// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
@@ -41,21 +39,7 @@ pub const HOOK_STDIN_WAIT: Duration = Duration::from_secs(2);
 
 /// Stdin within `HOOK_STDIN_MAX` bytes and `HOOK_STDIN_WAIT`; empty past either bound.
 fn read_stdin() -> Vec<u8> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    // The reader thread may stay blocked on a silent pipe: the process exits without it.
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let read = std::io::stdin()
-            .lock()
-            .take(HOOK_STDIN_MAX + 1)
-            .read_to_end(&mut bytes);
-        let _ = tx.send(if read.is_ok() && bytes.len() as u64 <= HOOK_STDIN_MAX {
-            bytes
-        } else {
-            Vec::new()
-        });
-    });
-    rx.recv_timeout(HOOK_STDIN_WAIT).unwrap_or_default()
+    store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
 pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
@@ -392,7 +376,7 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
-    load_tasks_file(&spec.tasks_path()).map(|loaded| loaded.list)
+    tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
 fn stop(input: &HookInput, active: Active) -> Option<Value> {
@@ -449,42 +433,6 @@ fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
     };
     let (offset, last_id) = guard::transcript_start(state, path);
     hook_cost::read(path, offset, last_id)
-}
-
-/// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
-pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
-    CompletionGates {
-        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
-        blockers: open_blockers(spec),
-        criteria: uncovered_criteria(project, spec, state),
-    }
-}
-
-/// The spec's uncovered criteria when the execution enforces them; an unreadable store or
-/// requirements.md is itself one unmet line.
-fn uncovered_criteria(project: &Project, spec: &Spec, state: &Value) -> Vec<String> {
-    if !ac::enforced(Some(state)) {
-        return Vec::new();
-    }
-    match load_tasks(spec).and_then(|list| ac::matrix_with(project, spec, &list, Some(state))) {
-        Ok(m) => ac::describe_uncovered(m.uncovered()),
-        Err(e) => vec![format!("criteria cannot be read: {e}")],
-    }
-}
-
-/// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
-/// parser as the `followup` verbs: a file they refuse is unreadable here too.
-/// Open VERIFY/high follow-ups, read as the `followup` verbs read them.
-fn open_blockers(spec: &Spec) -> std::result::Result<Vec<Blocker>, String> {
-    let store = super::followup::load(spec).map_err(|e| e.to_string())?;
-    Ok(store
-        .blocking_open()
-        .into_iter()
-        .map(|i| Blocker {
-            id: i.id.clone(),
-            title: i.title.clone(),
-        })
-        .collect())
 }
 
 fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
@@ -568,7 +516,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         return Vec::new();
     }
     let (project, spec) = (&active.project, &active.spec);
-    let fresh: Vec<claims::FreshRun> = ac::runs(project, spec, &active.state)
+    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state)
         .into_iter()
         .filter(|r| r.freshness == Freshness::Fresh)
         .map(|r| claims::FreshRun {
@@ -670,7 +618,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
     let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
         return Vec::new();
     };
-    super::proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
+    proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
         .into_iter()
         .map(|u| format!("{}: {}", u.name, u.detail))
         .collect()

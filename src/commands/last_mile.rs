@@ -7,20 +7,21 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::cli::LastMileArgs;
+use crate::criteria;
 use crate::error::Result;
 use crate::events;
 use crate::evidence;
+use crate::facts::{self, StateRead};
+use crate::gates;
 use crate::git;
 use crate::goal::SettingsContent;
 use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
 use crate::output;
+use crate::probe::{find_on_path, read_settings};
 use crate::project::Project;
 
-use super::goal::{find_on_path, read_settings};
-use super::snapshot::{self, StateRead};
-
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
-    let facts = snapshot::collect(project, args.spec.spec.as_deref())?;
+    let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let state = match &facts.state {
         StateRead::Absent => StateInput::Absent,
         StateRead::Invalid(e) => StateInput::Invalid(e),
@@ -59,17 +60,15 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         capabilities: capabilities(project, facts.git.available),
         blocking_followups: spec
             .map(|spec| {
-                crate::commands::task::blocking_followups_items(spec)
+                gates::blocking_followups_items(spec)
                     .into_iter()
                     .map(|i| (i.id, i.title))
                     .collect()
             })
             .unwrap_or_default(),
         uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
-            (Some(spec), StateRead::Valid(doc), Some(list))
-                if crate::commands::ac::enforced(Some(doc)) =>
-            {
-                crate::commands::ac::matrix_with(project, spec, list, Some(doc))
+            (Some(spec), StateRead::Valid(doc), Some(list)) if criteria::enforced(Some(doc)) => {
+                criteria::matrix_with(project, spec, list, Some(doc))
                     .map(|m| {
                         m.uncovered()
                             .map(|r| (r.id.clone(), r.status.as_str().to_string()))
@@ -106,7 +105,7 @@ fn runnable(root: &Path, program: &str) -> bool {
     find_on_path(program).is_some()
 }
 
-fn git_facts(project: &Project, facts: &snapshot::Facts) -> GitFacts {
+fn git_facts(project: &Project, facts: &facts::Facts) -> GitFacts {
     let root = &project.root;
     let mut committed_since_start = Vec::new();
     if let (Some(list), Some(state)) = (&facts.tasks, facts.state_doc()) {

@@ -4,19 +4,16 @@
 use serde_json::json;
 
 use crate::cli::LearnArgs;
-use crate::commands::load_tasks_file;
-use crate::commands::task::{append_progress, record_event};
 use crate::error::{Error, Result};
+use crate::exec::Exec;
 use crate::output;
 use crate::project::Project;
 use crate::protocol::LEARNINGS_HEADING;
 use crate::store;
 
 pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    if !spec.dir.is_dir() {
-        return Err(Error::missing("spec directory", &spec.dir));
-    }
+    let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
     // One line: a learning that spans lines would break the bullet list.
     let text = args.text.split_whitespace().collect::<Vec<_>>().join(" ");
     if text.is_empty() {
@@ -25,12 +22,8 @@ pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
     let task = match &args.task {
         None => None,
         Some(id) => {
-            let loaded = load_tasks_file(&spec.tasks_path())?;
-            let task = loaded.list.find(id).map_err(|e| Error::Task {
-                path: loaded.path.clone(),
-                message: e.to_string(),
-            })?;
-            Some(task.label())
+            let loaded = ex.tasks()?;
+            Some(loaded.find(id)?.label())
         }
     };
     let line = match &task {
@@ -39,12 +32,8 @@ pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
     };
     // State lock first, then the progress file's, the order every verb uses.
     let _state_lock = store::lock(&spec.state_path(), store::DEFAULT_LOCK_WAIT)?;
-    let added = append_progress(&spec.progress_path(), LEARNINGS_HEADING, &line, Some(&text))?;
-    record_event(
-        project,
-        &spec,
-        json!({"event": "learn", "task": task, "added": added}),
-    );
+    let added = ex.append_progress(LEARNINGS_HEADING, &line, Some(&text))?;
+    ex.record_event(json!({"event": "learn", "task": task, "added": added}));
     output::line(if added {
         "learning recorded in .progress.md"
     } else {

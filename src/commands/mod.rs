@@ -1,13 +1,11 @@
 //! One module per subcommand. Each takes its parsed arguments and returns the exit code
-//! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`.
-
-use std::path::{Path, PathBuf};
+//! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`. A command
+//! builds its context (`crate::exec::Exec`), calls the core and prints; it never uses
+//! another command module (what they share lives outside `commands/`; the test below).
 
 use crate::cli::{Cli, Command};
-use crate::error::{Error, Result};
-use crate::project::{Project, Spec};
-use crate::store;
-use crate::tasks::{self, TaskList};
+use crate::error::Result;
+use crate::project::Project;
 
 pub mod ac;
 pub mod cancel;
@@ -19,12 +17,9 @@ pub mod followup;
 pub mod goal;
 pub mod group;
 pub mod hook;
-pub mod hook_cost;
-pub mod isolate;
 pub mod last_mile;
 pub mod learn;
 pub mod new;
-pub mod proof;
 pub mod report;
 pub mod resume;
 pub mod snapshot;
@@ -70,56 +65,42 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
     }
 }
 
-/// A tasks.md read and parsed.
-pub struct LoadedTasks {
-    pub path: PathBuf,
-    pub text: String,
-    pub list: TaskList,
-}
-
-pub fn load_tasks_file(path: &Path) -> Result<LoadedTasks> {
-    let text = store::read_text(path, "tasks file")?;
-    let list = tasks::parse(&text);
-    Ok(LoadedTasks {
-        path: path.to_path_buf(),
-        text,
-        list,
-    })
-}
-
-/// The tasks.md named by `--file`, else the spec's.
-pub fn resolve_tasks_path(
-    project: &Project,
-    spec: Option<&str>,
-    file: Option<&Path>,
-) -> Result<PathBuf> {
-    match file {
-        Some(f) => Ok(project.cwd.join(f)),
-        None => Ok(project.require_spec(spec)?.tasks_path()),
+#[cfg(test)]
+mod tests {
+    /// Issue 12: a command parses its arguments, builds the context (`exec`), calls the core
+    /// and prints. What two commands share lives outside `commands/`, so no command module
+    /// names another; only the dispatch above knows them all. A `use super::*;` is allowed
+    /// inside a file's own test module (indented), where `super` is that file.
+    #[test]
+    fn no_command_module_uses_another() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/commands");
+        let mut files = 0;
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "mod.rs") {
+                continue;
+            }
+            files += 1;
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let own_tests =
+                    code.starts_with(char::is_whitespace) && code.trim() == "use super::*;";
+                if code.contains("commands::") || (code.contains("super::") && !own_tests) {
+                    found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            files >= 20,
+            "only {files} command files under {}",
+            dir.display()
+        );
+        assert!(
+            found.is_empty(),
+            "command modules using another command module (move the shared piece to exec.rs, facts.rs or a core module):\n{}",
+            found.join("\n")
+        );
     }
-}
-
-/// The text of the tasks.md `--file` names (a user file: read wherever it is, see
-/// `store::read_user_file`), else of the spec's (bookkeeping).
-pub fn read_tasks_text(
-    project: &Project,
-    spec: Option<&str>,
-    file: Option<&Path>,
-) -> Result<(PathBuf, String)> {
-    let path = resolve_tasks_path(project, spec, file)?;
-    let text = match file {
-        Some(_) => store::read_user_text(&path, "tasks file")?,
-        None => store::read_text(&path, "tasks file")?,
-    };
-    Ok((path, text))
-}
-
-/// The spec and its tasks; a missing spec directory is named as such.
-pub fn load_spec_tasks(project: &Project, spec: Option<&str>) -> Result<(Spec, LoadedTasks)> {
-    let spec = project.require_spec(spec)?;
-    if !spec.dir.is_dir() {
-        return Err(Error::missing("spec directory", &spec.dir));
-    }
-    let loaded = load_tasks_file(&spec.tasks_path())?;
-    Ok((spec, loaded))
 }

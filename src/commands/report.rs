@@ -3,18 +3,20 @@
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
-use crate::commands::snapshot::{read_state, StateRead};
-use crate::commands::status::cost_report;
-use crate::commands::{followup, load_tasks_file};
+use crate::cost;
 use crate::critique;
 use crate::error::{Error, Result};
+use crate::exec::Exec;
+use crate::facts::{read_state, StateRead};
+use crate::followups;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
 use crate::store;
 
 pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
     let state = match read_state(&spec.state_path()) {
         StateRead::Valid(doc) => doc,
         StateRead::Absent => {
@@ -27,22 +29,22 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         }
         StateRead::Invalid(e) => return Err(Error::Refused { message: e }),
     };
-    let tasks = load_tasks_file(&spec.tasks_path())?.list;
-    let followups = followup::load(&spec).map(|s| s.items).unwrap_or_default();
+    let tasks = ex.tasks()?.list;
+    let followups = followups::load(spec).map(|s| s.items).unwrap_or_default();
     let critiques: Vec<(String, Option<String>, Option<String>)> = tasks
         .tasks
         .iter()
         .map(|t| {
             let id = t.label();
-            let code = critique::recorded_at(&spec, &id, "post-code");
-            let test = critique::recorded_at(&spec, &id, "post-test");
+            let code = critique::recorded_at(spec, &id, "post-code");
+            let test = critique::recorded_at(spec, &id, "post-test");
             (id, code, test)
         })
         .collect();
-    let events = spec_events(project, &spec)?;
+    let events = spec_events(project, spec)?;
     let now = chrono::Utc::now();
     // The same cost table as `status`, so the two agree.
-    let cost = cost_report(project, &state, &tasks);
+    let cost = cost::priced_report(project, &state, &tasks);
     let story = report::build(&Inputs {
         spec: &spec.name,
         state: &state,

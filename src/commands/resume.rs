@@ -4,20 +4,20 @@
 use serde_json::json;
 
 use crate::cli::ResumeArgs;
-use crate::commands::load_tasks_file;
-use crate::commands::status::shell_step;
-use crate::commands::task::{lock_state, record_event, refuse, report, write_state};
 use crate::error::Result;
 use crate::events::now_rfc3339;
+use crate::exec::{refuse, report, Exec};
+use crate::facts::shell_step;
+use crate::isolation;
 use crate::next::Audience;
 use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let path = spec.state_path();
-    let (_lock, state) = lock_state(&spec)?;
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (_lock, state) = ex.lock_state()?;
     let raises = Raises {
         global: args.raise_global,
         task: args.raise_task,
@@ -30,30 +30,26 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     match protocol::resume(&state, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-            record_event(project, &spec, json!({"event": "resume", "refused": names}));
+            ex.record_event(json!({"event": "resume", "refused": names}));
             let code = refuse("resume", &spec.name, &unmet, args.json);
-            if let (Some((text, _)), false) =
-                (super::isolate::summary(&spec.name, &state), args.json)
-            {
+            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &state), args.json) {
                 output::line(&text);
             }
             Ok(code)
         }
         Ok(out) => {
             let after = match &out.patch {
-                Some(patch) => write_state(&path, &state, patch)?,
+                Some(patch) => ex.write_state(&state, patch)?,
                 None => state.clone(),
             };
             let cleared = state.get("halt").and_then(|h| h.get("kind")).cloned();
-            record_event(
-                project,
-                &spec,
+            ex.record_event(
                 json!({"event": "resume", "cleared": cleared, "sessionId": session,
                        "raises": {"global": raises.global, "task": raises.task,
                                   "tokens": raises.tokens, "minutes": raises.minutes,
                                   "usd": raises.usd}}),
             );
-            let group = super::isolate::summary(&spec.name, &state);
+            let group = isolation::summary(&spec.name, &state);
             report(
                 "resume",
                 &spec.name,
@@ -66,8 +62,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                 output::line(text);
             }
             if !args.json && Audience::detect() == Audience::Shell {
-                let tasks = load_tasks_file(&spec.tasks_path()).ok().map(|t| t.list);
-                if let Some(cmd) = shell_step(&spec, Some(&after), tasks.as_ref()) {
+                let tasks = ex.tasks().ok().map(|t| t.list);
+                if let Some(cmd) = shell_step(spec, Some(&after), tasks.as_ref()) {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
             }

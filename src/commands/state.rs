@@ -5,9 +5,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::{StateCommand, StateInitArgs};
-use crate::commands::load_spec_tasks;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
+use crate::exec::Exec;
 use crate::goal::shell_word;
 use crate::output;
 use crate::project::Project;
@@ -32,6 +32,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
             let path = project
                 .inside(&project.cwd.join(&file))
                 .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
+            refuse_model_patch(&path, &patch)?;
             merge(&path, &patch)?;
             Ok(0)
         }
@@ -53,6 +54,26 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
         }
         StateCommand::Init(args) => init(&project, args),
     }
+}
+
+/// Inside Claude Code, a spec's state file takes only `MODEL_MERGEABLE` fields: the rest is
+/// the guard's record, which only the verbs (and a person at a shell) change.
+fn refuse_model_patch(path: &Path, patch: &Value) -> Result<()> {
+    let is_state = path
+        .file_name()
+        .is_some_and(|n| n == crate::project::STATE_FILE);
+    let fields = state::guarded_fields(patch);
+    if !is_state || fields.is_empty() || !crate::claude_code::inside() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        message: format!(
+            "state merge refused inside Claude Code: {} {} the execution's record, which only specrun's verbs change (a person can run this from their own shell); the model may set only {}",
+            fields.join(", "),
+            if fields.len() == 1 { "is part of" } else { "are part of" },
+            state::MODEL_MERGEABLE.join(", ")
+        ),
+    })
 }
 
 /// A file outside the project: name the `--cwd` that reaches its project.
@@ -84,7 +105,8 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 }
 
 fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
-    let (spec, loaded) = load_spec_tasks(project, args.spec.spec.as_deref())?;
+    let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let counts = loaded.list.counts();
     let params = InitParams {
         name: spec.name.clone(),
@@ -120,6 +142,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
+        refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
         let baseline = crate::completion::baseline_at_init(existing.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()
@@ -153,6 +176,27 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     };
     report_init(&spec.name, &doc, counts, continued);
     Ok(0)
+}
+
+/// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting
+/// over clears the caps' counters, which is a person's decision (`specrun resume` names the
+/// raise it needs).
+fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitArgs) -> Result<()> {
+    let Some(doc) = existing.filter(|_| args.restart || args.force) else {
+        return Ok(());
+    };
+    let v = state::View(doc);
+    let stopped = v.halt().is_some() || v.phase() == Some("cancelled");
+    if !stopped || !crate::claude_code::inside() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        message: format!(
+            "state init --restart refused inside Claude Code: the execution is {} and starting over would clear its counters; a person runs `{}` (or restarts it from their own shell)",
+            if v.phase() == Some("cancelled") { "cancelled" } else { "halted" },
+            state::resume_command(name, v)
+        ),
+    })
 }
 
 fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued: bool) {

@@ -13,18 +13,15 @@ use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
 use crate::cost::{self, CostReport, Level};
-use crate::critique;
 use crate::error::{Error, Result};
-use crate::evidence;
+use crate::exec::Exec;
+use crate::facts::{self, collect, Facts, StateRead};
+use crate::isolation;
 use crate::ledger::Tokens;
-use crate::next::{self, TaskProgress};
+use crate::next::{self, minutes_since};
 use crate::output;
-use crate::prices;
 use crate::project::{Project, Spec};
 use crate::state::{self, View};
-use crate::tasks::TaskList;
-
-use super::snapshot::{collect, Facts, StateRead};
 
 const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
@@ -118,7 +115,7 @@ pub struct Dashboard {
     pub cost: Option<CostReport>,
     /// The isolated group's standing; `status --json` has it as `isolation`.
     #[serde(skip)]
-    pub group: Option<super::isolate::Standing>,
+    pub group: Option<isolation::Standing>,
 }
 
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
@@ -162,18 +159,12 @@ pub struct Halt {
     pub resume: String,
 }
 
-/// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
-pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
-    let t = DateTime::parse_from_rfc3339(at).ok()?;
-    Some((now - t.with_timezone(&Utc)).num_minutes().max(0) as u64)
-}
-
 impl Dashboard {
     /// Add what reads the project beyond the facts: the guard's warnings (the events log)
     /// and the cost table (the price table).
     pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
-            self.cost = Some(cost_report(project, state, list));
+            self.cost = Some(cost::priced_report(project, state, list));
         }
         if let Some(problem) = time_cap_problem(facts) {
             self.notes.push(("time cap", problem));
@@ -225,10 +216,10 @@ impl Dashboard {
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
-        d.next_shell = shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
+        d.next_shell = facts::shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
         d.group = facts
             .state_doc()
-            .and_then(|doc| super::isolate::standing(&spec.name, doc));
+            .and_then(|doc| isolation::standing(&spec.name, doc));
         d
     }
 
@@ -266,37 +257,6 @@ impl Dashboard {
             resume: state::resume_command(name, v),
         });
         self.done = v.phase() != Some("execution") || v.halt().is_some() || v.completed();
-    }
-}
-
-/// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, state: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
-    let progress = match (state, tasks.and_then(TaskList::next)) {
-        (Some(doc), Some(task)) => task_progress(spec, doc, &task.label()),
-        _ => TaskProgress::default(),
-    };
-    next::shell_step(&spec.name, state, tasks, progress)
-}
-
-/// What the running attempt of `id` has so far: passing evidence and reviews recorded
-/// since it started.
-fn task_progress(spec: &Spec, state: &Value, id: &str) -> TaskProgress {
-    let Some(since) = next::running_since(state, id) else {
-        return TaskProgress::default();
-    };
-    let after = |at: Option<String>| at.is_some_and(|t| t.as_str() >= since);
-    let record = evidence::Slot::Task(id.to_string()).record_in(state);
-    TaskProgress {
-        evidence: record.is_some_and(|r| {
-            evidence::passed(r)
-                && after(
-                    r.get("startedAt")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                )
-        }),
-        post_code: after(critique::recorded_at(spec, id, "post-code")),
-        post_test: after(critique::recorded_at(spec, id, "post-test")),
     }
 }
 
@@ -371,16 +331,6 @@ fn unverified_claims(facts: &Facts) -> Vec<String> {
         lines.push(format!("  task {task}: {missing}"));
     }
     lines
-}
-
-/// The execution's cost table, priced with the project's price table when it has one.
-pub fn cost_report(project: &Project, state: &Value, tasks: &TaskList) -> CostReport {
-    let loaded = prices::load(&project.root);
-    let table = match &loaded {
-        Ok(p) => Ok(p.as_ref()),
-        Err(e) => Err(e.as_str()),
-    };
-    cost::report(state, tasks, table, Utc::now())
 }
 
 fn tok(t: &Tokens) -> String {
@@ -714,7 +664,8 @@ fn files_signature(spec: &Spec) -> Vec<Option<(SystemTime, u64)>> {
 }
 
 fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
-    let spec = project.require_spec(spec_arg)?;
+    let ex = Exec::new(project, spec_arg)?;
+    let spec = &ex.spec;
     let arg = Some(spec.dir.to_string_lossy().into_owned());
     let tty = std::io::stdout().is_terminal();
     let mut last: Option<Signature> = None;
@@ -730,7 +681,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
         }
         let facts = collect(project, arg.as_deref())?;
         let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
-        let now_sig = (files_signature(&spec), board.elapsed_minutes);
+        let now_sig = (files_signature(spec), board.elapsed_minutes);
         if last.as_ref() != Some(&now_sig) {
             if tty {
                 output::raw("\x1b[H\x1b[2J");

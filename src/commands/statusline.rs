@@ -3,14 +3,13 @@
 //! active spec's small files: no git, no lock, no transcript. Prints nothing without an
 //! execution; never fails (a status line must not show an error box).
 
-use std::io::Read;
 use std::path::Path;
 
 use chrono::Utc;
 use serde_json::Value;
 
-use crate::commands::snapshot::{read_state, StateRead};
-use crate::commands::status::minutes_since;
+use crate::facts::{read_state, StateRead};
+use crate::next::minutes_since;
 use crate::output;
 use crate::project::Project;
 use crate::state::View;
@@ -21,8 +20,8 @@ use crate::tasks;
 const MAX: usize = 72;
 
 pub fn run(cwd: Option<&Path>) -> i32 {
-    let mut stdin = Vec::new();
-    let _ = std::io::stdin().lock().read_to_end(&mut stdin);
+    // Bounded like a hook's: a status line must never hang Claude Code's prompt.
+    let stdin = store::read_stdin_within(1 << 20, std::time::Duration::from_secs(2));
     if let Some(text) = line_for(&stdin, cwd) {
         output::line(&text);
     }
@@ -48,8 +47,9 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
         return None;
     };
     let text = store::read_text(&spec.tasks_path(), "tasks file").ok()?;
-    let list = tasks::parse(&text);
-    Some(compose(&spec.name, &state, &list, Utc::now()))
+    // Counts and the next task only: a full parse was most of the line's cost.
+    let (counts, next) = tasks::headline(&text);
+    Some(compose(&spec.name, &state, counts, next, Utc::now()))
 }
 
 /// The line: spec, i/n, then the halt, the completion, or the current task and the
@@ -57,11 +57,11 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
 pub fn compose(
     name: &str,
     state: &Value,
-    list: &tasks::TaskList,
+    c: tasks::Counts,
+    next: Option<(String, String)>,
     now: chrono::DateTime<Utc>,
 ) -> String {
     let v = View(state);
-    let c = list.counts();
     let head = format!("specrun {name} {}/{}", c.completed, c.total);
     let text = if let Some(kind) = v.halt_kind() {
         format!(
@@ -74,8 +74,8 @@ pub fn compose(
         format!("{head} {}", v.phase().unwrap_or("not started"))
     } else {
         let mut parts = vec![head];
-        if let Some(t) = list.next() {
-            parts.push(format!("{} {}", t.label(), t.title));
+        if let Some((label, title)) = next {
+            parts.push(format!("{label} {title}"));
         }
         parts.push(headroom(v, now));
         let tail = parts.split_off(1);
@@ -133,7 +133,7 @@ mod tests {
 
     #[test]
     fn a_running_execution_shows_task_and_headroom_in_one_short_line() {
-        let list = tasks::parse(&format!(
+        let (counts, next) = tasks::headline(&format!(
             "- [x] 1.1 A\n- [ ] 1.2 {}\n",
             "Long title ".repeat(20)
         ));
@@ -144,7 +144,7 @@ mod tests {
         let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:10:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        let line = compose("demo", &state, &list, now);
+        let line = compose("demo", &state, counts, next, now);
         assert!(
             line.starts_with("specrun demo 1/2 · 1.2 Long title"),
             "{line}"
@@ -158,11 +158,11 @@ mod tests {
 
     #[test]
     fn a_halt_names_the_way_out() {
-        let list = tasks::parse("- [ ] 1 A\n");
+        let (counts, next) = tasks::headline("- [ ] 1 A\n");
         let state = json!({"phase": "execution", "halt": {"kind": "task-cap"},
             "taskIteration": 5, "maxTaskIterations": 5});
         assert_eq!(
-            compose("demo", &state, &list, Utc::now()),
+            compose("demo", &state, counts, next, Utc::now()),
             "specrun demo 0/1 HALTED (task-cap): specrun resume --spec demo --raise-task 10"
         );
     }

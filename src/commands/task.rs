@@ -6,20 +6,26 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::acceptance::Justification;
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::{isolate, load_tasks_file, tasks_cmd, LoadedTasks};
+use crate::criteria;
 use crate::critique;
 use crate::error::{Error, Result};
-use crate::events::{self, now_rfc3339};
+use crate::events::now_rfc3339;
 use crate::evidence::{self, Slot};
-use crate::followups;
+use crate::exec::{refuse, report, Exec};
+use crate::gates;
 use crate::git;
+use crate::isolation;
 use crate::output;
 use crate::project::{Project, Spec};
+use crate::proof;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
+use crate::saved_work;
 use crate::state;
 use crate::store;
 use crate::tasks::Task;
+use crate::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
@@ -35,111 +41,14 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
             verb,
             finding,
             reason,
-        } => super::proof::justify(project, &verb, &finding, &reason),
-    }
-}
-
-/// The state document read under its (already held) lock; a missing file says how to
-/// create one.
-pub fn read_state(spec: &Spec) -> Result<Value> {
-    let path = spec.state_path();
-    let doc = store::read_json(&path)?.ok_or_else(|| no_state(spec))?;
-    state::typecheck(&doc, &path.display().to_string())?;
-    Ok(doc)
-}
-
-/// Lock and read a spec's state. A missing state is named before the lock is taken, so a
-/// refused command leaves no lock file behind.
-pub fn lock_state(spec: &Spec) -> Result<(store::Lock, Value)> {
-    if !spec.state_path().exists() {
-        return Err(no_state(spec));
-    }
-    let lock = store::lock(&spec.state_path(), store::DEFAULT_LOCK_WAIT)?;
-    let state = read_state(spec)?;
-    Ok((lock, state))
-}
-
-/// No state file: the step that creates one, or the one before it when there are no tasks.
-fn no_state(spec: &Spec) -> Error {
-    let name = &spec.name;
-    let message = if spec.tasks_path().exists() {
-        format!(
-            "no execution state at {}: run `specrun state init --spec {name}` first",
-            spec.state_path().display()
-        )
-    } else {
-        format!(
-            "spec {name} has no tasks ({} does not exist): write them there (one `- [ ] 1.1 Title` line each, the format is in plugin/templates/tasks.md), then run `specrun state init --spec {name}`",
-            spec.tasks_path().display()
-        )
-    };
-    Error::Refused { message }
-}
-
-/// Apply a verb's patch to the state read under the lock and write it atomically.
-pub fn write_state(path: &Path, current: &Value, patch: &Value) -> Result<Value> {
-    let next = state::apply_patch(Some(current.clone()), patch, &path.display().to_string())?;
-    store::write_atomic(path, &store::to_pretty_bytes(&next))?;
-    Ok(next)
-}
-
-/// Print a verb's result: one line (or one JSON object); warnings to stderr.
-pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
-    if json_out {
-        let mut doc = json!({
-            "ok": true, "verb": verb, "subject": subject, "changed": out.changed,
-            "halted": out.halted, "message": out.message, "notes": out.notes,
-        });
-        state::merge_into(&mut doc, &extra);
-        output::json_line(&doc);
-        return;
-    }
-    output::line(&out.message);
-    for note in &out.notes {
-        match note.strip_prefix("warning: ") {
-            Some(w) => output::warn(w),
-            None => output::line(note),
-        }
-    }
-}
-
-/// Print the unmet preconditions and return exit 1.
-pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32 {
-    if json_out {
-        let list: Vec<Value> = unmet.iter().map(Unmet::to_json).collect();
-        output::json_line(&json!({"ok": false, "verb": verb, "subject": subject, "unmet": list}));
-    } else {
-        output::line(&format!("{verb} {subject} refused:"));
-        for u in unmet {
-            output::line(&format!("  - {u}"));
-        }
-    }
-    1
-}
-
-pub fn record_event(project: &Project, spec: &Spec, fields: Value) {
-    let mut line = json!({"spec": spec.name});
-    state::merge_into(&mut line, &fields);
-    if let Err(e) = events::append(project, line) {
-        output::warn(&format!("could not record the event: {e}"));
+        } => justify(project, &verb, &finding, &reason),
     }
 }
 
 /// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
-fn refused(
-    project: &Project,
-    spec: &Spec,
-    verb: &str,
-    id: &str,
-    unmet: &[Unmet],
-    json_out: bool,
-) -> i32 {
+fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> i32 {
     let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-    record_event(
-        project,
-        spec,
-        json!({"event": format!("task-{verb}"), "task": id, "refused": names}),
-    );
+    ex.record_event(json!({"event": format!("task-{verb}"), "task": id, "refused": names}));
     refuse(&format!("task {verb}"), id, unmet, json_out)
 }
 
@@ -156,43 +65,32 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Outcome) {
     }
 }
 
-struct Held {
-    spec: Spec,
-    state_path: PathBuf,
+struct Held<'a> {
+    ex: Exec<'a>,
     _lock: store::Lock,
     state: Value,
     tasks: LoadedTasks,
 }
 
-fn hold(project: &Project, args: &TaskVerbArgs) -> Result<Held> {
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let state_path = spec.state_path();
-    let (lock, state) = lock_state(&spec)?;
-    let tasks = load_tasks_file(&spec.tasks_path())?;
+fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let (lock, state) = ex.lock_state()?;
+    let tasks = ex.tasks()?;
     Ok(Held {
-        spec,
-        state_path,
+        ex,
         _lock: lock,
         state,
         tasks,
     })
 }
 
-fn find<'a>(held: &'a Held, id: &str) -> Result<&'a Task> {
-    held.tasks.list.find(id).map_err(|e| Error::Task {
-        path: held.tasks.path.clone(),
-        message: e.to_string(),
-    })
-}
-
 fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
     let iso = crate::worktree::Isolation::read(&held.state);
-    let refuse_start =
-        |unmet: &[Unmet]| refused(project, &held.spec, "start", &id, unmet, args.json);
-    if let Some(unmet) = isolate::group_gate(&iso, task) {
+    let refuse_start = |unmet: &[Unmet]| refused(&held.ex, "start", &id, unmet, args.json);
+    if let Some(unmet) = isolation::group_gate(&iso, task) {
         return Ok(refuse_start(&[unmet]));
     }
     let mut head = git::head(&project.tree);
@@ -206,13 +104,13 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        match isolate::start(project, &held.spec, &held.state, &held.tasks.list, task)? {
-            isolate::Start::Shared(note) => {
+        match isolation::start(project, &held.ex.spec, &held.state, &held.tasks.list, task)? {
+            isolation::Start::Shared(note) => {
                 output::warn(&note);
                 path = Some(project.tree.clone());
             }
-            isolate::Start::Refused(unmet) => return Ok(refuse_start(&[unmet])),
-            isolate::Start::Isolated {
+            isolation::Start::Refused(unmet) => return Ok(refuse_start(&[unmet])),
+            isolation::Start::Isolated {
                 path: dir,
                 head: member_head,
                 patch,
@@ -238,14 +136,12 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
         state::merge_into(&mut patch, p);
     }
     if out.patch.is_some() || iso_patch.is_some() {
-        write_state(&held.state_path, &held.state, &patch)?;
+        held.ex.write_state(&held.state, &patch)?;
     }
     let branch = iso_patch
         .as_ref()
-        .map(|_| crate::worktree::branch_name(&held.spec.name, &id));
-    record_event(
-        project,
-        &held.spec,
+        .map(|_| crate::worktree::branch_name(&held.ex.spec.name, &id));
+    held.ex.record_event(
         json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
                "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
     );
@@ -263,87 +159,25 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     Ok(0)
 }
 
-/// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
-pub fn evidence_fact(
-    project: &Project,
-    spec: &Spec,
-    state: &Value,
-    slot: Slot,
-    (id, own_verify): (&str, Option<&str>),
-) -> EvidenceFact {
-    let freshness = evidence::check(project, spec, state, &slot);
-    let record = slot.record_in(state);
-    let ended_at = record.and_then(evidence::ended_at);
-    let mismatch =
-        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
-    EvidenceFact {
-        freshness,
-        ended_at,
-        mismatch,
-    }
-}
-
-/// Summaries of open blocking follow-ups; an unreadable store is warned about.
-pub fn blocking_followups(spec: &Spec) -> Vec<String> {
-    blocking_followups_items(spec)
-        .iter()
-        .map(|i| i.summary())
-        .collect()
-}
-
-/// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
-pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
-    match super::followup::load(spec) {
-        Ok(store) => store.blocking_open().into_iter().cloned().collect(),
-        Err(e) => {
-            output::warn(&format!("follow-ups unreadable: {e}"));
-            Vec::new()
-        }
-    }
-}
-
-/// Under `path`'s own lock, append `line` to a markdown section (file created if absent).
-pub fn append_progress(
-    path: &Path,
-    heading: &str,
-    line: &str,
-    dedupe: Option<&str>,
-) -> Result<bool> {
-    let _lock = store::lock(path, store::DEFAULT_LOCK_WAIT)?;
-    let text = match store::read_optional(path)? {
-        None => String::new(),
-        Some(bytes) => String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
-            path: path.to_path_buf(),
-        })?,
-    };
-    if let Some(text_key) = dedupe {
-        if protocol::section_has(&text, heading, text_key) {
-            return Ok(false);
-        }
-    }
-    let next = protocol::append_to_section(&text, heading, line);
-    store::write_atomic(path, next.as_bytes())?;
-    Ok(true)
-}
-
 fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let spec = &held.spec;
-    let member = isolate::open_member(project, spec, &held.state, &id);
+    let spec = &held.ex.spec;
+    let member = isolation::open_member(project, spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
     };
     let now = now_rfc3339();
     if let Some((m, dir)) = &member {
-        if let Some(unmet) = isolate::scope_unmet(project, spec, task, m, dir)? {
-            return Ok(refused(project, spec, "complete", &id, &[unmet], args.json));
+        if let Some(unmet) = isolation::scope_unmet(project, spec, task, m, dir)? {
+            return Ok(refused(&held.ex, "complete", &id, &[unmet], args.json));
         }
     }
     let own = (id.as_str(), task.verify_command());
-    let task_evidence = evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
+    let task_evidence =
+        gates::evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
     // The phase evidence is consulted only when the task's own does not count; each costs
     // a fingerprint of the tree.
     let phase_evidence = if task_evidence.counts() {
@@ -354,7 +188,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
     } else {
         let slot = Slot::Phase("execution".into());
-        evidence_fact(project, spec, &held.state, slot, own)
+        gates::evidence_fact(project, spec, &held.state, slot, own)
     };
     let input = CompleteInput {
         state: &held.state,
@@ -365,19 +199,19 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         phase_evidence,
         post_code: critique::load(spec, &id, "post-code"),
         post_test: critique::load(spec, &id, "post-test"),
-        blocking_followups: blocking_followups(spec),
+        blocking_followups: gates::blocking_followups(spec),
         head: head.as_deref(),
         now: &now,
     };
-    // Criteria and test integrity: kept beside protocol's gates (commands/proof.rs).
-    let proof = super::proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
+    // Criteria and test integrity: kept beside protocol's gates (proof.rs).
+    let proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
     let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {
             unmet.extend(proof);
-            return Ok(refused(project, spec, "complete", &id, &unmet, args.json));
+            return Ok(refused(&held.ex, "complete", &id, &unmet, args.json));
         }
         Ok(_) if !proof.is_empty() => {
-            return Ok(refused(project, spec, "complete", &id, &proof, args.json));
+            return Ok(refused(&held.ex, "complete", &id, &proof, args.json));
         }
         Ok(out) => out,
     };
@@ -385,7 +219,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // from there.
     let mut branch = None;
     if let Some((m, dir)) = &member {
-        let (patch, note) = isolate::commit_ready(project, spec, task, m, dir)?;
+        let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
         if let Some(p) = out.patch.as_mut() {
             state::merge_into(p, &patch);
         }
@@ -396,25 +230,22 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // between leaves a checked task with a running attempt, which a rerun completes), and
     // the progress line added once (a rerun of a completed task adds it if it is missing).
     if out.check_box {
-        tasks_cmd::check(&held.tasks.path, &id, true)?;
+        tasks_file::check(&held.tasks.path, &id, true)?;
         crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
-        append_progress(
-            &spec.progress_path(),
+        held.ex.append_progress(
             protocol::COMPLETED_HEADING,
             line,
             line.strip_prefix("- [x] "),
         )?;
         crate::fault::point("complete:progress-written");
     }
-    record_event(
-        project,
-        spec,
+    held.ex.record_event(
         json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
     );
     report(
@@ -429,9 +260,9 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
 
 fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let member = isolate::open_member(project, &held.spec, &held.state, &id);
+    let member = isolation::open_member(project, &held.ex.spec, &held.state, &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -449,28 +280,26 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     };
     let out = match protocol::fail(&input) {
         Err(unmet) => {
-            return Ok(refused(project, &held.spec, "fail", &id, &unmet, args.json));
+            return Ok(refused(&held.ex, "fail", &id, &unmet, args.json));
         }
         Ok(out) => out,
     };
     // tasks.md first, then the state: a crash in between leaves the fix task in the file
     // but not in the state; the rerun adopts it (protocol::plan_fix) instead of adding one.
     if let Some(fix) = out.fix.as_ref().filter(|f| insert && !f.adopted) {
-        insert_fix(&held.tasks.path, &id, fix)?;
+        tasks_file::insert_fix(&held.tasks.path, &id, fix)?;
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
         crate::fault::point("fail:state-written");
     }
-    record_event(
-        project,
-        &held.spec,
+    held.ex.record_event(
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
                "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone()),
                "branch": branch}),
     );
-    notify_halt(project, &held.spec, &id, &out);
+    notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task fail",
         &id,
@@ -481,179 +310,84 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     Ok(0)
 }
 
-/// The guard's failure of task `id` (a per-task cap), on the state already read under its
-/// lock: the same transition as `task fail`, with the fix task written in recovery mode
-/// (tasks.md first, as the verb does). Returns the outcome, whose patch the caller writes;
-/// `None` when the task cannot fail now (never started, already complete).
-pub fn fail_by_guard(
-    tasks_path: &Path,
-    list: &crate::tasks::TaskList,
-    state: &Value,
-    id: &str,
-    reason: &str,
-    head: Option<&str>,
-    now: &str,
-) -> Result<Option<Outcome>> {
-    let Ok(task) = list.find(id) else {
-        return Ok(None);
-    };
-    let input = |insert| FailInput {
-        state,
-        list,
-        task,
-        reason,
-        insert,
-        head,
-        now,
-    };
-    let recovery = state::View(state).recovery_mode();
-    // A fix task that cannot be planned (limits) still leaves the failure recorded.
-    let out = match protocol::fail(&input(recovery)) {
-        Ok(out) => out,
-        Err(_) if recovery => match protocol::fail(&input(false)) {
-            Ok(out) => out,
-            Err(_) => return Ok(None),
-        },
-        Err(_) => return Ok(None),
-    };
-    if let Some(fix) = &out.fix {
-        insert_fix(tasks_path, id, fix)?;
-    }
-    Ok(Some(out))
-}
+// ---- justify --------------------------------------------------------------------------
 
-/// Write the fix block below its task and the fixes already there, under tasks.md's lock,
-/// re-reading the file so an edit made since is not lost.
-fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
-    store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
-        let list = crate::tasks::parse(&text);
-        let task = list.find(id).map_err(|e| Error::Task {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        if list.find(&fix.id).is_ok() {
-            return Err(Error::Task {
-                path: path.to_path_buf(),
-                message: format!("task id {} already exists", fix.id),
-            });
-        }
-        let anchor = protocol::fix_anchor(&list, task);
-        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
-        Ok((Some(next), ()))
-    })
+/// `specrun task justify ID --finding F --reason TEXT`.
+fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) -> Result<i32> {
+    let reason = reason.trim();
+    if reason.len() < 10 {
+        return Err(Error::bad_input(
+            "--reason",
+            "say why the change is right (10 characters at least)",
+        ));
+    }
+    let ex = Exec::new(project, args.spec.spec.as_deref())?;
+    let spec = &ex.spec;
+    let (_lock, state) = ex.lock_state()?;
+    let list = ex.tasks()?;
+    let id = list.find(&args.id)?.label();
+    if proof::attempt_start(&state, &id).is_none() {
+        return Err(Error::Refused {
+            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
+        });
+    }
+    let found = proof::findings(project, spec, &state, &id)?;
+    let Some(f) = found.iter().find(|f| f.id == finding) else {
+        let known: Vec<String> = found.iter().map(|f| f.to_string()).collect();
+        return Err(Error::bad_input(
+            "--finding",
+            format!(
+                "{finding:?} is not a finding of task {id}'s change; its findings: {}",
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join("; ")
+                }
+            ),
+        ));
+    };
+    let now = now_rfc3339();
+    criteria::update_store(spec, |s| {
+        s.justifications.entry(id.clone()).or_default().insert(
+            f.id.clone(),
+            Justification {
+                reason: reason.to_string(),
+                at: now.clone(),
+                kind: f.kind.as_str().to_string(),
+                file: f.file.clone(),
+                line: f.line,
+            },
+        );
+        Ok(())
+    })?;
+    let line = format!(
+        "- task {id}: {} {} {}:{} ({}) — justified: {reason}",
+        f.id,
+        f.kind.as_str(),
+        f.file,
+        f.line,
+        f.detail
+    );
+    ex.append_progress(proof::JUSTIFICATIONS_HEADING, &line, None)?;
+    ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
+    );
+    if args.json {
+        output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));
+    } else {
+        output::line(&format!("{} justified for task {id}: {reason}", f.id));
+    }
+    Ok(0)
 }
 
 // ---- rollback -------------------------------------------------------------------------
 
-/// Commit the whole working tree (and, as a second parent, the index) on top of HEAD
-/// without touching the user's index: the discarded work, reachable from one commit.
-pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
-    let ident = crate::worktree::identity_env(root);
-    let env: Vec<(&str, &std::ffi::OsStr)> =
-        ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
-    let mut parents = vec![head.to_string()];
-    // The staged state as its own commit, so staged-but-since-edited content survives too.
-    // An index with conflicts cannot be written as a tree; the working tree still is.
-    if let Ok(index_tree) = git::run(root, &["write-tree"], &[]) {
-        let index_commit = git::run(
-            root,
-            &[
-                "commit-tree",
-                index_tree.trim(),
-                "-p",
-                head,
-                "-m",
-                &format!("{message} (index)"),
-            ],
-            &env,
-        )?;
-        parents.push(index_commit.trim().to_string());
-    }
-    let git_dir = git::git_dir(root).ok_or_else(|| Error::Git {
-        args: "rev-parse".into(),
-        message: format!("{} is not inside a git repository", root.display()),
-    })?;
-    let temp_index = tempfile::Builder::new()
-        .prefix("specrun-rollback-index-")
-        .tempfile_in(&git_dir)
-        .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let _ = std::fs::remove_file(temp_index.path());
-        }
-        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
-    }
-    let mut index_env = env.clone();
-    index_env.push(("GIT_INDEX_FILE", temp_index.path().as_os_str()));
-    git::run(root, &["add", "-A", "--", "."], &index_env)?;
-    let tree = git::run(root, &["write-tree"], &index_env)?;
-    let mut args = vec!["commit-tree", tree.trim()];
-    for p in &parents {
-        args.push("-p");
-        args.push(p);
-    }
-    args.push("-m");
-    args.push(message);
-    Ok(git::run(root, &args, &env)?.trim().to_string())
-}
-
-/// The newest of `base`, `base.2`, `base.3`… that exists, with its commit.
-fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
-    let listed = git::run(
-        root,
-        &[
-            "for-each-ref",
-            "--format=%(refname) %(objectname)",
-            base,
-            &format!("{base}.*"),
-        ],
-        &[],
-    )
-    .ok()?;
-    listed
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .filter_map(|(name, commit)| {
-            let k = match name.strip_prefix(base)? {
-                "" => 1,
-                rest => rest.strip_prefix('.')?.parse::<u32>().ok()?,
-            };
-            Some((k, name.to_string(), commit.to_string()))
-        })
-        .max_by_key(|(k, _, _)| *k)
-        .map(|(_, name, commit)| (name, commit))
-}
-
-/// Point a new ref (never an existing one) at `commit`; returns its full name.
-pub fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
-    for k in 1..1000 {
-        let name = if k == 1 {
-            base.to_string()
-        } else {
-            format!("{base}.{k}")
-        };
-        // An empty old value makes update-ref refuse to overwrite an existing ref.
-        match git::run(root, &["update-ref", &name, commit, ""], &[]) {
-            Ok(_) => return Ok(name),
-            // Only a taken name is worth another try; anything else fails the same way.
-            Err(e) if git::run(root, &["rev-parse", "--verify", "-q", &name], &[]).is_err() => {
-                return Err(e)
-            }
-            Err(_) => {}
-        }
-    }
-    Err(Error::Git {
-        args: format!("update-ref {base}"),
-        message: "no free ref name".into(),
-    })
-}
-
 fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
     let held = hold(project, args)?;
-    let task = find(&held, &args.id)?;
+    let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    if let Some((member, dir)) = isolate::rollback_target(project, &held.spec, &held.state, &id) {
+    if let Some((member, dir)) =
+        isolation::rollback_target(project, &held.ex.spec, &held.state, &id)
+    {
         return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
     }
     let root = &project.root;
@@ -669,21 +403,19 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = evidence::bookkeeping_paths(project, &held.spec);
+    let bookkeeping = evidence::bookkeeping_paths(project, &held.ex.spec);
     let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
         a.get("startCommit")
             .and_then(Value::as_str)
             .map(str::to_string)
     });
     let changed = match (&head, &start) {
-        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.spec, root, s)?,
+        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
         _ => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
-            return Ok(refused(
-                project, &held.spec, "rollback", &id, &unmet, args.json,
-            ));
+            return Ok(refused(&held.ex, "rollback", &id, &unmet, args.json));
         }
         Ok(plan) => plan,
     };
@@ -692,23 +424,23 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     let message = format!(
         "specrun rollback of task {id} attempt {} (spec {}): work discarded from {}",
         plan.n,
-        held.spec.name,
+        held.ex.spec.name,
         protocol::short_commit(&plan.start_commit)
     );
     let base = format!(
         "refs/heads/specrun/rollback/{}/{id}-{}",
-        held.spec.name, plan.n
+        held.ex.spec.name, plan.n
     );
     // Nothing left to save and a ref of this attempt already there: an earlier rollback
     // was killed after saving; its ref (not a new, empty one) is what the state records.
     let earlier = (changed.is_empty() && head == plan.start_commit)
-        .then(|| latest_ref(root, &base))
+        .then(|| saved_work::latest_ref(root, &base))
         .flatten();
     let (ref_name, saved) = match earlier {
         Some(found) => found,
         None => {
-            let saved = save_work(root, &head, &message)?;
-            (create_ref(root, &base, &saved)?, saved)
+            let saved = saved_work::save_work(root, &head, &message)?;
+            (saved_work::create_ref(root, &base, &saved)?, saved)
         }
     };
     crate::fault::point("rollback:work-saved");
@@ -719,6 +451,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:head-moved");
     let mut excludes: Vec<String> = Vec::new();
     let spec_rel = held
+        .ex
         .spec
         .dir
         .strip_prefix(root)
@@ -741,15 +474,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        write_state(&held.state_path, &held.state, patch)?;
+        held.ex.write_state(&held.state, patch)?;
     }
-    record_event(
-        project,
-        &held.spec,
+    held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "to": plan.start_commit, "halted": out.halted}),
     );
-    notify_halt(project, &held.spec, &id, &out);
+    notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task rollback",
         &id,
@@ -779,26 +510,20 @@ fn rollback_isolated(
             .map(str::to_string)
     });
     let changed = match &start {
-        Some(s) => crate::worktree::changed_since(project, &held.spec, dir, s)?,
+        Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
-        Err(unmet) => {
-            return Ok(refused(
-                project, &held.spec, "rollback", &id, &unmet, json_out,
-            ))
-        }
+        Err(unmet) => return Ok(refused(&held.ex, "rollback", &id, &unmet, json_out)),
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
-        isolate::rollback_member(project, &held.spec, &id, plan.n, member, dir)?;
+        isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
     state::merge_into(&mut patch, &member_patch);
-    write_state(&held.state_path, &held.state, &patch)?;
-    record_event(
-        project,
-        &held.spec,
+    held.ex.write_state(&held.state, &patch)?;
+    held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),
     );

@@ -1,20 +1,19 @@
 //! `specrun tasks count|list|next|show|check`.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::commands::{read_tasks_text, resolve_tasks_path, LoadedTasks};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::output;
 use crate::project::Project;
-use crate::store;
 use crate::tasks::{self, Task, TaskList};
+use crate::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {
         TasksCommand::Count { file, spec } => {
             // Counting needs no task structs: the fast path of the same line scanner.
-            let (_, text) = read_tasks_text(project, spec.spec.as_deref(), file.as_deref())?;
+            let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
             output::json_line(&json!(tasks::count(&text)));
             Ok(0)
         }
@@ -62,10 +61,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
         }
         TasksCommand::Show { id, read: args } => {
             let loaded = load(project, &args)?;
-            let task = loaded.list.find(&id).map_err(|e| Error::Task {
-                path: loaded.path,
-                message: e.to_string(),
-            })?;
+            let task = loaded.find(&id)?;
             if args.json {
                 output::json_pretty(&json!(task));
             } else {
@@ -79,10 +75,10 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             spec,
             file,
         } => {
-            let path = resolve_tasks_path(project, spec.spec.as_deref(), file.as_deref())?;
+            let path = tasks_file::resolve_path(project, spec.spec.as_deref(), file.as_deref())?;
             // A write: `--file` must not lead outside the project root.
             let path = project.inside(&path)?;
-            let (changed, label, title) = check(&path, &id, !undo)?;
+            let (changed, label, title) = tasks_file::check(&path, &id, !undo)?;
             let mark = if undo { "[ ]" } else { "[x]" };
             let verb = if changed { "now" } else { "already" };
             output::line(&format!("{label} {title}: {verb} {mark}"));
@@ -91,28 +87,13 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     }
 }
 
-/// Set task `id`'s checkbox under the tasks file's lock. Returns whether the file changed.
-pub fn check(path: &std::path::Path, id: &str, checked: bool) -> Result<(bool, String, String)> {
-    store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
-        let list = tasks::parse(&text);
-        let task = list.find(id).map_err(|e| Error::Task {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let out = (task.label(), task.title.clone());
-        match tasks::set_checked(&text, task, checked) {
-            Some(new_text) => Ok((Some(new_text), (true, out.0, out.1))),
-            None => Ok((None, (false, out.0, out.1))),
-        }
-    })
-}
-
 fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
     Ok(load(project, args)?.list)
 }
 
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {
-    let (path, text) = read_tasks_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+    let (path, text) =
+        tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
     let list = tasks::parse(&text);
     Ok(LoadedTasks { path, text, list })
 }
@@ -141,18 +122,4 @@ pub fn detail(t: &Task) -> String {
     }
     out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
     out.join("\n")
-}
-
-/// The `current` object of snapshot: one task's facts.
-pub fn task_json(t: &Task) -> Value {
-    json!({
-        "id": t.label(),
-        "title": t.title,
-        "markers": t.markers,
-        "lineStart": t.line_start,
-        "lineEnd": t.line_end,
-        "verify": t.verify,
-        "files": t.files,
-        "depends": t.depends,
-    })
 }

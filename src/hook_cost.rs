@@ -13,8 +13,10 @@ use crate::error::Result;
 use crate::guard::{self, Decision, Outcome, UsageRead};
 use crate::ledger::{self, Ledger, MessageUsage};
 use crate::project::{Project, Spec};
+use crate::protocol::{self, FailInput};
 use crate::state::{self, View};
 use crate::tasks::TaskList;
+use crate::tasks_file;
 use crate::{prices, transcript};
 
 /// Where the hook runs and when.
@@ -149,7 +151,7 @@ fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
     })
 }
 
-type Failed = Vec<(CapHit, crate::protocol::Outcome)>;
+type Failed = Vec<(CapHit, protocol::Outcome)>;
 
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
 fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledger) -> Result<()> {
@@ -162,7 +164,7 @@ fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledge
         Err(e) => Err(e.as_str()),
     };
     // A fix task may have been inserted: count the tasks as they are now.
-    let list = crate::commands::load_tasks_file(&ctx.spec.tasks_path())?.list;
+    let list = tasks_file::load(&ctx.spec.tasks_path())?.list;
     match cost::spend_rule(after, ledger, &list, table, ctx.now) {
         Spend::Ok => {}
         Spend::Warn(w) => {
@@ -208,8 +210,8 @@ fn fail_over_caps(
     let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     for hit in cost::task_cap_hits(after, ledger, ctx.now) {
         // Re-read per failure: a fix task inserted for the previous one moved the ids.
-        let list = crate::commands::load_tasks_file(&ctx.spec.tasks_path())?.list;
-        let out = super::task::fail_by_guard(
+        let list = tasks_file::load(&ctx.spec.tasks_path())?.list;
+        let out = fail_by_guard(
             &ctx.spec.tasks_path(),
             &list,
             after,
@@ -235,6 +237,47 @@ fn fail_over_caps(
             .collect::<Vec<_>>());
     }
     Ok(failed)
+}
+
+/// The guard's failure of task `id` (a per-task cap), on the state already read under its
+/// lock: the same transition as `task fail`, with the fix task written in recovery mode
+/// (tasks.md first, as the verb does). Returns the outcome, whose patch the caller writes;
+/// `None` when the task cannot fail now (never started, already complete).
+fn fail_by_guard(
+    tasks_path: &Path,
+    list: &TaskList,
+    state: &Value,
+    id: &str,
+    reason: &str,
+    head: Option<&str>,
+    now: &str,
+) -> Result<Option<protocol::Outcome>> {
+    let Ok(task) = list.find(id) else {
+        return Ok(None);
+    };
+    let input = |insert| FailInput {
+        state,
+        list,
+        task,
+        reason,
+        insert,
+        head,
+        now,
+    };
+    let recovery = state::View(state).recovery_mode();
+    // A fix task that cannot be planned (limits) still leaves the failure recorded.
+    let out = match protocol::fail(&input(recovery)) {
+        Ok(out) => out,
+        Err(_) if recovery => match protocol::fail(&input(false)) {
+            Ok(out) => out,
+            Err(_) => return Ok(None),
+        },
+        Err(_) => return Ok(None),
+    };
+    if let Some(fix) = &out.fix {
+        tasks_file::insert_fix(tasks_path, id, fix)?;
+    }
+    Ok(Some(out))
 }
 
 fn failures_text(failed: &Failed) -> String {

@@ -1,7 +1,7 @@
 //! The task verbs' isolation steps: `task start --worktree` creates (or takes up again) a
 //! member's worktree, `task complete` checks its scope and commits it on its branch,
-//! `task rollback` saves its branch's work and removes it. Kept apart from `task.rs` so
-//! the shared-tree path there reads as before.
+//! `task rollback` saves its branch's work and removes it; `status`, `resume`, `cancel`
+//! and `doctor` read the group's standing and its worktrees here.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::error::Result;
 use crate::project::{Project, Spec};
 use crate::protocol::Unmet;
+use crate::saved_work;
 use crate::state;
 use crate::tasks::{Task, TaskList};
 use crate::worktree::{self, Group, Isolation, Member, Unavailable};
@@ -232,8 +233,8 @@ pub fn rollback_member(
         "specrun rollback of task {id} attempt {n} (spec {}): work of {} saved",
         spec.name, member.branch
     );
-    let saved = super::task::save_work(dir, &head, &message)?;
-    let ref_name = super::task::create_ref(
+    let saved = saved_work::save_work(dir, &head, &message)?;
+    let ref_name = saved_work::create_ref(
         &project.root,
         &format!("refs/heads/specrun/rollback/{}/{id}-{n}", spec.name),
         &saved,
@@ -327,12 +328,12 @@ pub fn cancel_members(
                 "specrun cancel of task {id} (spec {}): work of {} saved",
                 spec.name, member.branch
             );
-            Some(super::task::save_work(&dir, &head, &message)?)
+            Some(saved_work::save_work(&dir, &head, &message)?)
         } else {
             worktree::rev(root, &format!("refs/heads/{}", member.branch))
         };
         let Some(tip) = tip else { continue };
-        let ref_name = super::task::create_ref(
+        let ref_name = saved_work::create_ref(
             root,
             &format!("refs/heads/specrun/cancelled/{}/{id}", spec.name),
             &tip,

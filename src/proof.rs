@@ -1,22 +1,18 @@
-//! The proof gates of `task complete` (criteria covered, no unjustified integrity finding)
-//! and `specrun task justify`: the I/O around `acceptance` and `integrity`.
+//! The proof gates of `task complete` (criteria covered, no unjustified integrity finding),
+//! also asked by the SubagentStop hook, and the findings `task justify` records: the I/O
+//! around `acceptance` and `integrity`.
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::acceptance::Justification;
-use crate::cli::TaskVerbArgs;
-use crate::commands::ac;
-use crate::commands::task::{append_progress, record_event};
+use crate::criteria;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
 use crate::evidence;
 use crate::git;
 use crate::integrity::{self, FileDiff, Finding, Status};
-use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::{self, Unmet};
 use crate::tasks::{Task, TaskList};
@@ -307,11 +303,11 @@ pub fn complete_unmet(
         return Vec::new();
     }
     let mut unmet = Vec::new();
-    if ac::enforced(Some(state)) && task.done_when.is_some() {
-        match ac::matrix_with(project, spec, list, Some(state)) {
+    if criteria::enforced(Some(state)) && task.done_when.is_some() {
+        match criteria::matrix_with(project, spec, list, Some(state)) {
             Ok(m) => {
                 for line in
-                    ac::describe_uncovered(m.for_task(&id).filter(|r| !r.status.is_covered()))
+                    criteria::describe_uncovered(m.for_task(&id).filter(|r| !r.status.is_covered()))
                 {
                     unmet.push(Unmet {
                         name: "acceptance-criteria",
@@ -326,7 +322,7 @@ pub fn complete_unmet(
         }
     }
     let justified =
-        ac::load_store(spec).map(|s| s.justifications.get(&id).cloned().unwrap_or_default());
+        criteria::load_store(spec).map(|s| s.justifications.get(&id).cloned().unwrap_or_default());
     match (findings(project, spec, state, &id), justified) {
         (Ok(found), Ok(justified)) => {
             for f in found.iter().filter(|f| !justified.contains_key(&f.id)) {
@@ -345,77 +341,4 @@ pub fn complete_unmet(
         }),
     }
     unmet
-}
-
-/// `specrun task justify ID --finding F --reason TEXT`.
-pub fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) -> Result<i32> {
-    let reason = reason.trim();
-    if reason.len() < 10 {
-        return Err(Error::bad_input(
-            "--reason",
-            "say why the change is right (10 characters at least)",
-        ));
-    }
-    let spec = project.require_spec(args.spec.spec.as_deref())?;
-    let (_lock, state) = crate::commands::task::lock_state(&spec)?;
-    let list = crate::commands::load_tasks_file(&spec.tasks_path())?;
-    let task = list.list.find(&args.id).map_err(|e| Error::Task {
-        path: list.path.clone(),
-        message: e.to_string(),
-    })?;
-    let id = task.label();
-    if attempt_start(&state, &id).is_none() {
-        return Err(Error::Refused {
-            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
-        });
-    }
-    let found = findings(project, &spec, &state, &id)?;
-    let Some(f) = found.iter().find(|f| f.id == finding) else {
-        let known: Vec<String> = found.iter().map(|f| f.to_string()).collect();
-        return Err(Error::bad_input(
-            "--finding",
-            format!(
-                "{finding:?} is not a finding of task {id}'s change; its findings: {}",
-                if known.is_empty() {
-                    "none".into()
-                } else {
-                    known.join("; ")
-                }
-            ),
-        ));
-    };
-    let now = now_rfc3339();
-    ac::update_store(&spec, |s| {
-        s.justifications.entry(id.clone()).or_default().insert(
-            f.id.clone(),
-            Justification {
-                reason: reason.to_string(),
-                at: now.clone(),
-                kind: f.kind.as_str().to_string(),
-                file: f.file.clone(),
-                line: f.line,
-            },
-        );
-        Ok(())
-    })?;
-    let line = format!(
-        "- task {id}: {} {} {}:{} ({}) — justified: {reason}",
-        f.id,
-        f.kind.as_str(),
-        f.file,
-        f.line,
-        f.detail
-    );
-    append_progress(&spec.progress_path(), JUSTIFICATIONS_HEADING, &line, None)?;
-    record_event(
-        project,
-        &spec,
-        json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
-    );
-    if args.json {
-        output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));
-    } else {
-        output::line(&format!("{} justified for task {id}: {reason}", f.id));
-    }
-    Ok(0)
 }

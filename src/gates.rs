@@ -1,0 +1,91 @@
+//! The facts the gates are judged on, gathered from disk: a task's evidence as it counts
+//! for it (`task complete`, the SubagentStop hook), the open blocking follow-ups, and the
+//! completion gates (the Stop hook's `ALL_TASKS_COMPLETE`, `finish`, last-mile). The
+//! judging itself is `protocol`'s, `guard`'s and `completion`'s.
+
+use serde_json::Value;
+
+use crate::criteria;
+use crate::evidence::{self, Slot};
+use crate::followups;
+use crate::guard::{Blocker, CompletionGates};
+use crate::output;
+use crate::project::{Project, Spec};
+use crate::protocol::EvidenceFact;
+use crate::tasks_file;
+
+/// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
+pub fn evidence_fact(
+    project: &Project,
+    spec: &Spec,
+    state: &Value,
+    slot: Slot,
+    (id, own_verify): (&str, Option<&str>),
+) -> EvidenceFact {
+    let freshness = evidence::check(project, spec, state, &slot);
+    let record = slot.record_in(state);
+    let ended_at = record.and_then(evidence::ended_at);
+    let mismatch =
+        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
+    EvidenceFact {
+        freshness,
+        ended_at,
+        mismatch,
+    }
+}
+
+/// Summaries of open blocking follow-ups; an unreadable store is warned about.
+pub fn blocking_followups(spec: &Spec) -> Vec<String> {
+    blocking_followups_items(spec)
+        .iter()
+        .map(|i| i.summary())
+        .collect()
+}
+
+/// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
+pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
+    match followups::load(spec) {
+        Ok(store) => store.blocking_open().into_iter().cloned().collect(),
+        Err(e) => {
+            output::warn(&format!("follow-ups unreadable: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+/// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
+pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
+    CompletionGates {
+        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
+        blockers: open_blockers(spec),
+        criteria: uncovered_criteria(project, spec, state),
+    }
+}
+
+/// The spec's uncovered criteria when the execution enforces them; an unreadable store or
+/// requirements.md is itself one unmet line.
+fn uncovered_criteria(project: &Project, spec: &Spec, state: &Value) -> Vec<String> {
+    if !criteria::enforced(Some(state)) {
+        return Vec::new();
+    }
+    match tasks_file::load(&spec.tasks_path())
+        .and_then(|loaded| criteria::matrix_with(project, spec, &loaded.list, Some(state)))
+    {
+        Ok(m) => criteria::describe_uncovered(m.uncovered()),
+        Err(e) => vec![format!("criteria cannot be read: {e}")],
+    }
+}
+
+/// Open VERIFY/high follow-ups in `followups.json` (absent = none), read by the same
+/// parser as the `followup` verbs: a file they refuse is unreadable here too.
+fn open_blockers(spec: &Spec) -> std::result::Result<Vec<Blocker>, String> {
+    let store = followups::load(spec).map_err(|e| e.to_string())?;
+    Ok(store
+        .blocking_open()
+        .into_iter()
+        .map(|i| Blocker {
+            id: i.id.clone(),
+            title: i.title.clone(),
+        })
+        .collect())
+}
