@@ -2,13 +2,13 @@
 //! processes at once lose no update, and a writer killed at any moment leaves the old or
 //! the new file — never a torn, empty or missing one.
 
-mod common;
-
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{bin_path, TempProject};
 use serde_json::{json, Value};
+
+use crate::common;
+use crate::common::{bin_path, TempProject};
 
 const STATE: &str = "specs/demo/.specrun-state.json";
 

@@ -1,12 +1,12 @@
 //! `specrun doctor`: each check passing and failing, the exit code, and the 80-column
 //! table.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common;
+use crate::common::TempProject;
 
 struct Env {
     project: TempProject,

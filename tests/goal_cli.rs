@@ -1,12 +1,11 @@
 //! `specrun goal`: the condition, its limit, readiness from a fake `claude` and the
 //! settings files, and the driver it recommends.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common::TempProject;
 
 /// A controlled environment: PATH holds only `tools/` (fake claude and the few programs the
 /// fake needs), HOME is empty, the managed settings path is private.

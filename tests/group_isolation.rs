@@ -2,14 +2,13 @@
 //! wherever they run, `group merge` (--no-ff, task-id order, conflicts kept, the merged
 //! tree verified), crash recovery, cleanup, and the bad inputs.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-use common::TempProject;
+use crate::common;
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks
 

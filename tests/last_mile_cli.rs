@@ -1,10 +1,9 @@
 //! `specrun last-mile` on real temp git repositories: every rule triggered by the facts it
 //! names, the capability plan, and `--record`.
 
-mod common;
-
-use common::TempProject;
 use serde_json::{json, Value};
+
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks\n## Phase 1\n- [x] 1.1 Scaffold\n  - **Files**: src/lib.rs\n  - **Verify**: `true`\n  - **Done when**: it builds\n- [ ] 1.2 Parser\n  - **Files**: src/a.rs, docs/\n  - **Verify**: `sh -c true`\n  - **Done when**: parses\n";
 

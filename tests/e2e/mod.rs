@@ -55,8 +55,15 @@ pub struct Harness {
 
 impl Harness {
     pub fn new() -> Option<Harness> {
-        // libtest names each test's thread after the test.
+        // libtest names each test's thread after the test (a lone test thread is "main").
         let current = std::thread::current();
+        if let Some(test) = current.name().filter(|n| *n != "main") {
+            assert!(
+                is_e2e_name(test),
+                "{test} drives Claude Code, so its name must start with e2e_ (and its module's \
+                 must not hold e2e_): scripts/test runs exactly those once per pinned client"
+            );
+        }
         let client = runner::client_or_skip(current.name().unwrap_or("an e2e test"))?;
         let project = TempProject::git();
         // The scripted executors commit (HOME is empty, so the identity is the repo's).
@@ -144,6 +151,18 @@ impl Harness {
             session,
         )
     }
+}
+
+/// What `scripts/test` filters on: `-- --skip e2e_` once, `-- e2e_` once per pinned client
+/// (a substring of the test's full name, module path included).
+pub const NAME_FILTER: &str = "e2e_";
+
+/// Whether the test named `full` (`module::name`) is an end-to-end test: its own name starts
+/// with `e2e_` and its module path holds no `e2e_`. Every test that drives Claude Code must
+/// be one, and no other test's full name may hold `e2e_`.
+pub fn is_e2e_name(full: &str) -> bool {
+    let (module, name) = full.rsplit_once("::").unwrap_or(("", full));
+    name.starts_with(NAME_FILTER) && !module.contains(NAME_FILTER)
 }
 
 /// How a delegation asks to run (the `Agent` tool's `run_in_background`, which Claude

@@ -1,23 +1,21 @@
 //! End to end against the real Claude Code: a scripted fake model drives the plugin in this
-//! repository, offline. `scripts/test` runs this binary once per pinned release (2.1.197,
-//! the oldest supported, and 2.1.332, the current one; `SPECRUN_E2E_CLIENT` picks one, or
-//! any other `claude` as a canary). Each scenario's script serves both clients: a result
+//! repository, offline. `scripts/test` runs these `e2e_…` tests once per pinned release
+//! (2.1.197, the oldest supported, and 2.1.332, the current one; `SPECRUN_E2E_CLIENT` picks
+//! one, or any other `claude` as a canary). Each scenario's script serves both clients: a result
 //! is matched however it arrives (tool result or background notification), and where the
 //! clients differ the test asserts the client's own path. Tests assert on the project's
 //! files and on what the model was sent, not only on exit codes.
 //!
 //! A missing Claude Code fails these tests (see `e2e::runner::client_or_skip`).
 
-mod common;
-mod e2e;
-
 use std::process::Command;
 
 use serde_json::{json, Value};
 
-use e2e::fake_model::{bash, text, Agent, Block, Rule};
-use e2e::runner::{plugin_root, Run, Session};
-use e2e::{
+use crate::e2e;
+use crate::e2e::fake_model::{bash, text, Agent, Block, Rule};
+use crate::e2e::runner::{plugin_root, Run, Session};
+use crate::e2e::{
     commit_subject, delegate, delegate_as, executor_steps, honest_executor, notification_turns,
     stop_feedback, subagent_rules, waiting_rules, Harness, Mode, ALL_NOTES_VERIFY, DEMO_TASKS,
     LAUNCHED, OTHER_SESSION, SESSION,

@@ -4,18 +4,15 @@
 //! `group merge`, the conflicting member retried on the merged base, `group merge` again,
 //! the `[VERIFY]` task on the merged tree's evidence, the phase check, completion.
 
-mod common;
-#[allow(dead_code)]
-mod e2e;
-
 use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
 
-use e2e::fake_model::{bash, text, tool, Block, Rule};
-use e2e::runner::Session;
-use e2e::{critique_record, Harness, SESSION};
+use crate::e2e;
+use crate::e2e::fake_model::{bash, text, tool, Block, Rule};
+use crate::e2e::runner::Session;
+use crate::e2e::{critique_record, Harness, SESSION};
 
 const TASKS: &str = "# Tasks: demo
 
