@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::TempProject;
+use crate::common::{self, TempProject};
 
 /// A controlled environment: PATH holds only `tools/` (fake claude and the few programs the
 /// fake needs), HOME is empty, the managed settings path is private.
@@ -33,9 +33,7 @@ impl Env {
 
     fn fake_claude(&self, script: &str) {
         let path = self.tools.path().join("claude");
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        common::write_executable(&path, &format!("#!/bin/sh\n{script}\n"));
     }
 
     fn managed(&self) -> PathBuf {
