@@ -2,13 +2,12 @@
 //! the final completion gate (Stop hook, last-mile), on temp git projects. Test output
 //! comes from the real `node --test` (node is always here: Claude Code runs on it).
 
-mod common;
-mod task_helpers;
-
 use serde_json::{json, Value};
-use task_helpers::{events, project, run, SPEC};
 
-use common::TempProject;
+use crate::common;
+use crate::common::TempProject;
+use crate::task_helpers;
+use crate::task_helpers::{events, project, run, SPEC};
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Files**: lib/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**:\n    - adding two numbers works\n    - the adder rejects strings\n- [ ] 1.2 Docs\n  - **Files**: README.md\n  - **Done when**: the README explains the adder\n- [ ] 1.3 No criteria\n  - **Files**: notes.txt\n";
 

@@ -2,11 +2,11 @@
 //! show|check`), `snapshot` facts and gates, `state init|merge|get`, and `status` at 80
 //! columns with the exact resume command.
 
-mod common;
-
-use common::TempProject;
 use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::common;
+use crate::common::TempProject;
 
 const STATE: &str = "specs/demo/.specrun-state.json";
 

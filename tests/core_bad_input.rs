@@ -2,10 +2,9 @@
 //! Unreadable files: the tests run as root, where `chmod 000` does not stop a read, so a
 //! file is made unreadable by putting a directory at its path (read fails with EISDIR).
 
-mod common;
-
-use common::TempProject;
 use predicates::prelude::*;
+
+use crate::common::TempProject;
 
 const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n";
 const STATE: &str = "specs/demo/.specrun-state.json";

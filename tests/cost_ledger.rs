@@ -3,12 +3,11 @@
 //! included), per-task caps through the failure path, the forecast halt before the budget
 //! is spent, dollars from a price table, and bad input that loses no token.
 
-mod hook_common;
-
 use std::path::{Path, PathBuf};
 
-use hook_common::*;
 use serde_json::{json, Value};
+
+use crate::hook_common::*;
 
 const EXEC: &str = "specrun:spec-executor";
 const GROUP: &str = "## Phase 1\n- [ ] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second [P]\n  - **Verify**: `true`\n- [ ] 1.3 Third [P]\n  - **Verify**: `true`\n";

@@ -2,12 +2,10 @@
 //! aborts at `SPECRUN_FAULT=<point>` (src/fault.rs), the same verb is run again, and the
 //! files must end as one uninterrupted run leaves them.
 
-mod common;
-mod task_helpers;
-
-use common::TempProject;
 use serde_json::Value;
-use task_helpers::*;
+
+use crate::common::TempProject;
+use crate::task_helpers::*;
 
 const RECOVERY: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs\n  - **Verify**: `true`\n- [ ] 1.2 Second\n";
 

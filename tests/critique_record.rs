@@ -1,10 +1,10 @@
 //! `specrun critique record|status`: validated self-critique records, and the rule that a
 //! post-test critique follows the task's passing evidence.
 
-mod common;
-
-use common::TempProject;
 use serde_json::{json, Value};
+
+use crate::common;
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n- [ ] 1.2 Second\n";
 

@@ -3,7 +3,7 @@
 //! command must carry frontmatter Claude Code can load. A renamed flag fails here with the
 //! file and line that still use the old one.
 
-mod checker {
+pub mod checker {
     use std::collections::BTreeMap;
     use std::fs;
     use std::path::{Path, PathBuf};
@@ -548,9 +548,7 @@ mod checker {
     }
 }
 
-mod common;
-mod docs_walk;
-
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -952,7 +950,7 @@ fn a_bang_command_in_the_middle_of_a_line_is_flagged() {
 
 // ---- the documented sequences, walked against the binary ----
 
-use docs_walk::{
+use crate::docs_walk::{
     doc_command, doc_command_where, doc_sequence, read_doc, table_row, Walk, SESSION, SPEC,
 };
 use serde_json::Value;
@@ -1361,29 +1359,341 @@ fn the_last_mile_planning_row_matches_what_the_binary_says() {
     );
 }
 
-/// Every end-to-end test binary runs once per pinned client: `scripts/test` names each
-/// `tests/e2e_*.rs` in its per-client loop (the first pass skips tests named `e2e_…`, so a
-/// binary left out there would never run at all).
-#[test]
-fn scripts_test_runs_every_end_to_end_binary_per_client() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = std::fs::read_to_string(root.join("scripts/test")).unwrap();
-    let per_client = script
-        .lines()
-        .find(|l| l.contains("SPECRUN_E2E_CLIENT=\"$version\" cargo test"))
-        .expect("the per-client e2e line in scripts/test");
-    let mut binaries: Vec<String> = std::fs::read_dir(root.join("tests"))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter_map(|n| Some(n.strip_suffix(".rs")?.to_string()))
-        .filter(|n| n.starts_with("e2e_"))
-        .collect();
-    binaries.sort();
-    assert!(!binaries.is_empty());
-    for b in &binaries {
-        assert!(
-            per_client.contains(&format!("--test {b}")),
-            "scripts/test does not run tests/{b}.rs per client: {per_client}"
-        );
+// ---- every test runs where scripts/test means it to ----------------------------------
+
+/// The `[[test]]` targets of Cargo.toml as (name, path), and whether `autotests = false`.
+fn test_targets(cargo_toml: &str) -> (Vec<(String, String)>, bool) {
+    let value = |line: &str, key: &str| -> Option<String> {
+        let rest = line.strip_prefix(key)?.trim_start().strip_prefix('=')?;
+        Some(rest.trim().trim_matches('"').to_string())
+    };
+    let mut targets = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    let mut autotests_off = false;
+    for line in cargo_toml.lines().map(str::trim) {
+        if line.starts_with('[') {
+            targets.extend(current.take());
+            if line == "[[test]]" {
+                current = Some(Default::default());
+            }
+        } else if let Some((name, path)) = current.as_mut() {
+            if let Some(v) = value(line, "name") {
+                *name = v;
+            } else if let Some(v) = value(line, "path") {
+                *path = v;
+            }
+        } else if value(line, "autotests").as_deref() == Some("false") {
+            autotests_off = true;
+        }
     }
+    targets.extend(current);
+    (targets, autotests_off)
+}
+
+/// The files the module tree rooted at `root` reaches, each with its module path ("" for the
+/// root). A `mod x;` whose file is missing is reported in `gaps`.
+fn module_tree(
+    root: &str,
+    files: &BTreeMap<String, String>,
+    gaps: &mut Vec<String>,
+) -> Vec<(String, String)> {
+    let mut reached = Vec::new();
+    let mut queue = vec![(root.to_string(), String::new())];
+    while let Some((file, module)) = queue.pop() {
+        let Some(text) = files.get(&file) else {
+            continue;
+        };
+        // Children of a crate root or a mod.rs sit beside it; those of x.rs in x/.
+        let dir = match file.rsplit_once('/') {
+            Some((dir, "mod.rs")) => dir.to_string(),
+            Some((dir, _)) if file == root => dir.to_string(),
+            _ => file.trim_end_matches(".rs").to_string(),
+        };
+        for line in text.lines().map(str::trim) {
+            let line = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            let Some(name) = line.strip_prefix("mod ").and_then(|l| l.strip_suffix(';')) else {
+                continue;
+            };
+            let child = [format!("{dir}/{name}.rs"), format!("{dir}/{name}/mod.rs")]
+                .into_iter()
+                .find(|f| files.contains_key(f));
+            match child {
+                Some(f) => {
+                    let path = if module.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{module}::{name}")
+                    };
+                    queue.push((f, path));
+                }
+                None => gaps.push(format!("{file}: `mod {name};` has no file")),
+            }
+        }
+        reached.push((file, module));
+    }
+    reached
+}
+
+/// Each `#[test]` function of `text`: its name and its text (signature and body).
+fn test_functions(text: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.trim_start().starts_with("#[test]") {
+            continue;
+        }
+        let Some(at) = (i + 1..lines.len()).find(|&j| lines[j].contains("fn ")) else {
+            continue;
+        };
+        let head = lines[at];
+        let name: String = head[head.find("fn ").unwrap() + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let indent = &head[..head.len() - head.trim_start().len()];
+        let end = (at..lines.len())
+            .find(|&j| lines[j] == format!("{indent}}}"))
+            .unwrap_or(lines.len() - 1);
+        found.push((name, lines[at..=end].join("\n")));
+    }
+    found
+}
+
+/// The functions of `text` that give a `Harness` (the one way a test reaches Claude Code),
+/// `Harness::new` itself included.
+fn harness_makers(text: &str) -> Vec<String> {
+    let mut makers = vec!["Harness::new(".to_string()];
+    for line in text.lines().map(str::trim_start) {
+        let Some(rest) = line.strip_prefix("fn ").or(line.strip_prefix("pub fn ")) else {
+            continue;
+        };
+        if rest
+            .split_once("->")
+            .is_some_and(|(_, ret)| ret.contains("Harness"))
+        {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            makers.push(format!("{name}("));
+        }
+    }
+    makers
+}
+
+/// What would keep a test from running where `scripts/test` means it to: the first pass runs
+/// every test but those the filter `e2e_` selects, the per-client loop runs exactly those on
+/// each pinned Claude Code. So: one test binary, every test file a module of it; the loop
+/// naming that binary and the filter; every test that drives Claude Code named `e2e_…`; no
+/// other test's full name (module path included) holding `e2e_`. `files` maps each
+/// `tests/**/*.rs` (relative to the root) to its text.
+fn per_client_gaps(
+    cargo_toml: &str,
+    script: &str,
+    files: &BTreeMap<String, String>,
+) -> Vec<String> {
+    use crate::e2e::{is_e2e_name, NAME_FILTER};
+    let mut gaps = Vec::new();
+    let (targets, autotests_off) = test_targets(cargo_toml);
+    if !autotests_off {
+        gaps.push("Cargo.toml: autotests = false is not set".to_string());
+    }
+    let [(binary, root)] = &targets[..] else {
+        gaps.push(format!(
+            "Cargo.toml: one [[test]] target expected: {targets:?}"
+        ));
+        return gaps;
+    };
+
+    let first_pass = format!("cargo test --locked -- --skip {NAME_FILTER}");
+    let per_client = format!(
+        "SPECRUN_E2E_CLIENT=\"$version\" cargo test --locked --test {binary} -- {NAME_FILTER}"
+    );
+    let runs: Vec<&str> = script
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && l.contains("cargo test"))
+        .collect();
+    if !runs.contains(&per_client.as_str()) {
+        gaps.push(format!("scripts/test: no per-client line `{per_client}`"));
+    }
+    for run in runs
+        .iter()
+        .filter(|r| **r != per_client && **r != first_pass)
+    {
+        gaps.push(format!(
+            "scripts/test: `{run}` is neither the first pass `{first_pass}` nor the per-client line"
+        ));
+    }
+
+    let reached = module_tree(root, files, &mut gaps);
+    for file in files.keys() {
+        if !reached.iter().any(|(f, _)| f == file) {
+            gaps.push(format!(
+                "{file} is not a module of the test binary {binary}: it never compiles"
+            ));
+        }
+    }
+    let mut e2e_tests = 0;
+    for (file, module) in &reached {
+        let text = &files[file];
+        let makers = harness_makers(text);
+        for (name, body) in test_functions(text) {
+            let full = format!("{module}::{name}");
+            let e2e = is_e2e_name(&full);
+            e2e_tests += usize::from(e2e);
+            if !e2e && full.contains(NAME_FILTER) {
+                gaps.push(format!(
+                    "{file}: `{full}` holds {NAME_FILTER} but is no e2e test: the first pass skips it"
+                ));
+            }
+            if !e2e && makers.iter().any(|m| body.contains(m.as_str())) {
+                gaps.push(format!(
+                    "{file}: `{full}` drives Claude Code but is not named {NAME_FILTER}…: it never runs once per pinned client"
+                ));
+            }
+        }
+    }
+    if e2e_tests == 0 {
+        gaps.push(format!("no test named {NAME_FILTER}… in {binary}"));
+    }
+    gaps
+}
+
+/// `tests/**/*.rs` (fixtures aside), relative to `root`, with their text.
+fn test_sources(root: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut dirs = vec![root.join("tests")];
+    while let Some(dir) = dirs.pop() {
+        for path in read_dir_sorted(&dir) {
+            if path.is_dir() && !path.ends_with("fixtures") {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                files.insert(rel, fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+/// Every end-to-end test runs once per pinned client, and every other test once: the gaps
+/// `per_client_gaps` looks for are none in this repository.
+#[test]
+fn scripts_test_runs_every_end_to_end_test_per_client() {
+    let root = root();
+    let gaps = per_client_gaps(
+        &fs::read_to_string(root.join("Cargo.toml")).unwrap(),
+        &fs::read_to_string(root.join("scripts/test")).unwrap(),
+        &test_sources(&root),
+    );
+    assert!(gaps.is_empty(), "{}", gaps.join("\n"));
+}
+
+/// The check above fails on each way an end-to-end test could miss its per-client runs.
+#[test]
+fn a_test_that_would_miss_its_per_client_runs_is_found() {
+    let cargo = "[package]\nautotests = false\n\n[[test]]\nname = \"t\"\npath = \"tests/t.rs\"\n";
+    let script = "cargo test --locked -- --skip e2e_\nfor v in $p; do\n    SPECRUN_E2E_CLIENT=\"$version\" cargo test --locked --test t -- e2e_\ndone\n";
+    // Spelt in two parts: this test's own text must not look like a call (it is checked too).
+    let new = ["Harness", "::new()"].concat();
+    let e2e_test = format!("#[test]\nfn e2e_1_runs() {{\n    let Some(h) = {new} else {{\n        return;\n    }};\n}}\n");
+    let e2e_test = e2e_test.as_str();
+    // Later entries replace earlier ones of the same path.
+    let tree = |extra: &[(&str, &str)]| -> BTreeMap<String, String> {
+        let files: BTreeMap<String, String> = [
+            ("tests/t.rs", "mod scenarios;\nmod support;\n"),
+            ("tests/scenarios.rs", e2e_test),
+            ("tests/support/mod.rs", "pub fn help() {}\n"),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        files
+    };
+    assert_eq!(
+        per_client_gaps(cargo, script, &tree(&[])),
+        Vec::<String>::new()
+    );
+
+    let found = |cargo: &str, script: &str, files: BTreeMap<String, String>, wanted: &str| {
+        let gaps = per_client_gaps(cargo, script, &files);
+        assert!(
+            gaps.iter().any(|g| g.contains(wanted)),
+            "no gap saying {wanted:?}: {gaps:?}"
+        );
+    };
+    let unfiltered = script.replace(" -- e2e_\n", "\n");
+    found(cargo, &unfiltered, tree(&[]), "no per-client line");
+    let other_binary = script.replace("--test t ", "--test other ");
+    found(cargo, &other_binary, tree(&[]), "no per-client line");
+    let narrowed = script.replace(
+        "cargo test --locked -- --skip",
+        "cargo test --lib -- --skip",
+    );
+    found(cargo, &narrowed, tree(&[]), "neither the first pass");
+    found(
+        &cargo.replace("autotests = false\n", ""),
+        script,
+        tree(&[]),
+        "autotests",
+    );
+    let two = format!("{cargo}\n[[test]]\nname = \"u\"\npath = \"tests/u.rs\"\n");
+    found(&two, script, tree(&[]), "one [[test]] target");
+    found(
+        cargo,
+        script,
+        tree(&[("tests/loose.rs", e2e_test)]),
+        "tests/loose.rs is not a module",
+    );
+    found(
+        cargo,
+        script,
+        tree(&[("tests/t.rs", "mod scenarios;\nmod support;\nmod gone;\n")]),
+        "`mod gone;` has no file",
+    );
+    let misnamed = e2e_test.replace("fn e2e_1_runs", "fn scenario_runs");
+    found(
+        cargo,
+        script,
+        tree(&[("tests/scenarios.rs", misnamed.as_str())]),
+        "drives Claude Code but is not named",
+    );
+    let helper = format!("fn make() -> Option<Harness> {{\n    {new}\n}}\n\n");
+    let indirect = e2e_test
+        .replace("fn e2e_1_runs", "fn indirect")
+        .replace(&new, "make()");
+    let through_helper = format!("{helper}{e2e_test}\n{indirect}");
+    found(
+        cargo,
+        script,
+        tree(&[("tests/scenarios.rs", through_helper.as_str())]),
+        "`scenarios::indirect` drives Claude Code",
+    );
+    let e2e_module = [
+        (
+            "tests/t.rs",
+            "mod e2e_scenarios;\nmod scenarios;\nmod support;\n",
+        ),
+        ("tests/e2e_scenarios.rs", "#[test]\nfn plain() {}\n"),
+    ];
+    found(
+        cargo,
+        script,
+        tree(&e2e_module),
+        "holds e2e_ but is no e2e test",
+    );
+    let no_e2e = e2e_test
+        .replace("e2e_1_runs", "runs")
+        .replace(&new, "None::<()>");
+    found(
+        cargo,
+        script,
+        tree(&[("tests/scenarios.rs", no_e2e.as_str())]),
+        "no test named e2e_",
+    );
 }

@@ -1,12 +1,12 @@
 //! `specrun doctor`: each check passing and failing, the exit code, and the 80-column
 //! table.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common;
+use crate::common::TempProject;
 
 struct Env {
     project: TempProject,
@@ -23,9 +23,7 @@ fn which(prog: &str) -> PathBuf {
 }
 
 fn executable(path: &Path, text: &str) {
-    std::fs::write(path, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_executable(path, text);
 }
 
 impl Env {
@@ -165,18 +163,8 @@ fn an_unknown_plugin_root_is_said_not_failed() {
     let env = Env::new();
     let elsewhere = tempfile::tempdir().unwrap();
     let copy = elsewhere.path().join("specrun");
-    std::fs::copy(common::bin_path(), &copy).unwrap();
-    // A thread of this test process that forks while the copy is open for writing lends
-    // the child that descriptor until it execs: running the copy then fails with ETXTBSY.
-    // Wait until the copy runs.
-    for _ in 0..100 {
-        match std::process::Command::new(&copy).arg("--version").output() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
-                std::thread::sleep(std::time::Duration::from_millis(20))
-            }
-            _ => break,
-        }
-    }
+    // Copied by `cp`: never open for writing in this process (see `write_executable`).
+    common::copy_executable(&common::bin_path(), &copy);
     let mut cmd = assert_cmd::Command::new(&copy);
     cmd.current_dir(env.project.root())
         .arg("doctor")

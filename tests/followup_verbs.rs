@@ -1,9 +1,7 @@
 //! `followup add|list|resolve` on the spec's followups.json.
 
-mod common;
-mod task_helpers;
-
-use task_helpers::*;
+use crate::common;
+use crate::task_helpers::*;
 
 #[test]
 fn add_list_resolve_round_trip() {

@@ -4,16 +4,15 @@
 //! Case counts are fixed and small enough for CI; raise PROPTEST_CASES locally to fuzz
 //! longer.
 
-mod common;
-
 use std::process::Output;
 
-use common::TempProject;
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use specrun::protocol::{self, FailInput, Raises};
 use specrun::state::{self, InitParams};
 use specrun::tasks;
+
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs, src/**/x.rs\n  - **Verify**: `true`\n- [ ] 1.2 [P] Second\n  - **Depends**: 1.1\n- [x] 1.3 Third\n";
 

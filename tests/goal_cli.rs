@@ -1,12 +1,11 @@
 //! `specrun goal`: the condition, its limit, readiness from a fake `claude` and the
 //! settings files, and the driver it recommends.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common::{self, TempProject};
 
 /// A controlled environment: PATH holds only `tools/` (fake claude and the few programs the
 /// fake needs), HOME is empty, the managed settings path is private.
@@ -33,9 +32,7 @@ impl Env {
 
     fn fake_claude(&self, script: &str) {
         let path = self.tools.path().join("claude");
-        std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        common::write_executable(&path, &format!("#!/bin/sh\n{script}\n"));
     }
 
     fn managed(&self) -> PathBuf {

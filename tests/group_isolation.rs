@@ -2,14 +2,13 @@
 //! wherever they run, `group merge` (--no-ff, task-id order, conflicts kept, the merged
 //! tree verified), crash recovery, cleanup, and the bad inputs.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-use common::TempProject;
+use crate::common;
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks
 
@@ -451,8 +450,7 @@ fn sigkill_between_two_member_merges_then_a_rerun_merges_each_once() {
     // Right after the next merges reach the base branch, git's post-merge hook SIGKILLs
     // specrun (its grandparent): merged in git, not yet recorded in the state.
     let hook = p.root().join(".git/hooks/post-merge");
-    std::fs::write(&hook, "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\n").unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    common::write_executable(&hook, "#!/bin/sh\nkill -9 $(ps -o ppid= -p $PPID)\n");
     let (code, _, _) = run_in(&p.root(), &["group", "merge"]);
     assert_eq!(code, -1, "killed by the signal");
     std::fs::remove_file(&hook).unwrap();

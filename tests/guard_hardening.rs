@@ -2,12 +2,11 @@
 //! each test drives the built binary on a temp git project the way a model or a broken
 //! machine would, and checks that the guard holds and says why.
 
-mod hook_common;
-
 use std::process::Output;
 
-use hook_common::*;
 use serde_json::{json, Value};
+
+use crate::hook_common::*;
 
 /// Three tasks; 1.1 is ticked before the execution starts.
 const THREE: &str = "# Tasks\n\n## Phase 1\n\

@@ -1,10 +1,9 @@
 //! Bad input for the hooks: each allows (exit 0), never blocks or halts on what it cannot
 //! read, prints at most one JSON object, and loses nothing.
 
-mod hook_common;
-
-use hook_common::*;
 use serde_json::json;
+
+use crate::hook_common::*;
 
 #[test]
 fn empty_stdin_and_10_mb_of_garbage_are_ignored() {

@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common;
+
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -13,7 +15,7 @@ fn repo() -> PathBuf {
 fn plugin_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-    std::fs::copy(repo().join("bin/specrun"), dir.path().join("bin/specrun")).unwrap();
+    common::copy_executable(&repo().join("bin/specrun"), &dir.path().join("bin/specrun"));
     dir
 }
 
@@ -32,14 +34,8 @@ fn launch(launcher: &Path, path_env: &str, spec_bin: Option<&Path>, args: &[&str
 fn fake_binary(dir: &Path, name: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("specrun");
-    std::fs::write(&path, format!("#!/bin/sh\necho {name} \"$@\"\n")).unwrap();
-    make_executable(&path);
+    common::write_executable(&path, &format!("#!/bin/sh\necho {name} \"$@\"\n"));
     path
-}
-
-fn make_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 const SYS_PATH: &str = "/usr/bin:/bin";

@@ -1,10 +1,9 @@
 //! `specrun hook session-start` (1–3 lines of context for the owning session) and
 //! `specrun hook pre-tool-use` (AskUserQuestion denied in quick mode).
 
-mod hook_common;
-
-use hook_common::*;
 use serde_json::{json, Value};
+
+use crate::hook_common::*;
 
 fn start_stdin(e: &Exec, session: &str) -> String {
     json!({"session_id": session, "transcript_path": "/nonexistent/t.jsonl", "cwd": e.p.root(),

@@ -1,10 +1,9 @@
 //! `specrun hook stop`: one test per row of the decision order (DESIGN §6), each asserting
 //! the exact stdout and exit 0, plus the 40-stops cap test.
 
-mod hook_common;
-
-use hook_common::*;
 use serde_json::{json, Value};
+
+use crate::hook_common::*;
 
 fn head(e: &Exec) -> String {
     e.p.git_cmd(&["rev-parse", "HEAD"]).trim().to_string()

@@ -2,10 +2,9 @@
 //! the task is checked, its evidence is fresh and both self-critique records exist; else
 //! the executor is re-prompted once, and a second stop is recorded as an unverified claim.
 
-mod hook_common;
-
-use hook_common::*;
 use serde_json::{json, Value};
+
+use crate::hook_common::*;
 
 fn sub_stdin(e: &Exec, agent_type: &str, message: &str, active: bool) -> String {
     json!({

@@ -1,11 +1,8 @@
 //! Inputs that used to crash, hang or mislead: pathological path patterns, spec names
 //! that git refs cannot hold, a tasks file without tasks, a very long task list.
 
-mod common;
-mod task_helpers;
-
-use common::{run_bounded, TempProject};
-use task_helpers::*;
+use crate::common::{run_bounded, TempProject};
+use crate::task_helpers::*;
 
 const PATHOLOGICAL: &str = "**a**a**a**a**a**a**a**a**a**a**a**a**b";
 

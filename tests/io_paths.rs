@@ -3,16 +3,15 @@
 //! Each case runs the verbs and hooks that touch the path, killing any that outlives
 //! `BOUND`.
 
-mod common;
-mod task_helpers;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_bounded, Ran, TempProject, BOUND};
 use serde_json::json;
-use task_helpers::*;
+
+use crate::common;
+use crate::common::{run_bounded, Ran, TempProject, BOUND};
+use crate::task_helpers::*;
 
 /// The verbs and hooks that read or write the spec's bookkeeping, in an order that
 /// reaches every path (the task is started before it is failed).

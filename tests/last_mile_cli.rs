@@ -1,10 +1,9 @@
 //! `specrun last-mile` on real temp git repositories: every rule triggered by the facts it
 //! names, the capability plan, and `--record`.
 
-mod common;
-
-use common::TempProject;
 use serde_json::{json, Value};
+
+use crate::common::{self, TempProject};
 
 const TASKS: &str = "# Tasks\n## Phase 1\n- [x] 1.1 Scaffold\n  - **Files**: src/lib.rs\n  - **Verify**: `true`\n  - **Done when**: it builds\n- [ ] 1.2 Parser\n  - **Files**: src/a.rs, docs/\n  - **Verify**: `sh -c true`\n  - **Done when**: parses\n";
 
@@ -291,9 +290,7 @@ fn capability_plan_detects_a_browser_and_mcp_servers() {
     let p = project(TASKS);
     let tools = tempfile::tempdir().unwrap();
     let chromium = tools.path().join("chromium");
-    std::fs::write(&chromium, "#!/bin/sh\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&chromium, std::fs::Permissions::from_mode(0o755)).unwrap();
+    common::write_executable(&chromium, "#!/bin/sh\n");
     p.write(
         ".mcp.json",
         r#"{"mcpServers": {"context7": {"command": "npx"}}}"#,

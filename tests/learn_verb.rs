@@ -1,9 +1,6 @@
 //! `learn`: deduplicated bullets under `## Learnings` in .progress.md.
 
-mod common;
-mod task_helpers;
-
-use task_helpers::*;
+use crate::task_helpers::*;
 
 #[test]
 fn learn_creates_the_section_appends_and_dedupes() {

@@ -1,10 +1,8 @@
 //! `resume` and `cancel`.
 
-mod common;
-mod task_helpers;
-
 use serde_json::json;
-use task_helpers::*;
+
+use crate::task_helpers::*;
 
 #[test]
 fn resume_when_nothing_is_halted_is_a_well_formed_no() {

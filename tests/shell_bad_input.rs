@@ -1,12 +1,11 @@
 //! Bad input at the shell: `new` with unusable names, `finish` with each gate unmet, and the
 //! holes a new user hit. Every refusal that names a fix is followed by running that fix.
 
-mod common;
-mod shell_common;
-
-use common::TempProject;
 use serde_json::json;
-use shell_common::Shell;
+
+use crate::common;
+use crate::common::TempProject;
+use crate::shell_common::Shell;
 
 const TASKS: &str = "# Tasks\n\n- [ ] 1.1 One\n  - **Verify**: `test -f one.txt`\n- [ ] 2.1 [VERIFY] Check\n  - **Verify**: `test -f one.txt`\n";
 

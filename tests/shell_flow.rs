@@ -1,11 +1,8 @@
 //! The person at the shell: create, run and finish a spec without Claude Code, following
 //! every hint the binary prints, exactly as printed.
 
-mod common;
-mod shell_common;
-
-use common::TempProject;
-use shell_common::Shell;
+use crate::common::TempProject;
+use crate::shell_common::Shell;
 
 const TASKS: &str = "\n## Phase 1: Make it\n\n- [ ] 1.1 Write a\n  - **Files**: a.txt\n  - **Verify**: `test -f a.txt`\n\n- [ ] 1.2 Write b\n  - **Files**: b.txt\n  - **Verify**: `grep -q b b.txt`\n\n## Phase 2: Check\n\n- [ ] 2.1 [VERIFY] Final check\n  - **Verify**: `test -f a.txt && grep -q b b.txt`\n";
 

@@ -1,17 +1,15 @@
 //! What a person watching an unattended run sees: notifications, `status --watch`,
 //! `statusline`, `report`, shell completions.
 
-mod common;
-mod shell_common;
-
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{bin_path, TempProject};
 use serde_json::{json, Value};
-use shell_common::Shell;
+
+use crate::common::{bin_path, TempProject};
+use crate::shell_common::Shell;
 
 const TASKS: &str =
     "- [ ] 1.1 One\n  - **Verify**: `true`\n- [ ] 1.2 Two\n  - **Verify**: `true`\n";

@@ -1,10 +1,9 @@
 //! `task fail`: iteration counting, the halt at maxTaskIterations, recovery fix tasks.
 
-mod common;
-mod task_helpers;
-
 use serde_json::json;
-use task_helpers::*;
+
+use crate::common;
+use crate::task_helpers::*;
 
 /// The executor's own `task start` was refused (here: 1.2 is not the current task); the
 /// coordinator records the failure it reported, and it counts.

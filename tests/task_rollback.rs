@@ -1,10 +1,8 @@
 //! `task rollback`: the discarded work (commits, staged, unstaged, untracked) is saved to
 //! a printed ref before the tree returns to the attempt's start commit.
 
-mod common;
-mod task_helpers;
-
-use task_helpers::*;
+use crate::common;
+use crate::task_helpers::*;
 
 fn saved_ref(out: &str) -> String {
     out.split("saved at ")

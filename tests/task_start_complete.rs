@@ -1,10 +1,9 @@
 //! `task start` and `task complete`: every precondition message, idempotency, the race.
 
-mod common;
-mod task_helpers;
-
 use serde_json::json;
-use task_helpers::*;
+
+use crate::common;
+use crate::task_helpers::*;
 
 #[test]
 fn start_records_a_running_attempt_at_head_and_is_idempotent() {

@@ -1,11 +1,11 @@
 //! `specrun verify run`: what it records, its exit codes, timeouts and bad input.
 
-mod common;
-
 use std::process::{Command, Stdio};
 
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common;
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n- [ ] 1.2 Second\n";
 

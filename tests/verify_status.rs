@@ -1,10 +1,9 @@
 //! `specrun verify status`: evidence is fresh exactly while the code it verified is
 //! unchanged; the spec's bookkeeping never stales it (the seed's ticked-checkbox defect).
 
-mod common;
-
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common::TempProject;
 
 const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n- [ ] 1.2 Second\n";
 

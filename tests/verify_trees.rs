@@ -1,10 +1,9 @@
 //! The fingerprint in unusual repositories: none at all, no commits, a detached HEAD, a
 //! submodule, and a project root below the top of the work tree.
 
-mod common;
-
-use common::TempProject;
 use serde_json::Value;
+
+use crate::common::TempProject;
 
 const TASKS: &str = "- [ ] 1 Only\n";
 

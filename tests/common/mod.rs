@@ -105,6 +105,34 @@ pub fn bin_path() -> PathBuf {
     assert_cmd::cargo::cargo_bin("specrun")
 }
 
+/// Writes `text` to `path` as an executable (mode 755), from a child process.
+///
+/// Every test shares this process, and its threads fork all the time: a file this process
+/// held open for writing is inherited by a child forked meanwhile, and running the file
+/// before that child execs fails with ETXTBSY ("Text file busy"). Written by `sh`, the file
+/// is never open for writing here.
+pub fn write_executable(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut sh = Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("sh runs");
+    sh.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    assert!(sh.wait().unwrap().success(), "write {}", path.display());
+}
+
+/// Copies the executable `from` to `to` with `cp`, for the reason `write_executable` gives.
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = Command::new("cp")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp runs");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+}
+
 pub fn assert_json_file(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).expect("readable");
     serde_json::from_str(&text)

@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::checker::{fenced_blocks, fill_placeholders, invocations_with};
 use crate::common::{bin_path, TempProject};
+use crate::docs_contract::checker::{fenced_blocks, fill_placeholders, invocations_with};
 
 pub const SPEC: &str = "demo";
 pub const SESSION: &str = "walk-session";

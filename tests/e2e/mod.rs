@@ -55,8 +55,15 @@ pub struct Harness {
 
 impl Harness {
     pub fn new() -> Option<Harness> {
-        // libtest names each test's thread after the test.
+        // libtest names each test's thread after the test (a lone test thread is "main").
         let current = std::thread::current();
+        if let Some(test) = current.name().filter(|n| *n != "main") {
+            assert!(
+                is_e2e_name(test),
+                "{test} drives Claude Code, so its name must start with e2e_ (and its module's \
+                 must not hold e2e_): scripts/test runs exactly those once per pinned client"
+            );
+        }
         let client = runner::client_or_skip(current.name().unwrap_or("an e2e test"))?;
         let project = TempProject::git();
         // The scripted executors commit (HOME is empty, so the identity is the repo's).
@@ -107,6 +114,18 @@ impl Harness {
         self.project.state("demo")
     }
 
+    /// The final state, which must be `completed` (else it fails showing the state and the run).
+    pub fn completed_state(&self, run: &runner::Run) -> Value {
+        let state = self.state();
+        assert_eq!(
+            state["phase"],
+            "completed",
+            "state: {state:#}\n{}",
+            run.describe()
+        );
+        state
+    }
+
     pub fn state_path(&self) -> PathBuf {
         self.root().join("specs/demo/.specrun-state.json")
     }
@@ -144,6 +163,18 @@ impl Harness {
             session,
         )
     }
+}
+
+/// What `scripts/test` filters on: `-- --skip e2e_` once, `-- e2e_` once per pinned client
+/// (a substring of the test's full name, module path included).
+pub const NAME_FILTER: &str = "e2e_";
+
+/// Whether the test named `full` (`module::name`) is an end-to-end test: its own name starts
+/// with `e2e_` and its module path holds no `e2e_`. Every test that drives Claude Code must
+/// be one, and no other test's full name may hold `e2e_`.
+pub fn is_e2e_name(full: &str) -> bool {
+    let (module, name) = full.rsplit_once("::").unwrap_or(("", full));
+    name.starts_with(NAME_FILTER) && !module.contains(NAME_FILTER)
 }
 
 /// How a delegation asks to run (the `Agent` tool's `run_in_background`, which Claude
@@ -200,6 +231,18 @@ pub fn waiting_rules() -> Vec<Rule> {
     ]
 }
 
+/// The coordinator's last two turns, as the coordinator protocol says: once `after` matches,
+/// the phase check `check` (a `specrun verify run --phase execution` line); once it is
+/// recorded, `said` and the completion line.
+pub fn phase_check_then_complete(after: Rule, check: &str, said: &str) -> [Rule; 2] {
+    [
+        after.reply([bash(check)]),
+        Rule::main()
+            .last_tool_result("recorded in verificationBlocks")
+            .reply([text(format!("{said}\nALL_TASKS_COMPLETE"))]),
+    ]
+}
+
 /// The main-agent requests that delivered a background result (a notification turn).
 pub fn notification_turns(run: &runner::Run) -> usize {
     run.requests_of(fake_model::Agent::Main)
@@ -237,12 +280,17 @@ pub fn critique_record(stage: &str) -> Value {
     json!({"checklist": checklist, "issuesFound": [], "issuesFixed": []})
 }
 
-/// The Bash step that records a passing self-critique of `stage` for `task_id`.
-pub fn critique_step(task_id: &str, stage: &str) -> Block {
-    bash(&format!(
+/// The command that records a passing self-critique of `stage` for `task_id`.
+pub fn critique_command(task_id: &str, stage: &str) -> String {
+    format!(
         "specrun critique record --task {task_id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
         critique_record(stage)
-    ))
+    )
+}
+
+/// The Bash step that records a passing self-critique of `stage` for `task_id`.
+pub fn critique_step(task_id: &str, stage: &str) -> Block {
+    bash(&critique_command(task_id, stage))
 }
 
 /// The commit subject of a demo task: its **Commit** field, as commit-discipline says.
@@ -294,29 +342,39 @@ pub fn executor_steps(
     steps
 }
 
-/// Rules for a subagent working on `task_id`: one step per turn from `first_turn`, then the
-/// final report `final_text`.
+/// Rules for a subagent working on `task_id` (its Agent prompt holds `[task <id>]`): one step
+/// per turn from `first_turn`, then the final report `final_text`.
 pub fn subagent_rules(
     task_id: &str,
     first_turn: usize,
     steps: Vec<Block>,
     final_text: &str,
 ) -> Vec<Rule> {
-    let marker = format!("[task {task_id}]");
+    marked_subagent_rules(&format!("[task {task_id}]"), first_turn, steps, final_text)
+}
+
+/// Rules for the subagent whose Agent prompt holds `marker`: one step per turn from
+/// `first_turn`, then the final report `final_text`.
+pub fn marked_subagent_rules(
+    marker: &str,
+    first_turn: usize,
+    steps: Vec<Block>,
+    final_text: &str,
+) -> Vec<Rule> {
     let n = steps.len();
     let mut rules: Vec<Rule> = steps
         .into_iter()
         .enumerate()
         .map(|(i, step)| {
             Rule::sub()
-                .first_user(&marker)
+                .first_user(marker)
                 .turn(first_turn + i)
                 .reply([step])
         })
         .collect();
     rules.push(
         Rule::sub()
-            .first_user(&marker)
+            .first_user(marker)
             .turn(first_turn + n)
             .reply([text(final_text)]),
     );

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-#[path = "../common/mod.rs"]
-mod common;
-pub use common::TempProject;
+use crate::common;
+pub use crate::common::TempProject;
 
 pub const SESSION: &str = "sess-1";
 pub const TASKS: &str = "## Phase 1: Core\n- [x] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Do**: write the second part\n  - **Files**: src/b.rs\n  - **Verify**: `test -f src/b.rs`\n";

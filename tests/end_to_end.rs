@@ -1,23 +1,21 @@
 //! End to end against the real Claude Code: a scripted fake model drives the plugin in this
-//! repository, offline. `scripts/test` runs this binary once per pinned release (2.1.197,
-//! the oldest supported, and 2.1.332, the current one; `SPECRUN_E2E_CLIENT` picks one, or
-//! any other `claude` as a canary). Each scenario's script serves both clients: a result
+//! repository, offline. `scripts/test` runs these `e2e_…` tests once per pinned release
+//! (2.1.197, the oldest supported, and 2.1.332, the current one; `SPECRUN_E2E_CLIENT` picks
+//! one, or any other `claude` as a canary). Each scenario's script serves both clients: a result
 //! is matched however it arrives (tool result or background notification), and where the
 //! clients differ the test asserts the client's own path. Tests assert on the project's
 //! files and on what the model was sent, not only on exit codes.
 //!
 //! A missing Claude Code fails these tests (see `e2e::runner::client_or_skip`).
 
-mod common;
-mod e2e;
-
 use std::process::Command;
 
 use serde_json::{json, Value};
 
-use e2e::fake_model::{bash, text, Agent, Block, Rule};
-use e2e::runner::{plugin_root, Run, Session};
-use e2e::{
+use crate::e2e;
+use crate::e2e::fake_model::{bash, text, Agent, Block, Rule};
+use crate::e2e::runner::{plugin_root, Run, Session};
+use crate::e2e::{
     commit_subject, delegate, delegate_as, executor_steps, honest_executor, notification_turns,
     stop_feedback, subagent_rules, waiting_rules, Harness, Mode, ALL_NOTES_VERIFY, DEMO_TASKS,
     LAUNCHED, OTHER_SESSION, SESSION,
@@ -155,13 +153,7 @@ fn stop_events(h: &Harness) -> Vec<Value> {
 }
 
 fn assert_completed(h: &Harness, run: &Run) {
-    let state = h.state();
-    assert_eq!(
-        state["phase"],
-        "completed",
-        "state: {state:#}\n{}",
-        run.describe()
-    );
+    h.completed_state(run);
     let count = h.task_count();
     assert_eq!(count["pending"], 0, "tasks count {count}");
     assert_eq!(count["completed"], 3, "tasks count {count}");
@@ -192,17 +184,12 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
         Rule::main()
             .result("TASK_COMPLETE 1.2")
             .reply([delegate("specrun:qa-engineer", "1.3")]),
-        Rule::main()
-            .result("VERIFICATION_PASS 1.3")
-            .reply([bash(&format!(
-                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
-            ))]),
-        Rule::main()
-            .last_tool_result("recorded in verificationBlocks")
-            .reply([text(
-                "All three tasks are done and verified.\nALL_TASKS_COMPLETE",
-            )]),
     ];
+    rules.extend(e2e::phase_check_then_complete(
+        Rule::main().result("VERIFICATION_PASS 1.3"),
+        &format!("specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"),
+        "All three tasks are done and verified.",
+    ));
     rules.extend(honest_executor(
         &root,
         "1.1",
@@ -398,15 +385,12 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
             .turn(1)
             .last_user("Stop hook feedback:")
             .reply([delegate("specrun:qa-engineer", "1.3")]),
-        Rule::main()
-            .result("VERIFICATION_PASS 1.3")
-            .reply([bash(&format!(
-                "specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"
-            ))]),
-        Rule::main()
-            .last_tool_result("recorded in verificationBlocks")
-            .reply([text("Now it is finished.\nALL_TASKS_COMPLETE")]),
     ];
+    rules.extend(e2e::phase_check_then_complete(
+        Rule::main().result("VERIFICATION_PASS 1.3"),
+        &format!("specrun verify run --phase execution --command '{ALL_NOTES_VERIFY}'"),
+        "Now it is finished.",
+    ));
     rules.extend(subagent_rules(
         "1.3",
         0,
@@ -990,19 +974,16 @@ fn run_parallel_group(h: &Harness, members: &[Member], verify: &str) -> (Run, Va
     for (id, ..) in members {
         group = group.delivered(&format!("TASK_COMPLETE {id}"));
     }
-    let mut rules = vec![
-        Rule::main().turn(0).reply(
-            members
-                .iter()
-                .map(|(id, ..)| delegate_as(EXECUTOR, id, Mode::Background)),
-        ),
-        group.reply([bash(&format!(
-            "specrun verify run --phase execution --command '{verify}' --spec demo"
-        ))]),
-        Rule::main()
-            .last_tool_result("recorded in verificationBlocks")
-            .reply([text("Every member is verified.\nALL_TASKS_COMPLETE")]),
-    ];
+    let mut rules = vec![Rule::main().turn(0).reply(
+        members
+            .iter()
+            .map(|(id, ..)| delegate_as(EXECUTOR, id, Mode::Background)),
+    )];
+    rules.extend(e2e::phase_check_then_complete(
+        group,
+        &format!("specrun verify run --phase execution --command '{verify}' --spec demo"),
+        "Every member is verified.",
+    ));
     for (id, file, word, before_write, before_complete) in members {
         rules.extend(parallel_member(
             id,
@@ -1020,13 +1001,7 @@ fn run_parallel_group(h: &Harness, members: &[Member], verify: &str) -> (Run, Va
     );
 
     assert_eq!(run.rc, Some(0), "{}", run.describe());
-    let state = h.state();
-    assert_eq!(
-        state["phase"],
-        "completed",
-        "state: {state:#}\n{}",
-        run.describe()
-    );
+    let state = h.completed_state(&run);
     let mut claims: Vec<String> = h
         .events()
         .iter()
@@ -1206,15 +1181,12 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
         Rule::main()
             .last_user("still working in the background")
             .reply([text("Understood: waiting for the notification.")]),
-        Rule::main()
-            .result("TASK_COMPLETE 1.1")
-            .reply([bash(
-                "specrun verify run --phase execution --command 'grep -q ALPHA notes/alpha.txt' --spec demo",
-            )]),
-        Rule::main()
-            .last_tool_result("recorded in verificationBlocks")
-            .reply([text("Task 1.1 is verified.\nALL_TASKS_COMPLETE")]),
     ];
+    rules.extend(e2e::phase_check_then_complete(
+        Rule::main().result("TASK_COMPLETE 1.1"),
+        "specrun verify run --phase execution --command 'grep -q ALPHA notes/alpha.txt' --spec demo",
+        "Task 1.1 is verified.",
+    ));
     // The executor takes a while, so the coordinator's stops happen while it works.
     let mut steps = executor_steps(
         &root,
@@ -1232,13 +1204,7 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
 
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
-    let state = h.state();
-    assert_eq!(
-        state["phase"],
-        "completed",
-        "state: {state:#}\n{}",
-        run.describe()
-    );
+    let state = h.completed_state(&run);
     let delegations = run
         .requests_of(Agent::Main)
         .iter()
@@ -1834,13 +1800,7 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     );
 
     assert_eq!(run.rc, Some(0), "{}", run.describe());
-    let state = h.state();
-    assert_eq!(
-        state["phase"],
-        "completed",
-        "state: {state:#}\n{}",
-        run.describe()
-    );
+    let state = h.completed_state(&run);
     assert!(state.get("unverifiedClaims").is_none(), "state: {state:#}");
     let status = run
         .requests_of(Agent::Main)

@@ -4,18 +4,14 @@
 //! `group merge`, the conflicting member retried on the merged base, `group merge` again,
 //! the `[VERIFY]` task on the merged tree's evidence, the phase check, completion.
 
-mod common;
-#[allow(dead_code)]
-mod e2e;
-
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::json;
 
-use e2e::fake_model::{bash, text, tool, Block, Rule};
-use e2e::runner::Session;
-use e2e::{critique_record, Harness, SESSION};
+use crate::e2e;
+use crate::e2e::fake_model::{bash, tool, Block, Rule};
+use crate::e2e::runner::Session;
+use crate::e2e::{critique_command, marked_subagent_rules, subagent_rules, Harness, SESSION};
 
 const TASKS: &str = "# Tasks: demo
 
@@ -51,13 +47,7 @@ fn in_tree(wt: &Path, command: &str) -> Block {
 }
 
 fn critique_in(wt: &Path, id: &str, stage: &str) -> Block {
-    in_tree(
-        wt,
-        &format!(
-            "specrun critique record --task {id} --stage {stage} --file - --spec demo <<'JSON'\n{}\nJSON",
-            critique_record(stage)
-        ),
-    )
+    in_tree(wt, &critique_command(id, stage))
 }
 
 /// An executor working only inside its worktree: start, write, critique, verify,
@@ -95,28 +85,6 @@ fn delegate_in(marker: &str, id: &str, wt: &Path, background: bool) -> Block {
             "run_in_background": background,
         }),
     )
-}
-
-/// Rules for the subagent whose prompt holds `marker`: one step per turn, then `last`.
-fn sub_rules(marker: &str, steps: Vec<Block>, last: &str) -> Vec<Rule> {
-    let n = steps.len();
-    let mut rules: Vec<Rule> = steps
-        .into_iter()
-        .enumerate()
-        .map(|(i, step)| Rule::sub().first_user(marker).turn(i).reply([step]))
-        .collect();
-    rules.push(Rule::sub().first_user(marker).turn(n).reply([text(last)]));
-    rules
-}
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(root)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -165,18 +133,16 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
                        "subagent_type": "specrun:qa-engineer",
                        "run_in_background": false}),
             )]),
-        Rule::main()
-            .result("VERIFICATION_PASS 1.4")
-            .reply([bash(&format!(
-                "specrun verify run --phase execution --command '{PHASE_CHECK}' --spec demo"
-            ))]),
-        Rule::main()
-            .last_tool_result("recorded in verificationBlocks")
-            .reply([text("The group is merged and verified.\nALL_TASKS_COMPLETE")]),
     ];
+    rules.extend(e2e::phase_check_then_complete(
+        Rule::main().result("VERIFICATION_PASS 1.4"),
+        &format!("specrun verify run --phase execution --command '{PHASE_CHECK}' --spec demo"),
+        "The group is merged and verified.",
+    ));
     let member = |id: &str, write: &str, verify: &str, subject: &str| {
-        sub_rules(
-            &format!("[task {id}]"),
+        subagent_rules(
+            id,
+            0,
             member_steps(&wt(id), id, write, verify, subject),
             &format!("Done.\nTASK_COMPLETE {id}"),
         )
@@ -214,8 +180,9 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
         critique_in(&wt("1.2"), "1.2", "post-test"),
         in_tree(&wt("1.2"), "specrun task complete 1.2 --check --spec demo"),
     ];
-    rules.extend(sub_rules(
+    rules.extend(marked_subagent_rules(
         "[retry 1.2]",
+        0,
         retry,
         "Resolved.\nTASK_COMPLETE 1.2",
     ));
@@ -226,8 +193,9 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
         e2e::critique_step("1.4", "post-test"),
         bash("specrun task complete 1.4 --check --spec demo"),
     ];
-    rules.extend(sub_rules(
-        "[task 1.4]",
+    rules.extend(subagent_rules(
+        "1.4",
+        0,
         qa,
         "Checked.\nVERIFICATION_PASS 1.4",
     ));
@@ -243,13 +211,7 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
     // each result came as a notification (two finishing together share a turn); the retry
     // and the check ran in the foreground.
     assert_eq!(e2e::notifications_delivered(&run), 3, "{}", run.describe());
-    let state = h.state();
-    assert_eq!(
-        state["phase"],
-        "completed",
-        "state: {state:#}\n{}",
-        run.describe()
-    );
+    let state = h.completed_state(&run);
     let iso = &state["isolation"];
     assert_eq!(iso["group"]["status"], "complete", "{iso:#}");
     for id in ["1.1", "1.2", "1.3"] {
@@ -275,11 +237,17 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
     assert_eq!(h.read("notes/beta.txt"), "BETA\n");
     assert_eq!(h.read("notes/gamma.txt"), "GAMMA\n");
     assert_eq!(h.read("notes/shared.txt"), "ALPHA\nBETA\n");
-    assert!(!git(&root, &["worktree", "list"]).contains(".specrun"));
-    assert!(!git(&root, &["branch", "--list", "specrun/*"]).contains("specrun/"));
+    assert!(!h
+        .project
+        .git_cmd(&["worktree", "list"])
+        .contains(".specrun"));
+    assert!(!h
+        .project
+        .git_cmd(&["branch", "--list", "specrun/*"])
+        .contains("specrun/"));
     // Three --no-ff merges into the base, and the retry's own merge of the base into its
     // branch (the commit that concluded it), not a rebase.
-    let merges = git(&root, &["log", "--merges", "--format=%s"]);
+    let merges = h.project.git_cmd(&["log", "--merges", "--format=%s"]);
     let into_base = merges
         .lines()
         .filter(|l| l.starts_with("specrun: merge task"))
@@ -291,5 +259,8 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
             .any(|l| l == "specrun: task 1.2 Write the beta note (spec demo)"),
         "{merges}"
     );
-    assert_eq!(git(&root, &["status", "--porcelain", "--", "notes"]), "");
+    assert_eq!(
+        h.project.git_cmd(&["status", "--porcelain", "--", "notes"]),
+        ""
+    );
 }
