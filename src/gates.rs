@@ -53,6 +53,14 @@ pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
     }
 }
 
+/// What the completion gates read from the state: the evidence records (the execution
+/// phase's, and the tasks' for the criteria matrix) and whether criteria are enforced.
+/// Gates judged from one state hold for another with the same key, so they are gathered
+/// before the state lock is taken (they fingerprint the tree) and kept when it matches.
+pub fn completion_key(state: &Value) -> [Option<&Value>; 3] {
+    ["verificationBlocks", "taskEvidence", "acceptanceGate"].map(|k| state.get(k))
+}
+
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
 pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
     CompletionGates {

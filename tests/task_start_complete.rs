@@ -310,3 +310,36 @@ impl OutputAsync for &mut std::process::Command {
         })
     }
 }
+
+/// `task complete` judges the evidence before it takes the state lock (the fingerprint runs
+/// git); a record that changes before the lock is taken is judged again under it. Here the
+/// lock is held while `complete` starts, and the passing evidence is replaced by a failing
+/// run meanwhile: the completion must be refused.
+#[test]
+fn evidence_that_changes_while_complete_waits_for_the_lock_is_judged_again() {
+    let p = project(TASKS, &[]);
+    run(&p, &["task", "start", "1.1"]);
+    ready_to_complete(&p, "1.1");
+    let lock = state_path(&p).with_file_name(".specrun-state.json.lock");
+    let mut holder = crate::hook_common::hold_lock(&lock, 3);
+    let (bin, root) = (common::bin_path(), p.root());
+    let waiting = std::thread::spawn(move || {
+        std::process::Command::new(bin)
+            .current_dir(root)
+            .args(["task", "complete", "1.1", "--check", "--spec", SPEC])
+            .output()
+    });
+    // `complete` has judged the passing record and waits for the lock; now it fails.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    evidence(&p, "1.1", "2026-01-01T00:00:10Z", 1);
+    holder.wait().unwrap();
+    let out = waiting.join().unwrap().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("refused"), "{said}");
+    assert!(
+        p.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
+        "ticked on stale facts"
+    );
+}

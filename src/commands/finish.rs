@@ -9,7 +9,7 @@ use crate::completion;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::Exec;
-use crate::gates::completion_gates;
+use crate::gates::{completion_gates, completion_key};
 use crate::guard;
 use crate::notify;
 use crate::output;
@@ -19,6 +19,13 @@ use crate::state::View;
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
+    // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
+    let early = match crate::facts::read_state(&spec.state_path()) {
+        crate::facts::StateRead::Valid(doc) => {
+            Some((doc.clone(), completion_gates(project, spec, &doc)))
+        }
+        _ => None,
+    };
     let (_lock, doc) = ex.lock_state()?;
     let tasks = ex.tasks()?.list;
     let name = spec.name.as_str();
@@ -32,7 +39,10 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
             &format!("spec '{name}' is already complete"),
         );
     }
-    let gates = completion_gates(project, spec, &doc);
+    let gates = match early {
+        Some((seen, gates)) if completion_key(&seen) == completion_key(&doc) => gates,
+        _ => completion_gates(project, spec, &doc),
+    };
     let unmet: Vec<String> = completion::unmet(name, &doc, &tasks, Some(&gates))
         .iter()
         .map(|u| u.to_string())

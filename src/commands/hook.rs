@@ -18,7 +18,7 @@ use crate::cli::HookEvent;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::facts::{read_state, StateRead};
-use crate::gates::{completion_gates, evidence_fact};
+use crate::gates::{self, completion_gates, evidence_fact};
 use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::hook_cost;
 use crate::project::{Project, Spec};
@@ -383,6 +383,12 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
     if !guard::owned_by(&active.state, input.session()) {
         return None;
     }
+    // A completion claim's gates fingerprint the tree (git): judged from the state read
+    // before the lock, and kept if what they read is unchanged under it.
+    let early = guard::claims_all_complete(input.str("last_assistant_message")).then(|| {
+        let gates = completion_gates(&active.project, &active.spec, &active.state);
+        (gates::completion_key(&active.state), gates)
+    });
     under_lock(HookEvent::Stop, input, &active, |state| {
         let (project, spec) = (&active.project, &active.spec);
         let list = load_tasks(spec)?;
@@ -392,7 +398,10 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
         let agents = hook_cost::reread_pending(state);
         let message = input.str("last_assistant_message");
         let completion = (guard::claims_all_complete(message) && View(state).halt().is_none())
-            .then(|| completion_gates(project, spec, state));
+            .then(|| match early {
+                Some((key, gates)) if key == gates::completion_key(state) => gates,
+                _ => completion_gates(project, spec, state),
+            });
         let now = chrono::Utc::now();
         let facts = StopFacts {
             spec_name: &spec.name,

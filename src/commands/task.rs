@@ -159,7 +159,62 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     Ok(0)
 }
 
+/// What the evidence facts of a task are judged from: its Verify command and the two
+/// records. Facts computed from one key hold for any state with the same key.
+type EvidenceKey = (Option<String>, Option<Value>, Option<Value>);
+
+fn evidence_key(state: &Value, task: &Task) -> EvidenceKey {
+    let record = |slot: Slot| slot.record_in(state).cloned();
+    (
+        task.verify_command().map(str::to_string),
+        record(Slot::Task(task.label())),
+        record(Slot::Phase("execution".into())),
+    )
+}
+
+/// The task's evidence fact, and the phase's when the task's own does not count. Each costs
+/// a fingerprint of the tree (git).
+fn evidence_facts(
+    project: &Project,
+    spec: &Spec,
+    state: &Value,
+    task: &Task,
+) -> (EvidenceFact, EvidenceFact) {
+    let id = task.label();
+    let own = (id.as_str(), task.verify_command());
+    let task_evidence = gates::evidence_fact(project, spec, state, Slot::Task(id.clone()), own);
+    let phase_evidence = if task_evidence.counts() {
+        EvidenceFact {
+            freshness: evidence::Freshness::Missing,
+            ended_at: None,
+            mismatch: None,
+        }
+    } else {
+        let slot = Slot::Phase("execution".into());
+        gates::evidence_fact(project, spec, state, slot, own)
+    };
+    (task_evidence, phase_evidence)
+}
+
+/// The evidence facts from an unlocked read, with the key they were judged from: the
+/// fingerprints run git, which must not hold the state lock (every hook waits on it).
+fn evidence_before_lock(
+    project: &Project,
+    args: &TaskVerbArgs,
+) -> Option<(EvidenceKey, (EvidenceFact, EvidenceFact))> {
+    let ex = Exec::new(project, args.spec.spec.as_deref()).ok()?;
+    let crate::facts::StateRead::Valid(state) = crate::facts::read_state(&ex.spec.state_path())
+    else {
+        return None;
+    };
+    let tasks = ex.tasks().ok()?;
+    let task = tasks.find(&args.id).ok()?;
+    let facts = evidence_facts(project, &ex.spec, &state, task);
+    Some((evidence_key(&state, task), facts))
+}
+
 fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
+    let early = evidence_before_lock(project, args);
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -175,20 +230,11 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
             return Ok(refused(&held.ex, "complete", &id, &[unmet], args.json));
         }
     }
-    let own = (id.as_str(), task.verify_command());
-    let task_evidence =
-        gates::evidence_fact(project, spec, &held.state, Slot::Task(id.clone()), own);
-    // The phase evidence is consulted only when the task's own does not count; each costs
-    // a fingerprint of the tree.
-    let phase_evidence = if task_evidence.counts() {
-        EvidenceFact {
-            freshness: evidence::Freshness::Missing,
-            ended_at: None,
-            mismatch: None,
-        }
-    } else {
-        let slot = Slot::Phase("execution".into());
-        gates::evidence_fact(project, spec, &held.state, slot, own)
+    // Kept when nothing they were judged from changed before the lock was taken (another
+    // `verify run` in between makes them be judged again, under the lock).
+    let (task_evidence, phase_evidence) = match early {
+        Some((key, facts)) if key == evidence_key(&held.state, task) => facts,
+        _ => evidence_facts(project, spec, &held.state, task),
     };
     let input = CompleteInput {
         state: &held.state,
