@@ -196,9 +196,15 @@ fn a_hook_reads_a_bounded_stdin_and_answers() {
     assert!(out.stdout.is_empty());
     assert!(start.elapsed() < BOUND);
     // A stdin nobody closes: the hook stops waiting and answers.
+    answers_with_stdin_held_open(&p, &["hook", "stop"]);
+}
+
+/// Runs `args` in `p` with a stdin that is never written to nor closed: the command must
+/// stop waiting within the bound and exit 0.
+fn answers_with_stdin_held_open(p: &TempProject, args: &[&str]) {
     let mut child = Command::new(common::bin_path())
-        .args(["hook", "stop", "--cwd"])
-        .arg(p.root())
+        .args(args)
+        .current_dir(p.root())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -206,7 +212,7 @@ fn a_hook_reads_a_bounded_stdin_and_answers() {
     let held_open = child.stdin.take().unwrap();
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < BOUND, "the hook waited for stdin forever");
+        assert!(start.elapsed() < BOUND, "{args:?} waited for stdin forever");
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(held_open);
@@ -216,25 +222,7 @@ fn a_hook_reads_a_bounded_stdin_and_answers() {
 /// `statusline` reads its stdin like a hook: a stdin nobody closes does not hang it.
 #[test]
 fn the_status_line_stops_waiting_for_a_silent_stdin() {
-    let p = fresh();
-    let mut child = Command::new(common::bin_path())
-        .arg("statusline")
-        .current_dir(p.root())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let held_open = child.stdin.take().unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            start.elapsed() < BOUND,
-            "statusline waited for stdin forever"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(held_open);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
+    answers_with_stdin_held_open(&fresh(), &["statusline"]);
 }
 
 #[test]
