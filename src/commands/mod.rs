@@ -27,7 +27,7 @@ pub mod state;
 pub mod status;
 pub mod statusline;
 pub mod task;
-pub mod tasks_cmd;
+pub mod tasks;
 pub mod verify;
 
 pub fn dispatch(cli: Cli) -> Result<i32> {
@@ -47,7 +47,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         Command::Finish(args) => finish::run(&Project::discover(cwd)?, args),
         Command::Report(args) => report::run(&Project::discover(cwd)?, args),
         Command::Snapshot(args) => snapshot::run(&Project::discover(cwd)?, args),
-        Command::Tasks(cmd) => tasks_cmd::run(&Project::discover(cwd)?, cmd),
+        Command::Tasks(cmd) => tasks::run(&Project::discover(cwd)?, cmd),
         Command::State(cmd) => state::run(cwd, cmd),
         Command::Status(args) => status::run(&Project::discover(cwd)?, args),
         Command::Verify(cmd) => verify::run(&Project::discover(cwd)?, cmd),
