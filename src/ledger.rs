@@ -280,7 +280,7 @@ pub fn bind_agent(
     if let Some(id) = claim.map(str::to_string).filter(known) {
         return Some(id);
     }
-    let running = running_tasks(state);
+    let running = crate::guard::running_attempts(state);
     (running.len() == 1).then(|| running[0].clone())
 }
 
@@ -298,23 +298,6 @@ pub fn claimed_task(message: Option<&str>) -> Option<String> {
     .find_map(|t| line.strip_prefix(t))?;
     let id = rest.trim_start_matches(':').split_whitespace().next()?;
     Some(id.trim_end_matches(':').to_string()).filter(|id| !id.is_empty())
-}
-
-/// Tasks whose latest attempt is running.
-pub fn running_tasks(state: &Value) -> Vec<String> {
-    let Some(map) = state.get("attempts").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    map.iter()
-        .filter(|(_, list)| {
-            list.as_array()
-                .and_then(|l| l.last())
-                .and_then(|a| a.get("status"))
-                .and_then(Value::as_str)
-                == Some("running")
-        })
-        .map(|(id, _)| id.clone())
-        .collect()
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
