@@ -83,8 +83,7 @@ pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>)
             ),
         ));
     }
-    out.extend(earned(name, state, tasks));
-    out.extend(unmerged(name, state));
+    out.extend(unearned(name, state, tasks));
     out.extend(costly(name, state, tasks, gates));
     out
 }

@@ -22,7 +22,8 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
     let early = match crate::facts::read_state(&spec.state_path()) {
         crate::facts::StateRead::Valid(doc) => {
-            Some((doc.clone(), completion_gates(project, spec, &doc)))
+            let gates = completion_gates(project, spec, &doc);
+            Some((doc, gates))
         }
         _ => None,
     };

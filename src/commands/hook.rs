@@ -385,7 +385,8 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
     }
     // A completion claim's gates fingerprint the tree (git): judged from the state read
     // before the lock, and kept if what they read is unchanged under it.
-    let early = guard::claims_all_complete(input.str("last_assistant_message")).then(|| {
+    let claim = guard::claims_all_complete(input.str("last_assistant_message"));
+    let early = (claim && View(&active.state).halt().is_none()).then(|| {
         let gates = completion_gates(&active.project, &active.spec, &active.state);
         (gates::completion_key(&active.state), gates)
     });
