@@ -1968,3 +1968,83 @@ fn e2e_15b_a_forecast_past_the_budget_halts_the_session() {
     h.specrun(&["resume", "--spec", "demo", "--raise-tokens", &raise]);
     assert!(h.state()["halt"].is_null());
 }
+
+/// Issue 11/13 gates against a coordinator that cheats through its own tools: it patches
+/// the record with `specrun state merge` (completed, the hand-ticked boxes made "earned"),
+/// asks Claude Code for its own worktree, then claims completion. Every step is refused on
+/// the client as it runs commands (CLAUDECODE is set by its Bash tool), and the spec is never
+/// completed.
+#[test]
+fn e2e_19_a_coordinator_forging_the_record_is_refused() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let state_path = "specs/demo/.specrun-state.json";
+    let rules = vec![
+        Rule::main().turn(0).reply([bash(&format!(
+            "sed -i 's/- \\[ \\] /- [x] /' specs/demo/tasks.md && specrun state merge {state_path} '{{\"checkedAtInit\": [\"1.1\", \"1.2\", \"1.3\"], \"completed\": true}}'"
+        ))]),
+        Rule::main().turn(1).reply([e2e::fake_model::tool(
+            "Agent",
+            json!({"description": "Execute task 1.1",
+                   "prompt": "[task 1.1] Execute task 1.1 of spec demo.",
+                   "subagent_type": EXECUTOR, "isolation": "worktree"}),
+        )]),
+        Rule::main()
+            .turn(2)
+            .reply([text("Every task is done.\nALL_TASKS_COMPLETE")]),
+        Rule::main()
+            .turn(3)
+            .last_user("Stop hook feedback:")
+            .reply([text("Stopping here.")]),
+    ];
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    let state = h.state();
+    assert_ne!(
+        state["completed"],
+        true,
+        "state: {state:#}\n{}",
+        run.describe()
+    );
+    assert_ne!(state["phase"], "completed", "{}", run.describe());
+    assert_eq!(
+        state["checkedAtInit"],
+        json!([]),
+        "the merge went through\n{}",
+        run.describe()
+    );
+    let merge_result = run
+        .requests_of(Agent::Main)
+        .iter()
+        .flat_map(|r| r.last_tool_results.iter())
+        .any(|t| t.contains("state merge refused inside Claude Code"));
+    assert!(
+        merge_result,
+        "the merge was not refused\n{}",
+        run.describe()
+    );
+    let denied: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "pre-tool-use" && e["rule"] == "native-isolation")
+        .collect();
+    assert_eq!(denied.len(), 1, "{}", run.describe());
+    assert!(
+        run.requests.iter().all(|r| r.agent != Agent::Sub),
+        "an executor ran in Claude Code's worktree\n{}",
+        run.describe()
+    );
+    let feedback = stop_feedback(&run);
+    assert!(
+        feedback.first().is_some_and(
+            |f| f.contains("ticked during this execution without `specrun task complete`")
+        ),
+        "{}",
+        run.describe()
+    );
+}
