@@ -1084,14 +1084,13 @@ pub fn session_context(
         v.global_iteration(),
         v.max_global_iterations()
     ));
-    if v.halt().is_some() {
-        lines.push(format!(
+    // The halt is the engine's finding (`next::halt`), as snapshot and status see it.
+    match crate::next::halt(name, v) {
+        Some(h) => lines.push(format!(
             "Halted: {}. A person continues it with `{}`.",
-            v.halt_reason().unwrap_or("no reason recorded"),
-            state::resume_command(name, v)
-        ));
-    } else {
-        lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details)."));
+            h.reason, h.resume
+        )),
+        None => lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details).")),
     }
     Some(lines.join("\n"))
 }

@@ -15,21 +15,16 @@ use crate::facts::{self, StateRead};
 use crate::gates;
 use crate::git;
 use crate::goal::SettingsContent;
-use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
+use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 use crate::output;
 use crate::probe::{find_on_path, read_settings};
 use crate::project::Project;
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
-    let state = match &facts.state {
-        StateRead::Absent => StateInput::Absent,
-        StateRead::Invalid(e) => StateInput::Invalid(e),
-        StateRead::Valid(doc) => StateInput::Valid(doc),
-    };
     let spec = facts.spec.as_ref();
-    let current_tree = match (spec, &state) {
-        (Some(spec), StateInput::Valid(_)) => evidence::current_tree(project, spec).ok(),
+    let current_tree = match (spec, &facts.state) {
+        (Some(spec), StateRead::Valid(_)) => evidence::current_tree(project, spec).ok(),
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
@@ -48,11 +43,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let root = project.root.clone();
     let runnable = move |program: &str| runnable(&root, program);
     let decision = last_mile::decide(&Inputs {
-        spec_name: spec.map(|s| s.name.as_str()),
-        spec_dir_exists: facts.spec_dir_exists,
-        tasks: facts.tasks.as_ref(),
-        tasks_error: facts.tasks_error.as_deref(),
-        state,
+        spec: facts.input(),
         current_tree: current_tree.as_deref(),
         git,
         bookkeeping,

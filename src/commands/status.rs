@@ -101,6 +101,9 @@ pub struct Dashboard {
     pub gates: Vec<String>,
     /// The next step for a person at a shell (a command that works as printed).
     pub next_shell: Option<String>,
+    /// The shell step records a review, given as JSON on stdin.
+    #[serde(skip)]
+    pub next_shell_review: bool,
     /// The next step inside Claude Code.
     pub next_claude: String,
     pub done: bool,
@@ -182,10 +185,10 @@ impl Dashboard {
     }
 
     pub fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
-        let (gates, action) = facts.gates_and_action();
+        let standing = facts.standing();
         let mut d = Dashboard {
-            gates: gates.iter().map(|g| g.to_string()).collect(),
-            next_claude: action,
+            gates: standing.gates().iter().map(|g| g.to_string()).collect(),
+            next_claude: standing.coordinator(),
             ..Default::default()
         };
         let Some(spec) = &facts.spec else {
@@ -216,7 +219,9 @@ impl Dashboard {
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
-        d.next_shell = facts::shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
+        let shell = facts::shell_of(spec, facts.state_doc(), &standing);
+        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
+        d.next_shell = shell.map(|s| s.command);
         d.group = facts
             .state_doc()
             .and_then(|doc| isolation::standing(&spec.name, doc));
@@ -564,7 +569,7 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
         out.push(line("gates", d.gates.join(", ")));
     }
     if let Some(cmd) = &d.next_shell {
-        let what = if cmd.contains("critique record") {
+        let what = if d.next_shell_review {
             "next step at a shell (the review as JSON on stdin):"
         } else {
             "next step at a shell:"
