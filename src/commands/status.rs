@@ -256,10 +256,10 @@ impl Dashboard {
             attempt,
             started_at: started,
         });
-        self.halt = v.halt().map(|h| Halt {
-            kind: h.get("kind").and_then(Value::as_str).map(str::to_string),
-            reason: v.halt_reason().unwrap_or("no reason recorded").to_string(),
-            resume: state::resume_command(name, v),
+        self.halt = next::halt(name, v).map(|h| Halt {
+            kind: v.halt_kind().map(str::to_string),
+            reason: h.reason,
+            resume: h.resume,
         });
         self.done = v.phase() != Some("execution") || v.halt().is_some() || v.completed();
     }
