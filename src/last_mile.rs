@@ -1,14 +1,15 @@
 //! `specrun last-mile`, the pure half: from facts gathered at the edge (tasks, state,
 //! evidence, git, PATH, capabilities) decide the phase, the problems — each with the
-//! concrete evidence that triggered it — the gates, the evidence still required and one
-//! imperative sentence for the coordinator.
+//! typed observations that triggered it, from which its evidence lines and gate ids are
+//! rendered — the evidence still required and one imperative sentence for the
+//! coordinator. With nothing in the way, that sentence is the "what next" engine's step.
 
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::evidence::{self, Freshness, Slot};
 use crate::goal::shell_word;
-use crate::next::{self, Finding, Halt, Standing};
+use crate::next::{self, Finding, Halt, Standing, StateInput};
 use crate::state::{self, View};
 use crate::tasks::{Task, TaskList};
 
@@ -233,8 +234,6 @@ pub struct Capability {
     pub detail: String,
     pub fallback_when_missing: String,
 }
-
-pub use crate::next::StateInput;
 
 /// The git facts last-mile needs; `None` outside a repository.
 #[derive(Debug, Clone, Default)]
