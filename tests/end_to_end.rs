@@ -217,7 +217,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
     assert!(
-        stop_feedback(&run).is_empty(),
+        stop_feedback(&run, Agent::Main).is_empty(),
         "the honest run was blocked:\n{}",
         run.describe()
     );
@@ -421,7 +421,12 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
         next.contains("1 of 3 tasks unchecked (1.3)"),
         "the feedback does not name the unchecked task: {next:?}"
     );
-    assert_eq!(stop_feedback(&run).len(), 1, "{}", run.describe());
+    assert_eq!(
+        stop_feedback(&run, Agent::Main).len(),
+        1,
+        "{}",
+        run.describe()
+    );
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
     assert!(run.result()["result"]
         .as_str()
@@ -576,12 +581,7 @@ fn lying_executor(mode: Mode) {
         Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
     );
 
-    let feedback: Vec<&str> = run
-        .requests_of(Agent::Sub)
-        .into_iter()
-        .filter(|r| r.last_user.contains("Stop hook feedback:"))
-        .map(|r| r.last_user.as_str())
-        .collect();
+    let feedback = stop_feedback(&run, Agent::Sub);
     assert_eq!(
         feedback.len(),
         1,
@@ -684,7 +684,11 @@ fn e2e_6_another_session_is_never_driven_or_counted() {
         "the other session was driven\n{}",
         run.describe()
     );
-    assert!(stop_feedback(&run).is_empty(), "{}", run.describe());
+    assert!(
+        stop_feedback(&run, Agent::Main).is_empty(),
+        "{}",
+        run.describe()
+    );
     assert_eq!(
         run.result()["result"],
         "Here is the answer to your question."
@@ -733,7 +737,7 @@ fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
         Session::new("Start on the demo spec.").session_id(SESSION),
     );
 
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert!(
         !feedback.is_empty(),
         "the stop-hook driver did not re-prompt\n{}",
@@ -902,12 +906,7 @@ fn e2e_9_spent_budget_denies_delegation_then_the_stop_halts() {
         "a subagent ran despite the spent budget\n{}",
         run.describe()
     );
-    let denied = run
-        .requests
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("do not delegate more work"))
-        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    let denied = run.tool_result(None, "do not delegate more work");
     assert!(
         denied.contains("output tokens 100 >= budget.maxOutputTokens 100"),
         "{denied}"
@@ -1223,7 +1222,7 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
         .filter_map(|r| r.agent_id.clone())
         .collect();
     assert_eq!(executors.len(), 1, "{}", run.describe());
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     if h.client.background_by_default() {
         assert_eq!(feedback.len(), 1, "{}", run.describe());
         let told = &feedback[0];
@@ -1404,7 +1403,7 @@ fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
         run.describe()
     );
     assert_ne!(state["completed"], true, "state: {state:#}");
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert_eq!(feedback.len(), 1, "{}", run.describe());
     for want in [
         "task 1.1 is checked but attempt 1 is still running",
@@ -1461,12 +1460,7 @@ fn e2e_12_a_delegation_after_cancel_is_denied() {
         "an executor ran after the cancel\n{}",
         run.describe()
     );
-    let denied = run
-        .requests
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("was cancelled"))
-        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    let denied = run.tool_result(None, "was cancelled");
     assert!(denied.contains("specrun resume --spec demo"), "{denied}");
     assert_eq!(h.state()["phase"], "cancelled");
     let denial = h
@@ -1704,12 +1698,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
         Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
     );
 
-    let sub = run.requests_of(Agent::Sub);
-    let refusal = sub
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("task complete 1.1 refused"))
-        .unwrap_or_else(|| panic!("task complete was not refused\n{}", run.describe()));
+    let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
     assert!(
         refusal.contains("removed-test at lib/add.test.js:8: test `subtracts` was removed"),
         "{refusal}"
@@ -1718,11 +1707,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
         refusal.contains("specrun task justify 1.1 --finding F"),
         "{refusal}"
     );
-    let feedback: Vec<&str> = sub
-        .iter()
-        .filter(|r| r.last_user.contains("Stop hook feedback:"))
-        .map(|r| r.last_user.as_str())
-        .collect();
+    let feedback = stop_feedback(&run, Agent::Sub);
     assert_eq!(
         feedback.len(),
         1,
@@ -1802,13 +1787,7 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     let state = h.completed_state(&run);
     assert!(state.get("unverifiedClaims").is_none(), "state: {state:#}");
-    let status = run
-        .requests_of(Agent::Main)
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("1.1/AC2"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no ac status output\n{}", run.describe()));
+    let status = run.tool_result(Some(Agent::Main), "1.1/AC2");
     assert!(
         status.contains("2 covered by tests, 0 manual, 0 uncovered"),
         "{status}"
@@ -2039,7 +2018,7 @@ fn e2e_19_a_coordinator_forging_the_record_is_refused() {
         "an executor ran in Claude Code's worktree\n{}",
         run.describe()
     );
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert!(
         feedback.first().is_some_and(
             |f| f.contains("ticked during this execution without `specrun task complete`")
@@ -2047,4 +2026,77 @@ fn e2e_19_a_coordinator_forging_the_record_is_refused() {
         "{}",
         run.describe()
     );
+}
+
+/// Scenario 20 (issue 11, on the real clients): an executor whose note is wrong records
+/// evidence with another command than the task's Verify (`--command true`), tries the
+/// person's override (`--accept-other`) from inside Claude Code, and claims the task. The
+/// evidence is marked as not the task's, the override is refused, `task complete` refuses,
+/// the SubagentStop sends the claim back once naming the command it ran, and the insisted
+/// claim is kept for the coordinator as unverified; the box stays open.
+#[test]
+fn e2e_20_an_executor_verifying_with_another_command_is_refused() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let mut rules = delegate_one_task_as("1.1", "Task 1.1 reported back.", Mode::Background);
+    let steps = vec![
+        bash("specrun task start 1.1 --spec demo"),
+        e2e::write_file(&root, "notes/alpha.txt", "nothing yet\n"),
+        e2e::critique_step("1.1", "post-code"),
+        bash("specrun verify run --task 1.1 --command true --spec demo"),
+        bash("specrun verify run --task 1.1 --command true --accept-other 'the grep is flaky' --spec demo"),
+        e2e::critique_step("1.1", "post-test"),
+        bash("specrun task complete 1.1 --check --spec demo"),
+    ];
+    let n = steps.len();
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        steps,
+        "Verified.\nTASK_COMPLETE 1.1",
+    ));
+    // Sent back: it insists.
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text("It passes.\nTASK_COMPLETE 1.1")]),
+    );
+    rules.extend(waiting_rules());
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let sub = Some(Agent::Sub);
+    let other = run.tool_result(sub, "is not its Verify command");
+    assert!(
+        other.contains("`true` is not its Verify command `grep -q ALPHA notes/alpha.txt`"),
+        "{other}"
+    );
+    run.tool_result(sub, "a person's decision");
+    let refusal = run.tool_result(sub, "task complete 1.1 refused");
+    assert!(
+        refusal.contains("taskEvidence[1.1] is not the task's (it ran `true`"),
+        "{refusal}"
+    );
+    let feedback = stop_feedback(&run, Agent::Sub);
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    assert!(
+        feedback[0].contains("evidence for task 1.1 does not count: it ran `true`"),
+        "{}",
+        feedback[0]
+    );
+    assert_eq!(h.task_count()["completed"], 0, "{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["taskEvidence"]["1.1"]["ownVerify"], false,
+        "{state:#}"
+    );
+    assert!(state["taskEvidence"]["1.1"].get("acceptedOther").is_none());
+    assert_eq!(state["unverifiedClaims"][0]["taskId"], "1.1", "{state:#}");
 }
