@@ -1651,17 +1651,40 @@ fn proof_executor_steps(
 /// SubagentStop re-prompt names it too, and the task stays unchecked.
 #[test]
 fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
-    let failing = PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5");
-    let Some(h) = proof_harness(&failing) else {
-        return;
-    };
-    let root = h.root();
     let only_adds = PASSING_TESTS
         .split("\ntest('subtracts'")
         .next()
         .unwrap()
         .to_string()
         + "\n";
+    executor_weakening_a_failing_test(
+        &only_adds,
+        "removed-test at lib/add.test.js:8: test `subtracts` was removed",
+    );
+}
+
+/// Issue 14 (issue 11's skip marker, on the real clients): the same executor keeps the
+/// failing test but marks it skipped, so the suite passes; refused the same way, naming
+/// the skip marker's line.
+#[test]
+fn e2e_14c_executor_skipping_a_failing_test_is_refused_with_the_finding() {
+    let skipped = failing_tests().replace("test('subtracts'", "test.skip('subtracts'");
+    executor_weakening_a_failing_test(&skipped, "skip-marker at lib/add.test.js:8");
+}
+
+/// PASSING_TESTS with the subtract test failing.
+fn failing_tests() -> String {
+    PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5")
+}
+
+/// An executor facing `failing_tests()` writes `weakened` instead of fixing the code, maps both
+/// criteria to the passing test and claims the task, twice. The refusal, the one re-prompt
+/// and the claim kept as unverified all name `finding`; the box stays open.
+fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
+    let Some(h) = proof_harness(&failing_tests()) else {
+        return;
+    };
+    let root = h.root();
     let mut rules = vec![
         Rule::main()
             .turn(0)
@@ -1672,7 +1695,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
     ];
     let steps = proof_executor_steps(
         &root,
-        &only_adds,
+        weakened,
         &[
             "specrun ac map 1.1/AC1 --test adds --spec demo",
             "specrun ac map 1.1/AC2 --test adds --spec demo",
@@ -1699,10 +1722,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
     );
 
     let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
-    assert!(
-        refusal.contains("removed-test at lib/add.test.js:8: test `subtracts` was removed"),
-        "{refusal}"
-    );
+    assert!(refusal.contains(finding), "{refusal}");
     assert!(
         refusal.contains("specrun task justify 1.1 --finding F"),
         "{refusal}"
@@ -1714,11 +1734,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
         "re-prompted exactly once\n{}",
         run.describe()
     );
-    assert!(
-        feedback[0].contains("removed-test at lib/add.test.js:8"),
-        "{}",
-        feedback[0]
-    );
+    assert!(feedback[0].contains(finding), "{}", feedback[0]);
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert!(
         h.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
@@ -1726,7 +1742,8 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
     );
     let state = h.state();
     let kept = state["unverifiedClaims"].to_string();
-    assert!(kept.contains("removed-test"), "state: {state:#}");
+    let kind = finding.split(' ').next().unwrap();
+    assert!(kept.contains(kind), "state: {state:#}");
     let refused: Vec<Value> = h
         .events()
         .into_iter()
