@@ -1282,8 +1282,12 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
     let run = h.run(
         vec![
             Rule::main().turn(0).reply([workflow]),
+            // Then it tries to restart its way out of the halt.
+            Rule::main().turn(1).reply([bash(&format!(
+                "specrun state init --spec demo --restart --session-id {SESSION}"
+            ))]),
             Rule::main()
-                .turn(1)
+                .turn(2)
                 .reply([text("The workflow did not start; ending the turn.")]),
         ],
         Session::new("Continue the demo spec.").session_id(SESSION),
@@ -1328,7 +1332,14 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
         "{}",
         run.describe()
     );
+    let restart = run.requests_of(Agent::Main)[2].last_tool_results.join("\n");
+    assert!(
+        restart.contains("state init --restart refused inside Claude Code")
+            && restart.contains("`specrun resume --spec demo`"),
+        "the restart was not refused: {restart}"
+    );
     assert_eq!(h.state()["halt"]["kind"], "stall");
+    assert_eq!(h.state()["phase"], "execution");
 }
 
 /// Scenario 11 (issue 11): an executor ticks the boxes with `sed` while its attempt runs,
