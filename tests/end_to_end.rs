@@ -2128,3 +2128,70 @@ fn e2e_20_an_executor_verifying_with_another_command_is_refused() {
     assert!(state["taskEvidence"]["1.1"].get("acceptedOther").is_none());
     assert_eq!(state["unverifiedClaims"][0]["taskId"], "1.1", "{state:#}");
 }
+
+/// Scenario 21 (issue 11, on the real clients): the coordinator replaces the events log and
+/// the progress file with links to files outside the project, then runs task 1.1 with an
+/// honest executor. No hook or verb writes through a link (the outside files keep their
+/// bytes), each names the link, the task's completion still counts (its progress line is
+/// a warning) and the session is never trapped.
+#[test]
+fn e2e_21_links_planted_at_bookkeeping_paths_carry_no_write_outside() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let outside = tempfile::tempdir().unwrap();
+    let (events, progress) = (
+        outside.path().join("events.jsonl"),
+        outside.path().join("progress.md"),
+    );
+    std::fs::write(&events, "OUTSIDE\n").unwrap();
+    std::fs::write(&progress, "OUTSIDE\n").unwrap();
+    let plant = format!(
+        "mkdir -p .specrun && ln -sf {} .specrun/events.jsonl && ln -sf {} specs/demo/.progress.md && echo PLANTED",
+        events.display(),
+        progress.display()
+    );
+    let mut rules = vec![
+        Rule::main().turn(0).reply([bash(&plant)]),
+        Rule::main().last_tool_result("PLANTED").reply([delegate_as(
+            EXECUTOR,
+            "1.1",
+            Mode::Background,
+        )]),
+        Rule::main()
+            .result("TASK_COMPLETE 1.1")
+            .reply([text("Task 1.1 reported back.")]),
+    ];
+    rules.extend(honest_executor(
+        &root,
+        "1.1",
+        Some(("notes/alpha.txt", "ALPHA\n")),
+        "grep -q ALPHA notes/alpha.txt",
+    ));
+    rules.extend(waiting_rules());
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(std::fs::read_to_string(&events).unwrap(), "OUTSIDE\n");
+    assert_eq!(std::fs::read_to_string(&progress).unwrap(), "OUTSIDE\n");
+    // The executor's verbs warned and went on: the completion counts, its log lines did
+    // not go through the links.
+    let complete = run.tool_result(Some(Agent::Sub), "task 1.1 is complete, but");
+    assert!(complete.contains("symbolic link"), "{complete}");
+    assert!(h.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+    let stops = run.hook_responses("Stop");
+    assert!(
+        stops.iter().any(|r| r["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("symbolic link")),
+        "no Stop hook named the link\n{}",
+        run.describe()
+    );
+}
