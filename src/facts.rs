@@ -13,15 +13,16 @@ use crate::evidence;
 use crate::git;
 use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskProgress};
 use crate::project::{Project, Spec};
-use crate::state::{self, View};
+use crate::state::{self, Phase, State};
 use crate::store;
 use crate::tasks::{self, Task, TaskList};
 
-/// What the state file holds, if it can be read.
-pub enum StateRead {
+/// What the state file holds, if it can be read: the document (`read_state`, for the
+/// hooks and the verbs), or the typed state (`read_typed`, for the surfaces here).
+pub enum StateRead<T = Value> {
     Absent,
     Invalid(String),
-    Valid(Value),
+    Valid(T),
 }
 
 pub struct Facts {
@@ -29,7 +30,7 @@ pub struct Facts {
     pub spec_dir_exists: bool,
     pub tasks: Option<TaskList>,
     pub tasks_error: Option<String>,
-    pub state: StateRead,
+    pub state: StateRead<State>,
     pub git: git::GitInfo,
 }
 
@@ -38,6 +39,19 @@ pub fn read_state(path: &Path) -> StateRead {
         Ok(None) => StateRead::Absent,
         Ok(Some(doc)) => match state::typecheck(&doc, &path.display().to_string()) {
             Ok(()) => StateRead::Valid(doc),
+            Err(e) => StateRead::Invalid(e.to_string()),
+        },
+        Err(e) => StateRead::Invalid(e.to_string()),
+    }
+}
+
+/// The state file as a typed `State` (one parse; type errors named as `read_state` names
+/// them).
+pub fn read_typed(path: &Path) -> StateRead<State> {
+    match store::read_json(path) {
+        Ok(None) => StateRead::Absent,
+        Ok(Some(doc)) => match State::from_json(doc, &path.display().to_string()) {
+            Ok(s) => StateRead::Valid(s),
             Err(e) => StateRead::Invalid(e.to_string()),
         },
         Err(e) => StateRead::Invalid(e.to_string()),
@@ -60,7 +74,7 @@ pub fn collect(project: &Project, spec_arg: Option<&str>) -> Result<Facts> {
             Err(Error::Missing { .. }) => {}
             Err(e) => facts.tasks_error = Some(e.to_string()),
         }
-        facts.state = read_state(&spec.state_path());
+        facts.state = read_typed(&spec.state_path());
     }
     Ok(facts)
 }
@@ -75,7 +89,7 @@ fn artifact(path: &Path) -> Value {
 }
 
 impl Facts {
-    pub fn state_doc(&self) -> Option<&Value> {
+    pub fn state_doc(&self) -> Option<&State> {
         match &self.state {
             StateRead::Valid(v) => Some(v),
             _ => None,
@@ -122,10 +136,9 @@ impl Facts {
             "taskIndex": null, "totalTasks": null, "taskIteration": null,
             "maxTaskIterations": null, "globalIteration": null, "maxGlobalIterations": null,
         });
-        if let Some(doc) = self.state_doc() {
-            let v = View(doc);
+        if let Some(v) = self.state_doc() {
             let known = json!({
-                "phase": v.phase(), "completed": v.completed(), "halt": v.halt(),
+                "phase": v.phase().map(Phase::as_str), "completed": v.completed(), "halt": v.halt(),
                 "taskIndex": v.task_index(), "totalTasks": v.total_tasks(),
                 "taskIteration": v.task_iteration(), "maxTaskIterations": v.max_task_iterations(),
                 "globalIteration": v.global_iteration(), "maxGlobalIterations": v.max_global_iterations(),
@@ -181,19 +194,27 @@ pub fn task_json(t: &Task) -> Value {
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, state: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
+pub fn shell_step(spec: &Spec, doc: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
+    // issue-12 boundary: `resume` holds the document it wrote.
+    let typed = doc.map(State::from_value);
+    let state = match &typed {
+        None => StateInput::Absent,
+        Some(Ok(s)) => StateInput::Valid(s),
+        Some(Err(_)) => StateInput::Invalid("unreadable"),
+    };
     let standing = next::standing(&Input {
         spec: Some((&spec.name, &spec.dir)),
         spec_dir_exists: true,
         tasks,
         tasks_error: None,
-        state: state.map_or(StateInput::Absent, StateInput::Valid),
+        state,
     });
-    shell_of(spec, state, &standing).map(|s| s.command)
+    let valid = typed.as_ref().and_then(|t| t.as_ref().ok());
+    shell_of(spec, valid, &standing).map(|s| s.command)
 }
 
 /// The shell step of `standing`, with the current task's evidence and reviews read.
-pub fn shell_of(spec: &Spec, state: Option<&Value>, standing: &Standing) -> Option<ShellStep> {
+pub fn shell_of(spec: &Spec, state: Option<&State>, standing: &Standing) -> Option<ShellStep> {
     let progress = match (state, standing.step()) {
         (
             Some(doc),
@@ -211,12 +232,12 @@ pub fn shell_of(spec: &Spec, state: Option<&Value>, standing: &Standing) -> Opti
 
 /// What the running attempt of `id` has so far: passing evidence and reviews recorded
 /// since it started.
-fn task_progress(spec: &Spec, state: &Value, id: &str) -> TaskProgress {
+fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let Some(since) = next::running_since(state, id) else {
         return TaskProgress::default();
     };
     let after = |at: Option<String>| at.is_some_and(|t| t.as_str() >= since);
-    let record = evidence::Slot::Task(id.to_string()).record_in(state);
+    let record = state.task_evidence(id);
     TaskProgress {
         evidence: record.is_some_and(|r| {
             evidence::passed(r)

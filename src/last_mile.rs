@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::evidence::{self, Freshness, Slot};
 use crate::goal::shell_word;
 use crate::next::{self, Finding, Halt, Standing, StateInput};
-use crate::state::{self, View};
+use crate::state::{self, Attempt, Phase as Run, State, View};
 use crate::tasks::{Task, TaskList};
 
 /// A task failed this many times is a repeated failure.
@@ -340,23 +340,18 @@ fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
 }
 
 /// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
-pub fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
-    state
-        .and_then(|s| s.get("attempts"))
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+pub fn attempts<'a>(state: Option<&'a State>, id: &str) -> &'a [Attempt] {
+    state.map_or(&[], |s| s.attempts_of(id))
 }
 
-pub fn status_of(attempt: &Value) -> Option<&str> {
-    attempt.get("status").and_then(Value::as_str)
+pub fn status_of(attempt: &Attempt) -> Option<&str> {
+    attempt.status.as_deref()
 }
 
 struct Ctx<'a> {
     /// The spec's name as a shell word (`<name>` without a spec).
     name: String,
-    state: Option<&'a Value>,
+    state: Option<&'a State>,
     list: Option<&'a TaskList>,
     group: Vec<&'a Task>,
     /// A halt (a cancel counts as one): the one thing to report.
@@ -380,7 +375,7 @@ pub fn decide(input: &Inputs<'_>) -> Decision {
         group: list
             .map(|l| l.parallel_group(l.next_index()))
             .unwrap_or_default(),
-        halt: state.and_then(|s| halt_of(spec_name.unwrap_or("<name>"), View(s))),
+        halt: state.and_then(|s| halt_of(spec_name.unwrap_or("<name>"), s)),
         standing: next::standing(facts),
     };
     let problems = problems(input, &ctx);
@@ -420,18 +415,19 @@ fn problems(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Problem> {
 }
 
 /// The engine's halt, or a cancelled phase without one.
-fn halt_of(name: &str, v: View<'_>) -> Option<Halt> {
-    next::halt(name, v).or_else(|| {
-        (v.phase() == Some("cancelled")).then(|| Halt {
+fn halt_of(name: &str, s: &State) -> Option<Halt> {
+    next::halt(name, s).or_else(|| {
+        (s.phase() == Some(Run::Cancelled)).then(|| Halt {
             reason: "the execution was cancelled".into(),
-            resume: state::resume_command(name, v),
+            // issue-12 boundary: `resume_command` reads the document through `View`.
+            resume: state::resume_command(name, View(&s.to_value())),
         })
     })
 }
 
 fn is_completed(ctx: &Ctx<'_>) -> bool {
     ctx.state
-        .is_some_and(|s| View(s).phase() == Some("completed") || View(s).completed())
+        .is_some_and(|s| s.phase() == Some(Run::Completed) || s.completed())
 }
 
 fn all_checked(ctx: &Ctx<'_>) -> bool {
@@ -533,15 +529,15 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<Observed> {
         // Failures up to the one that got a fix task are answered by that fix.
         let since_fix = history
             .iter()
-            .rposition(|a| a.get("fixTaskId").is_some_and(|f| !f.is_null()))
+            .rposition(|a| a.fix_task_id.get().is_some())
             .map_or(0, |i| i + 1);
         let reasons: Vec<String> = history[since_fix..]
             .iter()
             .filter(|a| status_of(a) == Some("failed"))
             .map(|a| {
-                a.get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or("no reason")
+                a.reason
+                    .get()
+                    .map_or("no reason", String::as_str)
                     .to_string()
             })
             .collect();
@@ -601,7 +597,8 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
         // The completion gate's own rules (`completion::earned`): a box ticked without
         // `task complete`, an attempt still running, an open unverified claim.
         let name = input.spec.spec.map_or("<name>", |(n, _)| n);
-        for (task, gap) in crate::completion::earned_by_task(name, state, list) {
+        // issue-12 boundary: the completion gate reads the document.
+        for (task, gap) in crate::completion::earned_by_task(name, &state.to_value(), list) {
             out.push(Observed::Unearned {
                 task,
                 detail: gap.detail,
@@ -622,7 +619,7 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     }
     if list.all_checked() {
         let slot = Slot::Phase("execution".into());
-        let freshness = evidence::assess(slot.record_in(state), input.current_tree);
+        let freshness = evidence::assess(state.verification_block("execution"), input.current_tree);
         if freshness != Freshness::Fresh {
             out.push(Observed::ExecutionEvidence {
                 slot: slot.describe(),
@@ -634,18 +631,16 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
 }
 
 /// The checked tasks whose own evidence does not vouch for them.
-fn task_evidence_gaps(input: &Inputs<'_>, list: &TaskList, state: &Value) -> Vec<Observed> {
+fn task_evidence_gaps(input: &Inputs<'_>, list: &TaskList, state: &State) -> Vec<Observed> {
     let mut out = Vec::new();
     // Fresh passing execution evidence vouches for every checked task, as `task complete`
     // accepts it in place of a task's own.
-    let phase_fresh = evidence::assess(
-        Slot::Phase("execution".into()).record_in(state),
-        input.current_tree,
-    ) == Freshness::Fresh;
+    let phase_fresh = evidence::assess(state.verification_block("execution"), input.current_tree)
+        == Freshness::Fresh;
     for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
         let task = t.label();
         let slot = Slot::Task(task.clone());
-        let record = slot.record_in(state);
+        let record = state.task_evidence(&task);
         match evidence::assess(record, input.current_tree) {
             Freshness::Fresh => {}
             _ if phase_fresh => {}
@@ -723,7 +718,7 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
     let planned = ctx.list.is_some();
     let executing = ctx
         .state
-        .is_some_and(|s| matches!(View(s).phase(), Some("execution" | "completed")));
+        .is_some_and(|s| matches!(s.phase(), Some(Run::Execution | Run::Completed)));
     if !planned || !executing {
         return Phase::Planning;
     }
@@ -1038,13 +1033,14 @@ mod tests {
         }
 
         fn decide(&self) -> Decision {
+            let typed = self.state.as_ref().map(|s| State::from_value(s).unwrap());
             decide(&Inputs {
                 spec: next::Input {
                     spec: Some(("demo", std::path::Path::new("specs/demo"))),
                     spec_dir_exists: true,
                     tasks: self.list.as_ref(),
                     tasks_error: None,
-                    state: match &self.state {
+                    state: match &typed {
                         Some(s) => StateInput::Valid(s),
                         None => StateInput::Absent,
                     },

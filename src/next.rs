@@ -5,11 +5,10 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::goal::shell_word;
-use crate::protocol::{self, Unmet};
-use crate::state::{self, View};
+use crate::protocol::Unmet;
+use crate::state::{self, Phase, State, View};
 use crate::tasks::{Task, TaskList};
 
 /// Who reads a hint.
@@ -45,7 +44,7 @@ pub struct TaskProgress {
 pub enum StateInput<'a> {
     Absent,
     Invalid(&'a str),
-    Valid(&'a Value),
+    Valid(&'a State),
 }
 
 /// What the engine reads: one spec's facts, gathered at the edge.
@@ -211,24 +210,25 @@ pub struct Halt {
 }
 
 /// The halt of an execution, if any (SessionStart asks for this alone).
-pub fn halt(name: &str, v: View<'_>) -> Option<Halt> {
-    v.halt().is_some().then(|| Halt {
-        reason: v.halt_reason().unwrap_or("no reason recorded").to_string(),
-        resume: state::resume_command(name, v),
+pub fn halt(name: &str, s: &State) -> Option<Halt> {
+    s.halt().is_some().then(|| Halt {
+        reason: s.halt_reason().unwrap_or("no reason recorded").to_string(),
+        // issue-12 boundary: `resume_command` reads the document through `View`.
+        resume: state::resume_command(name, View(&s.to_value())),
     })
 }
 
 /// The findings for a readable state and a non-empty plan, the step last.
-fn steps(name: &str, doc: &Value, list: &TaskList, out: &mut Vec<Finding>) {
-    if let Some(stop) = ended_or_stopped(name, doc, list) {
+fn steps(name: &str, s: &State, list: &TaskList, out: &mut Vec<Finding>) {
+    if let Some(stop) = ended_or_stopped(name, s, list) {
         return out.push(stop);
     }
-    if group_awaits_merge(doc) {
+    if group_awaits_merge(s) {
         return out.push(Finding::GroupAwaitsMerge);
     }
     // Awaiting approval stops the coordinator, not a person at a shell: the task step
     // still follows it.
-    if View(doc).awaiting_approval() {
+    if s.awaiting_approval() {
         out.push(Finding::AwaitingApproval);
     }
     let group: Vec<TaskRef> = list
@@ -236,33 +236,33 @@ fn steps(name: &str, doc: &Value, list: &TaskList, out: &mut Vec<Finding>) {
         .into_iter()
         .map(TaskRef::of)
         .collect();
-    let running = group.first().is_some_and(|t| running(doc, &t.id));
+    let running = group.first().is_some_and(|t| running(s, &t.id));
     out.push(Finding::Delegate { group, running });
 }
 
 /// A halt, an execution not running or ended, or every box ticked.
-fn ended_or_stopped(name: &str, doc: &Value, list: &TaskList) -> Option<Finding> {
-    let v = View(doc);
-    if let Some(h) = halt(name, v) {
+fn ended_or_stopped(name: &str, s: &State, list: &TaskList) -> Option<Finding> {
+    if let Some(h) = halt(name, s) {
         return Some(Finding::Halted(h));
     }
-    match v.phase() {
-        Some("cancelled") => return Some(Finding::Cancelled),
-        Some("completed") => return Some(Finding::Completed),
-        Some("execution") => {}
+    match s.phase() {
+        Some(Phase::Cancelled) => return Some(Finding::Cancelled),
+        Some(Phase::Completed) => return Some(Finding::Completed),
+        Some(Phase::Execution) => {}
         _ => return Some(Finding::NotExecuting),
     }
     if !list.all_checked() {
         return None;
     }
     // The seed's definition: executing, every box ticked, completion not yet recorded.
-    if v.completed() {
+    if s.completed() {
         return Some(Finding::Completed);
     }
     // Ticked is not earned: a box ticked by hand, a running attempt, an open claim or an
     // unmerged group comes first, with the Stop hook's own words.
     Some(
-        match crate::completion::unearned(name, doc, list)
+        // issue-12 boundary: the completion gate reads the document.
+        match crate::completion::unearned(name, &s.to_value(), list)
             .into_iter()
             .next()
         {
@@ -406,40 +406,42 @@ fn task_step(name: &str, task: &TaskRef, running: bool, progress: TaskProgress) 
 }
 
 /// Whether the task's last attempt is running.
-pub fn running(state: &Value, id: &str) -> bool {
+pub fn running(state: &State, id: &str) -> bool {
     running_since(state, id).is_some()
 }
 
-/// When the task's running attempt started (`None` when it has none running).
-pub fn running_since<'a>(state: &'a Value, id: &str) -> Option<&'a str> {
-    let last = state.get("attempts")?.get(id)?.as_array()?.last()?;
-    if last.get("status").and_then(Value::as_str) != Some("running") {
+/// When the task's running attempt started (`None` when it has none running, or it
+/// records no start).
+pub fn running_since<'a>(state: &'a State, id: &str) -> Option<&'a str> {
+    let last = state.attempts_of(id).last()?;
+    if last.status.as_deref() != Some("running") {
         return None;
     }
-    last.get("startedAt").and_then(Value::as_str)
+    last.started_at.get()?.text()
 }
 
 /// The running attempt of any task: (task id, attempt number, startedAt).
-pub fn running_attempt(state: &Value) -> Option<(String, u64, String)> {
-    let map = state.get("attempts")?.as_object()?;
+pub fn running_attempt(state: &State) -> Option<(String, u64, String)> {
+    let map = state.attempts.as_ref()?;
     map.iter().find_map(|(id, list)| {
-        let last = list.as_array()?.last()?;
-        (last.get("status").and_then(Value::as_str) == Some("running")).then(|| {
+        let last = list.last()?;
+        (last.status.as_deref() == Some("running")).then(|| {
+            let started = last.started_at.get().and_then(|t| t.text());
             (
                 id.clone(),
-                last.get("n").and_then(Value::as_u64).unwrap_or(0),
-                last.get("startedAt")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                last.n.unwrap_or(0),
+                started.unwrap_or("").to_string(),
             )
         })
     })
 }
 
 /// An open isolated group none of whose members is still running.
-fn group_awaits_merge(state: &Value) -> bool {
-    let iso = crate::worktree::Isolation::read(state);
+fn group_awaits_merge(state: &State) -> bool {
+    // issue-12 boundary: `worktree` reads the isolation record from a document; only that
+    // record is rebuilt.
+    let doc = serde_json::json!({ "isolation": state.isolation });
+    let iso = crate::worktree::Isolation::read(&doc);
     iso.open_group().is_some_and(|g| {
         g.members.iter().all(|id| {
             iso.member(id)
@@ -449,8 +451,8 @@ fn group_awaits_merge(state: &Value) -> bool {
 }
 
 /// Attempts recorded for a task (0 when none).
-pub fn attempt_count(state: &Value, id: &str) -> usize {
-    protocol::attempts(state, id).len()
+pub fn attempt_count(state: &State, id: &str) -> usize {
+    state.attempts_of(id).len()
 }
 
 /// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
@@ -462,7 +464,11 @@ pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    fn typed(doc: &Value) -> State {
+        State::from_value(doc).unwrap()
+    }
 
     fn list() -> TaskList {
         crate::tasks::parse(
@@ -477,12 +483,13 @@ mod tests {
         progress: TaskProgress,
     ) -> Option<String> {
         let dir = Path::new("specs/demo");
+        let state = state.map(typed);
         standing(&Input {
             spec: Some((name, dir)),
             spec_dir_exists: true,
             tasks,
             tasks_error: None,
-            state: state.map_or(StateInput::Absent, StateInput::Valid),
+            state: state.as_ref().map_or(StateInput::Absent, StateInput::Valid),
         })
         .shell(progress)
         .map(|s| s.command)
@@ -626,7 +633,7 @@ mod tests {
     fn awaiting_approval_stops_the_coordinator_not_the_shell() {
         let doc = json!({"phase": "execution", "awaitingApproval": true});
         let list = list();
-        let s = demo(StateInput::Valid(&doc), Some(&list));
+        let s = demo(StateInput::Valid(&typed(&doc)), Some(&list));
         assert_eq!(s.gates(), ["awaiting-approval"]);
         assert_eq!(
             s.coordinator(),
@@ -646,7 +653,7 @@ mod tests {
             "group": {"members": ["1.2"], "baseBranch": "main", "base": "c", "status": "running"},
             "members": {"1.2": member}}});
         let list = list();
-        let s = demo(StateInput::Valid(&doc), Some(&list));
+        let s = demo(StateInput::Valid(&typed(&doc)), Some(&list));
         assert_eq!(s.step(), &Finding::GroupAwaitsMerge);
         assert!(s.gates().is_empty());
         assert!(s
@@ -654,7 +661,7 @@ mod tests {
             .contains("run `specrun group merge --spec demo`"));
         // Every box ticked: the completion gate names the merge; the shell runs it.
         let all = crate::tasks::parse("- [x] 1.1 One\n- [x] 1.2 Two\n");
-        let s = demo(StateInput::Valid(&doc), Some(&all));
+        let s = demo(StateInput::Valid(&typed(&doc)), Some(&all));
         assert_eq!(s.gates(), ["completion-unearned"]);
         assert!(s
             .coordinator()
@@ -667,7 +674,7 @@ mod tests {
     fn a_cancel_is_undone_by_resume_at_a_shell() {
         let doc = json!({"phase": "cancelled"});
         let list = list();
-        let s = demo(StateInput::Valid(&doc), Some(&list));
+        let s = demo(StateInput::Valid(&typed(&doc)), Some(&list));
         assert_eq!(s.gates(), ["cancelled"]);
         let shell = s.shell(TaskProgress::default()).unwrap();
         assert_eq!(shell.command, "specrun resume --spec demo");
@@ -677,6 +684,7 @@ mod tests {
     fn the_running_attempt_is_found_among_all_tasks() {
         let s = json!({"attempts": {"1.1": [{"n": 1, "status": "done"}],
             "1.2": [{"n": 1, "status": "failed"}, {"n": 2, "status": "running", "startedAt": "T"}]}});
+        let s = typed(&s);
         assert_eq!(running_attempt(&s), Some(("1.2".into(), 2, "T".into())));
         assert_eq!(attempt_count(&s, "1.2"), 2);
         assert!(running(&s, "1.2") && !running(&s, "1.1"));

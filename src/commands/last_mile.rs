@@ -58,8 +58,11 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
             })
             .unwrap_or_default(),
         uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
-            (Some(spec), StateRead::Valid(doc), Some(list)) if criteria::enforced(Some(doc)) => {
-                criteria::matrix_with(project, spec, list, Some(doc))
+            // issue-12 boundary: the acceptance matrix reads the document.
+            (Some(spec), StateRead::Valid(s), Some(list))
+                if criteria::enforced(Some(&s.to_value())) =>
+            {
+                criteria::matrix_with(project, spec, list, Some(&s.to_value()))
                     .map(|m| {
                         m.uncovered()
                             .map(|r| (r.id.clone(), r.status.as_str().to_string()))
@@ -104,8 +107,7 @@ fn git_facts(project: &Project, facts: &facts::Facts) -> GitFacts {
             let start = last_mile::attempts(Some(state), &task.label())
                 .last()
                 .filter(|a| last_mile::status_of(a) == Some("running"))
-                .and_then(|a| a.get("startCommit"))
-                .and_then(Value::as_str);
+                .and_then(|a| a.start_commit.get());
             if let Some(start) = start {
                 if let Ok(out) = git::run(
                     root,
