@@ -309,6 +309,7 @@ impl Standing {
             Finding::CompletionUnmarked => format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."),
             Finding::GroupAwaitsMerge => self.merge_sentence(),
             Finding::AwaitingApproval => "The execution awaits the user's approval: ask, then continue.".into(),
+            // Never decisive: the plan's duplicate ids are a gate beside the step.
             Finding::DuplicateTaskIds { .. } => String::new(),
             Finding::Delegate { group, .. } => match group.as_slice() {
                 [t] => format!("Delegate task {} ({}) to {}.", t.id, t.title, t.agent()),
