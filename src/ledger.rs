@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol;
+use crate::state::time::parse as parse_time;
 use crate::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -298,12 +299,6 @@ pub fn claimed_task(message: Option<&str>) -> Option<String> {
     .find_map(|t| line.strip_prefix(t))?;
     let id = rest.trim_start_matches(':').split_whitespace().next()?;
     Some(id.trim_end_matches(':').to_string()).filter(|id| !id.is_empty())
-}
-
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// Milliseconds task `id`'s attempts took (a running one up to `now`).

@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::cost::CostReport;
 use crate::followups::Item;
 use crate::protocol;
+use crate::state::time::parse;
 use crate::state::View;
 use crate::tasks::TaskList;
 
@@ -119,12 +120,6 @@ pub struct Inputs<'a> {
     pub now: DateTime<Utc>,
 }
 
-fn parse(at: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 fn minutes_between(a: Option<&str>, b: Option<&str>) -> Option<f64> {
     let (a, b) = (parse(a?)?, parse(b?)?);
     Some(((b - a).num_milliseconds().max(0) as f64) / 60_000.0)
@@ -136,9 +131,7 @@ fn str_of(v: &Value, key: &str) -> Option<String> {
 
 pub fn build(input: &Inputs<'_>) -> Report {
     let v = View(input.state);
-    let now = input
-        .now
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let now = crate::state::time::format(input.now);
     let tasks: Vec<TaskStory> = input
         .tasks
         .tasks
