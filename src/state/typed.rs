@@ -365,6 +365,12 @@ impl State {
         State::deserialize(doc).map_err(|e| shape_error(source_name, e))
     }
 
+    /// For a document already type-checked elsewhere (a `View`'s): one that does not fit
+    /// reads as empty rather than failing a message built from it.
+    pub(crate) fn lenient(doc: &Value) -> State {
+        State::deserialize(doc).unwrap_or_default()
+    }
+
     /// The hot path: the parsed document is moved into the typed state, not copied.
     pub fn from_json(doc: Value, source_name: &str) -> Result<State> {
         typecheck(&doc, source_name)?;
