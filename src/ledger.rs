@@ -141,7 +141,15 @@ impl Ledger {
     pub fn of(state: &Value) -> Result<Ledger, String> {
         match state.get("ledger") {
             None | Some(Value::Null) => Ok(Ledger::default()),
-            Some(v) => Ledger::deserialize(v).map_err(|e| format!("field `ledger`: {e}")),
+            Some(v) => Ledger::deserialize(v).map_err(ledger_error),
+        }
+    }
+
+    /// `of` on the typed state.
+    pub fn of_state(state: &crate::state::State) -> Result<Ledger, String> {
+        match state.ledger.get() {
+            None => Ok(Ledger::default()),
+            Some(map) => Ledger::deserialize(map).map_err(ledger_error),
         }
     }
 
@@ -327,6 +335,10 @@ pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> O
     let start = parse_time(last.get("startedAt")?.as_str()?)?;
     let n = last.get("n").and_then(Value::as_u64).unwrap_or(0);
     Some((n, (now - start).num_minutes().max(0) as u64))
+}
+
+fn ledger_error(e: serde_json::Error) -> String {
+    format!("field `ledger`: {e}")
 }
 
 #[cfg(test)]

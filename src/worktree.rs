@@ -86,14 +86,30 @@ pub struct Isolation {
 impl Isolation {
     pub fn read(state: &Value) -> Isolation {
         let iso = state.get("isolation");
-        let field = |k: &str| iso.and_then(|i| i.get(k)).cloned();
+        let field = |k: &str| iso.and_then(|i| i.get(k));
+        let sequential = field("sequential").and_then(Value::as_bool);
+        Isolation::from_parts(sequential, field("group"), field("members"))
+    }
+
+    /// The same record read from the typed state.
+    pub fn of(state: &crate::state::State) -> Isolation {
+        let Some(iso) = &state.isolation else {
+            return Isolation::default();
+        };
+        let field = |k: &str| iso.other.get(k);
+        Isolation::from_parts(iso.sequential, field("group"), field("members"))
+    }
+
+    fn from_parts(
+        sequential: Option<bool>,
+        group: Option<&Value>,
+        members: Option<&Value>,
+    ) -> Self {
         Isolation {
-            sequential: field("sequential")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-            group: field("group").and_then(|g| serde_json::from_value(g).ok()),
-            members: field("members")
-                .and_then(|m| serde_json::from_value(m).ok())
+            sequential: sequential.unwrap_or(false),
+            group: group.and_then(|g| Group::deserialize(g).ok()),
+            members: members
+                .and_then(|m| Deserialize::deserialize(m).ok())
                 .unwrap_or_default(),
         }
     }

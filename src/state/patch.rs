@@ -76,6 +76,24 @@ impl Patch {
         last_message_id: &str => ["guard", "lastMessageId"];
     }
 
+    /// A merge patch built as JSON (`{…, "$unset": [..]}`) by a writer not yet typed.
+    pub fn from_value(patch: Value) -> Patch {
+        let Value::Object(mut doc) = patch else {
+            return Patch::default();
+        };
+        let unset = doc.shift_remove("$unset");
+        let unset = unset
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let unset = unset
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        Patch { doc, unset }
+    }
+
     /// Task `id`'s whole attempt list (arrays replace).
     pub fn attempts(self, id: &str, list: &[Attempt]) -> Patch {
         self.set(&["attempts", id], list)

@@ -374,6 +374,11 @@ impl State {
     /// The hot path: the parsed document is moved into the typed state, not copied.
     pub fn from_json(doc: Value, source_name: &str) -> Result<State> {
         typecheck(&doc, source_name)?;
+        State::from_checked(doc, source_name)
+    }
+
+    /// A document `typecheck` (or `apply_patch`) has just passed.
+    pub(crate) fn from_checked(doc: Value, source_name: &str) -> Result<State> {
         serde_json::from_value(doc).map_err(|e| shape_error(source_name, e))
     }
 
