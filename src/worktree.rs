@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::state::Patch;
 
 use crate::error::{Error, Result};
 use crate::evidence;
@@ -125,17 +127,12 @@ impl Isolation {
 }
 
 /// A state patch setting one member's record.
-pub fn member_patch(id: &str, member: &Member) -> Value {
-    let mut members = serde_json::Map::new();
-    members.insert(
-        id.to_string(),
-        serde_json::to_value(member).expect("serialises"),
-    );
-    json!({"isolation": {"members": Value::Object(members)}})
+pub fn member_patch(id: &str, member: &Member) -> Patch {
+    Patch::new().isolation_member(id, member)
 }
 
-pub fn group_patch(group: &Group) -> Value {
-    json!({"isolation": {"group": serde_json::to_value(group).expect("serialises")}})
+pub fn group_patch(group: &Group) -> Patch {
+    Patch::new().isolation_group(group)
 }
 
 pub fn branch_name(spec: &str, id: &str) -> String {
@@ -671,6 +668,7 @@ pub fn listed(root: &Path) -> Vec<(PathBuf, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn isolation_reads_typed_members_and_group() {
@@ -682,6 +680,16 @@ mod tests {
         assert_eq!(iso.open_group().unwrap().members, ["2.1", "2.2"]);
         assert!(iso.member("2.1").unwrap().is_open());
         assert!(Isolation::read(&json!({})).group.is_none());
+        let typed = Isolation::of(&crate::state::State::from_value(&state).unwrap());
+        assert_eq!(
+            (typed.sequential, &typed.group, typed.members.len()),
+            (iso.sequential, &iso.group, iso.members.len())
+        );
+        let m = iso.member("2.1").unwrap();
+        assert_eq!(
+            member_patch("2.1", m).to_value(),
+            json!({"isolation": {"members": {"2.1": serde_json::to_value(m).unwrap()}}})
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::exec::Exec;
 use crate::followups::{NewItem, Store};
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::state::{Nullable, Patch, State, Timestamp};
+use crate::state::{Nullable, State, Timestamp};
 use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
@@ -239,7 +239,7 @@ impl Ctx<'_> {
             conflicts: Vec::new(),
             ..m.clone()
         };
-        let patch = Patch::from_value(worktree::member_patch(id, &done));
+        let patch = worktree::member_patch(id, &done);
         let next = self.ex.write_state(&state, &patch)?;
         self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
@@ -293,7 +293,7 @@ impl Ctx<'_> {
             tasks_file::check(&spec.tasks_path(), id, false)?;
         }
         let reread = self.ex.tasks()?;
-        let patch = Patch::from_value(worktree::member_patch(id, &kept))
+        let patch = worktree::member_patch(id, &kept)
             .attempts(id, &history)
             .task_index(reread.list.next_index() as u64);
         let next = self.ex.write_state(&state, &patch)?;
@@ -439,7 +439,7 @@ fn mark_group(ex: &Exec, tally: &Tally, v: &Verification) -> Result<Group> {
     }
     .into();
     group.verified_tree = v.passed.then(|| v.tree.clone());
-    ex.write_state(&state, &Patch::from_value(worktree::group_patch(&group)))?;
+    ex.write_state(&state, &worktree::group_patch(&group))?;
     ex.record_event(
         json!({"event": "group-verify", "slot": v.slot.describe(), "command": v.command,
                "exitCode": v.exit_code, "tree": v.tree, "passed": v.passed, "groupStatus": group.status}),

@@ -14,12 +14,14 @@ use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
 use crate::state::{Patch, State};
+use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
-    let doc = state.to_value(); // issue-12 boundary: protocol and isolation read JSON
+    let doc = state.to_value(); // issue-12 boundary: protocol reads JSON
+    let iso = Isolation::of(&state);
     let raises = Raises {
         global: args.raise_global,
         task: args.raise_task,
@@ -34,7 +36,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(json!({"event": "resume", "refused": names}));
             let code = refuse("resume", &spec.name, &unmet, args.json);
-            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &doc), args.json) {
+            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &iso), args.json) {
                 output::line(&text);
             }
             Ok(code)
@@ -52,7 +54,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                                   "tokens": raises.tokens, "minutes": raises.minutes,
                                   "usd": raises.usd}}),
             );
-            let group = isolation::summary(&spec.name, &doc);
+            let group = isolation::summary(&spec.name, &iso);
             report(
                 "resume",
                 &spec.name,

@@ -26,6 +26,7 @@ use crate::state::{self, Patch, State};
 use crate::store;
 use crate::tasks::Task;
 use crate::tasks_file::{self, LoadedTasks};
+use crate::worktree::Isolation;
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
@@ -75,11 +76,14 @@ struct Held<'a> {
 }
 
 impl Held<'_> {
-    /// issue-12 boundary: protocol and isolation build JSON patches.
-    fn write(&self, patch: &Value) -> Result<State> {
-        self.ex
-            .write_state(&self.state, &Patch::from_value(patch.clone()))
+    fn write(&self, patch: &Patch) -> Result<State> {
+        self.ex.write_state(&self.state, patch)
     }
+}
+
+/// issue-12 boundary: protocol builds JSON patches.
+fn typed(patch: &Value) -> Patch {
+    Patch::from_value(patch.clone())
 }
 
 fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
@@ -99,7 +103,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let iso = crate::worktree::Isolation::of(&held.state);
+    let iso = Isolation::of(&held.state);
     let refuse_start = |unmet: &[Unmet]| refused(&held.ex, "start", &id, unmet, args.json);
     if let Some(unmet) = isolation::group_gate(&iso, task) {
         return Ok(refuse_start(&[unmet]));
@@ -115,7 +119,8 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        match isolation::start(project, &held.ex.spec, &held.doc, &held.tasks.list, task)? {
+        let iso = Isolation::of(&held.state);
+        match isolation::start(project, &held.ex.spec, &iso, &held.tasks.list, task)? {
             isolation::Start::Shared(note) => {
                 output::warn(&note);
                 path = Some(project.tree.clone());
@@ -142,12 +147,9 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
             }
         }
     }
-    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
-    if let Some(p) = &iso_patch {
-        state::merge_into(&mut patch, p);
-    }
+    let patch = out.patch.as_ref().map(typed).unwrap_or_default();
     if out.patch.is_some() || iso_patch.is_some() {
-        held.write(&patch)?;
+        held.write(&patch.merge(iso_patch.clone().unwrap_or_default()))?;
     }
     let branch = iso_patch
         .as_ref()
@@ -230,7 +232,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
     let spec = &held.ex.spec;
-    let member = isolation::open_member(project, spec, &held.doc, &id);
+    let member = isolation::open_member(project, spec, &Isolation::of(&held.state), &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -278,7 +280,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     if let Some((m, dir)) = &member {
         let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
         if let Some(p) = out.patch.as_mut() {
-            state::merge_into(p, &patch);
+            state::merge_into(p, &patch.to_value()); // issue-12 boundary: protocol's JSON patch
         }
         out.notes.push(note);
         branch = Some(m.branch.clone());
@@ -291,7 +293,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
-        held.write(patch)?;
+        held.write(&typed(patch))?;
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
@@ -319,7 +321,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let member = isolation::open_member(project, &held.ex.spec, &held.doc, &id);
+    let member = isolation::open_member(project, &held.ex.spec, &Isolation::of(&held.state), &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -348,7 +350,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        held.write(patch)?;
+        held.write(&typed(patch))?;
         crate::fault::point("fail:state-written");
     }
     held.ex.record_event(
@@ -442,7 +444,8 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    if let Some((member, dir)) = isolation::rollback_target(project, &held.ex.spec, &held.doc, &id)
+    if let Some((member, dir)) =
+        isolation::rollback_target(project, &held.ex.spec, &Isolation::of(&held.state), &id)
     {
         return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
     }
@@ -527,7 +530,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.doc, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        held.write(patch)?;
+        held.write(&typed(patch))?;
     }
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
@@ -570,9 +573,8 @@ fn rollback_isolated(
     let (saved, ref_name, member_patch) =
         isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
     let out = protocol::rollback_done(&held.doc, task, &plan, &ref_name, &now_rfc3339());
-    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
-    state::merge_into(&mut patch, &member_patch);
-    held.write(&patch)?;
+    let patch = out.patch.as_ref().map(typed).unwrap_or_default();
+    held.write(&patch.merge(member_patch))?;
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),

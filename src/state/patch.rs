@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::time::Timestamp;
 use super::typed::{Attempt, Driver, FixEntry, Halt, Phase};
+use crate::worktree::{Group, Member};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Patch {
@@ -109,6 +110,14 @@ impl Patch {
     /// Task `id`'s verification block record (merged into what is there).
     pub fn verification_block(self, id: &str, record: Value) -> Patch {
         self.set(&["verificationBlocks", id], record)
+    }
+    /// One isolated member's record (`isolation.members.<id>`; worktree.rs owns its shape).
+    pub fn isolation_member(self, id: &str, member: &Member) -> Patch {
+        self.set(&["isolation", "members", id], member)
+    }
+    /// The isolated group's record (`isolation.group`).
+    pub fn isolation_group(self, group: &Group) -> Patch {
+        self.set(&["isolation", "group"], group)
     }
     /// A field this type does not name (a user's field, an open map such as `ledger`).
     pub fn field(self, key: &str, value: Value) -> Patch {
