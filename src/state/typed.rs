@@ -795,6 +795,7 @@ mod tests {
                 "$unset": ["guard.lastFingerprint"]
             })
         );
+        assert_eq!(Patch::from_value(patch.to_value()), patch, "JSON patches convert losslessly");
         let base = json!({"guard": {"lastFingerprint": "f", "blocks": 1}, "halt": null});
         let doc = super::super::apply_patch(Some(base), &patch.to_value(), "s").unwrap();
         let s = State::from_value(&doc).unwrap();
