@@ -277,7 +277,7 @@ impl Ctx<'_> {
                 worktree::list_some(&files)
             )
         };
-        let now = Timestamp::now();
+        let now = Timestamp::from(chrono::Utc::now());
         let kept = Member {
             status: status.into(),
             conflicts: files.clone(),

@@ -17,10 +17,6 @@ impl Timestamp {
         Timestamp(Value::String(format(t)))
     }
 
-    pub fn now() -> Timestamp {
-        Timestamp::from_time(Utc::now())
-    }
-
     /// The time, or `None` when the stored value is not an RFC 3339 text.
     pub fn at(&self) -> Option<DateTime<Utc>> {
         self.0.as_str().and_then(parse)
