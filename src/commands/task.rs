@@ -119,7 +119,6 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        let iso = Isolation::of(&held.state);
         match isolation::start(project, &held.ex.spec, &iso, &held.tasks.list, task)? {
             isolation::Start::Shared(note) => {
                 output::warn(&note);

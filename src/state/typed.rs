@@ -10,6 +10,7 @@
 //! that was read, with known fields in this file's order and unknown ones after them.
 
 use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -141,215 +142,197 @@ impl Driver {
     }
 }
 
+/// How a field of a record says it is absent (and so is not written).
+trait Field {
+    fn absent(&self) -> bool;
+}
+
+impl<T> Field for Option<T> {
+    fn absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T> Field for Nullable<T> {
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+impl<T> Field for Loose<T> {
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+/// Known field `key` out of `map`, absent when it is not there. The value is moved, not
+/// copied.
+fn take<T: DeserializeOwned + Default>(
+    map: &mut Map<String, Value>,
+    key: &str,
+) -> serde_json::Result<T> {
+    map.shift_remove(key)
+        .map_or_else(|| Ok(T::default()), T::deserialize)
+}
+
+/// A record of the state: its known fields, each with its JSON key, and the unknown ones in
+/// `other` in their order. Reading takes each known key out of the object, so nothing is
+/// buffered (a derived `Deserialize` with `#[serde(flatten)]` copies the whole document
+/// into an intermediate tree first, twice as slow); writing puts the known fields first,
+/// then `other`.
+macro_rules! record {
+    ($(#[$meta:meta])* pub struct $name:ident {
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[serde(rename = $key, skip_serializing_if = "Field::absent")]
+                pub $field: $ty,
+            )*
+            #[serde(flatten)]
+            pub other: Map<String, Value>,
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let mut map = Map::deserialize(d)?;
+                Ok($name {
+                    $($field: take(&mut map, $key).map_err(serde::de::Error::custom)?,)*
+                    other: map,
+                })
+            }
+        }
+    };
+}
+
+record! {
 /// `budget`: the caps `state init` and `resume` set.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Budget {
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_output_tokens: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_minutes: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_stall_stops: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_task_tokens: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_task_minutes: Nullable<u64>,
+    max_output_tokens: Nullable<u64> = "maxOutputTokens",
+    max_minutes: Nullable<u64> = "maxMinutes",
+    max_stall_stops: Nullable<u64> = "maxStallStops",
+    max_task_tokens: Nullable<u64> = "maxTaskTokens",
+    max_task_minutes: Nullable<u64> = "maxTaskMinutes",
     /// Dollars; a `Number` so `5` is written back as `5`, not `5.0`.
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_usd: Nullable<Number>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub forecast_warn: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub forecast_halt: Nullable<u64>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    max_usd: Nullable<Number> = "maxUsd",
+    forecast_warn: Nullable<u64> = "forecastWarn",
+    forecast_halt: Nullable<u64> = "forecastHalt",
+}
 }
 
-/// `usage`: the token counters and how far the transcript was read.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+record! {
+/// `usage`: the token counters and how far the transcript was read; `agents` (per-subagent
+/// counters) stays in `other`: hook_cost owns its shape.
 pub struct Usage {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub transcript_offset: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub transcript_path: Nullable<String>,
-    /// `agents` (per-subagent counters) stays here: hook_cost owns its shape.
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    output_tokens: Option<u64> = "outputTokens",
+    input_tokens: Option<u64> = "inputTokens",
+    transcript_offset: Nullable<u64> = "transcriptOffset",
+    transcript_path: Nullable<String> = "transcriptPath",
+}
 }
 
+record! {
 /// `halt`: why the execution stopped (`{kind, reason, at}`); other keys are the kind's
 /// details (`spentUsd`, `raiseFlag`, `raiseTo`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Halt {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub at: Nullable<Timestamp>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    kind: Option<String> = "kind",
+    reason: Option<String> = "reason",
+    at: Nullable<Timestamp> = "at",
+}
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+record! {
 pub struct Isolation {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<bool>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    sequential: Option<bool> = "sequential",
+}
 }
 
+record! {
 /// One attempt of a task (`attempts.<id>.<i>`), which the task verbs write.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Attempt {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub ended_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub start_commit: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub end_commit: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub reason: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub fix_task_id: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub rollback_ref: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub rolled_back_at: Nullable<Timestamp>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    n: Option<u64> = "n",
+    status: Option<String> = "status",
+    started_at: Nullable<Timestamp> = "startedAt",
+    ended_at: Nullable<Timestamp> = "endedAt",
+    start_commit: Nullable<String> = "startCommit",
+    end_commit: Nullable<String> = "endCommit",
+    reason: Nullable<String> = "reason",
+    fix_task_id: Nullable<String> = "fixTaskId",
+    rollback_ref: Nullable<String> = "rollbackRef",
+    rolled_back_at: Nullable<Timestamp> = "rolledBackAt",
+}
 }
 
+record! {
 /// One `fixTaskMap.<id>` entry: the fix tasks a failing task spawned.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct FixEntry {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix_task_ids: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub last_error: Nullable<String>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    attempts: Option<u64> = "attempts",
+    fix_task_ids: Option<Vec<String>> = "fixTaskIds",
+    last_error: Nullable<String> = "lastError",
+}
 }
 
+record! {
 /// `guard`: the Stop hook's own record. Nothing type-checks it (only the hook writes it),
 /// so each field is `Loose`: a hand-garbled value reads as absent and is kept.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct GuardRecord {
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_fingerprint: Loose<String>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub stall_stops: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub blocks: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_block_fingerprint: Loose<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub clock_started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub uncounted_stops: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub uncounted_offset: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_message_id: Loose<String>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    last_fingerprint: Loose<String> = "lastFingerprint",
+    stall_stops: Loose<u64> = "stallStops",
+    blocks: Loose<u64> = "blocks",
+    last_block_fingerprint: Loose<String> = "lastBlockFingerprint",
+    clock_started_at: Nullable<Timestamp> = "clockStartedAt",
+    uncounted_stops: Loose<u64> = "uncountedStops",
+    uncounted_offset: Loose<u64> = "uncountedOffset",
+    last_message_id: Loose<String> = "lastMessageId",
+}
 }
 
+record! {
 /// The whole state document. Fields are `Option`/`Nullable` so a round trip writes back
 /// exactly what was read; the accessors below give `View`'s defaults.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct State {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<Phase>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub session_id: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_index: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_tasks: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_iteration: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_task_iterations: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub global_iteration: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_global_iterations: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<Budget>,
+    version: Option<u64> = "version",
+    name: Option<String> = "name",
+    phase: Option<Phase> = "phase",
+    session_id: Nullable<String> = "sessionId",
+    task_index: Option<u64> = "taskIndex",
+    total_tasks: Option<u64> = "totalTasks",
+    task_iteration: Option<u64> = "taskIteration",
+    max_task_iterations: Option<u64> = "maxTaskIterations",
+    global_iteration: Option<u64> = "globalIteration",
+    max_global_iterations: Option<u64> = "maxGlobalIterations",
+    budget: Option<Budget> = "budget",
     /// The cost ledger: `ledger::Ledger::of` owns its shape (and `typecheck` checks it).
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub ledger: Nullable<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution_driver: Option<Driver>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quick_mode: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery_mode: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub awaiting_approval: Option<bool>,
+    ledger: Nullable<Map<String, Value>> = "ledger",
+    usage: Option<Usage> = "usage",
+    started_at: Nullable<Timestamp> = "startedAt",
+    execution_driver: Option<Driver> = "executionDriver",
+    quick_mode: Option<bool> = "quickMode",
+    recovery_mode: Option<bool> = "recoveryMode",
+    awaiting_approval: Option<bool> = "awaitingApproval",
     /// Per task, the verify gate's block record: an object whose fields the verify verb
     /// and the guard each add to; open so either can grow it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification_blocks: Option<Map<String, Value>>,
+    verification_blocks: Option<Map<String, Value>> = "verificationBlocks",
     /// Per task, the evidence record (`evidence.rs` owns its varied body).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_evidence: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<IndexMap<String, Vec<Attempt>>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix_task_map: Option<IndexMap<String, FixEntry>>,
+    task_evidence: Option<Map<String, Value>> = "taskEvidence",
+    attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
+    fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modification_map: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub halt: Nullable<Halt>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed: Option<bool>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub completed_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guard: Option<GuardRecord>,
+    modification_map: Option<Map<String, Value>> = "modificationMap",
+    halt: Nullable<Halt> = "halt",
+    completed: Option<bool> = "completed",
+    completed_at: Nullable<Timestamp> = "completedAt",
+    guard: Option<GuardRecord> = "guard",
     /// The claims the guard could not verify: `claims.rs` owns their shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unverified_claims: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<Isolation>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_gate: Option<bool>,
+    unverified_claims: Option<Vec<Value>> = "unverifiedClaims",
+    isolation: Option<Isolation> = "isolation",
+    acceptance_gate: Option<bool> = "acceptanceGate",
     /// Task ids whose box was already ticked at `state init` (any JSON: only strings count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked_at_init: Option<Vec<Value>>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    checked_at_init: Option<Vec<Value>> = "checkedAtInit",
+}
 }
 
 impl State {
@@ -795,7 +778,11 @@ mod tests {
                 "$unset": ["guard.lastFingerprint"]
             })
         );
-        assert_eq!(Patch::from_value(patch.to_value()), patch, "JSON patches convert losslessly");
+        assert_eq!(
+            Patch::from_value(patch.to_value()),
+            patch,
+            "JSON patches convert losslessly"
+        );
         let base = json!({"guard": {"lastFingerprint": "f", "blocks": 1}, "halt": null});
         let doc = super::super::apply_patch(Some(base), &patch.to_value(), "s").unwrap();
         let s = State::from_value(&doc).unwrap();
