@@ -142,44 +142,116 @@ impl Driver {
     }
 }
 
-/// How a field of a record says it is absent (and so is not written).
-trait Field {
+/// An owned JSON value turned into a field's type, moving what it can (serde's
+/// `Deserialize` from a `Value` rebuilds every object and array it passes through).
+trait Owned: Sized {
+    fn from_owned(v: Value) -> serde_json::Result<Self>;
+}
+
+/// Scalars (and the enums and `Timestamp`): serde reads them from a `Value` without copying
+/// much.
+macro_rules! owned_via_serde {
+    ($($t:ty),*) => {
+        $(impl Owned for $t {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                <$t>::deserialize(v)
+            }
+        })*
+    };
+}
+owned_via_serde!(u64, bool, String, Number, Phase, Driver, Timestamp);
+
+fn expected(what: &str) -> serde_json::Error {
+    serde::de::Error::custom(format!("expected {what}"))
+}
+
+impl Owned for Value {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        Ok(v)
+    }
+}
+
+impl Owned for Map<String, Value> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Object(map) => Ok(map),
+            _ => Err(expected("an object")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for Vec<T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Array(items) => items.into_iter().map(T::from_owned).collect(),
+            _ => Err(expected("an array")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for IndexMap<String, T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        let map = Map::from_owned(v)?;
+        map.into_iter()
+            .map(|(k, v)| Ok((k, T::from_owned(v)?)))
+            .collect()
+    }
+}
+
+/// A field of a record: how it reads from its JSON value and says it is absent (and so
+/// is not written).
+trait Field: Sized + Default {
+    fn from_json(v: Value) -> serde_json::Result<Self>;
     fn absent(&self) -> bool;
 }
 
-impl<T> Field for Option<T> {
+impl<T: Owned> Field for Option<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(None),
+            v => T::from_owned(v).map(Some),
+        }
+    }
     fn absent(&self) -> bool {
         self.is_none()
     }
 }
 
-impl<T> Field for Nullable<T> {
+impl<T: Owned> Field for Nullable<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(Nullable::Null),
+            v => T::from_owned(v).map(Nullable::Set),
+        }
+    }
     fn absent(&self) -> bool {
         self.is_absent()
     }
 }
 
-impl<T> Field for Loose<T> {
+impl<T: DeserializeOwned> Field for Loose<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        Ok(match T::deserialize(&v) {
+            Ok(t) => Loose::Typed(t),
+            Err(_) => Loose::Raw(v),
+        })
+    }
     fn absent(&self) -> bool {
         self.is_absent()
     }
 }
 
-/// Known field `key` out of `map`, absent when it is not there. The value is moved, not
-/// copied.
-fn take<T: DeserializeOwned + Default>(
-    map: &mut Map<String, Value>,
-    key: &str,
-) -> serde_json::Result<T> {
+/// Known field `key` out of `map` (absent when it is not there), its value moved.
+fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
     map.shift_remove(key)
-        .map_or_else(|| Ok(T::default()), T::deserialize)
+        .map_or_else(|| Ok(T::default()), T::from_json)
 }
 
 /// A record of the state: its known fields, each with its JSON key, and the unknown ones in
-/// `other` in their order. Reading takes each known key out of the object, so nothing is
-/// buffered (a derived `Deserialize` with `#[serde(flatten)]` copies the whole document
-/// into an intermediate tree first, twice as slow); writing puts the known fields first,
-/// then `other`.
+/// `other` in their order. Reading takes each known key out of the object and moves its
+/// value (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
+/// intermediate tree first, about twice the cost of the parse); writing puts the known
+/// fields first, then `other`.
 macro_rules! record {
     ($(#[$meta:meta])* pub struct $name:ident {
         $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
@@ -196,13 +268,25 @@ macro_rules! record {
             pub other: Map<String, Value>,
         }
 
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let mut map = Map::deserialize(d)?;
+        impl $name {
+            fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
                 Ok($name {
-                    $($field: take(&mut map, $key).map_err(serde::de::Error::custom)?,)*
+                    $($field: take(&mut map, $key)?,)*
                     other: map,
                 })
+            }
+        }
+
+        impl Owned for $name {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                $name::from_map(Map::from_owned(v)?)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let map = Map::deserialize(d)?;
+                $name::from_map(map).map_err(serde::de::Error::custom)
             }
         }
     };
@@ -345,13 +429,13 @@ impl State {
     /// `from_value` with errors naming `source_name` (the file or patch).
     pub fn parse(doc: &Value, source_name: &str) -> Result<State> {
         typecheck(doc, source_name)?;
-        State::deserialize(doc).map_err(|e| shape_error(source_name, e))
+        State::from_checked(doc.clone(), source_name)
     }
 
     /// For a document already type-checked elsewhere (a `View`'s): one that does not fit
     /// reads as empty rather than failing a message built from it.
     pub(crate) fn lenient(doc: &Value) -> State {
-        State::deserialize(doc).unwrap_or_default()
+        State::from_owned(doc.clone()).unwrap_or_default()
     }
 
     /// The hot path: the parsed document is moved into the typed state, not copied.
@@ -362,7 +446,7 @@ impl State {
 
     /// A document `typecheck` (or `apply_patch`) has just passed.
     pub(crate) fn from_checked(doc: Value, source_name: &str) -> Result<State> {
-        serde_json::from_value(doc).map_err(|e| shape_error(source_name, e))
+        State::from_owned(doc).map_err(|e| shape_error(source_name, e))
     }
 
     /// Parse the state file's bytes (a UTF-8 BOM is accepted) and read them once.
