@@ -2,9 +2,10 @@
 //! in a flattened map in its order, at the top level and in each known sub-object.
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
-//! `Error::FieldType` text as before, and serde only shapes what passed. Fields the table
-//! does not check (`startedAt`, `halt.at`, the guard's record) are read leniently: a
-//! garbled value is kept as it was and reads as unknown, as `View` read it.
+//! `Error::FieldType` text as before; the document that passed is then moved into the
+//! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
+//! guard's record) are read leniently: a garbled value is kept as it was and reads as
+//! unknown, as `View` read it.
 //!
 //! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
 //! that was read, with known fields in this file's order and unknown ones after them.
