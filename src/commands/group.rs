@@ -277,7 +277,7 @@ impl Ctx<'_> {
                 worktree::list_some(&files)
             )
         };
-        let now = Timestamp::from(chrono::Utc::now());
+        let now = Timestamp::now();
         let kept = Member {
             status: status.into(),
             conflicts: files.clone(),

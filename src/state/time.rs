@@ -17,6 +17,11 @@ impl Timestamp {
         Timestamp(Value::String(format(t)))
     }
 
+    /// The clock's time, for the edges (commands, hooks); the pure core takes times in.
+    pub fn now() -> Timestamp {
+        Timestamp::from_time(Utc::now())
+    }
+
     /// The time, or `None` when the stored value is not an RFC 3339 text.
     pub fn at(&self) -> Option<DateTime<Utc>> {
         self.0.as_str().and_then(parse)
