@@ -14,7 +14,7 @@ use crate::guard;
 use crate::notify;
 use crate::output;
 use crate::project::Project;
-use crate::state::View;
+use crate::state::{Patch, Phase};
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
@@ -27,11 +27,11 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         }
         _ => None,
     };
-    let (_lock, doc) = ex.lock_state()?;
+    let (_lock, state) = ex.lock_state()?;
+    let doc = state.to_value(); // issue-12 boundary: the gates and completion read JSON
     let tasks = ex.tasks()?.list;
     let name = spec.name.as_str();
-    let v = View(&doc);
-    if v.phase() == Some("completed") {
+    if state.phase() == Some(Phase::Completed) {
         return answer(
             args.json,
             name,
@@ -52,7 +52,9 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    ex.write_state(&doc, &guard::completion_patch(&now_rfc3339()))?;
+    // issue-12 boundary: the guard builds a JSON patch.
+    let patch = Patch::from_value(guard::completion_patch(&now_rfc3339()));
+    ex.write_state(&state, &patch)?;
     let message = guard::completion_message(name, &tasks);
     ex.record_event(json!({"event": "finish", "completed": true}));
     notify::send(
