@@ -151,7 +151,7 @@ fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
     })
 }
 
-type Failed = Vec<(CapHit, protocol::Outcome)>;
+type Failed = Vec<(CapHit, protocol::Transition)>;
 
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
 fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledger) -> Result<()> {
@@ -251,7 +251,7 @@ fn fail_by_guard(
     reason: &str,
     head: Option<&str>,
     now: &str,
-) -> Result<Option<protocol::Outcome>> {
+) -> Result<Option<protocol::Transition>> {
     let Ok(task) = list.find(id) else {
         return Ok(None);
     };

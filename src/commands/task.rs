@@ -20,7 +20,7 @@ use crate::isolation;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::proof;
-use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
+use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 use crate::saved_work;
 use crate::state;
 use crate::store;
@@ -53,7 +53,7 @@ fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> 
 }
 
 /// A verb that halted the execution starts the user's notify command (detached).
-fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Outcome) {
+fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
     if out.halted {
         let text = out
             .notes

@@ -1,0 +1,279 @@
+//! `resume`: clear a halt (a cap halt only with the raise that lifts it), undo a cancel,
+//! or update the caps and session of a running execution.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+use super::{decide, Transition, Unmet};
+use crate::state::{self, View};
+
+/// `resume`'s cap raises.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Raises {
+    pub global: Option<u64>,
+    pub task: Option<u64>,
+    pub tokens: Option<u64>,
+    pub minutes: Option<u64>,
+    /// New `budget.maxUsd`, and the priced spend it must exceed (0 without prices).
+    pub usd: Option<f64>,
+    pub usd_spent: f64,
+}
+
+impl Raises {
+    fn any(&self) -> bool {
+        self.global.is_some()
+            || self.usd.is_some()
+            || self.task.is_some()
+            || self.tokens.is_some()
+            || self.minutes.is_some()
+    }
+}
+
+pub fn resume(
+    state: &Value,
+    raises: Raises,
+    session_id: Option<&str>,
+    now: &str,
+) -> Result<Transition, Vec<Unmet>> {
+    decide(unmet(state, &raises, session_id, now), || {
+        apply(state, &raises, session_id)
+    })
+}
+
+fn unmet(state: &Value, raises: &Raises, session_id: Option<&str>, now: &str) -> Vec<Unmet> {
+    let view = View(state);
+    let spec = view.name().unwrap_or("<spec>");
+    let mut unmet = Vec::new();
+    if view.phase() == Some("completed") || view.completed() {
+        unmet.push(Unmet::new(
+            "not-completed",
+            "the execution is completed; there is nothing to resume",
+        ));
+    }
+    unmet.extend(raises_too_low(view, raises, now));
+    if let Some((false, flag)) = needed_raise(view, raises) {
+        unmet.push(Unmet::new(
+            "raise",
+            format!(
+                "the execution halted on a cap ({}); clearing it needs {flag}: `{}`",
+                view.halt_kind().unwrap_or(""),
+                state::resume_command(spec, view)
+            ),
+        ));
+    }
+    let asked = raises.any() || session_id.is_some();
+    if view.halt().is_none() && !asked && unmet.is_empty() {
+        unmet.push(Unmet::new(
+            "halted",
+            format!("{spec} is not halted; nothing to resume"),
+        ));
+    }
+    unmet
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Each raise must lift its cap above what is already used, or the guard halts at once.
+fn raises_too_low(view: View<'_>, raises: &Raises, now: &str) -> Vec<Unmet> {
+    // Counted as the guard counts: a missing or bad startedAt does not make it 0.
+    let minutes_used = parse_time(now)
+        .map(|n| state::minutes_since(view, n).0)
+        .unwrap_or(0);
+    let checks: [(Option<u64>, u64, &str, &str); 4] = [
+        (
+            raises.global,
+            view.global_iteration(),
+            "--raise-global",
+            "global iterations used",
+        ),
+        (
+            raises.task,
+            view.task_iteration(),
+            "--raise-task",
+            "iterations of the current task used",
+        ),
+        (
+            raises.tokens,
+            view.output_tokens(),
+            "--raise-tokens",
+            "output tokens used",
+        ),
+        (
+            raises.minutes,
+            minutes_used,
+            "--raise-minutes",
+            "minutes elapsed",
+        ),
+    ];
+    let mut unmet: Vec<Unmet> = checks
+        .into_iter()
+        .filter_map(|(value, used, flag, what)| {
+            let v = value.filter(|v| *v <= used)?;
+            Some(Unmet::new(
+                "raise",
+                format!("{flag} {v} does not lift the cap: {used} {what}; give more than {used}"),
+            ))
+        })
+        .collect();
+    if let Some(v) = raises.usd.filter(|v| *v <= raises.usd_spent) {
+        unmet.push(Unmet::new(
+            "raise",
+            format!(
+                "--raise-usd {v} does not lift the cap: ${:.2} spent; give more than that",
+                raises.usd_spent
+            ),
+        ));
+    }
+    unmet
+}
+
+/// The raise a cap halt needs: (given, its flag). A forecast halt names its flag.
+fn needed_raise(view: View<'_>, raises: &Raises) -> Option<(bool, &'static str)> {
+    let flag = match view.halt_kind()? {
+        state::HALT_GLOBAL => "--raise-global",
+        state::HALT_TASK => "--raise-task",
+        state::HALT_TOKENS => "--raise-tokens",
+        state::HALT_MINUTES => "--raise-minutes",
+        state::HALT_USD => "--raise-usd",
+        state::HALT_FORECAST => match view.get("halt.raiseFlag").and_then(Value::as_str)? {
+            "--raise-tokens" => "--raise-tokens",
+            "--raise-minutes" => "--raise-minutes",
+            "--raise-usd" => "--raise-usd",
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let given = match flag {
+        "--raise-global" => raises.global.is_some(),
+        "--raise-task" => raises.task.is_some(),
+        "--raise-tokens" => raises.tokens.is_some(),
+        "--raise-minutes" => raises.minutes.is_some(),
+        _ => raises.usd.is_some(),
+    };
+    Some((given, flag))
+}
+
+fn apply(state: &Value, raises: &Raises, session_id: Option<&str>) -> Transition {
+    let view = View(state);
+    let spec = view.name().unwrap_or("<spec>");
+    let kind = view.halt_kind();
+    let mut patch = json!({"guard": {"stallStops": 0}});
+    if view.halt().is_some() {
+        patch["halt"] = Value::Null;
+    }
+    if kind == Some(state::HALT_CANCELLED) || view.phase() == Some("cancelled") {
+        // A cancelled plan resumes as a plan, not as an execution that skips approval.
+        let before = state
+            .get("halt")
+            .and_then(|h| h.get("phaseBefore"))
+            .and_then(Value::as_str)
+            .filter(|p| !matches!(*p, "cancelled" | "completed"))
+            .unwrap_or("execution");
+        patch["phase"] = json!(before);
+    }
+    raise_patch(raises, &mut patch);
+    if let Some(s) = session_id {
+        patch["sessionId"] = json!(s);
+    }
+    let cont = match session_id.or(view.session_id()) {
+        Some(s) => format!(
+            "claude --resume {s} \"/specrun:implement\" (or /specrun:implement inside Claude Code)"
+        ),
+        None => "/specrun:implement inside Claude Code".to_string(),
+    };
+    let what = match kind {
+        Some(k) => format!("{spec}: halt ({k}) cleared"),
+        None => format!("{spec}: not halted; settings updated"),
+    };
+    Transition {
+        patch: Some(patch),
+        message: format!("{what}; continue with: {cont}"),
+        changed: true,
+        ..Default::default()
+    }
+}
+
+/// The new caps into `patch`.
+fn raise_patch(raises: &Raises, patch: &mut Value) {
+    if let Some(v) = raises.global {
+        patch["maxGlobalIterations"] = json!(v);
+    }
+    if let Some(v) = raises.task {
+        patch["maxTaskIterations"] = json!(v);
+    }
+    if let Some(v) = raises.tokens {
+        patch["budget"]["maxOutputTokens"] = json!(v);
+    }
+    if let Some(v) = raises.minutes {
+        patch["budget"]["maxMinutes"] = json!(v);
+    }
+    if let Some(v) = raises.usd {
+        patch["budget"]["maxUsd"] = json!(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn resume_requires_the_right_raise() {
+        let mut s = exec_state();
+        assert_eq!(
+            names(&resume(&s, Raises::default(), None, NOW).unwrap_err()),
+            ["halted"]
+        );
+        s["halt"] = json!({"kind": state::HALT_TASK, "reason": "r"});
+        s["taskIteration"] = json!(2);
+        let err = resume(&s, Raises::default(), None, NOW).unwrap_err();
+        assert!(err[0].detail.contains("--raise-task"), "{}", err[0]);
+        let err = resume(
+            &s,
+            Raises {
+                task: Some(2),
+                ..Default::default()
+            },
+            None,
+            NOW,
+        )
+        .unwrap_err();
+        assert!(err[0].detail.contains("does not lift"), "{}", err[0]);
+        let out = resume(
+            &s,
+            Raises {
+                task: Some(4),
+                ..Default::default()
+            },
+            Some("sess"),
+            NOW,
+        )
+        .unwrap();
+        let s2 = after(&s, &out);
+        assert!(s2["halt"].is_null());
+        assert_eq!(
+            (s2["maxTaskIterations"].as_u64(), s2["sessionId"].as_str()),
+            (Some(4), Some("sess"))
+        );
+        assert_eq!(s2["guard"]["stallStops"], 0);
+        assert!(out.message.contains("claude --resume sess"));
+        s["halt"] = json!({"kind": state::HALT_MINUTES, "reason": "r"});
+        let err = resume(
+            &s,
+            Raises {
+                minutes: Some(5),
+                ..Default::default()
+            },
+            None,
+            NOW,
+        )
+        .unwrap_err();
+        assert!(err[0].detail.contains("10 minutes elapsed"), "{}", err[0]);
+        s["halt"] = json!({"kind": state::HALT_STALL, "reason": "r"});
+        assert!(resume(&s, Raises::default(), None, NOW).is_ok());
+    }
+}
