@@ -275,28 +275,62 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// Decide a Stop of the owning session of an executing spec (DESIGN §6, rows 3–7; the
-/// fast path and ownership are the edge's, before the lock).
+/// fast path and ownership are the edge's, before the lock): count the stop (row 3), then
+/// let `STOP_RULES` decide, then write down the bookkeeping and the event.
 pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) -> Outcome {
     let v = View(state);
-    let name = facts.spec_name;
     let now = rfc3339(facts.now);
+    let fp = fingerprint(facts.tasks, state, facts.head);
+    let counted = count(input, v, facts, &fp);
+    let mut effects = Effects {
+        patch: json!({
+            "globalIteration": counted.global,
+            "usage": usage_patch(v, &facts.usage, counted.output_tokens),
+        }),
+        unmet: Vec::new(),
+    };
+    let stop = CountedStop {
+        input,
+        state,
+        facts,
+        counted,
+        fp: &fp,
+        now: &now,
+    };
+    let (decision, rule) = decide_after_count(&stop, &mut effects);
+    // A halt ends the run; the stall count starts afresh after `specrun resume`.
+    let stall = match decision {
+        Decision::Halt(_) => 0,
+        _ => counted.stall,
+    };
+    effects.patch["guard"] = Value::Object(guard_patch(&stop, &decision, stall));
+    let mut event = stop_event(&stop, &decision, &rule, stall);
+    if !effects.unmet.is_empty() {
+        event["unmet"] = json!(effects.unmet);
+    }
+    let notice = notices(&stop, &mut event);
+    Outcome {
+        decision,
+        rule,
+        patch: effects.patch,
+        event,
+        notice,
+    }
+}
 
-    // Row 3: count the stop, add usage, compare the fingerprint.
+/// Row 3: count the stop and this turn's tokens, and the stall against the fingerprint.
+fn count(input: &StopInput<'_>, v: View<'_>, facts: &StopFacts<'_>, fp: &str) -> Counted {
     // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
-    let missed = facts.missed.count;
     let global = v
         .global_iteration()
         .saturating_add(1)
-        .saturating_add(missed);
+        .saturating_add(facts.missed.count);
     let output_tokens = v.output_tokens().saturating_add(facts.usage.output_tokens);
-    let input_tokens = v.input_tokens().saturating_add(facts.usage.input_tokens);
-    let fp = fingerprint(facts.tasks, state, facts.head);
-    let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
     let stalls = v
         .get("guard.stallStops")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let mut stall = match last_fp {
+    let stall = match v.get("guard.lastFingerprint").and_then(Value::as_str) {
         // Waiting on the user is not a stall: those turns answer questions, not tasks.
         _ if v.awaiting_approval() => 0,
         // Neither is waiting for background executors: their work is not in the
@@ -305,52 +339,49 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         Some(prev) if prev == fp => stalls.saturating_add(1),
         _ => 0,
     };
-    let mut usage = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
-    if let Some(offset) = facts.usage.next_offset {
-        usage["transcriptOffset"] = json!(offset);
-        usage["transcriptPath"] = json!(facts.usage.transcript_path);
+    Counted {
+        global,
+        output_tokens,
+        stall,
     }
+}
+
+/// The `usage` patch: the totals with this turn's tokens, and where the transcript was read to.
+fn usage_patch(v: View<'_>, usage: &UsageRead, output_tokens: u64) -> Value {
+    let input_tokens = v.input_tokens().saturating_add(usage.input_tokens);
+    let mut patch = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
+    if let Some(offset) = usage.next_offset {
+        patch["transcriptOffset"] = json!(offset);
+        patch["transcriptPath"] = json!(usage.transcript_path);
+    }
+    patch
+}
+
+/// The `guard` bookkeeping this stop leaves: fingerprints, clock, catch-up, blocks, stalls.
+fn guard_patch(stop: &CountedStop<'_>, decision: &Decision, stall: u64) -> Map<String, Value> {
+    let v = View(stop.state);
     let mut guard = Map::new();
     // A waiting stop leaves the baseline alone: the progress its agents make is measured
     // at the next stop that is not a wait, against the stop before the wait.
-    if input.running_agents.is_empty() {
-        guard.insert("lastFingerprint".into(), json!(fp));
+    if stop.input.running_agents.is_empty() {
+        guard.insert("lastFingerprint".into(), json!(stop.fp));
     }
     // The time cap's fallback origin, should startedAt ever be missing or garbled.
     if v.get("guard.clockStartedAt").is_none() {
-        guard.insert("clockStartedAt".into(), json!(now));
+        guard.insert("clockStartedAt".into(), json!(stop.now));
     }
-    if missed > 0 {
+    let missed = &stop.facts.missed;
+    if missed.count > 0 {
         let total = v
             .get("guard.uncountedStops")
             .and_then(Value::as_u64)
             .unwrap_or(0)
-            .saturating_add(missed);
+            .saturating_add(missed.count);
         guard.insert("uncountedStops".into(), json!(total));
-        guard.insert("uncountedOffset".into(), json!(facts.missed.end));
+        guard.insert("uncountedOffset".into(), json!(missed.end));
     }
-    if let Some(id) = &facts.usage.last_message_id {
+    if let Some(id) = &stop.facts.usage.last_message_id {
         guard.insert("lastMessageId".into(), json!(id));
-    }
-    let mut patch = json!({"globalIteration": global, "usage": usage});
-    let mut unmet: Vec<&'static str> = Vec::new();
-
-    let stop = CountedStop {
-        input,
-        state,
-        facts,
-        counted: Counted {
-            global,
-            output_tokens,
-            stall,
-        },
-        fp: &fp,
-        now: &now,
-    };
-    let (decision, rule) = decide_after_count(stop, &mut patch, &mut unmet);
-    if matches!(decision, Decision::Halt(_)) {
-        // A halt ends the run; the stall count starts afresh after `specrun resume`.
-        stall = 0;
     }
     if let Decision::Block(_) = decision {
         let blocks = v
@@ -359,50 +390,52 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
             .unwrap_or(0)
             .saturating_add(1);
         guard.insert("blocks".into(), json!(blocks));
-        guard.insert("lastBlockFingerprint".into(), json!(fp));
+        guard.insert("lastBlockFingerprint".into(), json!(stop.fp));
     }
     guard.insert("stallStops".into(), json!(stall));
-    patch["guard"] = Value::Object(guard);
+    guard
+}
 
-    let event = json!({
+/// The events.jsonl record of a counted stop.
+fn stop_event(stop: &CountedStop<'_>, decision: &Decision, rule: &str, stall: u64) -> Value {
+    let input = stop.input;
+    json!({
         "session": input.session_id,
         "event": "stop",
-        "spec": name,
+        "spec": stop.facts.spec_name,
         "decision": decision.name(),
         "rule": rule,
         "reason": decision.text(),
-        "globalIteration": global,
-        "maxGlobalIterations": v.max_global_iterations(),
+        "globalIteration": stop.counted.global,
+        "maxGlobalIterations": View(stop.state).max_global_iterations(),
         "stallStops": stall,
-        "outputTokens": output_tokens,
-        "fingerprint": fp,
+        "outputTokens": stop.counted.output_tokens,
+        "fingerprint": stop.fp,
         "stopHookActive": input.stop_hook_active,
         "runningAgents": input.running_agents.len(),
-    });
-    let mut event = event;
-    if !unmet.is_empty() {
-        event["unmet"] = json!(unmet);
-    }
+    })
+}
+
+/// What the user must hear whatever the decision (stops caught up, a broken time cap),
+/// also recorded in the event.
+fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
+    let name = stop.facts.spec_name;
+    let missed = &stop.facts.missed;
     let mut notices: Vec<String> = Vec::new();
-    if missed > 0 {
-        event["uncountedCaughtUp"] = json!(missed);
+    if missed.count > 0 {
+        event["uncountedCaughtUp"] = json!(missed.count);
         notices.push(format!(
-            "specrun guard: {missed} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {global}).",
-            facts.missed.last_cause.as_deref().unwrap_or("cause unknown")
+            "specrun guard: {} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {}).",
+            missed.count,
+            missed.last_cause.as_deref().unwrap_or("cause unknown"),
+            stop.counted.global
         ));
     }
-    if let Some(n) = time_cap_notice(name, v, facts.now) {
+    if let Some(n) = time_cap_notice(name, View(stop.state), stop.facts.now) {
         event["timeCapProblem"] = json!(n);
         notices.push(n);
     }
-    let notice = (!notices.is_empty()).then(|| notices.join("\n"));
-    Outcome {
-        decision,
-        rule,
-        patch,
-        event,
-        notice,
-    }
+    (!notices.is_empty()).then(|| notices.join("\n"))
 }
 
 /// A Stop of the owner that could not be counted (`cause`), with `missed` stops missed in
@@ -466,7 +499,7 @@ struct Counted {
     stall: u64,
 }
 
-/// A counted stop, as rows 4 to 7 of the decision order judge it.
+/// A counted stop, as the Stop rules judge it.
 #[derive(Clone, Copy)]
 struct CountedStop<'a> {
     input: &'a StopInput<'a>,
@@ -498,124 +531,109 @@ impl CountedStop<'_> {
     }
 }
 
-fn decide_after_count(
-    stop: CountedStop<'_>,
-    patch: &mut Value,
-    unmet_names: &mut Vec<&'static str>,
-) -> (Decision, String) {
-    let CountedStop {
-        input,
-        state,
-        facts,
-        counted,
-        now,
-        ..
-    } = stop;
+/// What a Stop rule may write beside its decision.
+struct Effects {
+    /// The stop's state patch (the counters are in it already).
+    patch: Value,
+    /// The names of the unmet completion gates, for the event.
+    unmet: Vec<&'static str>,
+}
+
+/// A decided stop: the decision and the rule the event names.
+type Ruling = (Decision, String);
+
+/// One Stop rule: decides the stop, or passes it to the next rule (`None`).
+type StopRule = fn(&CountedStop<'_>, &mut Effects) -> Option<Ruling>;
+
+/// The Stop rules after the stop is counted (DESIGN §6, rows 4–7), in the order they are
+/// tried: the first that decides wins. The event's `rule` begins with the row's name
+/// (`cap:stall`, `completion-refused`, `agents-running-wait`, `next-task-no-progress`).
+const STOP_RULES: &[(&str, StopRule)] = &[
+    // Row 4: a halted execution halts again until resumed.
+    ("halted", halted),
+    // Row 4: the hard caps, in a fixed order (`hit_cap`): global, task, tokens, minutes, stall.
+    ("cap", cap),
+    // Row 5: an `ALL_TASKS_COMPLETE` claim, accepted only when every completion gate holds.
+    ("completion", completion_claim),
+    // Row 6a: agents still work in the background: wait for them.
+    ("agents-running", agents_running),
+    // Row 6: the stop-hook driver re-prompts with the next task.
+    ("next-task", next_task),
+    // Row 7: otherwise the stop is allowed.
+    ("allow", allow),
+];
+
+fn decide_after_count(stop: &CountedStop<'_>, effects: &mut Effects) -> Ruling {
+    for (row, rule) in STOP_RULES {
+        if let Some((decision, name)) = rule(stop, effects) {
+            debug_assert!(name.starts_with(row), "rule {name} of row {row}");
+            return (decision, name);
+        }
+    }
+    unreachable!("the last Stop rule always decides")
+}
+
+fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let v = View(stop.state);
+    v.halt()?;
+    let name = stop.facts.spec_name;
+    let reason = v.halt_reason().unwrap_or("no reason recorded");
+    let resume = state::resume_command(name, v);
+    let s = format!(
+        "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
+    );
+    Some((Decision::Halt(s), "halted".into()))
+}
+
+fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
     let Counted {
         global,
         output_tokens,
         stall,
-    } = counted;
-    let v = View(state);
-    let name = facts.spec_name;
-
-    // Row 4: a halted execution halts again until resumed.
-    if let Some(reason) = v
-        .halt()
-        .map(|_| v.halt_reason().unwrap_or("no reason recorded"))
-    {
-        let resume = state::resume_command(name, v);
-        let s = format!(
-            "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
-        );
-        return (Decision::Halt(s), "halted".into());
-    }
-
-    // Row 4: hard caps, in a fixed order.
-    if let Some((kind, what)) = hit_cap(v, global, output_tokens, stall, facts.now) {
-        // The resume command is computed on the state as it will be written (this stop
-        // counted, this turn's tokens added), so its raise lifts the cap above the usage.
-        let mut after = state.clone();
-        state::merge_into(&mut after, patch);
-        state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
-        let resume = state::resume_command(name, View(&after));
-        let reason = what;
-        let s = format!(
-            "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
-        );
-        patch["halt"] = json!({"kind": kind, "reason": reason, "at": now});
-        return (Decision::Halt(s), format!("cap:{kind}"));
-    }
-
-    // Row 5: the completion claim.
-    if claims_all_complete(input.last_assistant_message) {
-        return decide_completion_claim(stop, patch, unmet_names);
-    }
-
-    // Row 6a: agents still work in the background. Their notification wakes the
-    // coordinator; the stop-hook driver, which would re-prompt a delegation, says to wait
-    // instead (once: a second stop while they run is allowed).
-    if !input.running_agents.is_empty() {
-        let wait = waiting_text(name, state, input.running_agents);
-        if v.driver() == "stop-hook" && !input.stop_hook_active {
-            return (Decision::Block(wait), "agents-running-wait".into());
-        }
-        return (Decision::Allow(Some(wait)), "agents-running".into());
-    }
-
-    // Row 6: the stop-hook driver re-prompts with the next task.
-    if v.driver() == "stop-hook" && !v.awaiting_approval() {
-        if let Some(task) = facts.tasks.next() {
-            if stop.no_progress_since_block() {
-                let m = stop.stall_note(&format!("task {} is still open", task.label()));
-                return (Decision::Allow(Some(m)), "next-task-no-progress".into());
-            }
-            return (
-                Decision::Block(task_brief(name, facts.tasks, task)),
-                "next-task".into(),
-            );
-        }
-    }
-
-    // Row 7.
-    (Decision::Allow(None), "allow".into())
+    } = stop.counted;
+    let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
+    let (kind, reason) = hit_cap(View(state), global, output_tokens, stall, stop.facts.now)?;
+    // The resume command is computed on the state as it will be written (this stop
+    // counted, this turn's tokens added), so its raise lifts the cap above the usage.
+    let mut after = state.clone();
+    state::merge_into(&mut after, &effects.patch);
+    state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
+    let resume = state::resume_command(name, View(&after));
+    let s = format!(
+        "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
+    );
+    effects.patch["halt"] = json!({"kind": kind, "reason": reason, "at": now});
+    Some((Decision::Halt(s), format!("cap:{kind}")))
 }
 
-/// Row 5: `ALL_TASKS_COMPLETE` is accepted when every completion gate holds (and no agent
-/// still works), else refused with the unmet gates.
-fn decide_completion_claim(
-    stop: CountedStop<'_>,
-    patch: &mut Value,
-    unmet_names: &mut Vec<&'static str>,
-) -> (Decision, String) {
-    let CountedStop {
-        input,
-        state,
-        facts,
-        now,
-        ..
-    } = stop;
+/// `ALL_TASKS_COMPLETE` is accepted when every completion gate holds (and no agent still
+/// works), else refused with the unmet gates.
+fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
+    if !claims_all_complete(stop.input.last_assistant_message) {
+        return None;
+    }
+    let (input, state, facts) = (stop.input, stop.state, stop.facts);
     let name = facts.spec_name;
     let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
     }
-    unmet_names.extend(unmet.iter().map(|u| u.name));
+    effects.unmet.extend(unmet.iter().map(|u| u.name));
     if unmet.is_empty() {
-        state::merge_into(patch, &completion_patch(now));
+        state::merge_into(&mut effects.patch, &completion_patch(stop.now));
         let m = format!("specrun: {}", completion_message(name, facts.tasks));
-        return (Decision::Allow(Some(m)), "completion-accepted".into());
+        return Some((Decision::Allow(Some(m)), "completion-accepted".into()));
     }
     if stop.no_progress_since_block() {
         let m = stop.stall_note(&format!(
             "{COMPLETION_TOKEN} not accepted ({} gate(s) unmet)",
             unmet.len()
         ));
-        return (
+        return Some((
             Decision::Allow(Some(m)),
             "completion-refused-no-progress".into(),
-        );
+        ));
     }
     let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
     for item in &unmet {
@@ -626,7 +644,40 @@ fn decide_completion_claim(
     r.push_str(&format!(
         "When every item is done, end with {COMPLETION_TOKEN} again."
     ));
-    (Decision::Block(r), "completion-refused".into())
+    Some((Decision::Block(r), "completion-refused".into()))
+}
+
+/// Their notification wakes the coordinator; the stop-hook driver, which would re-prompt
+/// a delegation, says to wait instead (once: a second stop while they run is allowed).
+fn agents_running(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let input = stop.input;
+    if input.running_agents.is_empty() {
+        return None;
+    }
+    let wait = waiting_text(stop.facts.spec_name, stop.state, input.running_agents);
+    if View(stop.state).driver() == "stop-hook" && !input.stop_hook_active {
+        return Some((Decision::Block(wait), "agents-running-wait".into()));
+    }
+    Some((Decision::Allow(Some(wait)), "agents-running".into()))
+}
+
+fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let v = View(stop.state);
+    if v.driver() != "stop-hook" || v.awaiting_approval() {
+        return None;
+    }
+    let tasks = stop.facts.tasks;
+    let task = tasks.next()?;
+    if stop.no_progress_since_block() {
+        let m = stop.stall_note(&format!("task {} is still open", task.label()));
+        return Some((Decision::Allow(Some(m)), "next-task-no-progress".into()));
+    }
+    let brief = task_brief(stop.facts.spec_name, tasks, task);
+    Some((Decision::Block(brief), "next-task".into()))
+}
+
+fn allow(_: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    Some((Decision::Allow(None), "allow".into()))
 }
 
 /// The first cap hit, as (halt kind, "what, value and limit").
