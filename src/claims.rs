@@ -302,6 +302,31 @@ pub fn describe(items: &[Unsupported]) -> Vec<String> {
         .collect()
 }
 
+/// One entry of the state's `unverifiedClaims`: what an executor still claimed unsupported
+/// after its one re-prompt, kept for the coordinator (completion waits while it is open).
+/// A task claim (`TASK_COMPLETE <id>`) names its task; claims in prose list them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnverifiedClaim<'a> {
+    pub task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<&'a [Unsupported]>,
+    pub missing: &'a [String],
+    pub at: String,
+    pub agent_id: Option<&'a str>,
+}
+
+/// The patch that adds `entry` to the state's `unverifiedClaims` (the ones there stay).
+pub fn record_unverified(state: &Value, entry: &UnverifiedClaim<'_>) -> Value {
+    let mut kept = state
+        .get("unverifiedClaims")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    kept.push(json!(entry));
+    json!({"unverifiedClaims": kept})
+}
+
 /// SubagentStop of an executor whose message claims things no fresh run supports (and
 /// claims no task): re-prompt once, then let it end and keep the claims for the coordinator.
 pub fn decide(
@@ -313,18 +338,13 @@ pub fn decide(
 ) -> Outcome {
     let lines = describe(items);
     let (decision, rule, patch) = if input.stop_hook_active {
-        let mut kept = state
-            .get("unverifiedClaims")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        kept.push(json!({
-            "taskId": null,
-            "claims": items,
-            "missing": lines,
-            "at": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "agentId": input.agent_id,
-        }));
+        let entry = UnverifiedClaim {
+            task_id: None,
+            claims: Some(items),
+            missing: &lines,
+            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            agent_id: input.agent_id,
+        };
         let m = format!(
             "specrun: the executor's final message makes {} claim(s) no recorded evidence supports; recorded in unverifiedClaims for the coordinator.",
             items.len()
@@ -332,7 +352,7 @@ pub fn decide(
         (
             Decision::Allow(Some(m)),
             "claim-unverified",
-            json!({"unverifiedClaims": kept}),
+            record_unverified(state, &entry),
         )
     } else {
         let mut r = String::from(

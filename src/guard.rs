@@ -881,14 +881,13 @@ pub fn decide_subagent_stop(
         (Decision::Allow(None), "claim-accepted", json!({}))
     } else if stop_hook_active {
         // Re-prompted once already: let the executor end, and tell the coordinator.
-        let mut claims = View(state)
-            .get("unverifiedClaims")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        claims.push(
-            json!({"taskId": id, "missing": missing, "at": rfc3339(now), "agentId": agent_id}),
-        );
+        let entry = crate::claims::UnverifiedClaim {
+            task_id: Some(id),
+            claims: None,
+            missing: &missing,
+            at: rfc3339(now),
+            agent_id,
+        };
         let m = format!(
             "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
             missing.len()
@@ -896,7 +895,7 @@ pub fn decide_subagent_stop(
         (
             Decision::Allow(Some(m)),
             "claim-unverified",
-            json!({"unverifiedClaims": claims}),
+            crate::claims::record_unverified(state, &entry),
         )
     } else {
         let mut r = format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:\n");
