@@ -355,15 +355,11 @@ pub fn decide(
             record_unverified(state, &entry),
         )
     } else {
-        let mut r = String::from(
-            "Your final message claims what no verify run at the current code shows:\n",
+        let r = crate::guard::refusal(
+            "Your final message claims what no verify run at the current code shows:".into(),
+            lines.iter().map(String::as_str),
+            "Record the evidence with `specrun verify run`, or correct the message, then end again.",
         );
-        for l in &lines {
-            r.push_str("- ");
-            r.push_str(l);
-            r.push('\n');
-        }
-        r.push_str("Record the evidence with `specrun verify run`, or correct the message, then end again.");
         (Decision::Block(r), "claim-refused", json!({}))
     };
     let event = json!({

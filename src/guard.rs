@@ -635,16 +635,25 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
             "completion-refused-no-progress".into(),
         ));
     }
-    let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
-    for item in &unmet {
+    let r = refusal(
+        format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:"),
+        unmet.iter().map(|u| u.detail.as_str()),
+        &format!("When every item is done, end with {COMPLETION_TOKEN} again."),
+    );
+    Some((Decision::Block(r), "completion-refused".into()))
+}
+
+/// A re-prompt that lists what is missing: `head`, a `- item` line each, then `tail`.
+pub fn refusal<'a>(head: String, items: impl IntoIterator<Item = &'a str>, tail: &str) -> String {
+    let mut r = head;
+    r.push('\n');
+    for item in items {
         r.push_str("- ");
-        r.push_str(&item.detail);
+        r.push_str(item);
         r.push('\n');
     }
-    r.push_str(&format!(
-        "When every item is done, end with {COMPLETION_TOKEN} again."
-    ));
-    Some((Decision::Block(r), "completion-refused".into()))
+    r.push_str(tail);
+    r
 }
 
 /// Their notification wakes the coordinator; the stop-hook driver, which would re-prompt
@@ -898,15 +907,11 @@ pub fn decide_subagent_stop(
             crate::claims::record_unverified(state, &entry),
         )
     } else {
-        let mut r = format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:\n");
-        for item in &missing {
-            r.push_str("- ");
-            r.push_str(item);
-            r.push('\n');
-        }
-        r.push_str(&format!(
-            "Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."
-        ));
+        let r = refusal(
+            format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:"),
+            missing.iter().map(String::as_str),
+            &format!("Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."),
+        );
         (Decision::Block(r), "claim-refused", json!({}))
     };
     let event = json!({
