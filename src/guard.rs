@@ -1310,6 +1310,23 @@ mod tests {
     }
 
     #[test]
+    fn stop_rules_are_tried_in_the_documented_order() {
+        // DESIGN-NOTES ("The Stop rules are one ordered list") and ARCHITECTURE name it.
+        let rows: Vec<&str> = STOP_RULES.iter().map(|(row, _)| *row).collect();
+        assert_eq!(
+            rows,
+            [
+                "halted",
+                "cap",
+                "completion",
+                "agents-running",
+                "next-task",
+                "allow"
+            ]
+        );
+    }
+
+    #[test]
     fn row3_counts_the_stop_usage_and_stall() {
         let mut s = state();
         s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 2});
