@@ -311,22 +311,8 @@ pub struct StateInitArgs {
     pub restart: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Driver {
-    NativeGoal,
-    StopHook,
-    Manual,
-}
-
-impl Driver {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Driver::NativeGoal => "native-goal",
-            Driver::StopHook => "stop-hook",
-            Driver::Manual => "manual",
-        }
-    }
-}
+/// `--driver`: the state's own `executionDriver` type.
+pub use crate::state::Driver;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

@@ -1,9 +1,23 @@
 //! The execution state document (DESIGN §5), as pure functions over JSON: merge a patch,
 //! type-check known fields, seed an execution, and read fields with their defaults.
-//! Unknown fields are carried through untouched.
+//! Unknown fields are carried through untouched. `State` (typed.rs) is the typed reading
+//! of the same document, `Patch` (patch.rs) the typed writing, `Timestamp` (time.rs) its
+//! times.
+
+mod patch;
+pub mod time;
+mod typed;
+
+pub use patch::Patch;
+pub use time::Timestamp;
+pub use typed::{
+    Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable, Phase, State,
+    Usage,
+};
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
+use time::parse as parse_time;
 
 use crate::error::{Error, Result};
 
@@ -15,7 +29,7 @@ pub const PHASES: &[&str] = &["planning", "execution", "completed", "cancelled"]
 pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
 
 #[derive(Clone, Copy)]
-enum Kind {
+pub(crate) enum Kind {
     UInt,
     OptUInt,
     /// A non-negative number (fractions allowed: dollars) or null.
@@ -68,7 +82,7 @@ impl Kind {
 }
 
 /// The known fields and their types; everything else is the user's and passes through.
-const KNOWN: &[(&str, Kind)] = &[
+pub(crate) const KNOWN: &[(&str, Kind)] = &[
     ("version", Kind::UInt),
     ("name", Kind::Str),
     ("phase", Kind::OneOf(PHASES)),
@@ -706,12 +720,6 @@ pub struct TimeOrigin {
     pub problem: Option<String>,
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 /// The time cap's origin. It fails closed: a missing, unreadable or future `startedAt`
 /// does not turn the cap off; it counts from the earliest sound time the execution
 /// recorded (`guard.clockStartedAt`, which the Stop hook stamps, or an attempt's
@@ -761,7 +769,7 @@ pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
         source,
         problem: Some(format!(
             "{problem}; the time cap counts from {source} ({}) instead",
-            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            time::format_secs(at)
         )),
     }
 }

@@ -217,7 +217,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
     assert!(
-        stop_feedback(&run).is_empty(),
+        stop_feedback(&run, Agent::Main).is_empty(),
         "the honest run was blocked:\n{}",
         run.describe()
     );
@@ -421,7 +421,12 @@ fn e2e_3_premature_completion_is_refused_then_accepted_after_the_fix() {
         next.contains("1 of 3 tasks unchecked (1.3)"),
         "the feedback does not name the unchecked task: {next:?}"
     );
-    assert_eq!(stop_feedback(&run).len(), 1, "{}", run.describe());
+    assert_eq!(
+        stop_feedback(&run, Agent::Main).len(),
+        1,
+        "{}",
+        run.describe()
+    );
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
     assert!(run.result()["result"]
         .as_str()
@@ -576,12 +581,7 @@ fn lying_executor(mode: Mode) {
         Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
     );
 
-    let feedback: Vec<&str> = run
-        .requests_of(Agent::Sub)
-        .into_iter()
-        .filter(|r| r.last_user.contains("Stop hook feedback:"))
-        .map(|r| r.last_user.as_str())
-        .collect();
+    let feedback = stop_feedback(&run, Agent::Sub);
     assert_eq!(
         feedback.len(),
         1,
@@ -684,7 +684,11 @@ fn e2e_6_another_session_is_never_driven_or_counted() {
         "the other session was driven\n{}",
         run.describe()
     );
-    assert!(stop_feedback(&run).is_empty(), "{}", run.describe());
+    assert!(
+        stop_feedback(&run, Agent::Main).is_empty(),
+        "{}",
+        run.describe()
+    );
     assert_eq!(
         run.result()["result"],
         "Here is the answer to your question."
@@ -733,7 +737,7 @@ fn e2e_7_stop_hook_driver_reprompts_with_the_next_task_only() {
         Session::new("Start on the demo spec.").session_id(SESSION),
     );
 
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert!(
         !feedback.is_empty(),
         "the stop-hook driver did not re-prompt\n{}",
@@ -902,12 +906,7 @@ fn e2e_9_spent_budget_denies_delegation_then_the_stop_halts() {
         "a subagent ran despite the spent budget\n{}",
         run.describe()
     );
-    let denied = run
-        .requests
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("do not delegate more work"))
-        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    let denied = run.tool_result(None, "do not delegate more work");
     assert!(
         denied.contains("output tokens 100 >= budget.maxOutputTokens 100"),
         "{denied}"
@@ -1223,7 +1222,7 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
         .filter_map(|r| r.agent_id.clone())
         .collect();
     assert_eq!(executors.len(), 1, "{}", run.describe());
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     if h.client.background_by_default() {
         assert_eq!(feedback.len(), 1, "{}", run.describe());
         let told = &feedback[0];
@@ -1283,8 +1282,12 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
     let run = h.run(
         vec![
             Rule::main().turn(0).reply([workflow]),
+            // Then it tries to restart its way out of the halt.
+            Rule::main().turn(1).reply([bash(&format!(
+                "specrun state init --spec demo --restart --session-id {SESSION}"
+            ))]),
             Rule::main()
-                .turn(1)
+                .turn(2)
                 .reply([text("The workflow did not start; ending the turn.")]),
         ],
         Session::new("Continue the demo spec.").session_id(SESSION),
@@ -1329,7 +1332,14 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
         "{}",
         run.describe()
     );
+    let restart = run.requests_of(Agent::Main)[2].last_tool_results.join("\n");
+    assert!(
+        restart.contains("state init --restart refused inside Claude Code")
+            && restart.contains("`specrun resume --spec demo`"),
+        "the restart was not refused: {restart}"
+    );
     assert_eq!(h.state()["halt"]["kind"], "stall");
+    assert_eq!(h.state()["phase"], "execution");
 }
 
 /// Scenario 11 (issue 11): an executor ticks the boxes with `sed` while its attempt runs,
@@ -1404,7 +1414,7 @@ fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
         run.describe()
     );
     assert_ne!(state["completed"], true, "state: {state:#}");
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert_eq!(feedback.len(), 1, "{}", run.describe());
     for want in [
         "task 1.1 is checked but attempt 1 is still running",
@@ -1461,12 +1471,7 @@ fn e2e_12_a_delegation_after_cancel_is_denied() {
         "an executor ran after the cancel\n{}",
         run.describe()
     );
-    let denied = run
-        .requests
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("was cancelled"))
-        .unwrap_or_else(|| panic!("the Agent call was not denied\n{}", run.describe()));
+    let denied = run.tool_result(None, "was cancelled");
     assert!(denied.contains("specrun resume --spec demo"), "{denied}");
     assert_eq!(h.state()["phase"], "cancelled");
     let denial = h
@@ -1657,17 +1662,40 @@ fn proof_executor_steps(
 /// SubagentStop re-prompt names it too, and the task stays unchecked.
 #[test]
 fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
-    let failing = PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5");
-    let Some(h) = proof_harness(&failing) else {
-        return;
-    };
-    let root = h.root();
     let only_adds = PASSING_TESTS
         .split("\ntest('subtracts'")
         .next()
         .unwrap()
         .to_string()
         + "\n";
+    executor_weakening_a_failing_test(
+        &only_adds,
+        "removed-test at lib/add.test.js:8: test `subtracts` was removed",
+    );
+}
+
+/// Issue 14 (issue 11's skip marker, on the real clients): the same executor keeps the
+/// failing test but marks it skipped, so the suite passes; refused the same way, naming
+/// the skip marker's line.
+#[test]
+fn e2e_14c_executor_skipping_a_failing_test_is_refused_with_the_finding() {
+    let skipped = failing_tests().replace("test('subtracts'", "test.skip('subtracts'");
+    executor_weakening_a_failing_test(&skipped, "skip-marker at lib/add.test.js:8");
+}
+
+/// PASSING_TESTS with the subtract test failing.
+fn failing_tests() -> String {
+    PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5")
+}
+
+/// An executor facing `failing_tests()` writes `weakened` instead of fixing the code, maps both
+/// criteria to the passing test and claims the task, twice. The refusal, the one re-prompt
+/// and the claim kept as unverified all name `finding`; the box stays open.
+fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
+    let Some(h) = proof_harness(&failing_tests()) else {
+        return;
+    };
+    let root = h.root();
     let mut rules = vec![
         Rule::main()
             .turn(0)
@@ -1678,7 +1706,7 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
     ];
     let steps = proof_executor_steps(
         &root,
-        &only_adds,
+        weakened,
         &[
             "specrun ac map 1.1/AC1 --test adds --spec demo",
             "specrun ac map 1.1/AC2 --test adds --spec demo",
@@ -1704,36 +1732,20 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
         Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
     );
 
-    let sub = run.requests_of(Agent::Sub);
-    let refusal = sub
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("task complete 1.1 refused"))
-        .unwrap_or_else(|| panic!("task complete was not refused\n{}", run.describe()));
-    assert!(
-        refusal.contains("removed-test at lib/add.test.js:8: test `subtracts` was removed"),
-        "{refusal}"
-    );
+    let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
+    assert!(refusal.contains(finding), "{refusal}");
     assert!(
         refusal.contains("specrun task justify 1.1 --finding F"),
         "{refusal}"
     );
-    let feedback: Vec<&str> = sub
-        .iter()
-        .filter(|r| r.last_user.contains("Stop hook feedback:"))
-        .map(|r| r.last_user.as_str())
-        .collect();
+    let feedback = stop_feedback(&run, Agent::Sub);
     assert_eq!(
         feedback.len(),
         1,
         "re-prompted exactly once\n{}",
         run.describe()
     );
-    assert!(
-        feedback[0].contains("removed-test at lib/add.test.js:8"),
-        "{}",
-        feedback[0]
-    );
+    assert!(feedback[0].contains(finding), "{}", feedback[0]);
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert!(
         h.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
@@ -1741,7 +1753,8 @@ fn e2e_14a_executor_deleting_a_failing_test_is_refused_with_the_finding() {
     );
     let state = h.state();
     let kept = state["unverifiedClaims"].to_string();
-    assert!(kept.contains("removed-test"), "state: {state:#}");
+    let kind = finding.split(' ').next().unwrap();
+    assert!(kept.contains(kind), "state: {state:#}");
     let refused: Vec<Value> = h
         .events()
         .into_iter()
@@ -1802,13 +1815,7 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     let state = h.completed_state(&run);
     assert!(state.get("unverifiedClaims").is_none(), "state: {state:#}");
-    let status = run
-        .requests_of(Agent::Main)
-        .iter()
-        .flat_map(|r| r.last_tool_results.iter())
-        .find(|t| t.contains("1.1/AC2"))
-        .cloned()
-        .unwrap_or_else(|| panic!("no ac status output\n{}", run.describe()));
+    let status = run.tool_result(Some(Agent::Main), "1.1/AC2");
     assert!(
         status.contains("2 covered by tests, 0 manual, 0 uncovered"),
         "{status}"
@@ -2039,12 +2046,152 @@ fn e2e_19_a_coordinator_forging_the_record_is_refused() {
         "an executor ran in Claude Code's worktree\n{}",
         run.describe()
     );
-    let feedback = stop_feedback(&run);
+    let feedback = stop_feedback(&run, Agent::Main);
     assert!(
         feedback.first().is_some_and(
             |f| f.contains("ticked during this execution without `specrun task complete`")
         ),
         "{}",
+        run.describe()
+    );
+}
+
+/// Scenario 20 (issue 11, on the real clients): an executor whose note is wrong records
+/// evidence with another command than the task's Verify (`--command true`), tries the
+/// person's override (`--accept-other`) from inside Claude Code, and claims the task. The
+/// evidence is marked as not the task's, the override is refused, `task complete` refuses,
+/// the SubagentStop sends the claim back once naming the command it ran, and the insisted
+/// claim is kept for the coordinator as unverified; the box stays open.
+#[test]
+fn e2e_20_an_executor_verifying_with_another_command_is_refused() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let mut rules = delegate_one_task_as("1.1", "Task 1.1 reported back.", Mode::Background);
+    let steps = vec![
+        bash("specrun task start 1.1 --spec demo"),
+        e2e::write_file(&root, "notes/alpha.txt", "nothing yet\n"),
+        e2e::critique_step("1.1", "post-code"),
+        bash("specrun verify run --task 1.1 --command true --spec demo"),
+        bash("specrun verify run --task 1.1 --command true --accept-other 'the grep is flaky' --spec demo"),
+        e2e::critique_step("1.1", "post-test"),
+        bash("specrun task complete 1.1 --check --spec demo"),
+    ];
+    let n = steps.len();
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        steps,
+        "Verified.\nTASK_COMPLETE 1.1",
+    ));
+    // Sent back: it insists.
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text("It passes.\nTASK_COMPLETE 1.1")]),
+    );
+    rules.extend(waiting_rules());
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let sub = Some(Agent::Sub);
+    let other = run.tool_result(sub, "is not its Verify command");
+    assert!(
+        other.contains("`true` is not its Verify command `grep -q ALPHA notes/alpha.txt`"),
+        "{other}"
+    );
+    run.tool_result(sub, "a person's decision");
+    let refusal = run.tool_result(sub, "task complete 1.1 refused");
+    assert!(
+        refusal.contains("taskEvidence[1.1] is not the task's (it ran `true`"),
+        "{refusal}"
+    );
+    let feedback = stop_feedback(&run, Agent::Sub);
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    assert!(
+        feedback[0].contains("evidence for task 1.1 does not count: it ran `true`"),
+        "{}",
+        feedback[0]
+    );
+    assert_eq!(h.task_count()["completed"], 0, "{}", run.describe());
+    let state = h.state();
+    assert_eq!(
+        state["taskEvidence"]["1.1"]["ownVerify"], false,
+        "{state:#}"
+    );
+    assert!(state["taskEvidence"]["1.1"].get("acceptedOther").is_none());
+    assert_eq!(state["unverifiedClaims"][0]["taskId"], "1.1", "{state:#}");
+}
+
+/// Scenario 21 (issue 11, on the real clients): the coordinator replaces the events log and
+/// the progress file with links to files outside the project, then runs task 1.1 with an
+/// honest executor. No hook or verb writes through a link (the outside files keep their
+/// bytes), each names the link, the task's completion still counts (its progress line is
+/// a warning) and the session is never trapped.
+#[test]
+fn e2e_21_links_planted_at_bookkeeping_paths_carry_no_write_outside() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let outside = tempfile::tempdir().unwrap();
+    let (events, progress) = (
+        outside.path().join("events.jsonl"),
+        outside.path().join("progress.md"),
+    );
+    std::fs::write(&events, "OUTSIDE\n").unwrap();
+    std::fs::write(&progress, "OUTSIDE\n").unwrap();
+    let plant = format!(
+        "mkdir -p .specrun && ln -sf {} .specrun/events.jsonl && ln -sf {} specs/demo/.progress.md && echo PLANTED",
+        events.display(),
+        progress.display()
+    );
+    let mut rules = vec![
+        Rule::main().turn(0).reply([bash(&plant)]),
+        Rule::main().last_tool_result("PLANTED").reply([delegate_as(
+            EXECUTOR,
+            "1.1",
+            Mode::Background,
+        )]),
+        Rule::main()
+            .result("TASK_COMPLETE 1.1")
+            .reply([text("Task 1.1 reported back.")]),
+    ];
+    rules.extend(honest_executor(
+        &root,
+        "1.1",
+        Some(("notes/alpha.txt", "ALPHA\n")),
+        "grep -q ALPHA notes/alpha.txt",
+    ));
+    rules.extend(waiting_rules());
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert_eq!(std::fs::read_to_string(&events).unwrap(), "OUTSIDE\n");
+    assert_eq!(std::fs::read_to_string(&progress).unwrap(), "OUTSIDE\n");
+    // The executor's verbs warned and went on: the completion counts, its log lines did
+    // not go through the links.
+    let complete = run.tool_result(Some(Agent::Sub), "task 1.1 is complete, but");
+    assert!(complete.contains("symbolic link"), "{complete}");
+    assert!(h.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+    let stops = run.hook_responses("Stop");
+    assert!(
+        stops.iter().any(|r| r["stdout"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("symbolic link")),
+        "no Stop hook named the link\n{}",
         run.describe()
     );
 }

@@ -756,3 +756,61 @@ fn evidence_is_recorded_when_the_specrun_directory_is_gitignored() {
     ok_in(&p.root(), &["verify", "run", "--command", "true"]);
     ok_in(&p.root(), &["verify", "status"]);
 }
+
+/// The coordinator's shortcut: both members completed in their worktrees (which ticks the
+/// main checkout's boxes), the phase verified on the base, `ALL_TASKS_COMPLETE` claimed
+/// without `group merge`. The Stop hook refuses (`group-unmerged`, naming the members and
+/// the merge command) and `snapshot` says the completion is unearned; after the merge and
+/// a fresh phase verify the same claim is accepted.
+#[test]
+fn a_completion_claim_before_the_group_is_merged_is_refused() {
+    use crate::hook_common::{json_of, run_hook, stop_stdin, SESSION};
+    let p = TempProject::git();
+    p.git_cmd(&["config", "user.email", "t@example.com"]);
+    p.git_cmd(&["config", "user.name", "t"]);
+    p.spec(
+        "demo",
+        "# Tasks\n\n- [ ] 1.1 [P] Alpha\n  - **Files**: a.txt\n  - **Verify**: `test -f a.txt`\n- [ ] 1.2 [P] Beta\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n",
+    );
+    p.write(".gitignore", ".specrun/\n");
+    p.commit_all("spec");
+    ok_in(
+        &p.root(),
+        &["state", "init", "--spec", "demo", "--session-id", SESSION],
+    );
+    let a = start(&p, "1.1");
+    let b = start(&p, "1.2");
+    finish_member(&a, "1.1", &[("a.txt", "A\n")], "test -f a.txt");
+    finish_member(&b, "1.2", &[("b.txt", "B\n")], "test -f b.txt");
+    assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.2"));
+    let phase = ["verify", "run", "--phase", "execution", "--command", "true"];
+    ok_in(&p.root(), &phase);
+
+    let claim = stop_stdin(&p, "ALL_TASKS_COMPLETE", false, None);
+    let refused = json_of(&run_hook(&p, "stop", claim.clone()));
+    let reason = refused["reason"].as_str().unwrap_or_default();
+    assert_eq!(refused["decision"], "block", "{refused}");
+    assert!(
+        reason.contains("not merged: 1.1") && reason.contains("`specrun group merge --spec demo`"),
+        "{reason}"
+    );
+    let snapshot: Value = serde_json::from_str(&ok_in(&p.root(), &["snapshot"])).unwrap();
+    assert!(
+        snapshot["gates"]
+            .to_string()
+            .contains("completion-unearned"),
+        "{snapshot}"
+    );
+    assert_ne!(p.state("demo")["completed"], true);
+
+    let (code, doc) = merge(&p);
+    assert_eq!(
+        (code, &doc["groupStatus"]),
+        (0, &Value::from("complete")),
+        "{doc}"
+    );
+    ok_in(&p.root(), &phase);
+    let accepted = run_hook(&p, "stop", claim);
+    assert!(!accepted.contains("\"block\""), "{accepted}");
+    assert_eq!(p.state("demo")["completed"], true);
+}

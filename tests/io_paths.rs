@@ -271,3 +271,27 @@ fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo() {
     assert_eq!(ran.code, Some(2));
     assert!(!outside.path().join("s.json").exists());
 }
+
+/// A link at .progress.md is found only after `task complete` has ticked the box and
+/// written the state: the verb says the task is complete and warns that its progress line
+/// was not written (exit 0), instead of an error for a change already made.
+#[test]
+fn a_linked_progress_file_warns_after_a_completion_it_does_not_undo() {
+    let p = fresh();
+    run(&p, &["task", "start", "1.1"]);
+    ready_to_complete(&p, "1.1");
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("progress.md");
+    std::fs::write(&target, "OUTSIDE\n").unwrap();
+    std::os::unix::fs::symlink(&target, p.path("specs/demo/.progress.md")).unwrap();
+    let (code, out, err) = run(&p, &["task", "complete", "1.1", "--check"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("task 1.1 is complete, but its .progress.md line was not written")
+            && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+    assert_eq!(p.state("demo")["attempts"]["1.1"][0]["status"], "done");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "OUTSIDE\n");
+}

@@ -284,11 +284,17 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
-        held.ex.append_progress(
-            protocol::COMPLETED_HEADING,
-            line,
-            line.strip_prefix("- [x] "),
-        )?;
+        // The completion is the box and the state, both written by now; the progress line
+        // is its log. An error here would report a failure for a change already made.
+        let dedupe = line.strip_prefix("- [x] ");
+        if let Err(e) = held
+            .ex
+            .append_progress(protocol::COMPLETED_HEADING, line, dedupe)
+        {
+            out.notes.push(format!(
+                "warning: task {id} is complete, but its .progress.md line was not written: {e}"
+            ));
+        }
         crate::fault::point("complete:progress-written");
     }
     held.ex.record_event(
@@ -414,7 +420,13 @@ fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) 
         f.line,
         f.detail
     );
-    ex.append_progress(proof::JUSTIFICATIONS_HEADING, &line, None)?;
+    // The justification is recorded in the state already; the progress line is its log.
+    if let Err(e) = ex.append_progress(proof::JUSTIFICATIONS_HEADING, &line, None) {
+        output::warn(&format!(
+            "{} is justified, but its .progress.md line was not written: {e}",
+            f.id
+        ));
+    }
     ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
     );
     if args.json {

@@ -302,6 +302,14 @@ pub fn commit_subject(task_id: &str) -> &'static str {
     }
 }
 
+/// The Write tool call putting `content` at `file` (relative to `project`).
+pub fn write_file(project: &Path, file: &str, content: &str) -> Block {
+    tool(
+        "Write",
+        json!({"file_path": project.join(file).display().to_string(), "content": content}),
+    )
+}
+
 /// The commands an honest executor runs for one task, in the order the executor workflow
 /// (references/executor-workflow.md) and the agent file give them: start the attempt,
 /// edit, post-code critique (5.5), record evidence (6), post-test critique (6.5), commit
@@ -315,10 +323,7 @@ pub fn executor_steps(
     let critique = |stage: &str| critique_step(task_id, stage);
     let mut steps = vec![bash(&format!("specrun task start {task_id} --spec demo"))];
     if let Some((file, content)) = edit {
-        steps.push(tool(
-            "Write",
-            json!({"file_path": project.join(file).display().to_string(), "content": content}),
-        ));
+        steps.push(write_file(project, file, content));
     }
     steps.push(critique("post-code"));
     steps.push(bash(&format!(
@@ -396,9 +401,10 @@ pub fn honest_executor(
     )
 }
 
-/// The latest main-agent request whose last user message carries Stop hook feedback.
-pub fn stop_feedback(run: &runner::Run) -> Vec<String> {
-    run.requests_of(fake_model::Agent::Main)
+/// What the Stop or SubagentStop hook fed back to `agent`: the last user message of each of
+/// its requests that carries hook feedback.
+pub fn stop_feedback(run: &runner::Run, agent: fake_model::Agent) -> Vec<String> {
+    run.requests_of(agent)
         .into_iter()
         .filter(|r| r.last_user.contains("Stop hook feedback:"))
         .map(|r| r.last_user.clone())

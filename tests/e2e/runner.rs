@@ -200,6 +200,17 @@ impl Run {
         self.requests.iter().filter(|r| r.agent == agent).collect()
     }
 
+    /// The first tool result sent to `agent` (any agent when None) that contains `needle`;
+    /// panics with the run's account when there is none.
+    pub fn tool_result(&self, agent: Option<Agent>, needle: &str) -> &str {
+        self.requests
+            .iter()
+            .filter(|r| agent.is_none_or(|a| r.agent == a))
+            .flat_map(|r| r.last_tool_results.iter())
+            .find(|t| t.contains(needle))
+            .unwrap_or_else(|| panic!("no tool result with {needle:?}\n{}", self.describe()))
+    }
+
     /// `hook_response` events for one hook event name (e.g. "Stop").
     pub fn hook_responses(&self, event: &str) -> Vec<&Value> {
         self.events
