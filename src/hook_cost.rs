@@ -255,8 +255,9 @@ fn fail_by_guard(
     let Ok(task) = list.find(id) else {
         return Ok(None);
     };
+    let typed = state::State::from_value(state)?; // issue-12 boundary
     let input = |insert| FailInput {
-        state,
+        state: &typed,
         list,
         task,
         reason,
@@ -264,7 +265,7 @@ fn fail_by_guard(
         head,
         now,
     };
-    let recovery = state::View(state).recovery_mode();
+    let recovery = typed.recovery_mode();
     // A fix task that cannot be planned (limits) still leaves the failure recorded.
     let out = match protocol::fail(&input(recovery)) {
         Ok(out) => out,

@@ -16,7 +16,8 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
-    let mut out = protocol::cancel(&state, &now_rfc3339());
+    let typed = crate::state::State::from_value(&state)?; // issue-12 boundary
+    let mut out = protocol::cancel(&typed, &now_rfc3339());
     // Isolated members leave no worktree behind; their work is saved to a ref first.
     let (members_patch, saved) = isolation::cancel_members(project, spec, &state)?;
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));

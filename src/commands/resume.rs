@@ -27,7 +27,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         usd_spent: usd_spent(project, &state),
     };
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
-    match protocol::resume(&state, raises, session, &now_rfc3339()) {
+    let typed = crate::state::State::from_value(&state)?; // issue-12 boundary
+    match protocol::resume(&typed, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(json!({"event": "resume", "refused": names}));

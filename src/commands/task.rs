@@ -22,7 +22,7 @@ use crate::project::{Project, Spec};
 use crate::proof;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 use crate::saved_work;
-use crate::state;
+use crate::state::{self, State};
 use crate::store;
 use crate::tasks::Task;
 use crate::tasks_file::{self, LoadedTasks};
@@ -95,8 +95,8 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     }
     let mut head = git::head(&project.tree);
     let now = now_rfc3339();
-    let decide =
-        |head: Option<&str>| protocol::start(&held.state, &held.tasks.list, task, head, &now);
+    let typed = State::from_value(&held.state)?; // issue-12 boundary
+    let decide = |head: Option<&str>| protocol::start(&typed, &held.tasks.list, task, head, &now);
     let mut out = match decide(head.as_deref()) {
         Err(unmet) => return Ok(refuse_start(&unmet)),
         Ok(out) => out,
@@ -236,8 +236,9 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         Some((key, facts)) if key == evidence_key(&held.state, task) => facts,
         _ => evidence_facts(project, spec, &held.state, task),
     };
+    let typed = State::from_value(&held.state)?; // issue-12 boundary
     let input = CompleteInput {
-        state: &held.state,
+        state: &typed,
         list: &held.tasks.list,
         task,
         check,
@@ -321,8 +322,9 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     };
     let branch = member.as_ref().map(|(m, _)| m.branch.clone());
     let now = now_rfc3339();
+    let typed = State::from_value(&held.state)?; // issue-12 boundary
     let input = FailInput {
-        state: &held.state,
+        state: &typed,
         list: &held.tasks.list,
         task,
         reason,
@@ -471,7 +473,8 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
         _ => Vec::new(),
     };
-    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
+    let typed = State::from_value(&held.state)?; // issue-12 boundary
+    let plan = match protocol::plan_rollback(&typed, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
             return Ok(refused(&held.ex, "rollback", &id, &unmet, args.json));
         }
@@ -530,7 +533,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         git::run(root, &args, &[])?;
     }
     crate::fault::point("rollback:tree-reset");
-    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
         held.ex.write_state(&held.state, patch)?;
     }
@@ -571,13 +574,14 @@ fn rollback_isolated(
         Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
-    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
+    let typed = State::from_value(&held.state)?; // issue-12 boundary
+    let plan = match protocol::plan_rollback(&typed, task, head.as_deref(), &changed, force) {
         Err(unmet) => return Ok(refused(&held.ex, "rollback", &id, &unmet, json_out)),
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
         isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
-    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
     let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
     state::merge_into(&mut patch, &member_patch);
     held.ex.write_state(&held.state, &patch)?;

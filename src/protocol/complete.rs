@@ -1,14 +1,12 @@
 //! `task complete`: the running attempt is done, once its evidence, both critique records
 //! and the box hold.
 
-use serde_json::{json, Value};
-
 use super::{
-    attempts, attempts_patch, decide, execution_gates, n_of, short_commit, status_of, unchanged,
-    Transition, Unmet,
+    decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
 use crate::critique::Stored;
 use crate::evidence::Freshness;
+use crate::state::{Attempt, Nullable, Patch, State};
 use crate::tasks::{Task, TaskList};
 
 /// Freshness of one evidence slot and, when recorded, its `startedAt`.
@@ -36,7 +34,7 @@ impl EvidenceFact {
 }
 
 pub struct CompleteInput<'a> {
-    pub state: &'a Value,
+    pub state: &'a State,
     pub list: &'a TaskList,
     pub task: &'a Task,
     /// `--check`: tick the box as part of completing.
@@ -64,27 +62,27 @@ impl CompleteInput<'_> {
 }
 
 pub fn complete(input: &CompleteInput<'_>) -> Result<Transition, Vec<Unmet>> {
-    let history = attempts(input.state, &input.task.label());
-    if let Some(done) = repeat(input.task, &history) {
+    let history = input.state.attempts_of(&input.task.label());
+    if let Some(done) = repeat(input.task, history) {
         return Ok(done);
     }
-    decide(unmet(input, &history), || apply(input, history))
+    decide(unmet(input, history), || apply(input, history.to_vec()))
 }
 
 /// A task already complete: nothing to write, but the progress line goes with it (a run
 /// killed before writing it left it out).
-fn repeat(task: &Task, history: &[Value]) -> Option<Transition> {
+fn repeat(task: &Task, history: &[Attempt]) -> Option<Transition> {
     let done = history
         .last()
         .filter(|a| task.checked && status_of(a) == "done")?;
-    let commit = done.get("endCommit").and_then(Value::as_str);
+    let commit = done.end_commit.get().map(String::as_str);
     Some(Transition {
         progress_line: Some(progress_line(task, commit)),
         ..unchanged(format!("task {} is already complete", task.label()))
     })
 }
 
-fn unmet(input: &CompleteInput<'_>, history: &[Value]) -> Vec<Unmet> {
+fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
     let id = input.task.label();
     let mut unmet = Vec::new();
     execution_gates(input.state, &mut unmet);
@@ -112,7 +110,7 @@ fn unmet(input: &CompleteInput<'_>, history: &[Value]) -> Vec<Unmet> {
 }
 
 /// The last attempt must be running.
-fn attempt_running(id: &str, last: Option<&Value>) -> Option<Unmet> {
+fn attempt_running(id: &str, last: Option<&Attempt>) -> Option<Unmet> {
     let detail = match last {
         None => format!("task {id} was never started: run `specrun task start {id}` first"),
         Some(a) if status_of(a) != "running" => format!(
@@ -168,19 +166,20 @@ fn progress_line(task: &Task, commit: Option<&str>) -> String {
     format!("- [x] {} {} — {commit}", task.label(), task.title)
 }
 
-fn apply(input: &CompleteInput<'_>, mut history: Vec<Value>) -> Transition {
+fn apply(input: &CompleteInput<'_>, mut history: Vec<Attempt>) -> Transition {
     let task = input.task;
     let id = task.label();
     let last = history.last_mut().expect("a running attempt was found");
     let n = n_of(last);
-    last["status"] = json!("done");
-    last["endedAt"] = json!(input.now);
-    last["endCommit"] = json!(input.head);
+    last.status = Some("done".into());
+    last.ended_at = Nullable::Set(stamp(input.now));
+    last.end_commit = input.head.map(str::to_string).into();
     let next = input.list.next_index_after(task.index);
-    let mut patch = attempts_patch(&id, history);
-    patch["taskIndex"] = json!(next);
-    patch["taskIteration"] = json!(0);
-    patch["totalTasks"] = json!(input.list.tasks.len());
+    let patch = Patch::new()
+        .attempts(&id, &history)
+        .task_index(next as u64)
+        .task_iteration(0)
+        .total_tasks(input.list.tasks.len() as u64);
     let commit = input.head.map(short_commit).unwrap_or("no commit");
     let next_label = input
         .list
@@ -196,7 +195,7 @@ fn apply(input: &CompleteInput<'_>, mut history: Vec<Value>) -> Transition {
         })
         .collect();
     Transition {
-        patch: Some(patch),
+        patch: Some(patch.to_value()),
         message: format!("task {id} complete (attempt {n}, {commit}); {next_label}"),
         notes,
         changed: true,
@@ -221,7 +220,7 @@ mod tests {
     }
 
     fn complete_input<'a>(
-        state: &'a Value,
+        state: &'a State,
         list: &'a TaskList,
         task: &'a Task,
     ) -> CompleteInput<'a> {
@@ -244,8 +243,9 @@ mod tests {
     fn complete_names_every_unmet_precondition() {
         let list = parse(TASKS);
         let s = exec_state();
+        let ts = typed(&s);
         let task = list.find("2").unwrap();
-        let mut input = complete_input(&s, &list, task);
+        let mut input = complete_input(&ts, &list, task);
         input.task_evidence = EvidenceFact {
             freshness: Freshness::Stale,
             ended_at: Some("x".into()),
@@ -271,7 +271,7 @@ mod tests {
             .detail
             .contains("does not count (1 issue(s) found but not fixed)"));
         // Fresh and passing, but another command than the task's Verify: refused.
-        let mut input = complete_input(&s, &list, task);
+        let mut input = complete_input(&ts, &list, task);
         input.task_evidence = fresh("2026-01-01T00:05:00Z");
         input.task_evidence.mismatch = Some("it ran `true`, not …".into());
         let err = complete(&input).unwrap_err();
@@ -283,8 +283,12 @@ mod tests {
             "{err:?}"
         );
         // Post-test older than the evidence (which ended at 00:05).
-        let started = after(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
-        let mut input = complete_input(&started, &list, task);
+        let started = after(
+            &s,
+            &start(&typed(&s), &list, task, Some("abc"), NOW).unwrap(),
+        );
+        let typed_started = typed(&started);
+        let mut input = complete_input(&typed_started, &list, task);
         input.post_test = usable("2026-01-01T00:04:59Z");
         input.check = true;
         assert_eq!(
@@ -298,8 +302,12 @@ mod tests {
         let list = parse(TASKS);
         let s = exec_state();
         let task = list.find("2").unwrap();
-        let started = after(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
-        let mut input = complete_input(&started, &list, task);
+        let started = after(
+            &s,
+            &start(&typed(&s), &list, task, Some("abc"), NOW).unwrap(),
+        );
+        let typed_started = typed(&started);
+        let mut input = complete_input(&typed_started, &list, task);
         input.check = true;
         // Phase evidence alone also vouches.
         input.task_evidence = missing();
@@ -314,7 +322,12 @@ mod tests {
         assert_eq!(done["attempts"]["2"][0]["status"], "done");
         assert_eq!(done["attempts"]["2"][0]["endCommit"], "0123456789abcdef");
         let ticked = parse(&TASKS.replace("- [ ] 2", "- [x] 2"));
-        let again = complete(&complete_input(&done, &ticked, ticked.find("2").unwrap())).unwrap();
+        let again = complete(&complete_input(
+            &typed(&done),
+            &ticked,
+            ticked.find("2").unwrap(),
+        ))
+        .unwrap();
         assert!(!again.changed);
         assert!(again.message.contains("already complete"));
     }

@@ -1,17 +1,15 @@
 //! `task fail`: the attempt failed (counted against `maxTaskIterations`, halting at the
 //! cap); in recovery mode with the fix task that follows it.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map};
 
 use super::fix::{fix_map_patch, plan_fix, FixTask};
-use super::{
-    attempts, attempts_patch, count_failure, n_of, status_of, unchanged, Transition, Unmet,
-};
-use crate::state::{self, View};
+use super::{count_failure, n_of, resume_command, stamp, status_of, unchanged, Transition, Unmet};
+use crate::state::{Attempt, Nullable, Patch, State};
 use crate::tasks::{Task, TaskList};
 
 pub struct FailInput<'a> {
-    pub state: &'a Value,
+    pub state: &'a State,
     pub list: &'a TaskList,
     pub task: &'a Task,
     pub reason: &'a str,
@@ -25,7 +23,7 @@ pub struct FailInput<'a> {
 struct Failing<'a> {
     input: &'a FailInput<'a>,
     reason: &'a str,
-    history: Vec<Value>,
+    history: Vec<Attempt>,
     /// Refusals whatever the flags (an empty reason, a completed task).
     refused: Vec<Unmet>,
     /// The last attempt failed already: a repeat, or `--insert` after a plain fail.
@@ -38,7 +36,7 @@ impl<'a> Failing<'a> {
     fn read(input: &'a FailInput<'a>) -> Self {
         let id = input.task.label();
         let reason = input.reason.trim();
-        let history = attempts(input.state, &id);
+        let history = input.state.attempts_of(&id).to_vec();
         let last_status = history.last().map(status_of);
         let mut refused = Vec::new();
         if reason.is_empty() {
@@ -51,7 +49,7 @@ impl<'a> Failing<'a> {
             ));
         }
         let already_failed = last_status == Some("failed");
-        let recovery = View(input.state).recovery_mode();
+        let recovery = input.state.recovery_mode();
         let fix = (recovery && refused.is_empty())
             .then(|| plan_fix(input.state, input.list, input.task, reason));
         Failing {
@@ -87,7 +85,7 @@ fn unmet(f: &Failing<'_>) -> Vec<Unmet> {
         return unmet;
     }
     match &f.fix {
-        _ if !View(f.input.state).recovery_mode() => unmet.push(Unmet::new(
+        _ if !f.input.state.recovery_mode() => unmet.push(Unmet::new(
             "recovery-mode",
             "recovery mode is off: fix tasks are only written with `state init --recovery-mode`",
         )),
@@ -98,7 +96,7 @@ fn unmet(f: &Failing<'_>) -> Vec<Unmet> {
     let fix_pending = f
         .history
         .last()
-        .is_some_and(|a| a.get("fixTaskId").is_none_or(Value::is_null));
+        .is_some_and(|a| a.fix_task_id.get().is_none());
     if f.already_failed && !fix_pending {
         unmet.push(Unmet::new(
             "fix-pending",
@@ -121,90 +119,98 @@ fn apply(f: Failing<'_>) -> Transition {
         ..
     } = f;
     let mut out = Transition {
-        patch: Some(json!({})),
         changed: true,
         ..Default::default()
     };
+    let mut patch = Patch::new();
     if already_failed {
         let n = history.last().map(n_of).unwrap_or(1);
         out.message = format!("task {} attempt {n} already failed", input.task.label());
     } else {
-        record_failure(input, reason, &mut history, &mut out);
+        patch = record_failure(input, reason, &mut history, &mut out);
     }
-    let fix = fix.and_then(|planned| with_fix(input, reason, planned, &mut history, &mut out));
+    let fix = fix.and_then(|planned| {
+        let (fix, fix_patch) = with_fix(input, reason, planned, &mut history, &mut out);
+        patch = std::mem::take(&mut patch).merge(fix_patch);
+        fix
+    });
     out.fix = fix.filter(|_| input.insert);
-    let patch = out.patch.get_or_insert_with(|| json!({}));
-    state::merge_into(patch, &attempts_patch(&input.task.label(), history));
+    out.patch = Some(patch.attempts(&input.task.label(), &history).to_value());
     out
 }
 
 /// The last attempt (one marked `notStarted` when there is none: the executor's own
 /// `task start` was refused, and the delegation still counts, so a loop of refused starts
-/// ends at the task cap too) becomes failed and counts, halting at the cap.
+/// ends at the task cap too) becomes failed and counts, halting at the cap. Returns the
+/// patch so far.
 fn record_failure(
     input: &FailInput<'_>,
     reason: &str,
-    history: &mut Vec<Value>,
+    history: &mut Vec<Attempt>,
     out: &mut Transition,
-) {
+) -> Patch {
     let id = input.task.label();
-    let view = View(input.state);
     let n = history.last().map(n_of).unwrap_or(1);
     let not_started = history.is_empty();
     if not_started {
-        history.push(json!({"n": 1, "startedAt": null, "startCommit": null, "notStarted": true}));
+        history.push(Attempt {
+            n: Some(1),
+            started_at: Nullable::Null,
+            start_commit: Nullable::Null,
+            other: Map::from_iter([("notStarted".to_string(), json!(true))]),
+            ..Default::default()
+        });
     }
     let last = history.last_mut().expect("an attempt exists");
-    last["status"] = json!("failed");
-    last["endedAt"] = json!(input.now);
-    last["endCommit"] = json!(input.head);
-    last["reason"] = json!(reason);
-    let patch = out.patch.get_or_insert_with(|| json!({}));
-    let (iteration, halt) = count_failure(view, &id, reason, input.now, patch);
+    last.status = Some("failed".into());
+    last.ended_at = Nullable::Set(stamp(input.now));
+    last.end_commit = input.head.map(str::to_string).into();
+    last.reason = Nullable::Set(reason.to_string());
+    let (patch, iteration, halt) = count_failure(input.state, &id, reason, input.now, Patch::new());
     let before = if not_started {
         " before it started"
     } else {
         ""
     };
-    let max = view.max_task_iterations();
+    let max = input.state.max_task_iterations();
     out.message = format!("task {id} attempt {n} failed{before} ({iteration}/{max} iterations)");
     let Some(why) = halt else {
-        return;
+        return patch;
     };
-    let mut halted_doc = input.state.clone();
-    state::merge_into(&mut halted_doc, patch);
     out.halted = true;
     out.message.push_str("; execution halted");
     out.notes.push(format!(
         "halted: {why}; to continue: `{}`",
-        state::resume_command(view.name().unwrap_or("<spec>"), View(&halted_doc))
+        resume_command(input.state, Some(&patch))
     ));
+    patch
 }
 
 /// Recovery mode's fix task: recorded (and inserted by the caller) with `--insert`, else
-/// printed for the coordinator to insert. Returns the fix when one was planned.
+/// printed for the coordinator to insert. Returns the fix when one was planned, and what
+/// recording it adds to the patch.
 fn with_fix(
     input: &FailInput<'_>,
     reason: &str,
     planned: Result<FixTask, Unmet>,
-    history: &mut [Value],
+    history: &mut [Attempt],
     out: &mut Transition,
-) -> Option<FixTask> {
+) -> (Option<FixTask>, Patch) {
     let id = input.task.label();
     let f = match planned {
         Ok(f) => f,
         Err(why) => {
             out.notes.push(format!("recovery: no fix task ({why})"));
-            return None;
+            return (None, Patch::new());
         }
     };
+    let mut patch = Patch::new();
     if input.insert {
         if let Some(last) = history.last_mut() {
-            last["fixTaskId"] = json!(f.id);
+            last.fix_task_id = Nullable::Set(f.id.clone());
         }
         let total = input.list.tasks.len() + usize::from(!f.adopted);
-        let patch = out.patch.get_or_insert_with(|| json!({}));
-        state::merge_into(patch, &fix_map_patch(input.state, &f, reason, total));
+        patch = fix_map_patch(input.state, &f, reason, total);
         out.message.push_str(&if f.adopted {
             format!(
                 "; fix task {} (already in tasks.md) recorded for {id}",
@@ -224,7 +230,7 @@ fn with_fix(
         ));
         out.notes.extend(f.lines.iter().cloned());
     }
-    Some(f)
+    (Some(f), patch)
 }
 
 #[cfg(test)]
@@ -232,7 +238,9 @@ mod tests {
     use super::super::start;
     use super::super::test_support::*;
     use super::*;
+    use crate::state;
     use crate::tasks::parse;
+    use serde_json::Value;
 
     #[test]
     fn fail_counts_halts_at_the_cap_and_refuses_after_complete() {
@@ -241,7 +249,7 @@ mod tests {
         let task = list.find("2").unwrap();
         let fail_in = |state: &Value| {
             fail(&FailInput {
-                state,
+                state: &typed(state),
                 list: &list,
                 task,
                 reason: "tests red",
@@ -259,7 +267,7 @@ mod tests {
         let s0 = after(&s, &o0);
         assert_eq!(s0["attempts"]["2"][0]["status"], "failed");
         assert_eq!(s0["attempts"]["2"][0]["notStarted"], true);
-        let s1 = after(&s, &start(&s, &list, task, Some("a"), NOW).unwrap());
+        let s1 = after(&s, &start(&typed(&s), &list, task, Some("a"), NOW).unwrap());
         let o1 = fail_in(&s1).unwrap();
         assert!(!o1.halted);
         let s2 = after(&s1, &o1);
@@ -274,7 +282,10 @@ mod tests {
             !fail_in(&s2).unwrap().changed,
             "a second fail of the same attempt counted"
         );
-        let s3 = after(&s2, &start(&s2, &list, task, Some("a"), NOW).unwrap());
+        let s3 = after(
+            &s2,
+            &start(&typed(&s2), &list, task, Some("a"), NOW).unwrap(),
+        );
         let o3 = fail_in(&s3).unwrap();
         assert!(o3.halted && o3.message.contains("halted"));
         let s4 = after(&s3, &o3);
@@ -282,7 +293,7 @@ mod tests {
         assert!(o3.notes[0].contains("--raise-task 4"), "{:?}", o3.notes);
         let ticked = parse(&TASKS.replace("- [ ] 2", "- [x] 2"));
         let err = fail(&FailInput {
-            state: &s1,
+            state: &typed(&s1),
             list: &ticked,
             task: ticked.find("2").unwrap(),
             reason: "x",

@@ -1,9 +1,8 @@
 //! Fix-task planning for recovery mode: the `[FIX x]` block a failure adds after its
 //! task, within the limits on how many and how deep.
 
-use serde_json::{json, Value};
-
 use super::{Unmet, MAX_FIX_DEPTH, MAX_FIX_TASKS_PER_TASK, MAX_ID_PARTS};
+use crate::state::{FixEntry, Nullable, Patch, State};
 use crate::tasks::{Task, TaskList};
 
 /// A fix task to print or insert after its task's block.
@@ -34,7 +33,7 @@ fn fix_depth(list: &TaskList, task: &Task) -> usize {
 
 /// The fix task that would follow `task` now, or why there can be none.
 pub fn plan_fix(
-    state: &Value,
+    state: &State,
     list: &TaskList,
     task: &Task,
     reason: &str,
@@ -46,7 +45,7 @@ pub fn plan_fix(
             format!("task {id} has no id to derive a fix id from"),
         ));
     }
-    let entry = state.get("fixTaskMap").and_then(|m| m.get(&id));
+    let entry = state.fix_entry(&id);
     let fixes: Vec<&Task> = list
         .tasks
         .iter()
@@ -63,10 +62,7 @@ pub fn plan_fix(
             adopted: true,
         });
     }
-    let recorded = entry
-        .and_then(|e| e.get("attempts"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let recorded = entry.and_then(|e| e.attempts).unwrap_or(0);
     let fix_id = next_fix_id(list, task, (fixes.len() as u64).max(recorded))?;
     Ok(FixTask {
         lines: fix_block(task, &fix_id, &title, &one_line),
@@ -78,17 +74,13 @@ pub fn plan_fix(
 
 /// The very block this failure would insert, unchecked and unknown to the state
 /// (`fixTaskMap` entry `entry`): a run killed between its two writes put it there.
-fn orphan<'a>(entry: Option<&Value>, fixes: &[&'a Task], title: &str) -> Option<&'a Task> {
-    let known: Vec<&str> = entry
-        .and_then(|e| e.get("fixTaskIds"))
-        .and_then(Value::as_array)
-        .map(|ids| ids.iter().filter_map(Value::as_str).collect())
+fn orphan<'a>(entry: Option<&FixEntry>, fixes: &[&'a Task], title: &str) -> Option<&'a Task> {
+    let known: &[String] = entry
+        .and_then(|e| e.fix_task_ids.as_deref())
         .unwrap_or_default();
     fixes
         .iter()
-        .find(|t| {
-            !t.checked && t.id.is_some() && t.title == title && !known.contains(&t.label().as_str())
-        })
+        .find(|t| !t.checked && t.id.is_some() && t.title == title && !known.contains(&t.label()))
         .copied()
 }
 
@@ -148,24 +140,22 @@ fn fix_block(task: &Task, fix_id: &str, title: &str, one_line: &str) -> Vec<Stri
 }
 
 /// The `fixTaskMap` patch after inserting `fix`.
-pub fn fix_map_patch(state: &Value, fix: &FixTask, reason: &str, total_tasks: usize) -> Value {
-    let entry = state.get("fixTaskMap").and_then(|m| m.get(&fix.fixes));
-    let attempts = entry
-        .and_then(|e| e.get("attempts"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let mut ids: Vec<Value> = entry
-        .and_then(|e| e.get("fixTaskIds"))
-        .and_then(Value::as_array)
-        .cloned()
+pub fn fix_map_patch(state: &State, fix: &FixTask, reason: &str, total_tasks: usize) -> Patch {
+    let entry = state.fix_entry(&fix.fixes);
+    let attempts = entry.and_then(|e| e.attempts).unwrap_or(0);
+    let mut ids = entry
+        .and_then(|e| e.fix_task_ids.clone())
         .unwrap_or_default();
-    ids.push(json!(fix.id));
-    let mut map = serde_json::Map::new();
-    map.insert(
-        fix.fixes.clone(),
-        json!({"attempts": attempts.saturating_add(1), "fixTaskIds": ids, "lastError": reason}),
-    );
-    json!({"fixTaskMap": Value::Object(map), "totalTasks": total_tasks})
+    ids.push(fix.id.clone());
+    let entry = FixEntry {
+        attempts: Some(attempts.saturating_add(1)),
+        fix_task_ids: Some(ids),
+        last_error: Nullable::Set(reason.to_string()),
+        ..Default::default()
+    };
+    Patch::new()
+        .fix_entry(&fix.fixes, &entry)
+        .total_tasks(total_tasks as u64)
 }
 
 /// Where a new fix of `task` goes: after its block and after the fixes already below it
@@ -198,14 +188,16 @@ pub fn fix_anchor<'a>(list: &'a TaskList, task: &'a Task) -> &'a Task {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::typed;
     use super::*;
     use crate::tasks::parse;
+    use serde_json::json;
 
     #[test]
     fn recovery_plans_fix_tasks_within_limits() {
         let list =
             parse("- [ ] 1.2 A\n  - **Files**: a.rs\n  - **Verify**: `cargo test`\n- [ ] 1.3 B\n");
-        let s = json!({"recoveryMode": true});
+        let s = typed(&json!({"recoveryMode": true}));
         let fix = plan_fix(&s, &list, &list.tasks[0], "boom\nsecond line").unwrap();
         assert_eq!(fix.id, "1.2.1");
         assert_eq!(fix.lines[0], "- [ ] 1.2.1 [FIX 1.2] Fix: boom second line");
@@ -214,7 +206,7 @@ mod tests {
             .contains(&"  - **Verify**: `cargo test`".to_string()));
         let reparsed = parse(&format!("{}\n", fix.lines.join("\n")));
         assert_eq!(reparsed.tasks[0].fixes(), Some("1.2"));
-        let full = json!({"fixTaskMap": {"1.2": {"attempts": 3}}});
+        let full = typed(&json!({"fixTaskMap": {"1.2": {"attempts": 3}}}));
         assert_eq!(
             plan_fix(&full, &list, &list.tasks[0], "x")
                 .unwrap_err()
@@ -233,7 +225,7 @@ mod tests {
             plan_fix(&s, &deep, &deep.tasks[3], "x").unwrap_err().name,
             "fix-depth"
         );
-        let patch = fix_map_patch(&s, &fix, "boom", 3);
+        let patch = fix_map_patch(&s, &fix, "boom", 3).to_value();
         assert_eq!(
             patch["fixTaskMap"]["1.2"],
             json!({"attempts": 1, "fixTaskIds": ["1.2.1"], "lastError": "boom"})

@@ -8,9 +8,10 @@
 //! (`protocol::complete(…)`) is the two in a row. A repeat of work already done is answered
 //! before either (`changed: false`).
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::state::{self, View};
+use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp, View};
 
 mod cancel;
 mod complete;
@@ -101,7 +102,8 @@ fn unchanged(message: String) -> Transition {
     }
 }
 
-/// `attempts.<id>` as a list (absent or malformed = none).
+/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
+/// callers that still read the document; the verbs read `State::attempts_of`.
 pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
     state
         .get("attempts")
@@ -111,66 +113,82 @@ pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-fn status_of(attempt: &Value) -> &str {
-    attempt.get("status").and_then(Value::as_str).unwrap_or("")
+fn status_of(attempt: &Attempt) -> &str {
+    attempt.status.as_deref().unwrap_or("")
 }
 
-fn n_of(attempt: &Value) -> u64 {
-    attempt.get("n").and_then(Value::as_u64).unwrap_or(0)
+fn n_of(attempt: &Attempt) -> u64 {
+    attempt.n.unwrap_or(0)
 }
 
-/// A patch replacing `attempts.<id>` (objects merge, so other tasks' attempts stay).
-fn attempts_patch(id: &str, list: Vec<Value>) -> Value {
-    let mut by_id = serde_json::Map::new();
-    by_id.insert(id.to_string(), Value::Array(list));
-    json!({ "attempts": Value::Object(by_id) })
+/// The verbs' `now` (RFC 3339 text, as the commands stamp it) as the state stores it.
+fn stamp(now: &str) -> Timestamp {
+    Timestamp::deserialize(Value::from(now)).expect("any JSON value is a stored Timestamp")
+}
+
+/// A `halt` record of `kind`.
+fn halt_record(kind: &str, reason: String, now: &str) -> Halt {
+    Halt {
+        kind: Some(kind.to_string()),
+        reason: Some(reason),
+        at: Nullable::Set(stamp(now)),
+        ..Default::default()
+    }
+}
+
+/// `state::resume_command` for the typed state, with `patch` applied first.
+fn resume_command(state: &State, patch: Option<&Patch>) -> String {
+    // issue-12 boundary: resume_command still reads the JSON document (`View`).
+    let mut doc = state.to_value();
+    if let Some(p) = patch {
+        state::merge_into(&mut doc, &p.to_value());
+    }
+    state::resume_command(state.name().unwrap_or("<spec>"), View(&doc))
 }
 
 /// A failed attempt (`task fail`, a rollback of a running one) counts as an iteration of
-/// the task; reaching `maxTaskIterations` halts. Writes both into `patch`; returns the
+/// the task; reaching `maxTaskIterations` halts. Adds both to `patch`; returns it, the
 /// iteration and, when this halted the execution, why.
 fn count_failure(
-    view: View<'_>,
+    state: &State,
     id: &str,
     reason: &str,
     now: &str,
-    patch: &mut Value,
-) -> (u64, Option<String>) {
-    let iteration = view.task_iteration().saturating_add(1);
-    let max = view.max_task_iterations();
-    patch["taskIteration"] = json!(iteration);
-    if iteration < max || view.halt().is_some() {
-        return (iteration, None);
+    patch: Patch,
+) -> (Patch, u64, Option<String>) {
+    let iteration = state.task_iteration().saturating_add(1);
+    let max = state.max_task_iterations();
+    let patch = patch.task_iteration(iteration);
+    if iteration < max || state.halt().is_some() {
+        return (patch, iteration, None);
     }
     let why = format!("task {id} failed {iteration} times (maxTaskIterations {max}): {reason}");
-    patch["halt"] = json!({"kind": state::HALT_TASK, "reason": why, "at": now});
-    (iteration, Some(why))
+    let halt = halt_record(state::HALT_TASK, why.clone(), now);
+    (patch.halt(Some(&halt)), iteration, Some(why))
 }
 
 /// Preconditions every verb that drives the execution shares.
-fn execution_gates(state: &Value, unmet: &mut Vec<Unmet>) {
-    let view = View(state);
-    match view.phase() {
-        Some("execution") => {}
+fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
+    match state.phase() {
+        Some(state::Phase::Execution) => {}
         Some(other) => unmet.push(Unmet::new(
             "phase",
-            format!("the execution is {other}, not running"),
+            format!("the execution is {}, not running", other.as_str()),
         )),
         None => unmet.push(Unmet::new(
             "phase",
             format!(
                 "the state has no phase: run `specrun state init --spec {}` first",
-                view.name().unwrap_or("<spec>")
+                state.name().unwrap_or("<spec>")
             ),
         )),
     }
-    if let Some(kind) = view.halt_kind() {
-        let name = view.name().unwrap_or("<spec>");
+    if let Some(kind) = state.halt_kind() {
         unmet.push(Unmet::new(
             "not-halted",
             format!(
                 "the execution is halted ({kind}): clear it with `{}`",
-                state::resume_command(name, view)
+                resume_command(state, None)
             ),
         ));
     }
@@ -224,6 +242,11 @@ mod test_support {
             state::merge_into(&mut s, p);
         }
         s
+    }
+
+    /// The typed state the verbs take, from a test's JSON document.
+    pub fn typed(doc: &Value) -> State {
+        State::from_value(doc).expect("a well-typed test state")
     }
 
     pub fn names(e: &[Unmet]) -> Vec<&str> {

@@ -1,11 +1,10 @@
 //! `resume`: clear a halt (a cap halt only with the raise that lifts it), undo a cancel,
 //! or update the caps and session of a running execution.
 
-use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde::Deserialize;
 
-use super::{decide, Transition, Unmet};
-use crate::state::{self, View};
+use super::{decide, resume_command, Transition, Unmet};
+use crate::state::{self, Patch, Phase, State, View};
 
 /// `resume`'s cap raises.
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,7 +29,7 @@ impl Raises {
 }
 
 pub fn resume(
-    state: &Value,
+    state: &State,
     raises: Raises,
     session_id: Option<&str>,
     now: &str,
@@ -40,29 +39,28 @@ pub fn resume(
     })
 }
 
-fn unmet(state: &Value, raises: &Raises, session_id: Option<&str>, now: &str) -> Vec<Unmet> {
-    let view = View(state);
-    let spec = view.name().unwrap_or("<spec>");
+fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) -> Vec<Unmet> {
+    let spec = state.name().unwrap_or("<spec>");
     let mut unmet = Vec::new();
-    if view.phase() == Some("completed") || view.completed() {
+    if state.phase() == Some(Phase::Completed) || state.completed() {
         unmet.push(Unmet::new(
             "not-completed",
             "the execution is completed; there is nothing to resume",
         ));
     }
-    unmet.extend(raises_too_low(view, raises, now));
-    if let Some((false, flag)) = needed_raise(view, raises) {
+    unmet.extend(raises_too_low(state, raises, now));
+    if let Some((false, flag)) = needed_raise(state, raises) {
         unmet.push(Unmet::new(
             "raise",
             format!(
                 "the execution halted on a cap ({}); clearing it needs {flag}: `{}`",
-                view.halt_kind().unwrap_or(""),
-                state::resume_command(spec, view)
+                state.halt_kind().unwrap_or(""),
+                resume_command(state, None)
             ),
         ));
     }
     let asked = raises.any() || session_id.is_some();
-    if view.halt().is_none() && !asked && unmet.is_empty() {
+    if state.halt().is_none() && !asked && unmet.is_empty() {
         unmet.push(Unmet::new(
             "halted",
             format!("{spec} is not halted; nothing to resume"),
@@ -71,17 +69,12 @@ fn unmet(state: &Value, raises: &Raises, session_id: Option<&str>, now: &str) ->
     unmet
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 /// Each raise must lift its cap above what is already used, or the guard halts at once.
-fn raises_too_low(view: View<'_>, raises: &Raises, now: &str) -> Vec<Unmet> {
+fn raises_too_low(view: &State, raises: &Raises, now: &str) -> Vec<Unmet> {
     // Counted as the guard counts: a missing or bad startedAt does not make it 0.
-    let minutes_used = parse_time(now)
-        .map(|n| state::minutes_since(view, n).0)
+    // issue-12 boundary: minutes_since still reads the JSON document (`View`).
+    let minutes_used = state::time::parse(now)
+        .map(|n| state::minutes_since(View(&view.to_value()), n).0)
         .unwrap_or(0);
     let checks: [(Option<u64>, u64, &str, &str); 4] = [
         (
@@ -132,14 +125,14 @@ fn raises_too_low(view: View<'_>, raises: &Raises, now: &str) -> Vec<Unmet> {
 }
 
 /// The raise a cap halt needs: (given, its flag). A forecast halt names its flag.
-fn needed_raise(view: View<'_>, raises: &Raises) -> Option<(bool, &'static str)> {
+fn needed_raise(view: &State, raises: &Raises) -> Option<(bool, &'static str)> {
     let flag = match view.halt_kind()? {
         state::HALT_GLOBAL => "--raise-global",
         state::HALT_TASK => "--raise-task",
         state::HALT_TOKENS => "--raise-tokens",
         state::HALT_MINUTES => "--raise-minutes",
         state::HALT_USD => "--raise-usd",
-        state::HALT_FORECAST => match view.get("halt.raiseFlag").and_then(Value::as_str)? {
+        state::HALT_FORECAST => match view.halt()?.other.get("raiseFlag")?.as_str()? {
             "--raise-tokens" => "--raise-tokens",
             "--raise-minutes" => "--raise-minutes",
             "--raise-usd" => "--raise-usd",
@@ -157,29 +150,21 @@ fn needed_raise(view: View<'_>, raises: &Raises) -> Option<(bool, &'static str)>
     Some((given, flag))
 }
 
-fn apply(state: &Value, raises: &Raises, session_id: Option<&str>) -> Transition {
-    let view = View(state);
-    let spec = view.name().unwrap_or("<spec>");
-    let kind = view.halt_kind();
-    let mut patch = json!({"guard": {"stallStops": 0}});
-    if view.halt().is_some() {
-        patch["halt"] = Value::Null;
+fn apply(state: &State, raises: &Raises, session_id: Option<&str>) -> Transition {
+    let spec = state.name().unwrap_or("<spec>");
+    let kind = state.halt_kind();
+    let mut patch = Patch::new().stall_stops(0);
+    if state.halt().is_some() {
+        patch = patch.halt(None);
     }
-    if kind == Some(state::HALT_CANCELLED) || view.phase() == Some("cancelled") {
-        // A cancelled plan resumes as a plan, not as an execution that skips approval.
-        let before = state
-            .get("halt")
-            .and_then(|h| h.get("phaseBefore"))
-            .and_then(Value::as_str)
-            .filter(|p| !matches!(*p, "cancelled" | "completed"))
-            .unwrap_or("execution");
-        patch["phase"] = json!(before);
+    if kind == Some(state::HALT_CANCELLED) || state.phase() == Some(Phase::Cancelled) {
+        patch = patch.phase(phase_before_cancel(state));
     }
-    raise_patch(raises, &mut patch);
+    patch = raise_patch(raises, patch);
     if let Some(s) = session_id {
-        patch["sessionId"] = json!(s);
+        patch = patch.session_id(Some(s));
     }
-    let cont = match session_id.or(view.session_id()) {
+    let cont = match session_id.or(state.session_id()) {
         Some(s) => format!(
             "claude --resume {s} \"/specrun:implement\" (or /specrun:implement inside Claude Code)"
         ),
@@ -190,50 +175,61 @@ fn apply(state: &Value, raises: &Raises, session_id: Option<&str>) -> Transition
         None => format!("{spec}: not halted; settings updated"),
     };
     Transition {
-        patch: Some(patch),
+        patch: Some(patch.to_value()),
         message: format!("{what}; continue with: {cont}"),
         changed: true,
         ..Default::default()
     }
 }
 
-/// The new caps into `patch`.
-fn raise_patch(raises: &Raises, patch: &mut Value) {
-    if let Some(v) = raises.global {
-        patch["maxGlobalIterations"] = json!(v);
-    }
-    if let Some(v) = raises.task {
-        patch["maxTaskIterations"] = json!(v);
-    }
-    if let Some(v) = raises.tokens {
-        patch["budget"]["maxOutputTokens"] = json!(v);
-    }
-    if let Some(v) = raises.minutes {
-        patch["budget"]["maxMinutes"] = json!(v);
-    }
-    if let Some(v) = raises.usd {
-        patch["budget"]["maxUsd"] = json!(v);
+/// The phase a cancel interrupted (`halt.phaseBefore`): a cancelled plan resumes as a
+/// plan, not as an execution that skips approval. Execution when unknown.
+fn phase_before_cancel(state: &State) -> Phase {
+    let before = state.halt().and_then(|h| h.other.get("phaseBefore"));
+    match before.and_then(|p| Phase::deserialize(p).ok()) {
+        Some(Phase::Cancelled | Phase::Completed) | None => Phase::Execution,
+        Some(p) => p,
     }
 }
 
+/// The new caps.
+fn raise_patch(raises: &Raises, mut patch: Patch) -> Patch {
+    if let Some(v) = raises.global {
+        patch = patch.max_global_iterations(v);
+    }
+    if let Some(v) = raises.task {
+        patch = patch.max_task_iterations(v);
+    }
+    if let Some(v) = raises.tokens {
+        patch = patch.max_output_tokens(Some(v));
+    }
+    if let Some(v) = raises.minutes {
+        patch = patch.max_minutes(Some(v));
+    }
+    if let Some(v) = raises.usd {
+        patch = patch.max_usd(Some(v));
+    }
+    patch
+}
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn resume_requires_the_right_raise() {
         let mut s = exec_state();
         assert_eq!(
-            names(&resume(&s, Raises::default(), None, NOW).unwrap_err()),
+            names(&resume(&typed(&s), Raises::default(), None, NOW).unwrap_err()),
             ["halted"]
         );
         s["halt"] = json!({"kind": state::HALT_TASK, "reason": "r"});
         s["taskIteration"] = json!(2);
-        let err = resume(&s, Raises::default(), None, NOW).unwrap_err();
+        let err = resume(&typed(&s), Raises::default(), None, NOW).unwrap_err();
         assert!(err[0].detail.contains("--raise-task"), "{}", err[0]);
         let err = resume(
-            &s,
+            &typed(&s),
             Raises {
                 task: Some(2),
                 ..Default::default()
@@ -244,7 +240,7 @@ mod tests {
         .unwrap_err();
         assert!(err[0].detail.contains("does not lift"), "{}", err[0]);
         let out = resume(
-            &s,
+            &typed(&s),
             Raises {
                 task: Some(4),
                 ..Default::default()
@@ -263,7 +259,7 @@ mod tests {
         assert!(out.message.contains("claude --resume sess"));
         s["halt"] = json!({"kind": state::HALT_MINUTES, "reason": "r"});
         let err = resume(
-            &s,
+            &typed(&s),
             Raises {
                 minutes: Some(5),
                 ..Default::default()
@@ -274,6 +270,6 @@ mod tests {
         .unwrap_err();
         assert!(err[0].detail.contains("10 minutes elapsed"), "{}", err[0]);
         s["halt"] = json!({"kind": state::HALT_STALL, "reason": "r"});
-        assert!(resume(&s, Raises::default(), None, NOW).is_ok());
+        assert!(resume(&typed(&s), Raises::default(), None, NOW).is_ok());
     }
 }

@@ -1,12 +1,10 @@
 //! `task rollback`: return the tree to the attempt's start commit (the discarded work is
 //! saved first, by the command); a running attempt becomes a failed one.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{
-    attempts, attempts_patch, count_failure, n_of, short_commit, status_of, Transition, Unmet,
-};
-use crate::state::{self, View};
+use super::{count_failure, n_of, short_commit, stamp, status_of, Transition, Unmet};
+use crate::state::{Attempt, Nullable, Patch, State};
 use crate::tasks::Task;
 
 /// What `task rollback` will do, decided before touching the tree.
@@ -20,15 +18,14 @@ pub struct RollbackPlan {
 /// Check rollback's preconditions. `changed` = repo-relative paths that differ from the
 /// start commit (committed since, staged, unstaged or untracked), bookkeeping excluded.
 pub fn plan_rollback(
-    state: &Value,
+    state: &State,
     task: &Task,
     head: Option<&str>,
     changed: &[String],
     force: bool,
 ) -> Result<RollbackPlan, Vec<Unmet>> {
     let id = task.label();
-    let history = attempts(state, &id);
-    let Some(last) = history.last() else {
+    let Some(last) = state.attempts_of(&id).last() else {
         return Err(vec![Unmet::new(
             "attempt",
             format!("task {id} has no attempt to roll back"),
@@ -48,12 +45,12 @@ pub fn plan_rollback(
     })
 }
 
-fn start_commit(attempt: &Value) -> Option<&str> {
-    attempt.get("startCommit").and_then(Value::as_str)
+fn start_commit(attempt: &Attempt) -> Option<&str> {
+    attempt.start_commit.get().map(String::as_str)
 }
 
 /// The attempt's own preconditions: not complete, and a commit to return to.
-fn unmet(id: &str, last: &Value, head: Option<&str>) -> Vec<Unmet> {
+fn unmet(id: &str, last: &Attempt, head: Option<&str>) -> Vec<Unmet> {
     let mut unmet = Vec::new();
     if status_of(last) == "done" {
         unmet.push(Unmet::new(
@@ -70,7 +67,7 @@ fn unmet(id: &str, last: &Value, head: Option<&str>) -> Vec<Unmet> {
             "the repository has no commits: there is nothing to return to",
         ));
     }
-    if last.get("notStarted") == Some(&json!(true)) {
+    if last.other.get("notStarted") == Some(&Value::Bool(true)) {
         unmet.push(Unmet::new(
             "start-commit",
             format!("task {id} failed before it started: it changed nothing to roll back"),
@@ -111,34 +108,34 @@ fn outside_files(task: &Task, changed: &[String]) -> Option<Unmet> {
 /// The state change after a rollback (its `apply`): the attempt records its saved ref; a
 /// running attempt becomes failed and counts as an iteration (rollback is not a free retry).
 pub fn rollback_done(
-    state: &Value,
+    state: &State,
     task: &Task,
     plan: &RollbackPlan,
     saved_ref: &str,
     now: &str,
 ) -> Transition {
     let id = task.label();
-    let mut history = attempts(state, &id);
-    let mut patch = json!({});
+    let mut history = state.attempts_of(&id).to_vec();
+    let mut patch = Patch::new();
     let mut notes = Vec::new();
     let mut halted = false;
     if let Some(last) = history.last_mut() {
-        last["rollbackRef"] = json!(saved_ref);
-        last["rolledBackAt"] = json!(now);
+        last.rollback_ref = Nullable::Set(saved_ref.to_string());
+        last.rolled_back_at = Nullable::Set(stamp(now));
         if plan.was_running {
-            last["status"] = json!("failed");
-            last["endedAt"] = json!(now);
-            last["reason"] = json!("rolled back");
-            if let (_, Some(why)) = count_failure(View(state), &id, "rolled back", now, &mut patch)
-            {
+            last.status = Some("failed".into());
+            last.ended_at = Nullable::Set(stamp(now));
+            last.reason = Nullable::Set("rolled back".into());
+            let (counted, _, halt) = count_failure(state, &id, "rolled back", now, patch);
+            patch = counted;
+            if let Some(why) = halt {
                 halted = true;
                 notes.push(format!("halted: {why}"));
             }
         }
     }
-    state::merge_into(&mut patch, &attempts_patch(&id, history));
     Transition {
-        patch: Some(patch),
+        patch: Some(patch.attempts(&id, &history).to_value()),
         message: format!(
             "task {id} rolled back to {}; discarded work saved at {saved_ref}",
             short_commit(&plan.start_commit)
@@ -149,7 +146,6 @@ pub fn rollback_done(
         ..Default::default()
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::super::start;
@@ -163,18 +159,22 @@ mod tests {
         let task = list.find("2").unwrap();
         let s = exec_state();
         assert_eq!(
-            names(&plan_rollback(&s, task, Some("h"), &[], false).unwrap_err()),
+            names(&plan_rollback(&typed(&s), task, Some("h"), &[], false).unwrap_err()),
             ["attempt"]
         );
-        let s1 = after(&s, &start(&s, &list, task, None, NOW).unwrap());
-        let err = plan_rollback(&s1, task, None, &["b.rs".into()], false).unwrap_err();
+        let s1 = after(&s, &start(&typed(&s), &list, task, None, NOW).unwrap());
+        let err = plan_rollback(&typed(&s1), task, None, &["b.rs".into()], false).unwrap_err();
         assert_eq!(names(&err), ["has-commits", "start-commit", "within-files"]);
-        let s2 = after(&s, &start(&s, &list, task, Some("abc"), NOW).unwrap());
-        let plan = plan_rollback(&s2, task, Some("def"), &["src/a.rs".into()], false).unwrap();
+        let s2 = after(
+            &s,
+            &start(&typed(&s), &list, task, Some("abc"), NOW).unwrap(),
+        );
+        let plan =
+            plan_rollback(&typed(&s2), task, Some("def"), &["src/a.rs".into()], false).unwrap();
         assert!(plan.was_running && plan.start_commit == "abc");
-        assert!(plan_rollback(&s2, task, Some("def"), &["b.rs".into()], true).is_ok());
+        assert!(plan_rollback(&typed(&s2), task, Some("def"), &["b.rs".into()], true).is_ok());
         let out = rollback_done(
-            &s2,
+            &typed(&s2),
             task,
             &plan,
             "refs/heads/specrun/rollback/demo/2-1",

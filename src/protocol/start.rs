@@ -1,11 +1,9 @@
 //! `task start`: a new running attempt of the current task (or of a task in its group).
 
-use serde_json::{json, Value};
-
 use super::{
-    attempts, attempts_patch, decide, execution_gates, n_of, short_commit, status_of, unchanged,
-    Transition, Unmet,
+    decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
+use crate::state::{Attempt, Nullable, Patch, State, Timestamp};
 use crate::tasks::{Task, TaskList};
 
 /// The tasks `task start` accepts now: the next task's parallel group. While a task has a
@@ -15,31 +13,36 @@ pub fn startable(list: &TaskList) -> Vec<&Task> {
 }
 
 pub fn start(
-    state: &Value,
+    state: &State,
     list: &TaskList,
     task: &Task,
     head: Option<&str>,
     now: &str,
 ) -> Result<Transition, Vec<Unmet>> {
-    let history = attempts(state, &task.label());
-    if let Some(running) = repeat(task, &history) {
+    let history = state.attempts_of(&task.label());
+    if let Some(running) = repeat(task, history) {
         return Ok(running);
     }
-    decide(unmet(state, list, task), || apply(task, history, head, now))
+    decide(unmet(state, list, task), || {
+        apply(task, history.to_vec(), head, now)
+    })
 }
 
 /// Starting a task whose attempt already runs: said, nothing written.
-fn repeat(task: &Task, history: &[Value]) -> Option<Transition> {
+fn repeat(task: &Task, history: &[Attempt]) -> Option<Transition> {
     let last = history.last().filter(|a| status_of(a) == "running")?;
     Some(unchanged(format!(
         "task {} already started (attempt {} running since {})",
         task.label(),
         n_of(last),
-        last.get("startedAt").and_then(Value::as_str).unwrap_or("?")
+        last.started_at
+            .get()
+            .and_then(Timestamp::text)
+            .unwrap_or("?")
     )))
 }
 
-fn unmet(state: &Value, list: &TaskList, task: &Task) -> Vec<Unmet> {
+fn unmet(state: &State, list: &TaskList, task: &Task) -> Vec<Unmet> {
     let id = task.label();
     let mut unmet = Vec::new();
     execution_gates(state, &mut unmet);
@@ -66,7 +69,7 @@ fn unmet(state: &Value, list: &TaskList, task: &Task) -> Vec<Unmet> {
     unmet
 }
 
-fn apply(task: &Task, mut history: Vec<Value>, head: Option<&str>, now: &str) -> Transition {
+fn apply(task: &Task, mut history: Vec<Attempt>, head: Option<&str>, now: &str) -> Transition {
     let id = task.label();
     let n = history
         .iter()
@@ -74,10 +77,16 @@ fn apply(task: &Task, mut history: Vec<Value>, head: Option<&str>, now: &str) ->
         .max()
         .unwrap_or(0)
         .saturating_add(1);
-    history.push(json!({"n": n, "startedAt": now, "startCommit": head, "status": "running"}));
+    history.push(Attempt {
+        n: Some(n),
+        status: Some("running".into()),
+        started_at: Nullable::Set(stamp(now)),
+        start_commit: head.map(str::to_string).into(),
+        ..Default::default()
+    });
     let short = head.map(short_commit).unwrap_or("(no commit yet)");
     Transition {
-        patch: Some(attempts_patch(&id, history)),
+        patch: Some(Patch::new().attempts(&id, &history).to_value()),
         message: format!("task {id} started: attempt {n} from {short}"),
         changed: true,
         ..Default::default()
@@ -89,28 +98,36 @@ mod tests {
     use super::super::test_support::*;
     use super::*;
     use crate::tasks::parse;
+    use serde_json::json;
 
     #[test]
     fn start_accepts_the_current_group_only_and_is_idempotent() {
         let list = parse(TASKS);
         let s = exec_state();
-        let out = start(&s, &list, list.find("3").unwrap(), Some("abc"), NOW).unwrap();
+        let out = start(&typed(&s), &list, list.find("3").unwrap(), Some("abc"), NOW).unwrap();
         let s2 = after(&s, &out);
         assert_eq!(
             s2["attempts"]["3"][0],
             json!({"n": 1, "startedAt": NOW, "startCommit": "abc", "status": "running"})
         );
-        let again = start(&s2, &list, list.find("3").unwrap(), Some("def"), NOW).unwrap();
+        let again = start(
+            &typed(&s2),
+            &list,
+            list.find("3").unwrap(),
+            Some("def"),
+            NOW,
+        )
+        .unwrap();
         assert!(!again.changed && again.patch.is_none());
-        let err = start(&s, &list, list.find("4").unwrap(), None, NOW).unwrap_err();
+        let err = start(&typed(&s), &list, list.find("4").unwrap(), None, NOW).unwrap_err();
         assert_eq!(names(&err), ["current-task"]);
         assert!(err[0].detail.contains("startable now: 2, 3"), "{}", err[0]);
-        let err = start(&s, &list, list.find("1").unwrap(), None, NOW).unwrap_err();
+        let err = start(&typed(&s), &list, list.find("1").unwrap(), None, NOW).unwrap_err();
         assert_eq!(names(&err), ["unchecked"]);
         let mut halted = s.clone();
         halted["halt"] = json!({"kind": "stall", "reason": "r"});
         halted["phase"] = json!("cancelled");
-        let err = start(&halted, &list, list.find("2").unwrap(), None, NOW).unwrap_err();
+        let err = start(&typed(&halted), &list, list.find("2").unwrap(), None, NOW).unwrap_err();
         assert_eq!(names(&err), ["phase", "not-halted"]);
     }
 
