@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::guard::{Decision, Outcome, SubagentInput};
+use crate::state::{Patch, State};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -317,14 +318,10 @@ pub struct UnverifiedClaim<'a> {
 }
 
 /// The patch that adds `entry` to the state's `unverifiedClaims` (the ones there stay).
-pub fn record_unverified(state: &Value, entry: &UnverifiedClaim<'_>) -> Value {
-    let mut kept = state
-        .get("unverifiedClaims")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+pub fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
+    let mut kept = state.unverified_claims.clone().unwrap_or_default();
     kept.push(json!(entry));
-    json!({"unverifiedClaims": kept})
+    Patch::new().unverified_claims(&kept)
 }
 
 /// SubagentStop of an executor whose message claims things no fresh run supports (and
@@ -333,7 +330,7 @@ pub fn decide(
     spec: &str,
     items: &[Unsupported],
     input: &SubagentInput<'_>,
-    state: &Value,
+    state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
     let lines = describe(items);
@@ -342,7 +339,7 @@ pub fn decide(
             task_id: None,
             claims: Some(items),
             missing: &lines,
-            at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            at: crate::state::time::format_secs(now),
             agent_id: input.agent_id,
         };
         let m = format!(
@@ -352,7 +349,7 @@ pub fn decide(
         (
             Decision::Allow(Some(m)),
             "claim-unverified",
-            record_unverified(state, &entry),
+            record_unverified(state, &entry).to_value(),
         )
     } else {
         let r = crate::guard::refusal(

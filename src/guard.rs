@@ -5,11 +5,11 @@
 //! `state::apply_patch`) and an event for `.specrun/events.jsonl`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::evidence::Freshness;
 use crate::goal::shell_word;
-use crate::state::{self, View};
+use crate::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
 use crate::tasks::{Task, TaskList};
 
 /// The coordinator's completion claim: the last line of its final message.
@@ -136,12 +136,36 @@ pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
 /// `sessionId` is owned by nobody: the guard never drives or halts a session it cannot
 /// prove started the execution.
 pub fn owned_by(state: &Value, session: Option<&str>) -> bool {
-    matches!((View(state).session_id(), session), (Some(owner), Some(s)) if owner == s)
+    same_owner(View(state).session_id(), session)
+}
+
+/// `owned_by` on the typed state.
+fn owns(state: &State, session: Option<&str>) -> bool {
+    same_owner(state.session_id(), session)
+}
+
+fn same_owner(owner: Option<&str>, session: Option<&str>) -> bool {
+    matches!((owner, session), (Some(owner), Some(s)) if owner == s)
 }
 
 /// Whether the stop/advisory hooks apply: the state is executing.
 pub fn executing(state: &Value) -> bool {
     View(state).phase() == Some("execution")
+}
+
+/// `executing` on the typed state.
+fn is_executing(state: &State) -> bool {
+    state.phase() == Some(Phase::Execution)
+}
+
+/// `state::resume_command` for the typed state (with `patch` applied first).
+fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
+    // issue-12 boundary: resume_command still reads the JSON document (`View`).
+    let mut doc = state.to_value();
+    if let Some(p) = patch {
+        state::merge_into(&mut doc, p);
+    }
+    state::resume_command(name, View(&doc))
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
@@ -245,8 +269,12 @@ pub fn running_attempts(state: &Value) -> Vec<String> {
 }
 
 /// What the coordinator is told while agents work in the background.
-fn waiting_text(name: &str, state: &Value, agents: &[String]) -> String {
-    let tasks = running_attempts(state);
+fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
+    // `running_attempts`, read from the typed state.
+    let tasks: Vec<&str> = (state.attempts.iter().flatten())
+        .filter(|(_, list)| list.last().and_then(|a| a.status.as_deref()) == Some("running"))
+        .map(|(id, _)| id.as_str())
+        .collect();
     let tasks = if tasks.is_empty() {
         String::new()
     } else {
@@ -260,12 +288,12 @@ fn waiting_text(name: &str, state: &Value, agents: &[String]) -> String {
 }
 
 /// Progress fingerprint: checked-task count, taskIndex, HEAD.
-pub fn fingerprint(tasks: &TaskList, state: &Value, head: Option<&str>) -> String {
+pub fn fingerprint(tasks: &TaskList, state: &State, head: Option<&str>) -> String {
     format!(
         "{}/{}:{}:{}",
         tasks.counts().completed,
         tasks.tasks.len(),
-        View(state).task_index(),
+        state.task_index(),
         head.unwrap_or("-")
     )
 }
@@ -277,16 +305,17 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// Decide a Stop of the owning session of an executing spec (DESIGN §6, rows 3–7; the
 /// fast path and ownership are the edge's, before the lock): count the stop (row 3), then
 /// let `STOP_RULES` decide, then write down the bookkeeping and the event.
-pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) -> Outcome {
-    let v = View(state);
+pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
     let now = rfc3339(facts.now);
     let fp = fingerprint(facts.tasks, state, facts.head);
-    let counted = count(input, v, facts, &fp);
+    let counted = count(input, state, facts, &fp);
     let mut effects = Effects {
-        patch: json!({
-            "globalIteration": counted.global,
-            "usage": usage_patch(v, &facts.usage, counted.output_tokens),
-        }),
+        patch: usage_patch(
+            state,
+            &facts.usage,
+            Patch::new().global_iteration(counted.global),
+            counted.output_tokens,
+        ),
         unmet: Vec::new(),
     };
     let stop = CountedStop {
@@ -303,7 +332,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         Decision::Halt(_) => 0,
         _ => counted.stall,
     };
-    effects.patch["guard"] = Value::Object(guard_patch(&stop, &decision, stall));
+    let patch = guard_patch(&stop, &decision, stall, effects.patch);
     let mut event = stop_event(&stop, &decision, &rule, stall);
     if !effects.unmet.is_empty() {
         event["unmet"] = json!(effects.unmet);
@@ -312,25 +341,22 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
     Outcome {
         decision,
         rule,
-        patch: effects.patch,
+        patch: patch.to_value(),
         event,
         notice,
     }
 }
 
 /// Row 3: count the stop and this turn's tokens, and the stall against the fingerprint.
-fn count(input: &StopInput<'_>, v: View<'_>, facts: &StopFacts<'_>, fp: &str) -> Counted {
+fn count(input: &StopInput<'_>, v: &State, facts: &StopFacts<'_>, fp: &str) -> Counted {
     // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
     let global = v
         .global_iteration()
         .saturating_add(1)
         .saturating_add(facts.missed.count);
     let output_tokens = v.output_tokens().saturating_add(facts.usage.output_tokens);
-    let stalls = v
-        .get("guard.stallStops")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let stall = match v.get("guard.lastFingerprint").and_then(Value::as_str) {
+    let stalls = v.guard().stall_stops.get().copied().unwrap_or(0);
+    let stall = match v.guard().last_fingerprint.get() {
         // Waiting on the user is not a stall: those turns answer questions, not tasks.
         _ if v.awaiting_approval() => 0,
         // Neither is waiting for background executors: their work is not in the
@@ -347,53 +373,47 @@ fn count(input: &StopInput<'_>, v: View<'_>, facts: &StopFacts<'_>, fp: &str) ->
 }
 
 /// The `usage` patch: the totals with this turn's tokens, and where the transcript was read to.
-fn usage_patch(v: View<'_>, usage: &UsageRead, output_tokens: u64) -> Value {
+fn usage_patch(v: &State, usage: &UsageRead, patch: Patch, output_tokens: u64) -> Patch {
     let input_tokens = v.input_tokens().saturating_add(usage.input_tokens);
-    let mut patch = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
-    if let Some(offset) = usage.next_offset {
-        patch["transcriptOffset"] = json!(offset);
-        patch["transcriptPath"] = json!(usage.transcript_path);
+    let patch = patch
+        .input_tokens(input_tokens)
+        .output_tokens(output_tokens);
+    match usage.next_offset {
+        Some(offset) => patch
+            .transcript_offset(Some(offset))
+            .transcript_path(usage.transcript_path.as_deref()),
+        None => patch,
     }
-    patch
 }
 
 /// The `guard` bookkeeping this stop leaves: fingerprints, clock, catch-up, blocks, stalls.
-fn guard_patch(stop: &CountedStop<'_>, decision: &Decision, stall: u64) -> Map<String, Value> {
-    let v = View(stop.state);
-    let mut guard = Map::new();
+fn guard_patch(stop: &CountedStop<'_>, decision: &Decision, stall: u64, patch: Patch) -> Patch {
+    let record = stop.state.guard();
+    let mut patch = patch;
     // A waiting stop leaves the baseline alone: the progress its agents make is measured
     // at the next stop that is not a wait, against the stop before the wait.
     if stop.input.running_agents.is_empty() {
-        guard.insert("lastFingerprint".into(), json!(stop.fp));
+        patch = patch.last_fingerprint(stop.fp);
     }
     // The time cap's fallback origin, should startedAt ever be missing or garbled.
-    if v.get("guard.clockStartedAt").is_none() {
-        guard.insert("clockStartedAt".into(), json!(stop.now));
+    if record.clock_started_at.is_absent() {
+        patch = patch.clock_started_at(&Timestamp::from_time(stop.facts.now));
     }
     let missed = &stop.facts.missed;
     if missed.count > 0 {
-        let total = v
-            .get("guard.uncountedStops")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .saturating_add(missed.count);
-        guard.insert("uncountedStops".into(), json!(total));
-        guard.insert("uncountedOffset".into(), json!(missed.end));
+        let before = record.uncounted_stops.get().copied().unwrap_or(0);
+        patch = patch
+            .uncounted_stops(before.saturating_add(missed.count))
+            .uncounted_offset(missed.end);
     }
     if let Some(id) = &stop.facts.usage.last_message_id {
-        guard.insert("lastMessageId".into(), json!(id));
+        patch = patch.last_message_id(id);
     }
     if let Decision::Block(_) = decision {
-        let blocks = v
-            .get("guard.blocks")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .saturating_add(1);
-        guard.insert("blocks".into(), json!(blocks));
-        guard.insert("lastBlockFingerprint".into(), json!(stop.fp));
+        let blocks = record.blocks.get().copied().unwrap_or(0).saturating_add(1);
+        patch = patch.blocks(blocks).last_block_fingerprint(stop.fp);
     }
-    guard.insert("stallStops".into(), json!(stall));
-    guard
+    patch.stall_stops(stall)
 }
 
 /// The events.jsonl record of a counted stop.
@@ -407,7 +427,7 @@ fn stop_event(stop: &CountedStop<'_>, decision: &Decision, rule: &str, stall: u6
         "rule": rule,
         "reason": decision.text(),
         "globalIteration": stop.counted.global,
-        "maxGlobalIterations": View(stop.state).max_global_iterations(),
+        "maxGlobalIterations": stop.state.max_global_iterations(),
         "stallStops": stall,
         "outputTokens": stop.counted.output_tokens,
         "fingerprint": stop.fp,
@@ -431,7 +451,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
             stop.counted.global
         ));
     }
-    if let Some(n) = time_cap_notice(name, View(stop.state), stop.facts.now) {
+    if let Some(n) = time_cap_notice(name, stop.state, stop.facts.now) {
         event["timeCapProblem"] = json!(n);
         notices.push(n);
     }
@@ -444,13 +464,12 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
 /// a halted execution halts again. Nothing is written to the state.
 pub fn decide_uncounted_stop(
     name: &str,
-    state: &Value,
+    v: &State,
     missed: u64,
     cause: &str,
     ledger_error: Option<&str>,
     now: DateTime<Utc>,
 ) -> (Decision, String) {
-    let v = View(state);
     let trace = match ledger_error {
         None => {
             format!("recorded in .specrun/{name}.uncounted.jsonl; the next counted stop adds it")
@@ -468,7 +487,7 @@ pub fn decide_uncounted_stop(
         let s = format!(
             "specrun: spec '{name}' is halted ({}). A person continues it with `{}`. {m}",
             v.halt_reason().unwrap_or("no reason recorded"),
-            state::resume_command(name, v)
+            resume_command(name, v, None)
         );
         return (Decision::Halt(s), "halted".into());
     }
@@ -483,9 +502,10 @@ pub fn decide_uncounted_stop(
 }
 
 /// With a time cap set, what is wrong with `startedAt` (the cap still holds).
-fn time_cap_notice(name: &str, v: View<'_>, now: DateTime<Utc>) -> Option<String> {
+fn time_cap_notice(name: &str, v: &State, now: DateTime<Utc>) -> Option<String> {
     v.max_minutes()?;
-    let problem = state::time_origin(v, now).problem?;
+    // issue-12 boundary: time_origin still reads the JSON document (`View`).
+    let problem = state::time_origin(View(&v.to_value()), now).problem?;
     Some(format!(
         "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
     ))
@@ -503,7 +523,7 @@ struct Counted {
 #[derive(Clone, Copy)]
 struct CountedStop<'a> {
     input: &'a StopInput<'a>,
-    state: &'a Value,
+    state: &'a State,
     facts: &'a StopFacts<'a>,
     counted: Counted,
     /// This stop's progress fingerprint.
@@ -517,16 +537,19 @@ impl CountedStop<'_> {
         format!(
             "specrun: {what}; not re-prompting: nothing progressed since the last block (stall {}/{}).",
             self.counted.stall,
-            View(self.state).max_stall_stops()
+            self.state.max_stall_stops()
         )
     }
 
     /// Whether this is a re-prompted stop at the fingerprint of the last block.
     fn no_progress_since_block(&self) -> bool {
         self.input.stop_hook_active
-            && View(self.state)
-                .get("guard.lastBlockFingerprint")
-                .and_then(Value::as_str)
+            && self
+                .state
+                .guard()
+                .last_block_fingerprint
+                .get()
+                .map(String::as_str)
                 == Some(self.fp)
     }
 }
@@ -534,7 +557,7 @@ impl CountedStop<'_> {
 /// What a Stop rule may write beside its decision.
 struct Effects {
     /// The stop's state patch (the counters are in it already).
-    patch: Value,
+    patch: Patch,
     /// The names of the unmet completion gates, for the event.
     unmet: Vec<&'static str>,
 }
@@ -574,11 +597,11 @@ fn decide_after_count(stop: &CountedStop<'_>, effects: &mut Effects) -> Ruling {
 }
 
 fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
-    let v = View(stop.state);
+    let v = stop.state;
     v.halt()?;
     let name = stop.facts.spec_name;
     let reason = v.halt_reason().unwrap_or("no reason recorded");
-    let resume = state::resume_command(name, v);
+    let resume = resume_command(name, v, None);
     let s = format!(
         "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
     );
@@ -592,17 +615,22 @@ fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
         stall,
     } = stop.counted;
     let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
-    let (kind, reason) = hit_cap(View(state), global, output_tokens, stall, stop.facts.now)?;
+    let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.facts.now)?;
     // The resume command is computed on the state as it will be written (this stop
     // counted, this turn's tokens added), so its raise lifts the cap above the usage.
-    let mut after = state.clone();
-    state::merge_into(&mut after, &effects.patch);
+    let mut after = effects.patch.to_value();
     state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
-    let resume = state::resume_command(name, View(&after));
+    let resume = resume_command(name, state, Some(&after));
     let s = format!(
         "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
     );
-    effects.patch["halt"] = json!({"kind": kind, "reason": reason, "at": now});
+    let halt = Halt {
+        kind: Some(kind.to_string()),
+        reason: Some(reason),
+        at: Nullable::Set(Timestamp::from_time(stop.facts.now)),
+        ..Default::default()
+    };
+    effects.patch = std::mem::take(&mut effects.patch).halt(Some(&halt));
     Some((Decision::Halt(s), format!("cap:{kind}")))
 }
 
@@ -614,14 +642,17 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
     }
     let (input, state, facts) = (stop.input, stop.state, stop.facts);
     let name = facts.spec_name;
-    let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+    // issue-12 boundary: completion::unmet still reads the JSON document.
+    let doc = state.to_value();
+    let mut unmet = crate::completion::unmet(name, &doc, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
     }
     effects.unmet.extend(unmet.iter().map(|u| u.name));
     if unmet.is_empty() {
-        state::merge_into(&mut effects.patch, &completion_patch(stop.now));
+        let patch = std::mem::take(&mut effects.patch);
+        effects.patch = patch.merge(completion_patch(stop.facts.now));
         let m = format!("specrun: {}", completion_message(name, facts.tasks));
         return Some((Decision::Allow(Some(m)), "completion-accepted".into()));
     }
@@ -664,15 +695,15 @@ fn agents_running(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
         return None;
     }
     let wait = waiting_text(stop.facts.spec_name, stop.state, input.running_agents);
-    if View(stop.state).driver() == "stop-hook" && !input.stop_hook_active {
+    if stop.state.driver() == Driver::StopHook && !input.stop_hook_active {
         return Some((Decision::Block(wait), "agents-running-wait".into()));
     }
     Some((Decision::Allow(Some(wait)), "agents-running".into()))
 }
 
 fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
-    let v = View(stop.state);
-    if v.driver() != "stop-hook" || v.awaiting_approval() {
+    let v = stop.state;
+    if v.driver() != Driver::StopHook || v.awaiting_approval() {
         return None;
     }
     let tasks = stop.facts.tasks;
@@ -691,7 +722,7 @@ fn allow(_: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
 
 /// The first cap hit, as (halt kind, "what, value and limit").
 fn hit_cap(
-    v: View<'_>,
+    v: &State,
     global: u64,
     output_tokens: u64,
     stall: u64,
@@ -721,7 +752,8 @@ fn hit_cap(
     }
     // Fails closed: without a usable startedAt the cap counts from a fallback origin.
     if let Some(max) = v.max_minutes() {
-        let (minutes, origin) = state::minutes_since(v, now);
+        // issue-12 boundary: minutes_since still reads the JSON document (`View`).
+        let (minutes, origin) = state::minutes_since(View(&v.to_value()), now);
         if minutes >= max {
             return Some((
                 state::HALT_MINUTES,
@@ -746,8 +778,11 @@ fn hit_cap(
 }
 
 /// The state fields that mark an execution complete (the Stop hook and `specrun finish`).
-pub fn completion_patch(now: &str) -> Value {
-    json!({"phase": "completed", "completed": true, "completedAt": now})
+pub fn completion_patch(now: DateTime<Utc>) -> Patch {
+    Patch::new()
+        .phase(Phase::Completed)
+        .completed(true)
+        .completed_at(Some(&Timestamp::from_time(now)))
 }
 
 /// What a completed execution reports.
@@ -880,7 +915,7 @@ pub fn decide_subagent_stop(
     id: &str,
     facts: &ClaimFacts,
     input: &SubagentInput<'_>,
-    state: &Value,
+    state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
     let (stop_hook_active, agent_id, session) =
@@ -904,7 +939,7 @@ pub fn decide_subagent_stop(
         (
             Decision::Allow(Some(m)),
             "claim-unverified",
-            crate::claims::record_unverified(state, &entry),
+            crate::claims::record_unverified(state, &entry).to_value(),
         )
     } else {
         let r = refusal(
@@ -996,26 +1031,26 @@ pub const WORK_TOOLS: [&str; 6] = [
 /// `Some((rule, reason))` denies.
 pub fn deny_delegation(
     name: &str,
-    state: &Value,
+    state: &State,
     tool_name: Option<&str>,
     session: Option<&str>,
     now: DateTime<Utc>,
 ) -> Option<(String, String)> {
     let tool = tool_name.filter(|t| WORK_TOOLS.contains(t))?;
-    if !owned_by(state, session) {
+    if !owns(state, session) {
         return None;
     }
-    let v = View(state);
-    if v.phase() == Some("cancelled") {
+    let v = state;
+    if v.phase() == Some(Phase::Cancelled) {
         return Some((
             "cancelled".into(),
             format!(
                 "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
-                state::resume_command(name, v)
+                resume_command(name, v, None)
             ),
         ));
     }
-    if !executing(state) {
+    if !is_executing(state) {
         return None;
     }
     let (rule, why) = match v.halt() {
@@ -1061,13 +1096,13 @@ pub struct ToolCall<'a> {
 /// agent's hooks never run here.
 fn deny_native_isolation(
     name: &str,
-    state: &Value,
+    state: &State,
     tool: ToolCall,
     session: Option<&str>,
 ) -> Option<String> {
     let isolation = tool.isolation.filter(|i| !i.is_empty())?;
     let applies =
-        matches!(tool.name, Some("Agent" | "Task")) && executing(state) && owned_by(state, session);
+        matches!(tool.name, Some("Agent" | "Task")) && is_executing(state) && owns(state, session);
     applies.then(|| format!(
         "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree --spec {name}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
     ))
@@ -1079,7 +1114,7 @@ fn deny_native_isolation(
 /// denial): nothing is answered or written.
 pub fn decide_pre_tool_use(
     name: &str,
-    state: &Value,
+    state: &State,
     tool: ToolCall,
     session: Option<&str>,
     now: DateTime<Utc>,
@@ -1091,7 +1126,7 @@ pub fn decide_pre_tool_use(
             Some((rule, reason)) => (rule, Some(reason)),
             None => match deny_native_isolation(name, state, tool, session) {
                 Some(reason) => ("native-isolation".to_string(), Some(reason)),
-                None if owned_by(state, session) => ("allow".to_string(), None),
+                None if owns(state, session) => ("allow".to_string(), None),
                 None => return None,
             },
         },
@@ -1153,15 +1188,14 @@ pub fn session_context(
 
 /// PreToolUse: in quick mode, AskUserQuestion is denied with this reason.
 pub fn deny_question(
-    state: &Value,
+    state: &State,
     tool_name: Option<&str>,
     session: Option<&str>,
 ) -> Option<String> {
-    let v = View(state);
     let applies = tool_name == Some("AskUserQuestion")
-        && executing(state)
-        && v.quick_mode()
-        && (v.session_id().is_none() || owned_by(state, session));
+        && is_executing(state)
+        && state.quick_mode()
+        && (state.session_id().is_none() || owns(state, session));
     applies.then(|| {
         "specrun quick mode: do not ask the user. Decide yourself from the spec (requirements, design, tasks.md), pick the most reasonable option, note the assumption in .progress.md, and continue.".to_string()
     })
@@ -1174,6 +1208,11 @@ mod tests {
 
     const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Do**: write it\n  - **Files**: src/a.rs\n  - **Verify**: `cargo test a`\n";
     const DONE: &str = "## Phase 1\n- [x] 1.1 First\n- [x] 1.2 Second\n";
+
+    /// The typed state the decisions take, from a test's JSON document.
+    fn typed(doc: &Value) -> State {
+        State::from_value(doc).expect("a well-typed test state")
+    }
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
@@ -1227,7 +1266,7 @@ mod tests {
             last_assistant_message: msg,
             running_agents,
         };
-        decide_stop(&input, state, &facts)
+        decide_stop(&input, &typed(state), &facts)
     }
 
     fn good_gates() -> Option<CompletionGates> {
@@ -1259,7 +1298,7 @@ mod tests {
             agent_id: Some("a1"),
             stop_hook_active,
         };
-        decide_subagent_stop("demo", "1.2", facts, &input, &state(), now())
+        decide_subagent_stop("demo", "1.2", facts, &input, &typed(&state()), now())
     }
 
     #[test]
@@ -1352,7 +1391,7 @@ mod tests {
                 session_id: Some("s1"),
                 ..Default::default()
             },
-            &s,
+            &typed(&s),
             &facts,
         );
         assert_eq!(o.decision, Decision::Allow(None));
@@ -1366,7 +1405,7 @@ mod tests {
         // Progress resets the stall count.
         let o = decide_stop(
             &StopInput::default(),
-            &s,
+            &typed(&s),
             &StopFacts {
                 head: Some("def"),
                 ..facts
@@ -1507,7 +1546,7 @@ mod tests {
     fn delegation_is_denied_only_when_halted_cancelled_or_a_budget_is_spent() {
         let mut s = state();
         let deny = |s: &Value, tool: &str, session: &str| {
-            deny_delegation("demo", s, Some(tool), Some(session), now()).map(|(_, r)| r)
+            deny_delegation("demo", &typed(s), Some(tool), Some(session), now()).map(|(_, r)| r)
         };
         assert_eq!(deny(&s, "Agent", "s1"), None);
         s["budget"]["maxOutputTokens"] = json!(1000);
@@ -1532,7 +1571,8 @@ mod tests {
         // Cancelled: the phase is no longer execution, and new work is still denied.
         s["phase"] = json!("cancelled");
         s["halt"] = json!({"kind": "cancelled", "reason": "cancelled by `specrun cancel`"});
-        let (rule, m) = deny_delegation("demo", &s, Some("Agent"), Some("s1"), now()).unwrap();
+        let (rule, m) =
+            deny_delegation("demo", &typed(&s), Some("Agent"), Some("s1"), now()).unwrap();
         assert_eq!(rule, "cancelled");
         assert!(m.contains("`specrun resume --spec demo`"), "{m}");
         s["phase"] = json!("completed");
@@ -1542,14 +1582,14 @@ mod tests {
     #[test]
     fn every_pre_tool_use_decision_of_the_owner_is_an_event() {
         let s = state();
-        let d = decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now()).unwrap();
+        let d = decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s1"), now()).unwrap();
         assert_eq!(d.deny, None);
         assert_eq!(
             (&d.event["decision"], &d.event["rule"], &d.event["tool"]),
             (&json!("allow"), &json!("allow"), &json!("Agent"))
         );
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(None), Some("s2"), now()),
+            decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s2"), now()),
             None
         );
         let mut quick = state();
@@ -1557,7 +1597,7 @@ mod tests {
         quick["sessionId"] = Value::Null;
         let d = decide_pre_tool_use(
             "demo",
-            &quick,
+            &typed(&quick),
             ToolCall {
                 name: Some("AskUserQuestion"),
                 isolation: None,
@@ -1580,8 +1620,14 @@ mod tests {
     #[test]
     fn a_delegation_asking_for_claude_codes_own_isolation_is_denied_with_the_way() {
         let s = state();
-        let d =
-            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s1"), now()).unwrap();
+        let d = decide_pre_tool_use(
+            "demo",
+            &typed(&s),
+            agent(Some("worktree")),
+            Some("s1"),
+            now(),
+        )
+        .unwrap();
         assert_eq!(d.event["rule"], "native-isolation");
         let reason = d.deny.expect("denied");
         assert!(
@@ -1589,28 +1635,38 @@ mod tests {
             "{reason}"
         );
         assert!(
-            decide_pre_tool_use("demo", &s, agent(Some("remote")), Some("s1"), now())
+            decide_pre_tool_use("demo", &typed(&s), agent(Some("remote")), Some("s1"), now())
                 .unwrap()
                 .deny
                 .is_some()
         );
         // Without isolation, from another session, or with nothing executing: allowed.
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now())
+            decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s1"), now())
                 .unwrap()
                 .deny,
             None
         );
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s2"), now()),
+            decide_pre_tool_use(
+                "demo",
+                &typed(&s),
+                agent(Some("worktree")),
+                Some("s2"),
+                now()
+            ),
             None
         );
         let mut done = state();
         done["phase"] = json!("completed");
-        assert!(
-            decide_pre_tool_use("demo", &done, agent(Some("worktree")), Some("s1"), now())
-                .is_none_or(|d| d.deny.is_none())
-        );
+        assert!(decide_pre_tool_use(
+            "demo",
+            &typed(&done),
+            agent(Some("worktree")),
+            Some("s1"),
+            now()
+        )
+        .is_none_or(|d| d.deny.is_none()));
     }
 
     /// `decide` with an executor running in the background.
@@ -1964,11 +2020,11 @@ mod tests {
     #[test]
     fn questions_denied_only_in_quick_mode() {
         let mut s = state();
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s1")).is_none());
         s["quickMode"] = json!(true);
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_some());
-        assert!(deny_question(&s, Some("Bash"), Some("s1")).is_none());
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s2")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s1")).is_some());
+        assert!(deny_question(&typed(&s), Some("Bash"), Some("s1")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s2")).is_none());
     }
 
     #[test]

@@ -7,7 +7,6 @@ use serde_json::json;
 use crate::cli::FinishArgs;
 use crate::completion;
 use crate::error::Result;
-use crate::events::now_rfc3339;
 use crate::exec::Exec;
 use crate::gates::{completion_gates, completion_key};
 use crate::guard;
@@ -52,7 +51,8 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    ex.write_state(&doc, &guard::completion_patch(&now_rfc3339()))?;
+    let patch = guard::completion_patch(chrono::Utc::now()).to_value(); // issue-12 boundary
+    ex.write_state(&doc, &patch)?;
     let message = guard::completion_message(name, &tasks);
     ex.record_event(json!({"event": "finish", "completed": true}));
     notify::send(

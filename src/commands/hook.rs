@@ -22,7 +22,7 @@ use crate::gates::{self, completion_gates, evidence_fact};
 use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::hook_cost;
 use crate::project::{Project, Spec};
-use crate::state::{self, View};
+use crate::state::{self, State, View};
 use crate::tasks::TaskList;
 use crate::tasks_file;
 use crate::{
@@ -335,9 +335,11 @@ fn not_counted(
         missed += 1;
     }
     let ledger_error = ledger.err().map(|e| e.to_string());
+    // issue-12 boundary: read_state type-checked the document.
+    let typed = State::from_value(&active.state).unwrap_or_default();
     let (decision, outcome_rule) = guard::decide_uncounted_stop(
         name,
-        &active.state,
+        &typed,
         missed.max(1),
         cause,
         ledger_error.as_deref(),
@@ -420,7 +422,8 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             last_assistant_message: message,
             running_agents: &running,
         };
-        let mut outcome = guard::decide_stop(&stop_input, state, &facts);
+        let typed = State::from_value(state)?; // issue-12 boundary
+        let mut outcome = guard::decide_stop(&stop_input, &typed, &facts);
         let ctx = hook_cost::Ctx {
             project,
             spec,
@@ -469,6 +472,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
         let now = chrono::Utc::now();
+        let typed = State::from_value(state)?; // issue-12 boundary
         let sub = SubagentInput {
             session_id: input.session(),
             agent_id: input.str("agent_id"),
@@ -480,11 +484,11 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
                 &id,
                 &facts,
                 &sub,
-                state,
+                &typed,
                 now,
             )),
             None if !prose.is_empty() => {
-                Some(claims::decide(&active.spec.name, &prose, &sub, state, now))
+                Some(claims::decide(&active.spec.name, &prose, &sub, &typed, now))
             }
             None => None,
         };
@@ -648,9 +652,10 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+    let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
     let decision = guard::decide_pre_tool_use(
         &active.spec.name,
-        &active.state,
+        &typed,
         guard::ToolCall {
             name: input.str("tool_name"),
             isolation: input
