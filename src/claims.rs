@@ -102,65 +102,72 @@ pub fn extract(message: &str) -> Vec<Claim> {
 fn kinds_in(lower: &str) -> Vec<Kind> {
     let mut kinds = Vec::new();
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    let passing = [
-        "pass",
-        "green",
-        "succeed",
-        "success",
-        "clean",
-        "ok",
-        "no errors",
-        "no warnings",
-        "all checks",
-    ];
     if let Some(n) = count_claim(lower) {
         kinds.push(Kind::TestCount { n });
-    } else if has(&[
-        "tests pass",
-        "tests passed",
-        "tests are passing",
-        "tests now pass",
-        "all tests",
-        "test suite passes",
-        "tests are green",
-        "tests succeed",
-        "test suite is green",
-        "tests all pass",
-    ]) {
+    } else if has(TESTS_PASS) {
         kinds.push(Kind::Tests);
     }
     let tool = LINT_TOOLS.iter().find(|t| lower.contains(**t));
-    if (tool.is_some() || has(&["lint", "linter"])) && has(&passing) {
+    if (tool.is_some() || has(&["lint", "linter"])) && has(PASSING) {
         kinds.push(Kind::Lint {
             tool: tool.map(|t| t.to_string()),
         });
     }
-    if has(&[
-        "builds",
-        "build succeeds",
-        "build passes",
-        "build is green",
-        "compiles",
-        "compiled successfully",
-        "build ok",
-        "builds cleanly",
-        "build succeeded",
-    ]) {
+    if has(BUILDS) {
         kinds.push(Kind::Build);
     }
-    if has(&[
-        "type-check",
-        "typecheck",
-        "type check",
-        "tsc ",
-        "mypy",
-        "pyright",
-    ]) && has(&passing)
-    {
+    if has(TYPE_CHECKS) && has(PASSING) {
         kinds.push(Kind::TypeCheck);
     }
     kinds
 }
+
+/// Words that make a lint or type-check mention a claim of success.
+const PASSING: &[&str] = &[
+    "pass",
+    "green",
+    "succeed",
+    "success",
+    "clean",
+    "ok",
+    "no errors",
+    "no warnings",
+    "all checks",
+];
+/// Phrases that claim the tests pass.
+const TESTS_PASS: &[&str] = &[
+    "tests pass",
+    "tests passed",
+    "tests are passing",
+    "tests now pass",
+    "all tests",
+    "test suite passes",
+    "tests are green",
+    "tests succeed",
+    "test suite is green",
+    "tests all pass",
+];
+/// Phrases that claim a build.
+const BUILDS: &[&str] = &[
+    "builds",
+    "build succeeds",
+    "build passes",
+    "build is green",
+    "compiles",
+    "compiled successfully",
+    "build ok",
+    "builds cleanly",
+    "build succeeded",
+];
+/// Words that name a type check.
+const TYPE_CHECKS: &[&str] = &[
+    "type-check",
+    "typecheck",
+    "type check",
+    "tsc ",
+    "mypy",
+    "pyright",
+];
 
 /// `38 tests passed`, `12/12 tests passing`, `all 7 tests pass`, `5 passed`.
 fn count_claim(lower: &str) -> Option<u64> {
@@ -235,41 +242,40 @@ pub fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -> Optio
             let name = tool.as_deref().unwrap_or("a linter");
             (!any_cmd(&words)).then(|| format!("no passing {name} run is recorded at the current code: `{verify_hint}` with the {name} command"))
         }
-        Kind::Build => {
-            let ok = any_cmd(&[
-                "build",
-                "cargo check",
-                "cargo test",
-                "cargo clippy",
-                "cargo nextest",
-                "tsc",
-                "go test",
-                "go vet",
-                "make",
-                "compile",
-            ]);
-            (!ok).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command"))
-        }
-        Kind::TypeCheck => {
-            let ok = any_cmd(&[
-                "tsc",
-                "mypy",
-                "pyright",
-                "cargo check",
-                "cargo build",
-                "cargo test",
-                "cargo clippy",
-                "cargo nextest",
-                "go build",
-                "go vet",
-                "go test",
-                "typecheck",
-                "type-check",
-            ]);
-            (!ok).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command"))
-        }
+        Kind::Build => (!any_cmd(BUILD_COMMANDS)).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command")),
+        Kind::TypeCheck => (!any_cmd(TYPE_CHECK_COMMANDS)).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command")),
     }
 }
+
+/// Commands whose passing run shows the code builds.
+const BUILD_COMMANDS: &[&str] = &[
+    "build",
+    "cargo check",
+    "cargo test",
+    "cargo clippy",
+    "cargo nextest",
+    "tsc",
+    "go test",
+    "go vet",
+    "make",
+    "compile",
+];
+/// Commands whose passing run shows the code type-checks.
+const TYPE_CHECK_COMMANDS: &[&str] = &[
+    "tsc",
+    "mypy",
+    "pyright",
+    "cargo check",
+    "cargo build",
+    "cargo test",
+    "cargo clippy",
+    "cargo nextest",
+    "go build",
+    "go vet",
+    "go test",
+    "typecheck",
+    "type-check",
+];
 
 /// Every claim of `message` without support, each once.
 pub fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<Unsupported> {

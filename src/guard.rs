@@ -918,48 +918,19 @@ pub fn decide_subagent_stop(
     state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
-    let (stop_hook_active, agent_id, session) =
-        (input.stop_hook_active, input.agent_id, input.session_id);
     let missing = claim_missing(name, id, facts);
-    let (decision, rule, patch) = if missing.is_empty() {
-        (Decision::Allow(None), "claim-accepted", json!({}))
-    } else if stop_hook_active {
-        // Re-prompted once already: let the executor end, and tell the coordinator.
-        let entry = crate::claims::UnverifiedClaim {
-            task_id: Some(id),
-            claims: None,
-            missing: &missing,
-            at: rfc3339(now),
-            agent_id,
-        };
-        let m = format!(
-            "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
-            missing.len()
-        );
-        (
-            Decision::Allow(Some(m)),
-            "claim-unverified",
-            crate::claims::record_unverified(state, &entry).to_value(),
-        )
-    } else {
-        let r = refusal(
-            format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:"),
-            missing.iter().map(String::as_str),
-            &format!("Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."),
-        );
-        (Decision::Block(r), "claim-refused", json!({}))
-    };
+    let (decision, rule, patch) = judge_task_claim(id, &missing, input, state, now);
     let event = json!({
-        "session": session,
+        "session": input.session_id,
         "event": "subagent-stop",
         "spec": name,
         "decision": decision.name(),
         "rule": rule,
         "reason": decision.text(),
         "taskId": id,
-        "agentId": agent_id,
+        "agentId": input.agent_id,
         "missing": missing,
-        "stopHookActive": stop_hook_active,
+        "stopHookActive": input.stop_hook_active,
     });
     Outcome {
         decision,
@@ -968,6 +939,41 @@ pub fn decide_subagent_stop(
         event,
         notice: None,
     }
+}
+
+/// Accepted when nothing is `missing`; else refused once, then (re-prompted already)
+/// allowed and kept in `unverifiedClaims` for the coordinator.
+fn judge_task_claim(
+    id: &str,
+    missing: &[String],
+    input: &SubagentInput<'_>,
+    state: &State,
+    now: DateTime<Utc>,
+) -> (Decision, &'static str, Value) {
+    if missing.is_empty() {
+        return (Decision::Allow(None), "claim-accepted", json!({}));
+    }
+    if !input.stop_hook_active {
+        let r = refusal(
+            format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:"),
+            missing.iter().map(String::as_str),
+            &format!("Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."),
+        );
+        return (Decision::Block(r), "claim-refused", json!({}));
+    }
+    let entry = crate::claims::UnverifiedClaim {
+        task_id: Some(id),
+        claims: None,
+        missing,
+        at: rfc3339(now),
+        agent_id: input.agent_id,
+    };
+    let m = format!(
+        "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
+        missing.len()
+    );
+    let patch = crate::claims::record_unverified(state, &entry).to_value();
+    (Decision::Allow(Some(m)), "claim-unverified", patch)
 }
 
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
