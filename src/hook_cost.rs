@@ -222,7 +222,7 @@ fn fail_over_caps(
         )?;
         if let Some(out) = out {
             if let Some(p) = &out.patch {
-                apply(outcome, after, p);
+                apply(outcome, after, &p.to_value()); // issue-12 boundary
             }
             failed.push((hit, out));
         }

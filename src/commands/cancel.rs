@@ -20,7 +20,11 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let mut out = protocol::cancel(&typed, &now_rfc3339());
     // Isolated members leave no worktree behind; their work is saved to a ref first.
     let (members_patch, saved) = isolation::cancel_members(project, spec, &state)?;
-    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
+    let mut patch = out
+        .patch
+        .as_ref()
+        .map(crate::state::Patch::to_value)
+        .unwrap_or_else(|| json!({})); // issue-12 boundary
     crate::state::merge_into(&mut patch, &members_patch);
     if out.patch.is_some() || !saved.is_empty() {
         ex.write_state(&state, &patch)?;

@@ -40,7 +40,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         }
         Ok(out) => {
             let after = match &out.patch {
-                Some(patch) => ex.write_state(&state, patch)?,
+                Some(patch) => ex.write_state(&state, &patch.to_value())?, // issue-12 boundary
                 None => state.clone(),
             };
             let cleared = state.get("halt").and_then(|h| h.get("kind")).cloned();

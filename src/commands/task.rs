@@ -131,7 +131,11 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
             }
         }
     }
-    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
+    let mut patch = out
+        .patch
+        .as_ref()
+        .map(state::Patch::to_value)
+        .unwrap_or_else(|| json!({})); // issue-12 boundary
     if let Some(p) = &iso_patch {
         state::merge_into(&mut patch, p);
     }
@@ -265,9 +269,10 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // A member's work goes onto its branch before anything is ticked; `group merge` takes it
     // from there.
     let mut branch = None;
+    let mut state_patch = out.patch.as_ref().map(state::Patch::to_value); // issue-12 boundary
     if let Some((m, dir)) = &member {
         let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
-        if let Some(p) = out.patch.as_mut() {
+        if let Some(p) = state_patch.as_mut() {
             state::merge_into(p, &patch);
         }
         out.notes.push(note);
@@ -280,7 +285,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         tasks_file::check(&held.tasks.path, &id, true)?;
         crate::fault::point("complete:box-checked");
     }
-    if let Some(patch) = &out.patch {
+    if let Some(patch) = &state_patch {
         held.ex.write_state(&held.state, patch)?;
         crate::fault::point("complete:state-written");
     }
@@ -345,7 +350,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        held.ex.write_state(&held.state, patch)?;
+        held.ex.write_state(&held.state, &patch.to_value())?; // issue-12 boundary
         crate::fault::point("fail:state-written");
     }
     held.ex.record_event(
@@ -535,7 +540,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        held.ex.write_state(&held.state, patch)?;
+        held.ex.write_state(&held.state, &patch.to_value())?; // issue-12 boundary
     }
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
@@ -582,7 +587,11 @@ fn rollback_isolated(
     let (saved, ref_name, member_patch) =
         isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
     let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
-    let mut patch = out.patch.clone().unwrap_or_else(|| json!({}));
+    let mut patch = out
+        .patch
+        .as_ref()
+        .map(state::Patch::to_value)
+        .unwrap_or_else(|| json!({})); // issue-12 boundary
     state::merge_into(&mut patch, &member_patch);
     held.ex.write_state(&held.state, &patch)?;
     held.ex.record_event(

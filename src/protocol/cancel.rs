@@ -36,12 +36,7 @@ fn apply(state: &State, now: &str) -> Transition {
     let before = json!(state.phase().map(Phase::as_str));
     halt.other = Map::from_iter([("phaseBefore".to_string(), before)]);
     Transition {
-        patch: Some(
-            Patch::new()
-                .phase(Phase::Cancelled)
-                .halt(Some(&halt))
-                .to_value(),
-        ),
+        patch: Some(Patch::new().phase(Phase::Cancelled).halt(Some(&halt))),
         message: format!(
             "{spec}: cancelled; nothing was deleted (undo with `specrun resume --spec {spec}`)"
         ),

@@ -195,7 +195,7 @@ fn apply(input: &CompleteInput<'_>, mut history: Vec<Attempt>) -> Transition {
         })
         .collect();
     Transition {
-        patch: Some(patch.to_value()),
+        patch: Some(patch),
         message: format!("task {id} complete (attempt {n}, {commit}); {next_label}"),
         notes,
         changed: true,

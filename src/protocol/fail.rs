@@ -135,7 +135,7 @@ fn apply(f: Failing<'_>) -> Transition {
         fix
     });
     out.fix = fix.filter(|_| input.insert);
-    out.patch = Some(patch.attempts(&input.task.label(), &history).to_value());
+    out.patch = Some(patch.attempts(&input.task.label(), &history));
     out
 }
 

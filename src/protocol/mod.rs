@@ -69,7 +69,7 @@ impl std::fmt::Display for Unmet {
 /// say. (A hook's answer is `guard::Outcome`: a decision for Claude Code with its event.)
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transition {
-    pub patch: Option<Value>,
+    pub patch: Option<Patch>,
     /// The one-line human result.
     pub message: String,
     /// Further lines (warnings, the fix block, the continue command).
@@ -239,7 +239,7 @@ mod test_support {
     pub fn after(state: &Value, o: &Transition) -> Value {
         let mut s = state.clone();
         if let Some(p) = &o.patch {
-            state::merge_into(&mut s, p);
+            state::merge_into(&mut s, &p.to_value());
         }
         s
     }

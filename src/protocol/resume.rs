@@ -175,7 +175,7 @@ fn apply(state: &State, raises: &Raises, session_id: Option<&str>) -> Transition
         None => format!("{spec}: not halted; settings updated"),
     };
     Transition {
-        patch: Some(patch.to_value()),
+        patch: Some(patch),
         message: format!("{what}; continue with: {cont}"),
         changed: true,
         ..Default::default()

@@ -135,7 +135,7 @@ pub fn rollback_done(
         }
     }
     Transition {
-        patch: Some(patch.attempts(&id, &history).to_value()),
+        patch: Some(patch.attempts(&id, &history)),
         message: format!(
             "task {id} rolled back to {}; discarded work saved at {saved_ref}",
             short_commit(&plan.start_commit)

@@ -86,7 +86,7 @@ fn apply(task: &Task, mut history: Vec<Attempt>, head: Option<&str>, now: &str) 
     });
     let short = head.map(short_commit).unwrap_or("(no commit yet)");
     Transition {
-        patch: Some(Patch::new().attempts(&id, &history).to_value()),
+        patch: Some(Patch::new().attempts(&id, &history)),
         message: format!("task {id} started: attempt {n} from {short}"),
         changed: true,
         ..Default::default()
