@@ -11,17 +11,18 @@ use crate::critique;
 use crate::error::{Error, Result};
 use crate::evidence;
 use crate::git;
-use crate::next::{self, TaskProgress};
+use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskProgress};
 use crate::project::{Project, Spec};
-use crate::state::{self, View};
+use crate::state::{self, Phase, State};
 use crate::store;
 use crate::tasks::{self, Task, TaskList};
 
-/// What the state file holds, if it can be read.
-pub enum StateRead {
+/// What the state file holds, if it can be read: the document (`read_state`, for the
+/// hooks and the verbs), or the typed state (`read_typed`, for the surfaces here).
+pub enum StateRead<T = Value> {
     Absent,
     Invalid(String),
-    Valid(Value),
+    Valid(T),
 }
 
 pub struct Facts {
@@ -29,7 +30,7 @@ pub struct Facts {
     pub spec_dir_exists: bool,
     pub tasks: Option<TaskList>,
     pub tasks_error: Option<String>,
-    pub state: StateRead,
+    pub state: StateRead<State>,
     pub git: git::GitInfo,
 }
 
@@ -38,6 +39,19 @@ pub fn read_state(path: &Path) -> StateRead {
         Ok(None) => StateRead::Absent,
         Ok(Some(doc)) => match state::typecheck(&doc, &path.display().to_string()) {
             Ok(()) => StateRead::Valid(doc),
+            Err(e) => StateRead::Invalid(e.to_string()),
+        },
+        Err(e) => StateRead::Invalid(e.to_string()),
+    }
+}
+
+/// The state file as a typed `State` (one parse; type errors named as `read_state` names
+/// them).
+pub fn read_typed(path: &Path) -> StateRead<State> {
+    match store::read_json(path) {
+        Ok(None) => StateRead::Absent,
+        Ok(Some(doc)) => match State::from_json(doc, &path.display().to_string()) {
+            Ok(s) => StateRead::Valid(s),
             Err(e) => StateRead::Invalid(e.to_string()),
         },
         Err(e) => StateRead::Invalid(e.to_string()),
@@ -60,7 +74,7 @@ pub fn collect(project: &Project, spec_arg: Option<&str>) -> Result<Facts> {
             Err(Error::Missing { .. }) => {}
             Err(e) => facts.tasks_error = Some(e.to_string()),
         }
-        facts.state = read_state(&spec.state_path());
+        facts.state = read_typed(&spec.state_path());
     }
     Ok(facts)
 }
@@ -75,135 +89,38 @@ fn artifact(path: &Path) -> Value {
 }
 
 impl Facts {
-    pub fn state_doc(&self) -> Option<&Value> {
+    pub fn state_doc(&self) -> Option<&State> {
         match &self.state {
             StateRead::Valid(v) => Some(v),
             _ => None,
         }
     }
 
-    /// Stable gate strings and the one sentence telling the coordinator what to do.
-    pub fn gates_and_action(&self) -> (Vec<&'static str>, String) {
-        let Some(spec) = &self.spec else {
-            return (
-                vec!["no-active-spec"],
-                "No active spec: plan one with /specrun:start <name> <goal>, or pass --spec NAME."
-                    .into(),
-            );
-        };
-        let n = &spec.name;
-        if !self.spec_dir_exists {
-            return (
-                vec!["missing-spec"],
-                format!(
-                    "Spec directory {} does not exist: plan it with /specrun:start {n} <goal>.",
-                    spec.dir.display()
-                ),
-            );
+    /// Where the spec stands, from the one engine (`next::standing`).
+    pub fn standing(&self) -> Standing {
+        next::standing(&self.input())
+    }
+
+    /// The facts as the engine reads them.
+    pub fn input(&self) -> Input<'_> {
+        Input {
+            spec: self
+                .spec
+                .as_ref()
+                .map(|s| (s.name.as_str(), s.dir.as_path())),
+            spec_dir_exists: self.spec_dir_exists,
+            tasks: self.tasks.as_ref(),
+            tasks_error: self.tasks_error.as_deref(),
+            state: match &self.state {
+                StateRead::Absent => StateInput::Absent,
+                StateRead::Invalid(e) => StateInput::Invalid(e),
+                StateRead::Valid(doc) => StateInput::Valid(doc),
+            },
         }
-        let mut gates = Vec::new();
-        let Some(list) = &self.tasks else {
-            gates.push(if self.tasks_error.is_some() {
-                "unreadable-tasks"
-            } else {
-                "missing-tasks"
-            });
-            return (gates, format!("Write specs/{n}/tasks.md (plan it with /specrun:start {n} <goal>) before implementing."));
-        };
-        if list.tasks.is_empty() {
-            return (vec!["empty-tasks"], format!("specs/{n}/tasks.md has no tasks: add `- [ ] 1.1 Title` lines, then run /specrun:implement {n}."));
-        }
-        if !list.duplicate_ids().is_empty() {
-            gates.push("duplicate-task-ids");
-        }
-        let all_checked = list.all_checked();
-        let doc = match &self.state {
-            StateRead::Invalid(_) => {
-                gates.push("invalid-state");
-                return (gates, format!("The state file is unreadable: inspect it, then run `specrun state init --spec {n} --force` (the old file is kept)."));
-            }
-            StateRead::Absent => {
-                gates.push("no-state");
-                return (gates, format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`, then delegate task {}.", first_label(list)));
-            }
-            StateRead::Valid(doc) => doc,
-        };
-        let v = View(doc);
-        if v.halt().is_some() {
-            gates.push("halted");
-            let reason = v.halt_reason().unwrap_or("no reason recorded");
-            let resume = state::resume_command(n, v);
-            return (gates, format!("The execution is halted ({reason}): a person runs `{resume}`, then /specrun:implement {n}."));
-        }
-        match v.phase() {
-            Some("cancelled") => {
-                gates.push("cancelled");
-                return (
-                    gates,
-                    format!(
-                        "The execution was cancelled: start again with /specrun:implement {n}."
-                    ),
-                );
-            }
-            Some("completed") => {
-                gates.push("completed");
-                return (gates, format!("Spec {n} is complete: nothing to run."));
-            }
-            _ => {}
-        }
-        if v.phase() != Some("execution") {
-            gates.push("not-executing");
-            return (gates, format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`."));
-        }
-        // The seed's definition: executing, every box ticked, completion not yet recorded.
-        if all_checked && v.completed() {
-            gates.push("completed");
-            return (gates, format!("Spec {n} is complete: nothing to run."));
-        }
-        // Ticked is not earned: a box ticked by hand, a running attempt, an open claim or an
-        // unmerged group comes first, with the Stop hook's own words.
-        if let Some(first) = all_checked
-            .then(|| crate::completion::unearned(n, doc, list))
-            .and_then(|u| u.into_iter().next())
-        {
-            gates.push("completion-unearned");
-            return (
-                gates,
-                format!("Every task is checked, but {}", first.detail),
-            );
-        }
-        if all_checked {
-            gates.push("completion-unmarked");
-            return (gates, format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."));
-        }
-        if v.awaiting_approval() {
-            gates.push("awaiting-approval");
-            return (
-                gates,
-                "The execution awaits the user's approval: ask, then continue.".into(),
-            );
-        }
-        let group: Vec<String> = list
-            .parallel_group(list.next_index())
-            .iter()
-            .map(|t| t.label())
-            .collect();
-        let action = if group.len() > 1 {
-            format!("Delegate tasks {} in parallel (one Agent call each), then continue with the next task.", group.join(", "))
-        } else {
-            let t = &list.tasks[list.next_index()];
-            let agent = if t.is_verify() {
-                "specrun:qa-engineer"
-            } else {
-                "specrun:spec-executor"
-            };
-            format!("Delegate task {} ({}) to {agent}.", t.label(), t.title)
-        };
-        (gates, action)
     }
 
     pub fn to_json(&self, project: &Project) -> Value {
-        let (gates, next_action) = self.gates_and_action();
+        let standing = self.standing();
         let spec = self.spec.as_ref().map(|s| {
             json!({"name": s.name, "path": s.dir.display().to_string(), "statePath": s.state_path().display().to_string()})
         });
@@ -219,10 +136,9 @@ impl Facts {
             "taskIndex": null, "totalTasks": null, "taskIteration": null,
             "maxTaskIterations": null, "globalIteration": null, "maxGlobalIterations": null,
         });
-        if let Some(doc) = self.state_doc() {
-            let v = View(doc);
+        if let Some(v) = self.state_doc() {
             let known = json!({
-                "phase": v.phase(), "completed": v.completed(), "halt": v.halt(),
+                "phase": v.phase().map(Phase::as_str), "completed": v.completed(), "halt": v.halt(),
                 "taskIndex": v.task_index(), "totalTasks": v.total_tasks(),
                 "taskIteration": v.task_iteration(), "maxTaskIterations": v.max_task_iterations(),
                 "globalIteration": v.global_iteration(), "maxGlobalIterations": v.max_global_iterations(),
@@ -257,14 +173,10 @@ impl Facts {
             "artifacts": artifacts,
             "tasks": tasks,
             "git": self.git,
-            "nextAction": next_action,
-            "gates": gates,
+            "nextAction": standing.coordinator(),
+            "gates": standing.gates(),
         })
     }
-}
-
-fn first_label(list: &TaskList) -> String {
-    list.next().map(|t| t.label()).unwrap_or_else(|| "-".into())
 }
 
 /// The `current` object of snapshot: one task's facts.
@@ -282,22 +194,50 @@ pub fn task_json(t: &Task) -> Value {
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, state: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
-    let progress = match (state, tasks.and_then(TaskList::next)) {
-        (Some(doc), Some(task)) => task_progress(spec, doc, &task.label()),
+pub fn shell_step(spec: &Spec, doc: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
+    // issue-12 boundary: `resume` holds the document it wrote.
+    let typed = doc.map(State::from_value);
+    let state = match &typed {
+        None => StateInput::Absent,
+        Some(Ok(s)) => StateInput::Valid(s),
+        Some(Err(_)) => StateInput::Invalid("unreadable"),
+    };
+    let standing = next::standing(&Input {
+        spec: Some((&spec.name, &spec.dir)),
+        spec_dir_exists: true,
+        tasks,
+        tasks_error: None,
+        state,
+    });
+    let valid = typed.as_ref().and_then(|t| t.as_ref().ok());
+    shell_of(spec, valid, &standing).map(|s| s.command)
+}
+
+/// The shell step of `standing`, with the current task's evidence and reviews read.
+pub fn shell_of(spec: &Spec, state: Option<&State>, standing: &Standing) -> Option<ShellStep> {
+    let progress = match (state, standing.step()) {
+        (
+            Some(doc),
+            Finding::Delegate {
+                group,
+                running: true,
+            },
+        ) => group
+            .first()
+            .map_or_else(TaskProgress::default, |t| task_progress(spec, doc, &t.id)),
         _ => TaskProgress::default(),
     };
-    next::shell_step(&spec.name, state, tasks, progress)
+    standing.shell(progress)
 }
 
 /// What the running attempt of `id` has so far: passing evidence and reviews recorded
 /// since it started.
-fn task_progress(spec: &Spec, state: &Value, id: &str) -> TaskProgress {
+fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let Some(since) = next::running_since(state, id) else {
         return TaskProgress::default();
     };
     let after = |at: Option<String>| at.is_some_and(|t| t.as_str() >= since);
-    let record = evidence::Slot::Task(id.to_string()).record_in(state);
+    let record = state.task_evidence(id);
     TaskProgress {
         evidence: record.is_some_and(|r| {
             evidence::passed(r)

@@ -1152,15 +1152,15 @@ pub fn decide_pre_tool_use(
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
 pub fn session_context(
     name: &str,
-    state: &Value,
+    v: &state::State,
     tasks: Option<&TaskList>,
     session: Option<&str>,
 ) -> Option<String> {
-    let v = View(state);
-    if !executing(state) {
+    if v.phase() != Some(state::Phase::Execution) {
         return None;
     }
-    if v.session_id().is_some() && !owned_by(state, session) {
+    // Unowned, or owned by this session (`owned_by`, on the typed state).
+    if v.session_id().is_some_and(|owner| Some(owner) != session) {
         return None;
     }
     let mut lines = Vec::new();
@@ -1180,14 +1180,13 @@ pub fn session_context(
         v.global_iteration(),
         v.max_global_iterations()
     ));
-    if v.halt().is_some() {
-        lines.push(format!(
+    // The halt is the engine's finding (`next::halt`), as snapshot and status see it.
+    match crate::next::halt(name, v) {
+        Some(h) => lines.push(format!(
             "Halted: {}. A person continues it with `{}`.",
-            v.halt_reason().unwrap_or("no reason recorded"),
-            state::resume_command(name, v)
-        ));
-    } else {
-        lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details)."));
+            h.reason, h.resume
+        )),
+        None => lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details).")),
     }
     Some(lines.join("\n"))
 }
@@ -2004,23 +2003,24 @@ mod tests {
     #[test]
     fn session_context_for_owner_or_unowned_only() {
         let list = tasks::parse(TASKS);
-        let c = session_context("demo", &state(), Some(&list), Some("s1")).unwrap();
+        let typed = |v: &Value| state::State::from_value(v).unwrap();
+        let c = session_context("demo", &typed(&state()), Some(&list), Some("s1")).unwrap();
         assert_eq!(c.lines().count(), 2);
         assert!(c.contains("1/2 tasks checked, next 1.2 Second"), "{c}");
-        assert!(session_context("demo", &state(), Some(&list), Some("s2")).is_none());
+        assert!(session_context("demo", &typed(&state()), Some(&list), Some("s2")).is_none());
         let mut unowned = state();
         unowned["sessionId"] = Value::Null;
-        assert!(session_context("demo", &unowned, Some(&list), Some("s2")).is_some());
+        assert!(session_context("demo", &typed(&unowned), Some(&list), Some("s2")).is_some());
         let mut halted = state();
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
-        let c = session_context("demo", &halted, None, Some("s1")).unwrap();
+        let c = session_context("demo", &typed(&halted), None, Some("s1")).unwrap();
         assert!(
             c.contains("Halted: stuck. A person continues it with `specrun resume --spec demo`."),
             "{c}"
         );
         let mut done = state();
         done["phase"] = json!("completed");
-        assert!(session_context("demo", &done, None, Some("s1")).is_none());
+        assert!(session_context("demo", &typed(&done), None, Some("s1")).is_none());
     }
 
     #[test]

@@ -1,21 +1,17 @@
 //! `specrun last-mile`, the pure half: from facts gathered at the edge (tasks, state,
 //! evidence, git, PATH, capabilities) decide the phase, the problems — each with the
-//! concrete evidence that triggered it — the gates, the evidence still required and one
-//! imperative sentence for the coordinator.
+//! typed observations that triggered it, from which its evidence lines and gate ids are
+//! rendered — the evidence still required and one imperative sentence for the
+//! coordinator. With nothing in the way, that sentence is the "what next" engine's step.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::evidence::{self, Freshness, Slot};
 use crate::goal::shell_word;
-use crate::state::{self, View};
+use crate::next::{self, Finding, Halt, Standing, StateInput};
+use crate::state::{self, Attempt, Phase as Run, State, View};
 use crate::tasks::{Task, TaskList};
-
-/// How a verification-gap line about an open blocking follow-up starts.
-const FOLLOWUP_GAP: &str = "every task is checked but follow-up ";
-const CRITERION_GAP: &str = "every task is checked but acceptance criterion ";
-/// What follows the task id in a verification-gap line about an unearned completion.
-const UNEARNED_GAP: &str = "completion not earned: ";
 
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;
@@ -46,12 +42,175 @@ pub enum ProblemType {
     ReleaseRisk,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    #[serde(rename = "type")]
     pub kind: ProblemType,
-    /// What was observed, one fact a line.
-    pub evidence: Vec<String>,
+    /// What was observed, typed; `evidence` renders it one fact a line.
+    pub observed: Vec<Observed>,
+}
+
+impl Problem {
+    /// The observations shown: all, or the first ones and a count of the rest.
+    fn shown(&self) -> &[Observed] {
+        match self.observed.len() {
+            n if n > MAX_EVIDENCE_LINES => &self.observed[..MAX_EVIDENCE_LINES - 1],
+            _ => &self.observed,
+        }
+    }
+
+    /// One line per observation, cut to `MAX_EVIDENCE_LINES` (`… and N more`).
+    pub fn evidence(&self) -> Vec<String> {
+        capped(self.observed.iter().map(Observed::line).collect())
+    }
+}
+
+impl Serialize for Problem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shape {
+            #[serde(rename = "type")]
+            kind: ProblemType,
+            evidence: Vec<String>,
+        }
+        Shape {
+            kind: self.kind,
+            evidence: self.evidence(),
+        }
+        .serialize(s)
+    }
+}
+
+/// One fact behind a problem, with the ids, paths and programs it is about. The evidence
+/// line and the gate id are rendered from it; nothing is parsed back out of a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    NoActiveSpec,
+    NoSpecDir {
+        name: String,
+    },
+    TasksUnreadable {
+        name: String,
+        error: String,
+    },
+    NoTasksFile {
+        name: String,
+    },
+    NoTasks {
+        name: String,
+    },
+    StateUnreadable {
+        error: String,
+    },
+    NoVerifyField {
+        task: String,
+    },
+    NoDoneWhen {
+        task: String,
+    },
+    NotOnPath {
+        task: String,
+        command: String,
+        program: String,
+    },
+    FailedRepeatedly {
+        task: String,
+        reasons: Vec<String>,
+    },
+    OutsideFiles {
+        path: String,
+        tasks: Vec<String>,
+    },
+    NoEvidence {
+        task: String,
+        slot: String,
+    },
+    EvidenceFailed {
+        task: String,
+        exit: String,
+    },
+    EvidenceStale {
+        task: String,
+    },
+    Unearned {
+        task: String,
+        detail: String,
+    },
+    FollowupOpen {
+        id: String,
+        title: String,
+    },
+    CriterionUncovered {
+        id: String,
+        status: String,
+    },
+    ExecutionEvidence {
+        slot: String,
+        freshness: Freshness,
+    },
+    Uncommitted {
+        shown: Vec<String>,
+        more: usize,
+    },
+    Unpushed {
+        commits: u64,
+    },
+}
+
+impl Observed {
+    pub fn line(&self) -> String {
+        match self {
+            Observed::NoActiveSpec => "no active spec: no --spec and no specs/.current-spec".into(),
+            Observed::NoSpecDir { name } => format!("spec directory specs/{name} does not exist"),
+            Observed::TasksUnreadable { name, error } => format!("specs/{name}/tasks.md is unreadable: {error}"),
+            Observed::NoTasksFile { name } => format!("specs/{name}/tasks.md does not exist"),
+            Observed::NoTasks { name } => format!("specs/{name}/tasks.md has no tasks"),
+            Observed::StateUnreadable { error } => format!("the state file is unreadable: {error}"),
+            Observed::NoVerifyField { task } => format!("task {task} has no **Verify** field"),
+            Observed::NoDoneWhen { task } => format!("task {task} has no **Done when** field"),
+            Observed::NotOnPath { task, command, program } => format!("task {task} Verify `{command}`: `{program}` is not on PATH"),
+            Observed::FailedRepeatedly { task, reasons } => format!("task {task} failed {} times: {}", reasons.len(), reasons.join("; ")),
+            Observed::OutsideFiles { path, tasks } => format!("{path} changed but is not in the Files of task {}", tasks.join(", ")),
+            Observed::NoEvidence { task, slot } => format!("task {task} is checked but has no evidence ({slot})"),
+            Observed::EvidenceFailed { task, exit } => format!("task {task} is checked but its last verify failed (exit {exit})"),
+            Observed::EvidenceStale { task } => format!("task {task} is checked but the code changed after its evidence and no later task has started"),
+            Observed::Unearned { task, detail } => format!("task {task} completion not earned: {detail}"),
+            Observed::FollowupOpen { id, title } => format!("every task is checked but follow-up {id} (VERIFY, high) is open: {title}"),
+            Observed::CriterionUncovered { id, status } => format!("every task is checked but acceptance criterion {id} is {status}"),
+            Observed::ExecutionEvidence { slot, freshness } => format!("every task is checked but {slot} is {}", freshness.as_str()),
+            Observed::Uncommitted { shown, more: 0 } => format!("uncommitted changes: {}", shown.join(", ")),
+            Observed::Uncommitted { shown, more } => format!("uncommitted changes: {} and {more} more", shown.join(", ")),
+            Observed::Unpushed { commits } => format!("{commits} commit(s) on HEAD are on no remote branch"),
+        }
+    }
+
+    /// What a gate id names after `<problem>:` (`None`: the problem's bare id, or the
+    /// subjects come from elsewhere, as scope-drift's task group).
+    fn subject(&self) -> Option<String> {
+        match self {
+            Observed::NotOnPath { program, .. } => Some(program.clone()),
+            Observed::FailedRepeatedly { task, .. }
+            | Observed::NoEvidence { task, .. }
+            | Observed::EvidenceFailed { task, .. }
+            | Observed::EvidenceStale { task }
+            | Observed::Unearned { task, .. } => Some(task.clone()),
+            Observed::FollowupOpen { id, .. } => Some(format!("followup-{id}")),
+            Observed::CriterionUncovered { id, .. } => Some(format!("criterion-{id}")),
+            Observed::ExecutionEvidence { .. } => Some("execution".into()),
+            Observed::Uncommitted { .. } => Some("uncommitted".into()),
+            Observed::Unpushed { .. } => Some("unpushed".into()),
+            _ => None,
+        }
+    }
+
+    /// A task's own evidence is missing, failed or stale.
+    fn task_evidence_gap(&self) -> Option<&str> {
+        match self {
+            Observed::NoEvidence { task, .. }
+            | Observed::EvidenceFailed { task, .. }
+            | Observed::EvidenceStale { task } => Some(task),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -76,14 +235,6 @@ pub struct Capability {
     pub fallback_when_missing: String,
 }
 
-/// The state file as the edge read it.
-#[derive(Debug, Clone, Copy)]
-pub enum StateInput<'a> {
-    Absent,
-    Invalid(&'a str),
-    Valid(&'a Value),
-}
-
 /// The git facts last-mile needs; `None` outside a repository.
 #[derive(Debug, Clone, Default)]
 pub struct GitFacts {
@@ -96,12 +247,8 @@ pub struct GitFacts {
 }
 
 pub struct Inputs<'a> {
-    pub spec_name: Option<&'a str>,
-    pub spec_dir_exists: bool,
-    pub tasks: Option<&'a TaskList>,
-    /// Why tasks.md could not be read (absent is `tasks: None` with no error).
-    pub tasks_error: Option<&'a str>,
-    pub state: StateInput<'a>,
+    /// The spec, tasks.md and the state, as the "what next" engine reads them.
+    pub spec: next::Input<'a>,
     /// The working-tree fingerprint now, if it could be computed.
     pub current_tree: Option<&'a str>,
     pub git: Option<GitFacts>,
@@ -193,93 +340,94 @@ fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
 }
 
 /// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
-pub fn attempts<'a>(state: Option<&'a Value>, id: &str) -> &'a [Value] {
-    state
-        .and_then(|s| s.get("attempts"))
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+pub fn attempts<'a>(state: Option<&'a State>, id: &str) -> &'a [Attempt] {
+    state.map_or(&[], |s| s.attempts_of(id))
 }
 
-pub fn status_of(attempt: &Value) -> Option<&str> {
-    attempt.get("status").and_then(Value::as_str)
+pub fn status_of(attempt: &Attempt) -> Option<&str> {
+    attempt.status.as_deref()
 }
 
 struct Ctx<'a> {
+    /// The spec's name as a shell word (`<name>` without a spec).
     name: String,
-    state: Option<&'a Value>,
+    state: Option<&'a State>,
     list: Option<&'a TaskList>,
     group: Vec<&'a Task>,
+    /// A halt (a cancel counts as one): the one thing to report.
+    halt: Option<Halt>,
+    /// The "what next" engine's view of the same facts.
+    standing: Standing,
 }
 
 pub fn decide(input: &Inputs<'_>) -> Decision {
-    let state = match input.state {
+    let facts = &input.spec;
+    let spec_name = facts.spec.map(|(n, _)| n);
+    let state = match facts.state {
         StateInput::Valid(doc) => Some(doc),
         _ => None,
     };
-    let list = input.tasks.filter(|l| !l.tasks.is_empty());
-    let group = list
-        .map(|l| l.parallel_group(l.next_index()))
-        .unwrap_or_default();
+    let list = facts.tasks.filter(|l| !l.tasks.is_empty());
     let ctx = Ctx {
-        name: input
-            .spec_name
-            .map(shell_word)
-            .unwrap_or_else(|| "<name>".into()),
+        name: spec_name.map(shell_word).unwrap_or_else(|| "<name>".into()),
         state,
         list,
-        group,
+        group: list
+            .map(|l| l.parallel_group(l.next_index()))
+            .unwrap_or_default(),
+        halt: state.and_then(|s| halt_of(spec_name.unwrap_or("<name>"), s)),
+        standing: next::standing(facts),
     };
-
-    let mut problems = Vec::new();
-    let mut push = |kind, evidence: Vec<String>| {
-        if !evidence.is_empty() {
-            problems.push(Problem {
-                kind,
-                evidence: capped(evidence),
-            });
-        }
-    };
-    push(ProblemType::MissingContext, missing_context(input, &ctx));
-    push(
-        ProblemType::MissingDependency,
-        missing_dependencies(input, &ctx),
-    );
-    push(ProblemType::RepeatedFailure, repeated_failures(&ctx));
-    push(ProblemType::ScopeDrift, scope_drift(input, &ctx));
-    push(ProblemType::VerificationGap, verification_gaps(input, &ctx));
-    push(ProblemType::ReleaseRisk, release_risks(input, &ctx));
-
+    let problems = problems(input, &ctx);
     let phase = phase(&ctx, &problems);
-    let halted = halt_text(&ctx);
-    let mut gates: Vec<String> = halted.iter().map(|_| "halted".to_string()).collect();
+    let mut gates: Vec<String> = ctx.halt.iter().map(|_| "halted".to_string()).collect();
     gates.extend(problems.iter().flat_map(|p| gate_ids(p, &ctx)));
     gates.dedup();
-    let evidence_required = evidence_required(phase, &problems, &ctx);
-    let coordinator_instruction = instruction(phase, &problems, &ctx, input);
     Decision {
-        spec: input.spec_name.map(str::to_string),
+        spec: spec_name.map(str::to_string),
         phase,
+        evidence_required: evidence_required(phase, &problems, &ctx),
+        coordinator_instruction: instruction(phase, &problems, &ctx),
         problem_types: problems,
         capability_plan: input.capabilities.clone(),
-        evidence_required,
         blocking_gates: gates,
-        coordinator_instruction,
     }
 }
 
-fn halt_text(ctx: &Ctx<'_>) -> Option<String> {
-    let v = View(ctx.state?);
-    if v.halt().is_some() {
-        return Some(v.halt_reason().unwrap_or("no reason recorded").to_string());
-    }
-    (v.phase() == Some("cancelled")).then(|| "the execution was cancelled".to_string())
+/// Each rule's observations, as the problems that have any.
+fn problems(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Problem> {
+    let rules = [
+        (ProblemType::MissingContext, missing_context(input, ctx)),
+        (
+            ProblemType::MissingDependency,
+            missing_dependencies(input, ctx),
+        ),
+        (ProblemType::RepeatedFailure, repeated_failures(ctx)),
+        (ProblemType::ScopeDrift, scope_drift(input, ctx)),
+        (ProblemType::VerificationGap, verification_gaps(input, ctx)),
+        (ProblemType::ReleaseRisk, release_risks(input, ctx)),
+    ];
+    rules
+        .into_iter()
+        .filter(|(_, observed)| !observed.is_empty())
+        .map(|(kind, observed)| Problem { kind, observed })
+        .collect()
+}
+
+/// The engine's halt, or a cancelled phase without one.
+fn halt_of(name: &str, s: &State) -> Option<Halt> {
+    next::halt(name, s).or_else(|| {
+        (s.phase() == Some(Run::Cancelled)).then(|| Halt {
+            reason: "the execution was cancelled".into(),
+            // issue-12 boundary: `resume_command` reads the document through `View`.
+            resume: state::resume_command(name, View(&s.to_value())),
+        })
+    })
 }
 
 fn is_completed(ctx: &Ctx<'_>) -> bool {
     ctx.state
-        .is_some_and(|s| View(s).phase() == Some("completed") || View(s).completed())
+        .is_some_and(|s| s.phase() == Some(Run::Completed) || s.completed())
 }
 
 fn all_checked(ctx: &Ctx<'_>) -> bool {
@@ -288,31 +436,36 @@ fn all_checked(ctx: &Ctx<'_>) -> bool {
 
 /// Rule missing-context: the spec, its tasks.md or a usable state is absent, or the task
 /// to run next lacks the fields an executor needs (Verify, Done when).
-fn missing_context(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+fn missing_context(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
+    let facts = &input.spec;
     let mut out = Vec::new();
-    let Some(name) = input.spec_name else {
-        return vec!["no active spec: no --spec and no specs/.current-spec".into()];
+    let Some((name, _)) = facts.spec else {
+        return vec![Observed::NoActiveSpec];
     };
-    if !input.spec_dir_exists {
-        return vec![format!("spec directory specs/{name} does not exist")];
+    let name = name.to_string();
+    if !facts.spec_dir_exists {
+        return vec![Observed::NoSpecDir { name }];
     }
-    match (input.tasks, input.tasks_error) {
-        (_, Some(err)) => out.push(format!("specs/{name}/tasks.md is unreadable: {err}")),
-        (None, None) => out.push(format!("specs/{name}/tasks.md does not exist")),
-        (Some(list), None) if list.tasks.is_empty() => {
-            out.push(format!("specs/{name}/tasks.md has no tasks"))
-        }
+    match (facts.tasks, facts.tasks_error) {
+        (_, Some(err)) => out.push(Observed::TasksUnreadable {
+            name,
+            error: err.to_string(),
+        }),
+        (None, None) => out.push(Observed::NoTasksFile { name }),
+        (Some(list), None) if list.tasks.is_empty() => out.push(Observed::NoTasks { name }),
         _ => {}
     }
-    if let StateInput::Invalid(err) = input.state {
-        out.push(format!("the state file is unreadable: {err}"));
+    if let StateInput::Invalid(err) = facts.state {
+        out.push(Observed::StateUnreadable {
+            error: err.to_string(),
+        });
     }
     for t in &ctx.group {
         if t.verify.is_none() {
-            out.push(format!("task {} has no **Verify** field", t.label()));
+            out.push(Observed::NoVerifyField { task: t.label() });
         }
         if t.done_when.is_none() {
-            out.push(format!("task {} has no **Done when** field", t.label()));
+            out.push(Observed::NoDoneWhen { task: t.label() });
         }
     }
     out
@@ -320,7 +473,7 @@ fn missing_context(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
 
 /// Rule missing-dependency: a pending task's Verify command runs a program this machine
 /// does not have.
-fn missing_dependencies(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+fn missing_dependencies(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     let Some(list) = ctx.list else {
         return Vec::new();
     };
@@ -339,26 +492,24 @@ fn missing_dependencies(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
                 }
             };
             if !ok {
-                out.push(format!(
-                    "task {} Verify `{cmd}`: `{program}` is not on PATH",
-                    t.label()
-                ));
+                out.push(Observed::NotOnPath {
+                    task: t.label(),
+                    command: cmd.to_string(),
+                    program,
+                });
             }
         }
     }
     out
 }
 
-/// The programs named by `missing-dependency` evidence lines.
-fn missing_programs(problem: &Problem) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in &problem.evidence {
-        if let Some(p) = line
-            .rsplit_once(": `")
-            .and_then(|(_, r)| r.strip_suffix("` is not on PATH"))
-        {
-            if !out.iter().any(|o| o == p) {
-                out.push(p.to_string());
+/// The programs missing-dependency names, each once.
+fn missing_programs(observed: &[Observed]) -> Vec<&str> {
+    let mut out: Vec<&str> = Vec::new();
+    for o in observed {
+        if let Observed::NotOnPath { program, .. } = o {
+            if !out.contains(&program.as_str()) {
+                out.push(program);
             }
         }
     }
@@ -367,7 +518,7 @@ fn missing_programs(problem: &Problem) -> Vec<String> {
 
 /// Rule repeated-failure: an unchecked task with at least `REPEATED_FAILURES` failed
 /// attempts.
-fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
+fn repeated_failures(ctx: &Ctx<'_>) -> Vec<Observed> {
     let Some(list) = ctx.list else {
         return Vec::new();
     };
@@ -378,26 +529,23 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
         // Failures up to the one that got a fix task are answered by that fix.
         let since_fix = history
             .iter()
-            .rposition(|a| a.get("fixTaskId").is_some_and(|f| !f.is_null()))
+            .rposition(|a| a.fix_task_id.get().is_some())
             .map_or(0, |i| i + 1);
-        let failed: Vec<&Value> = history[since_fix..]
+        let reasons: Vec<String> = history[since_fix..]
             .iter()
             .filter(|a| status_of(a) == Some("failed"))
+            .map(|a| {
+                a.reason
+                    .get()
+                    .map_or("no reason", String::as_str)
+                    .to_string()
+            })
             .collect();
-        if failed.len() >= REPEATED_FAILURES {
-            let reasons: Vec<&str> = failed
-                .iter()
-                .map(|a| {
-                    a.get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or("no reason")
-                })
-                .collect();
-            out.push(format!(
-                "task {label} failed {} times: {}",
-                failed.len(),
-                reasons.join("; ")
-            ));
+        if reasons.len() >= REPEATED_FAILURES {
+            out.push(Observed::FailedRepeatedly {
+                task: label,
+                reasons,
+            });
         }
     }
     out
@@ -406,7 +554,7 @@ fn repeated_failures(ctx: &Ctx<'_>) -> Vec<String> {
 /// Rule scope-drift: files changed (uncommitted, or committed since the current attempt
 /// started) that no Files entry of the current task group covers. Skipped when the group
 /// lists no Files: there is nothing to drift from.
-fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     let Some(git) = &input.git else {
         return Vec::new();
     };
@@ -419,18 +567,18 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
         return Vec::new();
     }
     let files = crate::glob::FileEntries::new(&files);
-    let labels: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
-    let mut out: Vec<String> = Vec::new();
+    let tasks: Vec<String> = ctx.group.iter().map(|t| t.label()).collect();
+    let mut out: Vec<Observed> = Vec::new();
     for path in git.uncommitted.iter().chain(&git.committed_since_start) {
         if is_bookkeeping(path, &input.bookkeeping) || files.covers(path) {
             continue;
         }
-        let line = format!(
-            "{path} changed but is not in the Files of task {}",
-            labels.join(", ")
-        );
-        if !out.contains(&line) {
-            out.push(line);
+        let o = Observed::OutsideFiles {
+            path: path.clone(),
+            tasks: tasks.clone(),
+        };
+        if !out.contains(&o) {
+            out.push(o);
         }
     }
     out
@@ -440,73 +588,82 @@ fn scope_drift(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
 /// with no later task started (later tasks legitimately change the tree) while tasks
 /// remain; and, once every task is checked, execution evidence that is not fresh and
 /// passing.
-fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     let (Some(list), Some(state)) = (ctx.list, ctx.state) else {
         return Vec::new();
     };
+    let mut out = task_evidence_gaps(input, list, state);
+    if list.all_checked() && !is_completed(ctx) {
+        // The completion gate's own rules (`completion::earned`): a box ticked without
+        // `task complete`, an attempt still running, an open unverified claim.
+        let name = input.spec.spec.map_or("<name>", |(n, _)| n);
+        // issue-12 boundary: the completion gate reads the document.
+        for (task, gap) in crate::completion::earned_by_task(name, &state.to_value(), list) {
+            out.push(Observed::Unearned {
+                task,
+                detail: gap.detail,
+            });
+        }
+        for (id, title) in &input.blocking_followups {
+            out.push(Observed::FollowupOpen {
+                id: id.clone(),
+                title: title.clone(),
+            });
+        }
+        for (id, status) in &input.uncovered_criteria {
+            out.push(Observed::CriterionUncovered {
+                id: id.clone(),
+                status: status.clone(),
+            });
+        }
+    }
+    if list.all_checked() {
+        let slot = Slot::Phase("execution".into());
+        let freshness = evidence::assess(state.verification_block("execution"), input.current_tree);
+        if freshness != Freshness::Fresh {
+            out.push(Observed::ExecutionEvidence {
+                slot: slot.describe(),
+                freshness,
+            });
+        }
+    }
+    out
+}
+
+/// The checked tasks whose own evidence does not vouch for them.
+fn task_evidence_gaps(input: &Inputs<'_>, list: &TaskList, state: &State) -> Vec<Observed> {
     let mut out = Vec::new();
     // Fresh passing execution evidence vouches for every checked task, as `task complete`
     // accepts it in place of a task's own.
-    let phase_fresh = evidence::assess(
-        Slot::Phase("execution".into()).record_in(state),
-        input.current_tree,
-    ) == Freshness::Fresh;
+    let phase_fresh = evidence::assess(state.verification_block("execution"), input.current_tree)
+        == Freshness::Fresh;
     for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
-        let label = t.label();
-        let slot = Slot::Task(label.clone());
-        let record = slot.record_in(state);
+        let task = t.label();
+        let slot = Slot::Task(task.clone());
+        let record = state.task_evidence(&task);
         match evidence::assess(record, input.current_tree) {
             Freshness::Fresh => {}
             _ if phase_fresh => {}
-            Freshness::Missing => out.push(format!(
-                "task {label} is checked but has no evidence ({})",
-                slot.describe()
-            )),
-            Freshness::Failed => out.push(format!(
-                "task {label} is checked but its last verify failed (exit {})",
-                record
+            Freshness::Missing => out.push(Observed::NoEvidence {
+                task,
+                slot: slot.describe(),
+            }),
+            Freshness::Failed => out.push(Observed::EvidenceFailed {
+                task,
+                exit: record
                     .and_then(|r| r.get("exitCode"))
                     .map(Value::to_string)
-                    .unwrap_or_else(|| "?".into())
-            )),
+                    .unwrap_or_else(|| "?".into()),
+            }),
             Freshness::Stale => {
                 let later_started = list.tasks[i + 1..]
                     .iter()
                     .any(|l| l.checked || !attempts(Some(state), &l.label()).is_empty());
                 // Once every task is checked, the execution evidence covers the whole tree.
                 if !later_started && !list.all_checked() {
-                    out.push(format!(
-                        "task {label} is checked but the code changed after its evidence and no later task has started"
-                    ));
+                    out.push(Observed::EvidenceStale { task });
                 }
             }
-        }
-    }
-    if list.all_checked() && !is_completed(ctx) {
-        // The completion gate's own rules (`completion::earned`): a box ticked without
-        // `task complete`, an attempt still running, an open unverified claim.
-        let name = input.spec_name.unwrap_or("<name>");
-        for (id, gap) in crate::completion::earned_by_task(name, state, list) {
-            out.push(format!("task {id} {UNEARNED_GAP}{}", gap.detail));
-        }
-        for (id, title) in &input.blocking_followups {
-            out.push(format!(
-                "{FOLLOWUP_GAP}{id} (VERIFY, high) is open: {title}"
-            ));
-        }
-        for (id, status) in &input.uncovered_criteria {
-            out.push(format!("{CRITERION_GAP}{id} is {status}"));
-        }
-    }
-    if list.all_checked() {
-        let slot = Slot::Phase("execution".into());
-        let fresh = evidence::assess(slot.record_in(state), input.current_tree);
-        if fresh != Freshness::Fresh {
-            out.push(format!(
-                "every task is checked but {} is {}",
-                slot.describe(),
-                fresh.as_str()
-            ));
         }
     }
     out
@@ -514,7 +671,7 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
 
 /// Rule release-risk: at completion (every task checked, or the state completed),
 /// uncommitted changes outside the churning bookkeeping, or commits no remote has.
-fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
+fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     let Some(git) = &input.git else {
         return Vec::new();
     };
@@ -524,17 +681,12 @@ fn release_risks(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<String> {
     let mut out = Vec::new();
     let dirty: Vec<&String> = git.uncommitted.iter().filter(|p| !is_churn(p)).collect();
     if !dirty.is_empty() {
-        let shown: Vec<&str> = dirty.iter().take(5).map(|s| s.as_str()).collect();
+        let shown: Vec<String> = dirty.iter().take(5).map(|s| s.to_string()).collect();
         let more = dirty.len().saturating_sub(shown.len());
-        let tail = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        out.push(format!("uncommitted changes: {}{tail}", shown.join(", ")));
+        out.push(Observed::Uncommitted { shown, more });
     }
-    if let Some(n) = git.unpushed.filter(|&n| n > 0) {
-        out.push(format!("{n} commit(s) on HEAD are on no remote branch"));
+    if let Some(commits) = git.unpushed.filter(|&n| n > 0) {
+        out.push(Observed::Unpushed { commits });
     }
     out
 }
@@ -554,14 +706,19 @@ fn has(problems: &[Problem], kind: ProblemType) -> Option<&Problem> {
     problems.iter().find(|p| p.kind == kind)
 }
 
+/// The observations of one kind (none when the problem is absent).
+fn observed(problems: &[Problem], kind: ProblemType) -> &[Observed] {
+    has(problems, kind).map_or(&[], |p| &p.observed)
+}
+
 fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
-    if halt_text(ctx).is_some() {
+    if ctx.halt.is_some() {
         return Phase::Halted;
     }
     let planned = ctx.list.is_some();
     let executing = ctx
         .state
-        .is_some_and(|s| matches!(View(s).phase(), Some("execution" | "completed")));
+        .is_some_and(|s| matches!(s.phase(), Some(Run::Execution | Run::Completed)));
     if !planned || !executing {
         return Phase::Planning;
     }
@@ -572,25 +729,24 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
             Phase::Completed
         };
     }
+    let gaps = observed(problems, ProblemType::VerificationGap);
     if all_checked(ctx) {
-        let execution_gap = has(problems, ProblemType::VerificationGap).is_some_and(|p| {
-            p.evidence
-                .iter()
-                .any(|e| e.starts_with("every task") || e.contains(UNEARNED_GAP))
-        });
+        // Any gap found once every box is ticked (execution evidence, an unearned box, a
+        // follow-up, a criterion) keeps the run verifying; a task's own evidence does not.
+        let execution_gap = gaps.iter().any(|o| o.task_evidence_gap().is_none());
         return if execution_gap {
             Phase::Verifying
         } else {
             Phase::Releasing
         };
     }
+    let failing = observed(problems, ProblemType::RepeatedFailure);
     let group_failing = ctx.group.iter().any(|t| {
-        let tries = attempts(ctx.state, &t.label());
-        has(problems, ProblemType::RepeatedFailure).is_some_and(|p| {
-            p.evidence
-                .iter()
-                .any(|e| e.starts_with(&format!("task {} ", t.label())))
-        }) || tries.last().and_then(status_of) == Some("failed")
+        let label = t.label();
+        failing
+            .iter()
+            .any(|o| matches!(o, Observed::FailedRepeatedly { task, .. } if *task == label))
+            || attempts(ctx.state, &label).last().and_then(status_of) == Some("failed")
     });
     if group_failing {
         return Phase::Recovering;
@@ -601,44 +757,24 @@ fn phase(ctx: &Ctx<'_>, problems: &[Problem]) -> Phase {
     Phase::Implementing
 }
 
-/// Stable gate ids: `<problem>` or `<problem>:<what>`.
+/// Stable gate ids: `<problem>` or `<problem>:<what>`, from the observations shown.
 fn gate_ids(problem: &Problem, ctx: &Ctx<'_>) -> Vec<String> {
     let kind = serde_json::to_value(problem.kind)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
     let subjects: Vec<String> = match problem.kind {
-        ProblemType::MissingDependency => missing_programs(problem),
-        ProblemType::RepeatedFailure | ProblemType::VerificationGap => problem
-            .evidence
-            .iter()
-            .filter_map(|e| {
-                if let Some(rest) = e.strip_prefix(FOLLOWUP_GAP) {
-                    rest.split(' ').next().map(|id| format!("followup-{id}"))
-                } else if let Some(rest) = e.strip_prefix(CRITERION_GAP) {
-                    rest.split(' ').next().map(|id| format!("criterion-{id}"))
-                } else if e.starts_with("every task") {
-                    Some("execution".to_string())
-                } else {
-                    e.strip_prefix("task ")
-                        .and_then(|r| r.split(' ').next())
-                        .map(str::to_string)
-                }
-            })
+        ProblemType::MissingDependency => missing_programs(problem.shown())
+            .into_iter()
+            .map(str::to_string)
             .collect(),
         ProblemType::ScopeDrift => ctx.group.iter().map(|t| t.label()).collect(),
-        ProblemType::ReleaseRisk => problem
-            .evidence
-            .iter()
-            .map(|e| {
-                if e.starts_with("uncommitted") {
-                    "uncommitted".to_string()
-                } else {
-                    "unpushed".to_string()
-                }
-            })
-            .collect(),
         ProblemType::MissingContext => Vec::new(),
+        _ => problem
+            .shown()
+            .iter()
+            .filter_map(Observed::subject)
+            .collect(),
     };
     if subjects.is_empty() {
         vec![kind]
@@ -690,12 +826,10 @@ fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<S
         _ => {}
     }
     if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        for e in p.evidence.iter().filter(|e| !e.contains(UNEARNED_GAP)) {
-            if let Some(id) = e.strip_prefix("task ").and_then(|r| r.split(' ').next()) {
-                out.push(format!(
-                    "task {id}: fresh passing evidence (taskEvidence[{id}])"
-                ));
-            }
+        for id in p.shown().iter().filter_map(Observed::task_evidence_gap) {
+            out.push(format!(
+                "task {id}: fresh passing evidence (taskEvidence[{id}])"
+            ));
         }
     }
     if has(problems, ProblemType::ReleaseRisk).is_some() {
@@ -705,29 +839,16 @@ fn evidence_required(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> Vec<S
     capped(out)
 }
 
-fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs<'_>) -> String {
+fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> String {
     let s = &ctx.name;
-    if let Some(reason) = halt_text(ctx) {
-        let resume = input
-            .spec_name
-            .zip(ctx.state)
-            .map(|(n, st)| state::resume_command(n, View(st)))
-            .unwrap_or_else(|| format!("specrun resume --spec {s}"));
+    if let Some(h) = &ctx.halt {
         return format!(
-            "Stop and report that the execution is halted ({reason}); a person must run `{resume}` before it continues."
+            "Stop and report that the execution is halted ({}); a person must run `{}` before it continues.",
+            h.reason, h.resume
         );
     }
-    if let Some(p) = has(problems, ProblemType::MissingContext) {
-        let first = &p.evidence[0];
-        return if input.spec_name.is_none() {
-            "Plan a spec with /specrun:start <name> <goal> (or pass --spec NAME) before implementing.".into()
-        } else if first.contains("tasks.md") || first.contains("spec directory") {
-            format!("Plan the work with /specrun:start {s} <goal> so that specs/{s}/tasks.md lists the tasks, then implement it.")
-        } else if first.contains("state file") {
-            format!("Inspect the unreadable state file, then run `specrun state init --spec {s} --force` (the old file is kept).")
-        } else {
-            format!("Complete the task fields in specs/{s}/tasks.md first ({}), then delegate the task.", p.evidence.join("; "))
-        };
+    if let Some(first) = observed(problems, ProblemType::MissingContext).first() {
+        return context_instruction(first, problems, s);
     }
     if phase == Phase::Planning {
         let next = ctx
@@ -737,30 +858,32 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
             .unwrap_or_else(|| "1".into());
         return format!("Initialise the execution with `specrun state init --spec {s} --session-id <session>`, then delegate task {next}.");
     }
-    if let Some(p) = has(problems, ProblemType::MissingDependency) {
+    let missing = missing_programs(observed(problems, ProblemType::MissingDependency));
+    if !missing.is_empty() {
         return format!(
             "Install {} (or change the Verify commands that need it) before delegating the tasks that verify with it.",
-            missing_programs(p)
+            missing
                 .iter()
                 .map(|p| format!("`{p}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
-    if let Some(p) = has(problems, ProblemType::RepeatedFailure) {
-        let id = p.evidence[0]
-            .strip_prefix("task ")
-            .and_then(|r| r.split(' ').next())
-            .unwrap_or("?");
+    if let Some(Observed::FailedRepeatedly { task: id, .. }) =
+        observed(problems, ProblemType::RepeatedFailure).first()
+    {
         return format!(
             "Stop retrying task {id} the same way: read its failure reasons (`specrun state get specs/{s}/.specrun-state.json attempts`), then split it or add a [FIX {id}] task before another attempt."
         );
     }
-    if let Some(p) = has(problems, ProblemType::ScopeDrift) {
-        let paths: Vec<&str> = p
-            .evidence
+    let drift = observed(problems, ProblemType::ScopeDrift);
+    if !drift.is_empty() {
+        let paths: Vec<&str> = drift
             .iter()
-            .filter_map(|e| e.split(" changed but").next())
+            .filter_map(|o| match o {
+                Observed::OutsideFiles { path, .. } => Some(path.as_str()),
+                _ => None,
+            })
             .take(5)
             .collect();
         return format!(
@@ -768,74 +891,111 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>, input: &Inputs
             paths.join(", ")
         );
     }
-    if let Some(p) = has(problems, ProblemType::VerificationGap) {
-        if let Some(gap) = p.evidence.iter().find_map(|e| e.split_once(UNEARNED_GAP)) {
-            return format!("Do not claim completion yet: {}", gap.1);
-        }
-        let followup = p.evidence.iter().find_map(|e| e.strip_prefix(FOLLOWUP_GAP));
-        if p.evidence.iter().any(|e| {
-            e.starts_with("every task")
-                && !e.starts_with(FOLLOWUP_GAP)
-                && !e.starts_with(CRITERION_GAP)
-        }) {
-            return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
-        }
-        if let Some(rest) = p
-            .evidence
-            .iter()
-            .find_map(|e| e.strip_prefix(CRITERION_GAP))
-        {
-            let id = rest.split(' ').next().unwrap_or("?");
-            return format!("Cover acceptance criterion {id} before claiming completion: see `specrun ac status --spec {s}`, map it to a test that passes (`specrun ac map {id} --test <name> --spec {s}`) and re-run the execution verification, or `specrun ac confirm {id} --reason \"<how it was checked>\" --spec {s}` when no test can.");
-        }
-        if let Some(rest) = followup {
-            let id = rest.split(' ').next().unwrap_or("?");
-            let title = rest.split_once(" is open: ").map_or("", |(_, t)| t);
-            return format!("Do follow-up {id} ({title}), then `specrun followup resolve {id} --spec {s} --note \"<what was done>\"`, before claiming completion.");
-        }
-        let id = p.evidence[0]
-            .strip_prefix("task ")
-            .and_then(|r| r.split(' ').next())
-            .unwrap_or("?");
-        let cmd = ctx
-            .list
-            .and_then(|l| l.find(id).ok())
-            .map(verify_of)
-            .unwrap_or_else(|| "<its Verify command>".into());
-        return format!(
-            "Re-verify task {id} with `specrun verify run --spec {s} --task {} --command {}` before going on.",
-            shell_word(id),
-            shell_word(&cmd)
-        );
+    let gaps = observed(problems, ProblemType::VerificationGap);
+    if !gaps.is_empty() {
+        return gap_instruction(gaps, ctx);
     }
-    if let Some(p) = has(problems, ProblemType::ReleaseRisk) {
-        // Pushing is a person's decision (last-mile-autopilot.md): report, never push.
-        if p.evidence.iter().any(|e| e.starts_with("uncommitted")) {
-            return format!("Commit the remaining changes (the spec's tasks.md and .progress.md as one `chore({s}): record completed tasks` commit; other files belong to a task or a follow-up), then run `specrun last-mile --spec {s}` again. Never push by yourself.");
-        }
-        let finish = if phase == Phase::Completed || is_completed(ctx) {
-            format!("report that spec {s} is complete")
-        } else {
-            format!("print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE")
-        };
-        return format!("Name the commits that are on no remote branch in your final report (never push by yourself), and {finish}.");
+    let risks = observed(problems, ProblemType::ReleaseRisk);
+    if !risks.is_empty() {
+        return release_instruction(phase, risks, ctx);
     }
     match phase {
         Phase::Completed => format!("Report that spec {s} is complete; nothing is left to run."),
         Phase::Releasing => format!("Print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE."),
-        _ => match ctx.group.as_slice() {
-            [] => format!("Run `specrun snapshot --spec {s}` and follow its nextAction."),
-            [t] => format!(
-                "Delegate task {} ({}) to {}.",
-                t.label(),
-                t.title,
-                if t.is_verify() { "specrun:qa-engineer" } else { "specrun:spec-executor" }
-            ),
-            group => format!(
-                "Delegate tasks {} in parallel, one Agent call each.",
-                group.iter().map(|t| t.label()).collect::<Vec<_>>().join(", ")
-            ),
-        },
+        _ => step_instruction(ctx),
+    }
+}
+
+/// What to do when the plan or the state is missing (the first observation decides).
+fn context_instruction(first: &Observed, problems: &[Problem], s: &str) -> String {
+    match first {
+        Observed::NoActiveSpec => "Plan a spec with /specrun:start <name> <goal> (or pass --spec NAME) before implementing.".into(),
+        Observed::NoSpecDir { .. }
+        | Observed::TasksUnreadable { .. }
+        | Observed::NoTasksFile { .. }
+        | Observed::NoTasks { .. } => format!("Plan the work with /specrun:start {s} <goal> so that specs/{s}/tasks.md lists the tasks, then implement it."),
+        Observed::StateUnreadable { .. } => format!("Inspect the unreadable state file, then run `specrun state init --spec {s} --force` (the old file is kept)."),
+        _ => {
+            let lines = has(problems, ProblemType::MissingContext)
+                .map(Problem::evidence)
+                .unwrap_or_default();
+            format!("Complete the task fields in specs/{s}/tasks.md first ({}), then delegate the task.", lines.join("; "))
+        }
+    }
+}
+
+/// What to do about the first verification gap that matters most: an unearned box, the
+/// execution evidence, a criterion, a follow-up, then a task's own evidence.
+fn gap_instruction(gaps: &[Observed], ctx: &Ctx<'_>) -> String {
+    let s = &ctx.name;
+    let find = |f: fn(&Observed) -> bool| gaps.iter().find(|o| f(o));
+    if let Some(Observed::Unearned { detail, .. }) =
+        find(|o| matches!(o, Observed::Unearned { .. }))
+    {
+        return format!("Do not claim completion yet: {detail}");
+    }
+    if find(|o| matches!(o, Observed::ExecutionEvidence { .. })).is_some() {
+        return format!("Run `specrun verify run --spec {s} --phase execution --command <full test suite>` and fix what fails before claiming completion.");
+    }
+    if let Some(Observed::CriterionUncovered { id, .. }) =
+        find(|o| matches!(o, Observed::CriterionUncovered { .. }))
+    {
+        return format!("Cover acceptance criterion {id} before claiming completion: see `specrun ac status --spec {s}`, map it to a test that passes (`specrun ac map {id} --test <name> --spec {s}`) and re-run the execution verification, or `specrun ac confirm {id} --reason \"<how it was checked>\" --spec {s}` when no test can.");
+    }
+    if let Some(Observed::FollowupOpen { id, title }) =
+        find(|o| matches!(o, Observed::FollowupOpen { .. }))
+    {
+        return format!("Do follow-up {id} ({title}), then `specrun followup resolve {id} --spec {s} --note \"<what was done>\"`, before claiming completion.");
+    }
+    let id = gaps
+        .iter()
+        .find_map(Observed::task_evidence_gap)
+        .unwrap_or("?");
+    let cmd = ctx
+        .list
+        .and_then(|l| l.find(id).ok())
+        .map(verify_of)
+        .unwrap_or_else(|| "<its Verify command>".into());
+    format!(
+        "Re-verify task {id} with `specrun verify run --spec {s} --task {} --command {}` before going on.",
+        shell_word(id),
+        shell_word(&cmd)
+    )
+}
+
+/// At completion with a release risk: a commit, or the unpushed commits reported.
+fn release_instruction(phase: Phase, risks: &[Observed], ctx: &Ctx<'_>) -> String {
+    let s = &ctx.name;
+    // Pushing is a person's decision (last-mile-autopilot.md): report, never push.
+    if risks
+        .iter()
+        .any(|o| matches!(o, Observed::Uncommitted { .. }))
+    {
+        return format!("Commit the remaining changes (the spec's tasks.md and .progress.md as one `chore({s}): record completed tasks` commit; other files belong to a task or a follow-up), then run `specrun last-mile --spec {s}` again. Never push by yourself.");
+    }
+    let finish = if phase == Phase::Completed || is_completed(ctx) {
+        format!("report that spec {s} is complete")
+    } else {
+        format!("print the output of `specrun tasks count --spec {s}` and `specrun verify status --spec {s} --phase execution`, then end your reply with ALL_TASKS_COMPLETE")
+    };
+    format!("Name the commits that are on no remote branch in your final report (never push by yourself), and {finish}.")
+}
+
+/// Nothing in the way: the engine's step (delegate, merge an isolated group, or ask).
+fn step_instruction(ctx: &Ctx<'_>) -> String {
+    let s = &ctx.name;
+    match ctx.standing.decisive() {
+        Finding::GroupAwaitsMerge => ctx.standing.merge_sentence(),
+        Finding::AwaitingApproval => ctx.standing.coordinator(),
+        Finding::Delegate { group, .. } if group.len() == 1 => {
+            let t = &group[0];
+            format!("Delegate task {} ({}) to {}.", t.id, t.title, t.agent())
+        }
+        Finding::Delegate { group, .. } if !group.is_empty() => format!(
+            "Delegate tasks {} in parallel, one Agent call each.",
+            next::ids(group)
+        ),
+        _ => format!("Run `specrun snapshot --spec {s}` and follow its nextAction."),
     }
 }
 
@@ -873,14 +1033,17 @@ mod tests {
         }
 
         fn decide(&self) -> Decision {
+            let typed = self.state.as_ref().map(|s| State::from_value(s).unwrap());
             decide(&Inputs {
-                spec_name: Some("demo"),
-                spec_dir_exists: true,
-                tasks: self.list.as_ref(),
-                tasks_error: None,
-                state: match &self.state {
-                    Some(s) => StateInput::Valid(s),
-                    None => StateInput::Absent,
+                spec: next::Input {
+                    spec: Some(("demo", std::path::Path::new("specs/demo"))),
+                    spec_dir_exists: true,
+                    tasks: self.list.as_ref(),
+                    tasks_error: None,
+                    state: match &typed {
+                        Some(s) => StateInput::Valid(s),
+                        None => StateInput::Absent,
+                    },
                 },
                 current_tree: self.tree,
                 git: self.git.clone(),
@@ -917,6 +1080,29 @@ mod tests {
         assert!(d.evidence_required[0].contains("--task 2 --command 'cargo test two'"));
     }
 
+    /// The step after the rules comes from the "what next" engine, as snapshot's does.
+    #[test]
+    fn with_nothing_in_the_way_the_engine_names_the_step() {
+        let mut st = executing();
+        st["awaitingApproval"] = json!(true);
+        let d = Case::new(TWO, st).decide();
+        assert_eq!(
+            d.coordinator_instruction,
+            "The execution awaits the user's approval: ask, then continue."
+        );
+        let mut st = executing();
+        st["isolation"] = json!({
+            "group": {"members": ["1"], "baseBranch": "main", "base": "c", "status": "running"},
+            "members": {"1": {"branch": "b", "worktree": "w", "base": "c", "status": "ready"}}});
+        let d = Case::new(TWO, st).decide();
+        assert!(
+            d.coordinator_instruction
+                .contains("run `specrun group merge --spec demo`"),
+            "{}",
+            d.coordinator_instruction
+        );
+    }
+
     #[test]
     fn rule_missing_context_fires_on_absent_artifacts() {
         let mut c = Case::new(TWO, executing());
@@ -924,10 +1110,10 @@ mod tests {
         let d = c.decide();
         assert_eq!(d.phase, Phase::Planning);
         assert_eq!(kinds(&d), [ProblemType::MissingContext]);
-        assert!(d.problem_types[0].evidence[0].contains("tasks.md does not exist"));
+        assert!(d.problem_types[0].evidence()[0].contains("tasks.md does not exist"));
         assert!(d.coordinator_instruction.contains("/specrun:start demo"));
         let d = Case::new("- [ ] 1 Bare task\n", executing()).decide();
-        let e = &d.problem_types[0].evidence;
+        let e = &d.problem_types[0].evidence();
         assert!(e.iter().any(|l| l.contains("no **Verify**")), "{e:?}");
     }
 
@@ -937,7 +1123,7 @@ mod tests {
         c.runnable = |p| p != "cargo";
         let d = c.decide();
         assert_eq!(kinds(&d), [ProblemType::MissingDependency]);
-        assert!(d.problem_types[0].evidence[0].contains("`cargo` is not on PATH"));
+        assert!(d.problem_types[0].evidence()[0].contains("`cargo` is not on PATH"));
         assert_eq!(d.blocking_gates, ["missing-dependency:cargo"]);
         assert!(d.coordinator_instruction.starts_with("Install `cargo`"));
     }
@@ -960,7 +1146,7 @@ mod tests {
         let d = Case::new(TWO, state.clone()).decide();
         assert_eq!(kinds(&d), [ProblemType::RepeatedFailure]);
         assert_eq!(
-            d.problem_types[0].evidence[0],
+            d.problem_types[0].evidence()[0],
             "task 2 failed 2 times: test x; test y"
         );
         assert_eq!(d.phase, Phase::Recovering);
@@ -988,7 +1174,7 @@ mod tests {
         }
         let d = Case::new(TWO, state).decide();
         assert_eq!(
-            d.problem_types[0].evidence[0],
+            d.problem_types[0].evidence()[0],
             "task 2 failed 2 times: again; again"
         );
     }
@@ -1008,7 +1194,7 @@ mod tests {
         let d = c.decide();
         assert_eq!(kinds(&d), [ProblemType::ScopeDrift]);
         assert_eq!(
-            d.problem_types[0].evidence,
+            d.problem_types[0].evidence(),
             ["src/other.rs changed but is not in the Files of task 2"]
         );
         assert!(d.coordinator_instruction.contains("src/other.rs"));
@@ -1018,11 +1204,11 @@ mod tests {
     fn rule_verification_gap_for_missing_failed_and_final_evidence() {
         let d = Case::new(TWO, json!({"phase": "execution"})).decide();
         assert_eq!(kinds(&d), [ProblemType::VerificationGap]);
-        assert!(d.problem_types[0].evidence[0].contains("no evidence"));
+        assert!(d.problem_types[0].evidence()[0].contains("no evidence"));
         let failed =
             json!({"phase": "execution", "taskEvidence": {"1": {"exitCode": 3, "tree": "T"}}});
         let d = Case::new(TWO, failed).decide();
-        assert!(d.problem_types[0].evidence[0].contains("exit 3"));
+        assert!(d.problem_types[0].evidence()[0].contains("exit 3"));
         // Fresh passing execution evidence covers a checked task, as in `task complete`.
         let vouched = json!({"phase": "execution",
             "verificationBlocks": {"execution": {"exitCode": 0, "tree": "T"}}});
@@ -1099,7 +1285,7 @@ mod tests {
             d.coordinator_instruction
         );
         assert!(!d.coordinator_instruction.contains("ALL_TASKS_COMPLETE"));
-        assert_eq!(d.problem_types[0].evidence.len(), 2);
+        assert_eq!(d.problem_types[0].evidence().len(), 2);
     }
 
     #[test]
@@ -1124,7 +1310,7 @@ mod tests {
             .find(|p| p.kind == ProblemType::ReleaseRisk)
             .unwrap();
         assert_eq!(
-            risk.evidence,
+            risk.evidence(),
             [
                 "uncommitted changes: src/a.rs",
                 "2 commit(s) on HEAD are on no remote branch"

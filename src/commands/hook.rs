@@ -640,12 +640,10 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
 
 fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
     let list = load_tasks(&active.spec).ok();
-    let context = guard::session_context(
-        &active.spec.name,
-        &active.state,
-        list.as_ref(),
-        input.session(),
-    )?;
+    // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
+    let typed = crate::state::State::from_value(&active.state).ok()?;
+    let context =
+        guard::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
     Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
     )

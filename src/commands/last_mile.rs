@@ -15,21 +15,16 @@ use crate::facts::{self, StateRead};
 use crate::gates;
 use crate::git;
 use crate::goal::SettingsContent;
-use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs, StateInput};
+use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 use crate::output;
 use crate::probe::{find_on_path, read_settings};
 use crate::project::Project;
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
-    let state = match &facts.state {
-        StateRead::Absent => StateInput::Absent,
-        StateRead::Invalid(e) => StateInput::Invalid(e),
-        StateRead::Valid(doc) => StateInput::Valid(doc),
-    };
     let spec = facts.spec.as_ref();
-    let current_tree = match (spec, &state) {
-        (Some(spec), StateInput::Valid(_)) => evidence::current_tree(project, spec).ok(),
+    let current_tree = match (spec, &facts.state) {
+        (Some(spec), StateRead::Valid(_)) => evidence::current_tree(project, spec).ok(),
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
@@ -48,11 +43,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let root = project.root.clone();
     let runnable = move |program: &str| runnable(&root, program);
     let decision = last_mile::decide(&Inputs {
-        spec_name: spec.map(|s| s.name.as_str()),
-        spec_dir_exists: facts.spec_dir_exists,
-        tasks: facts.tasks.as_ref(),
-        tasks_error: facts.tasks_error.as_deref(),
-        state,
+        spec: facts.input(),
         current_tree: current_tree.as_deref(),
         git,
         bookkeeping,
@@ -67,8 +58,11 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
             })
             .unwrap_or_default(),
         uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
-            (Some(spec), StateRead::Valid(doc), Some(list)) if criteria::enforced(Some(doc)) => {
-                criteria::matrix_with(project, spec, list, Some(doc))
+            // issue-12 boundary: the acceptance matrix reads the document.
+            (Some(spec), StateRead::Valid(s), Some(list))
+                if criteria::enforced(Some(&s.to_value())) =>
+            {
+                criteria::matrix_with(project, spec, list, Some(&s.to_value()))
                     .map(|m| {
                         m.uncovered()
                             .map(|r| (r.id.clone(), r.status.as_str().to_string()))
@@ -113,8 +107,7 @@ fn git_facts(project: &Project, facts: &facts::Facts) -> GitFacts {
             let start = last_mile::attempts(Some(state), &task.label())
                 .last()
                 .filter(|a| last_mile::status_of(a) == Some("running"))
-                .and_then(|a| a.get("startCommit"))
-                .and_then(Value::as_str);
+                .and_then(|a| a.start_commit.get());
             if let Some(start) = start {
                 if let Ok(out) = git::run(
                     root,

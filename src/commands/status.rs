@@ -21,7 +21,7 @@ use crate::ledger::Tokens;
 use crate::next::{self, minutes_since};
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::state::{self, View};
+use crate::state::{self, Phase, State, Timestamp, View};
 
 const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
@@ -101,6 +101,9 @@ pub struct Dashboard {
     pub gates: Vec<String>,
     /// The next step for a person at a shell (a command that works as printed).
     pub next_shell: Option<String>,
+    /// The shell step records a review, given as JSON on stdin.
+    #[serde(skip)]
+    pub next_shell_review: bool,
     /// The next step inside Claude Code.
     pub next_claude: String,
     pub done: bool,
@@ -121,7 +124,8 @@ pub struct Dashboard {
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
     match (&facts.spec, facts.state_doc()) {
         (Some(spec), Some(s)) => {
-            crate::uncounted::since(project, &spec.name, crate::uncounted::offset(s))
+            let offset = s.guard().uncounted_offset.get().copied().unwrap_or(0);
+            crate::uncounted::since(project, &spec.name, offset)
         }
         _ => Default::default(),
     }
@@ -129,8 +133,9 @@ fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
 
 fn time_cap_problem(facts: &Facts) -> Option<String> {
     let s = facts.state_doc()?;
-    View(s).max_minutes()?;
-    state::time_origin(View(s), Utc::now())
+    s.max_minutes()?;
+    // issue-12 boundary: `time_origin` reads the document through `View`.
+    state::time_origin(View(&s.to_value()), Utc::now())
         .problem
         .map(|p| p.to_string())
 }
@@ -164,7 +169,8 @@ impl Dashboard {
     /// and the cost table (the price table).
     pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
-            self.cost = Some(cost::priced_report(project, state, list));
+            // issue-12 boundary: the cost report reads the document.
+            self.cost = Some(cost::priced_report(project, &state.to_value(), list));
         }
         if let Some(problem) = time_cap_problem(facts) {
             self.notes.push(("time cap", problem));
@@ -182,10 +188,10 @@ impl Dashboard {
     }
 
     pub fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
-        let (gates, action) = facts.gates_and_action();
+        let standing = facts.standing();
         let mut d = Dashboard {
-            gates: gates.iter().map(|g| g.to_string()).collect(),
-            next_claude: action,
+            gates: standing.gates().iter().map(|g| g.to_string()).collect(),
+            next_claude: standing.coordinator(),
             ..Default::default()
         };
         let Some(spec) = &facts.spec else {
@@ -193,7 +199,7 @@ impl Dashboard {
         };
         d.spec = Some(spec.name.clone());
         d.phase = match &facts.state {
-            StateRead::Valid(doc) => View(doc).phase().unwrap_or("unknown").to_string(),
+            StateRead::Valid(s) => s.phase().map_or("unknown", Phase::as_str).to_string(),
             StateRead::Invalid(e) => {
                 d.state_error = Some(e.clone());
                 "state unreadable".into()
@@ -216,15 +222,17 @@ impl Dashboard {
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
-        d.next_shell = facts::shell_step(spec, facts.state_doc(), facts.tasks.as_ref());
+        let shell = facts::shell_of(spec, facts.state_doc(), &standing);
+        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
+        d.next_shell = shell.map(|s| s.command);
         d.group = facts
             .state_doc()
-            .and_then(|doc| isolation::standing(&spec.name, doc));
+            // issue-12 boundary: the group's standing is read from the document.
+            .and_then(|s| isolation::standing(&spec.name, &s.to_value()));
         d
     }
 
-    fn fill_state(&mut self, name: &str, doc: &Value, now: DateTime<Utc>) {
-        let v = View(doc);
+    fn fill_state(&mut self, name: &str, v: &State, now: DateTime<Utc>) {
         self.task_iteration = v.task_iteration();
         self.max_task_iterations = v.max_task_iterations();
         self.global_iteration = v.global_iteration();
@@ -235,39 +243,44 @@ impl Dashboard {
         self.max_minutes = v.max_minutes();
         // A finished execution's clock stops at its end.
         let end = v
-            .str_at("completedAt")
-            .or_else(|| v.str_at("halt.at"))
+            .completed_at()
+            .and_then(Timestamp::text)
+            .or_else(|| v.halt().and_then(|h| h.at.get()).and_then(Timestamp::text))
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map_or(now, |t| t.with_timezone(&Utc));
-        self.elapsed_minutes = v.started_at().and_then(|s| minutes_since(s, end));
+        self.elapsed_minutes = v
+            .started_at()
+            .and_then(Timestamp::text)
+            .and_then(|s| minutes_since(s, end));
         self.remaining_minutes = match (self.max_minutes, self.elapsed_minutes) {
             (Some(max), Some(used)) => Some(max.saturating_sub(used)),
             _ => None,
         };
-        self.driver = Some(v.driver().to_string());
-        self.running = next::running_attempt(doc).map(|(task, attempt, started)| Running {
+        self.driver = Some(v.driver().as_str().to_string());
+        self.running = next::running_attempt(v).map(|(task, attempt, started)| Running {
             minutes: minutes_since(&started, now),
             task,
             attempt,
             started_at: started,
         });
-        self.halt = v.halt().map(|h| Halt {
-            kind: h.get("kind").and_then(Value::as_str).map(str::to_string),
-            reason: v.halt_reason().unwrap_or("no reason recorded").to_string(),
-            resume: state::resume_command(name, v),
+        self.halt = next::halt(name, v).map(|h| Halt {
+            kind: v.halt_kind().map(str::to_string),
+            reason: h.reason,
+            resume: h.resume,
         });
-        self.done = v.phase() != Some("execution") || v.halt().is_some() || v.completed();
+        self.done = v.phase() != Some(Phase::Execution) || v.halt().is_some() || v.completed();
     }
 }
 
 /// The most recent evidence record: the execution block, else the newest task evidence.
 fn last_evidence(facts: &Facts) -> Option<&Value> {
-    let doc = facts.state_doc()?;
+    let s = facts.state_doc()?;
     let mut records: Vec<&Value> = Vec::new();
-    for key in ["verificationBlocks", "taskEvidence"] {
-        if let Some(map) = doc.get(key).and_then(Value::as_object) {
-            records.extend(map.values().filter(|v| v.is_object()));
-        }
+    for map in [&s.verification_blocks, &s.task_evidence]
+        .into_iter()
+        .flatten()
+    {
+        records.extend(map.values().filter(|v| v.is_object()));
     }
     records.into_iter().max_by_key(|r| {
         r.get("startedAt")
@@ -290,10 +303,9 @@ fn describe_evidence(ev: &Value) -> String {
 
 /// Task evidence from another command than the task's Verify that a person accepted:
 /// `(task id, reason)`.
-pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
-    doc.get("taskEvidence")
-        .and_then(Value::as_object)
-        .into_iter()
+pub fn accepted_other(s: &State) -> Vec<(String, String)> {
+    s.task_evidence
+        .iter()
         .flatten()
         .filter_map(|(id, r)| {
             let reason = r.get("acceptedOther")?.get("reason")?.as_str()?;
@@ -306,8 +318,7 @@ pub fn accepted_other(doc: &Value) -> Vec<(String, String)> {
 fn unverified_claims(facts: &Facts) -> Vec<String> {
     let Some(items) = facts
         .state_doc()
-        .and_then(|d| d.get("unverifiedClaims"))
-        .and_then(Value::as_array)
+        .and_then(|s| s.unverified_claims.as_ref())
         .filter(|a| !a.is_empty())
     else {
         return Vec::new();
@@ -564,7 +575,7 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
         out.push(line("gates", d.gates.join(", ")));
     }
     if let Some(cmd) = &d.next_shell {
-        let what = if cmd.contains("critique record") {
+        let what = if d.next_shell_review {
             "next step at a shell (the review as JSON on stdin):"
         } else {
             "next step at a shell:"
