@@ -318,6 +318,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
         ),
         unmet: Vec::new(),
     };
+    let minutes = minutes_used(state, facts.now);
     let stop = CountedStop {
         input,
         state,
@@ -325,6 +326,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
         counted,
         fp: &fp,
         now: &now,
+        minutes: minutes.as_ref(),
     };
     let (decision, rule) = decide_after_count(&stop, &mut effects);
     // A halt ends the run; the stall count starts afresh after `specrun resume`.
@@ -451,7 +453,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
             stop.counted.global
         ));
     }
-    if let Some(n) = time_cap_notice(name, stop.state, stop.facts.now) {
+    if let Some(n) = time_cap_notice(name, stop.minutes) {
         event["timeCapProblem"] = json!(n);
         notices.push(n);
     }
@@ -492,7 +494,8 @@ pub fn decide_uncounted_stop(
         return (Decision::Halt(s), "halted".into());
     }
     let global = v.global_iteration().saturating_add(missed);
-    if let Some((kind, what)) = hit_cap(v, global, v.output_tokens(), 0, now) {
+    let minutes = minutes_used(v, now);
+    if let Some((kind, what)) = hit_cap(v, global, v.output_tokens(), 0, minutes.as_ref()) {
         let s = format!(
             "specrun halted spec '{name}': {what} (counting the stops that could not be recorded). The halt could not be written: fix the cause, then continue with /specrun:implement {name}. {m}"
         );
@@ -501,11 +504,19 @@ pub fn decide_uncounted_stop(
     (Decision::Allow(Some(m)), "uncounted".into())
 }
 
-/// With a time cap set, what is wrong with `startedAt` (the cap still holds).
-fn time_cap_notice(name: &str, v: &State, now: DateTime<Utc>) -> Option<String> {
+/// The minutes the time cap counts and where it counts from, when a time cap is set.
+type Minutes = (u64, state::TimeOrigin);
+
+/// `Minutes` now, read once per decision (the caps and the notice share it).
+fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
     v.max_minutes()?;
-    // issue-12 boundary: time_origin still reads the JSON document (`View`).
-    let problem = state::time_origin(View(&v.to_value()), now).problem?;
+    // issue-12 boundary: minutes_since still reads the JSON document (`View`).
+    Some(state::minutes_since(View(&v.to_value()), now))
+}
+
+/// With a time cap set, what is wrong with `startedAt` (the cap still holds).
+fn time_cap_notice(name: &str, minutes: Option<&Minutes>) -> Option<String> {
+    let problem = minutes?.1.problem.as_deref()?;
     Some(format!(
         "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
     ))
@@ -529,6 +540,8 @@ struct CountedStop<'a> {
     /// This stop's progress fingerprint.
     fp: &'a str,
     now: &'a str,
+    /// The time cap's count, when one is set.
+    minutes: Option<&'a Minutes>,
 }
 
 impl CountedStop<'_> {
@@ -615,7 +628,7 @@ fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
         stall,
     } = stop.counted;
     let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
-    let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.facts.now)?;
+    let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.minutes)?;
     // The resume command is computed on the state as it will be written (this stop
     // counted, this turn's tokens added), so its raise lifts the cap above the usage.
     let mut after = effects.patch.to_value();
@@ -726,7 +739,7 @@ fn hit_cap(
     global: u64,
     output_tokens: u64,
     stall: u64,
-    now: DateTime<Utc>,
+    minutes: Option<&Minutes>,
 ) -> Option<(&'static str, String)> {
     let max_global = v.max_global_iterations();
     if global > max_global {
@@ -751,10 +764,8 @@ fn hit_cap(
         }
     }
     // Fails closed: without a usable startedAt the cap counts from a fallback origin.
-    if let Some(max) = v.max_minutes() {
-        // issue-12 boundary: minutes_since still reads the JSON document (`View`).
-        let (minutes, origin) = state::minutes_since(View(&v.to_value()), now);
-        if minutes >= max {
+    if let (Some(max), Some((minutes, origin))) = (v.max_minutes(), minutes) {
+        if *minutes >= max {
             return Some((
                 state::HALT_MINUTES,
                 format!(
@@ -1068,7 +1079,14 @@ pub fn deny_delegation(
             ),
         ),
         None => {
-            let (kind, what) = hit_cap(v, v.global_iteration(), v.output_tokens(), 0, now)?;
+            let minutes = minutes_used(v, now);
+            let (kind, what) = hit_cap(
+                v,
+                v.global_iteration(),
+                v.output_tokens(),
+                0,
+                minutes.as_ref(),
+            )?;
             (format!("cap:{kind}"), what)
         }
     };
