@@ -377,6 +377,16 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
     notify::send(project, &event);
 }
 
+/// issue-12 boundary: the typed state of a document `read_state` already type-checked
+/// (only shaped here, not checked twice on the hook's path).
+fn typed_state(spec: &Spec, doc: &Value) -> Result<State> {
+    use serde::Deserialize;
+    State::deserialize(doc).map_err(|e| Error::Shape {
+        path: spec.state_path(),
+        message: e.to_string(),
+    })
+}
+
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
     tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
@@ -422,7 +432,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             last_assistant_message: message,
             running_agents: &running,
         };
-        let typed = State::from_value(state)?; // issue-12 boundary
+        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
         let mut outcome = guard::decide_stop(&stop_input, &typed, &facts);
         let ctx = hook_cost::Ctx {
             project,
@@ -472,7 +482,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
         let now = chrono::Utc::now();
-        let typed = State::from_value(state)?; // issue-12 boundary
+        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
         let sub = SubagentInput {
             session_id: input.session(),
             agent_id: input.str("agent_id"),
