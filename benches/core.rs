@@ -55,6 +55,28 @@ fn bench_state(c: &mut Criterion) {
         b.iter(|| state::apply_patch(Some(base.clone()), black_box(&patch), "s").unwrap())
     });
 
+    // Reading a running execution's state (50 tasks with attempts and evidence): the JSON
+    // read the hooks do today against the typed read.
+    let mut running = base.clone();
+    for i in 0..50 {
+        let id = format!("1.{i}");
+        running["attempts"][&id] = json!([{"n": 1, "status": "complete", "startedAt": "2026-01-01T00:00:00Z",
+            "endedAt": "2026-01-01T00:10:00Z", "startCommit": "abc", "endCommit": "def"}]);
+        running["taskEvidence"][&id] = json!({"command": "cargo test", "exitCode": 0, "tree": "t"});
+    }
+    let bytes = store::to_pretty_bytes(&running);
+    let file = Path::new("s.json");
+    c.bench_function("state read: JSON + typecheck (50 tasks)", |b| {
+        b.iter(|| {
+            let doc = store::parse_json(file, black_box(&bytes)).unwrap();
+            state::typecheck(&doc, "s").unwrap();
+            doc
+        })
+    });
+    c.bench_function("state read: State::from_slice (50 tasks)", |b| {
+        b.iter(|| state::State::from_slice(file, black_box(&bytes)).unwrap())
+    });
+
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".specrun-state.json");
     store::write_atomic(&path, &store::to_pretty_bytes(&base)).unwrap();

@@ -7,12 +7,12 @@
 //! `sed` has no finished attempt), no attempt is still running, and no executor claim that
 //! SubagentStop recorded as unverified is left open.
 
-use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::evidence::Freshness;
 use crate::goal::shell_word;
 use crate::protocol::Unmet;
+use crate::state::time::parse as parse_time;
 use crate::state::View;
 use crate::tasks::TaskList;
 
@@ -315,12 +315,6 @@ pub fn open_claims(state: &Value, tasks: &TaskList) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// `attempts.<id>` (absent or malformed: none).

@@ -309,8 +309,8 @@ fn project(
 
 fn elapsed_minutes(v: View<'_>, now: DateTime<Utc>) -> f64 {
     v.started_at()
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|s| (now - s.with_timezone(&Utc)).num_seconds().max(0) as f64 / 60.0)
+        .and_then(crate::state::time::parse)
+        .map(|s| (now - s).num_seconds().max(0) as f64 / 60.0)
         .unwrap_or(0.0)
 }
 

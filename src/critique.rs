@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use serde_json::{json, Map, Value};
 
 use crate::project::Spec;
+use crate::state::time;
 
 pub const STAGES: &[&str] = &["post-code", "post-test"];
 
@@ -55,7 +56,7 @@ pub fn judge_validated(validated: &Validated, doc: &Value) -> Stored {
         ));
     }
     match doc.get("recordedAt").and_then(Value::as_str) {
-        Some(at) if chrono::DateTime::parse_from_rfc3339(at).is_ok() => Stored::Usable {
+        Some(at) if time::parse(at).is_some() => Stored::Usable {
             recorded_at: at.to_string(),
         },
         Some(at) => Stored::Unusable(format!("recordedAt {at:?} is not an RFC 3339 time")),
@@ -395,8 +396,7 @@ pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> P
 /// The one ordering rule of a post-test critique: recorded no earlier than the end of the
 /// run it reviews. `task complete`, SubagentStop and `critique status` all ask this.
 pub fn reviews_run(recorded_at: &str, run_ended_at: &str) -> bool {
-    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
-    matches!((parse(recorded_at), parse(run_ended_at)), (Some(r), Some(e)) if r >= e)
+    matches!((time::parse(recorded_at), time::parse(run_ended_at)), (Some(r), Some(e)) if r >= e)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::events;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::{self, Transition, Unmet};
-use crate::state;
+use crate::state::{self, Patch, State};
 use crate::store;
 use crate::tasks_file::{self, LoadedTasks};
 
@@ -42,7 +42,7 @@ impl<'a> Exec<'a> {
 
     /// Lock and read the spec's state. A missing state is named before the lock is taken,
     /// so a refused command leaves no lock file behind.
-    pub fn lock_state(&self) -> Result<(store::Lock, Value)> {
+    pub fn lock_state(&self) -> Result<(store::Lock, State)> {
         if !self.spec.state_path().exists() {
             return Err(no_state(&self.spec));
         }
@@ -51,21 +51,22 @@ impl<'a> Exec<'a> {
         Ok((lock, state))
     }
 
-    /// The state document read under its (already held) lock; a missing file says how to
-    /// create one.
-    fn read_state(&self) -> Result<Value> {
+    /// The state read under its (already held) lock; a missing file says how to create one.
+    fn read_state(&self) -> Result<State> {
         let path = self.spec.state_path();
-        let doc = store::read_json(&path)?.ok_or_else(|| no_state(&self.spec))?;
-        state::typecheck(&doc, &path.display().to_string())?;
-        Ok(doc)
+        let bytes = store::read_optional(&path)?.ok_or_else(|| no_state(&self.spec))?;
+        State::from_slice(&path, &bytes)
     }
 
-    /// Apply a verb's patch to the state read under the lock and write it atomically.
-    pub fn write_state(&self, current: &Value, patch: &Value) -> Result<Value> {
+    /// Apply a verb's patch to the state read under the lock and write it atomically. The
+    /// file is rewritten from the typed state: known fields in DESIGN §5 order, then the
+    /// unknown ones in theirs.
+    pub fn write_state(&self, current: &State, patch: &Patch) -> Result<State> {
         let path = self.spec.state_path();
-        let next = state::apply_patch(Some(current.clone()), patch, &path.display().to_string())?;
+        let name = path.display().to_string();
+        let next = state::apply_patch(Some(current.to_value()), &patch.to_value(), &name)?;
         store::write_atomic(&path, &store::to_pretty_bytes(&next))?;
-        Ok(next)
+        State::from_checked(next, &name)
     }
 
     /// The spec's tasks.md, read and parsed.

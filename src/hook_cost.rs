@@ -172,7 +172,7 @@ fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledge
             note(outcome, &w);
         }
         Spend::Halt(kind, reason, extra) => {
-            let at = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+            let at = crate::state::time::format(ctx.now);
             let mut halt = json!({"kind": kind, "reason": reason, "at": at});
             state::merge_into(&mut halt, &extra);
             apply(outcome, after, &json!({"halt": halt}));
@@ -207,7 +207,7 @@ fn fail_over_caps(
     ledger: &Ledger,
 ) -> Result<Failed> {
     let mut failed = Vec::new();
-    let now = ctx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let now = crate::state::time::format(ctx.now);
     for hit in cost::task_cap_hits(after, ledger, ctx.now) {
         // Re-read per failure: a fix task inserted for the previous one moved the ids.
         let list = tasks_file::load(&ctx.spec.tasks_path())?.list;

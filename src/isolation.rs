@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::project::{Project, Spec};
 use crate::protocol::Unmet;
 use crate::saved_work;
-use crate::state;
+use crate::state::Patch;
 use crate::tasks::{Task, TaskList};
 use crate::worktree::{self, Group, Isolation, Member, Unavailable};
 
@@ -42,7 +42,7 @@ pub enum Start {
     Isolated {
         path: PathBuf,
         head: Option<String>,
-        patch: Value,
+        patch: Patch,
         notes: Vec<String>,
     },
 }
@@ -55,12 +55,11 @@ fn refused(detail: String) -> Start {
 pub fn start(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    iso: &Isolation,
     list: &TaskList,
     task: &Task,
 ) -> Result<Start> {
     let id = task.label();
-    let iso = Isolation::read(state);
     if project.in_worktree() {
         return Ok(refused(format!(
             "run `task start {id} --worktree` from the main checkout {}, not from inside a worktree",
@@ -121,8 +120,7 @@ pub fn start(
         status: worktree::RUNNING.into(),
         ..Default::default()
     };
-    let mut patch = worktree::group_patch(&group);
-    state::merge_into(&mut patch, &worktree::member_patch(&id, &member));
+    let patch = worktree::group_patch(&group).merge(worktree::member_patch(&id, &member));
     Ok(Start::Isolated {
         head: worktree::rev(&ensured.path, "HEAD"),
         path: ensured.path,
@@ -135,14 +133,11 @@ pub fn start(
 fn member_on_disk(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    iso: &Isolation,
     id: &str,
     wanted: impl Fn(&Member) -> bool,
 ) -> Option<(Member, PathBuf)> {
-    let member = Isolation::read(state)
-        .member(id)
-        .filter(|m| wanted(m))?
-        .clone();
+    let member = iso.member(id).filter(|m| wanted(m))?.clone();
     let dir = project.worktrees_dir(&spec.name).join(&member.worktree);
     dir.join(".git").is_file().then_some((member, dir))
 }
@@ -151,20 +146,20 @@ fn member_on_disk(
 pub fn open_member(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    iso: &Isolation,
     id: &str,
 ) -> Option<(Member, PathBuf)> {
-    member_on_disk(project, spec, state, id, |m| m.status == worktree::RUNNING)
+    member_on_disk(project, spec, iso, id, |m| m.status == worktree::RUNNING)
 }
 
 /// A member `task rollback` acts on: open, not yet committed as complete.
 pub fn rollback_target(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    iso: &Isolation,
     id: &str,
 ) -> Option<(Member, PathBuf)> {
-    member_on_disk(project, spec, state, id, |m| {
+    member_on_disk(project, spec, iso, id, |m| {
         m.is_open() && m.status != worktree::READY
     })
 }
@@ -202,7 +197,7 @@ pub fn commit_ready(
     task: &Task,
     member: &Member,
     dir: &Path,
-) -> Result<(Value, String)> {
+) -> Result<(Patch, String)> {
     let id = task.label();
     let message = format!("specrun: task {id} {} (spec {})", task.title, spec.name);
     let tip = worktree::commit_member(project, spec, dir, &message)?;
@@ -227,7 +222,7 @@ pub fn rollback_member(
     n: u64,
     member: &Member,
     dir: &Path,
-) -> Result<(String, String, Value)> {
+) -> Result<(String, String, Patch)> {
     let head = worktree::rev(dir, "HEAD").unwrap_or_else(|| member.base.clone());
     let message = format!(
         "specrun rollback of task {id} attempt {n} (spec {}): work of {} saved",
@@ -266,7 +261,11 @@ pub struct Standing {
 /// The isolated group's standing for `status` and `resume`: which members merged, which
 /// remain (and where their work is kept). `None` without a group.
 pub fn standing(spec_name: &str, state: &Value) -> Option<Standing> {
-    let iso = Isolation::read(state);
+    standing_of(spec_name, &Isolation::read(state))
+}
+
+/// [`standing`] of an isolation record already read.
+pub fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
     let group = iso.group.as_ref()?;
     let mut merged = Vec::new();
     let mut remaining = Vec::new();
@@ -303,8 +302,8 @@ pub fn standing(spec_name: &str, state: &Value) -> Option<Standing> {
 }
 
 /// [`standing`] on one line (`group <head>; <parts>`) with its JSON.
-pub fn summary(spec_name: &str, state: &Value) -> Option<(String, Value)> {
-    let s = standing(spec_name, state)?;
+pub fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, Value)> {
+    let s = standing_of(spec_name, iso)?;
     Some((format!("group {}; {}", s.head, s.parts.join(", ")), s.doc))
 }
 
@@ -314,10 +313,9 @@ pub fn summary(spec_name: &str, state: &Value) -> Option<(String, Value)> {
 pub fn cancel_members(
     project: &Project,
     spec: &Spec,
-    state: &Value,
-) -> Result<(Value, Vec<String>)> {
-    let iso = Isolation::read(state);
-    let mut patch = json!({});
+    iso: &Isolation,
+) -> Result<(Patch, Vec<String>)> {
+    let mut patch = Patch::new();
     let mut saved = Vec::new();
     for (id, member) in iso.members.iter().filter(|(_, m)| m.is_open()) {
         let dir = project.worktrees_dir(&spec.name).join(&member.worktree);
@@ -345,7 +343,7 @@ pub fn cancel_members(
             saved_ref: Some(ref_name.clone()),
             ..member.clone()
         };
-        state::merge_into(&mut patch, &worktree::member_patch(id, &gone));
+        patch = patch.merge(worktree::member_patch(id, &gone));
         saved.push(ref_name);
     }
     Ok((patch, saved))

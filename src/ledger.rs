@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol;
+use crate::state::time::parse as parse_time;
 use crate::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -140,7 +141,15 @@ impl Ledger {
     pub fn of(state: &Value) -> Result<Ledger, String> {
         match state.get("ledger") {
             None | Some(Value::Null) => Ok(Ledger::default()),
-            Some(v) => Ledger::deserialize(v).map_err(|e| format!("field `ledger`: {e}")),
+            Some(v) => Ledger::deserialize(v).map_err(ledger_error),
+        }
+    }
+
+    /// `of` on the typed state.
+    pub fn of_state(state: &crate::state::State) -> Result<Ledger, String> {
+        match state.ledger.get() {
+            None => Ok(Ledger::default()),
+            Some(map) => Ledger::deserialize(map).map_err(ledger_error),
         }
     }
 
@@ -300,12 +309,6 @@ pub fn claimed_task(message: Option<&str>) -> Option<String> {
     Some(id.trim_end_matches(':').to_string()).filter(|id| !id.is_empty())
 }
 
-fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 /// Milliseconds task `id`'s attempts took (a running one up to `now`).
 pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
     protocol::attempts(state, id)
@@ -332,6 +335,10 @@ pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> O
     let start = parse_time(last.get("startedAt")?.as_str()?)?;
     let n = last.get("n").and_then(Value::as_u64).unwrap_or(0);
     Some((n, (now - start).num_minutes().max(0) as u64))
+}
+
+fn ledger_error(e: serde_json::Error) -> String {
+    format!("field `ledger`: {e}")
 }
 
 #[cfg(test)]

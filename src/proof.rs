@@ -6,15 +6,14 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use serde_json::Value;
-
 use crate::criteria;
 use crate::error::{Error, Result};
 use crate::evidence;
 use crate::git;
 use crate::integrity::{self, FileDiff, Finding, Status};
 use crate::project::{Project, Spec};
-use crate::protocol::{self, Unmet};
+use crate::protocol::Unmet;
+use crate::state::State;
 use crate::tasks::{Task, TaskList};
 
 /// A changed file with more added+removed lines than this is not scanned.
@@ -24,16 +23,10 @@ const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
 pub const JUSTIFICATIONS_HEADING: &str = "## Justifications";
 
 /// The start commit of the task's running attempt.
-pub fn attempt_start(state: &Value, id: &str) -> Option<String> {
-    let attempts = protocol::attempts(state, id);
-    let last = attempts.last()?;
-    (last.get("status").and_then(Value::as_str) == Some("running"))
-        .then(|| {
-            last.get("startCommit")
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .flatten()
+pub fn attempt_start(state: &State, id: &str) -> Option<String> {
+    let last = state.attempts_of(id).last()?;
+    let running = last.status.as_deref() == Some("running");
+    last.start_commit.get().filter(|_| running).cloned()
 }
 
 fn pathspecs(project: &Project, spec: &Spec) -> Vec<String> {
@@ -274,7 +267,7 @@ fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
 }
 
 /// The findings of the task's running attempt; empty without git or an attempt start.
-pub fn findings(project: &Project, spec: &Spec, state: &Value, id: &str) -> Result<Vec<Finding>> {
+pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Result<Vec<Finding>> {
     let Some(start) = attempt_start(state, id) else {
         return Ok(Vec::new());
     };
@@ -289,22 +282,19 @@ pub fn findings(project: &Project, spec: &Spec, state: &Value, id: &str) -> Resu
 pub fn complete_unmet(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    state: &State,
     list: &TaskList,
     task: &Task,
 ) -> Vec<Unmet> {
     let id = task.label();
-    let running = protocol::attempts(state, &id)
-        .last()
-        .and_then(|a| a.get("status"))
-        .and_then(Value::as_str)
-        == Some("running");
-    if !running {
+    let last = state.attempts_of(&id).last();
+    if last.and_then(|a| a.status.as_deref()) != Some("running") {
         return Vec::new();
     }
     let mut unmet = Vec::new();
-    if criteria::enforced(Some(state)) && task.done_when.is_some() {
-        match criteria::matrix_with(project, spec, list, Some(state)) {
+    if state.acceptance_gate() && task.done_when.is_some() {
+        let doc = state.to_value(); // issue-12 boundary: evidence reads JSON
+        match criteria::matrix_with(project, spec, list, Some(&doc)) {
             Ok(m) => {
                 for line in
                     criteria::describe_uncovered(m.for_task(&id).filter(|r| !r.status.is_covered()))

@@ -11,8 +11,8 @@ use serde_json::Value;
 
 use crate::cost::CostReport;
 use crate::followups::Item;
-use crate::protocol;
-use crate::state::View;
+use crate::state::time::parse;
+use crate::state::{Nullable, Phase, State, Timestamp};
 use crate::tasks::TaskList;
 
 #[derive(Debug, Clone, Serialize)]
@@ -107,7 +107,7 @@ pub struct Totals {
 /// The inputs gathered at the edge.
 pub struct Inputs<'a> {
     pub spec: &'a str,
-    pub state: &'a Value,
+    pub state: &'a State,
     pub tasks: &'a TaskList,
     pub followups: &'a [Item],
     /// (task id, post-code recordedAt, post-test recordedAt).
@@ -117,12 +117,6 @@ pub struct Inputs<'a> {
     /// The cost table, as `status` computes it.
     pub cost: &'a CostReport,
     pub now: DateTime<Utc>,
-}
-
-fn parse(at: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 fn minutes_between(a: Option<&str>, b: Option<&str>) -> Option<f64> {
@@ -135,10 +129,9 @@ fn str_of(v: &Value, key: &str) -> Option<String> {
 }
 
 pub fn build(input: &Inputs<'_>) -> Report {
-    let v = View(input.state);
-    let now = input
-        .now
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let v = input.state;
+    let started_at = v.started_at().and_then(Timestamp::text);
+    let now = crate::state::time::format(input.now);
     let tasks: Vec<TaskStory> = input
         .tasks
         .tasks
@@ -147,7 +140,8 @@ pub fn build(input: &Inputs<'_>) -> Report {
         .collect();
     let halts = halts(input);
     let ended_at = v
-        .str_at("completedAt")
+        .completed_at()
+        .and_then(Timestamp::text)
         .map(str::to_string)
         .or_else(|| input.events.last().and_then(|e| str_of(e, "at")));
     let totals = Totals {
@@ -161,7 +155,7 @@ pub fn build(input: &Inputs<'_>) -> Report {
             .count(),
         rollbacks: tasks.iter().map(|t| t.rollbacks).sum(),
         halts: halts.len(),
-        minutes: minutes_between(v.started_at(), ended_at.as_deref()).unwrap_or(0.0),
+        minutes: minutes_between(started_at, ended_at.as_deref()).unwrap_or(0.0),
         output_tokens: v.output_tokens(),
         input_tokens: v.input_tokens(),
         max_output_tokens: v.max_output_tokens(),
@@ -178,8 +172,8 @@ pub fn build(input: &Inputs<'_>) -> Report {
     };
     Report {
         spec: input.spec.to_string(),
-        phase: v.phase().unwrap_or("not started").to_string(),
-        started_at: v.started_at().map(str::to_string),
+        phase: v.phase().map_or("not started", Phase::as_str).to_string(),
+        started_at: started_at.map(str::to_string),
         ended_at,
         tasks,
         halts,
@@ -189,27 +183,28 @@ pub fn build(input: &Inputs<'_>) -> Report {
 
 fn story(input: &Inputs<'_>, t: &crate::tasks::Task, now: &str) -> TaskStory {
     let id = t.label();
-    let attempts: Vec<Attempt> = protocol::attempts(input.state, &id)
+    let text = |t: &Nullable<Timestamp>| t.get().and_then(Timestamp::text).map(str::to_string);
+    let attempts: Vec<Attempt> = input
+        .state
+        .attempts_of(&id)
         .iter()
         .map(|a| {
-            let started = str_of(a, "startedAt");
-            let ended = str_of(a, "endedAt");
+            let (started, ended) = (text(&a.started_at), text(&a.ended_at));
             let until = ended.as_deref().or(Some(now));
             Attempt {
-                n: a.get("n").and_then(Value::as_u64).unwrap_or(0),
-                status: str_of(a, "status").unwrap_or_else(|| "?".into()),
+                n: a.n.unwrap_or(0),
+                status: a.status.clone().unwrap_or_else(|| "?".into()),
                 minutes: minutes_between(started.as_deref(), until),
                 started_at: started,
                 ended_at: ended,
-                reason: str_of(a, "reason"),
-                rollback_ref: str_of(a, "rollbackRef"),
+                reason: a.reason.get().cloned(),
+                rollback_ref: a.rollback_ref.get().cloned(),
             }
         })
         .collect();
     let evidence = input
         .state
-        .get("taskEvidence")
-        .and_then(|m| m.get(&id))
+        .task_evidence(&id)
         .filter(|r| r.is_object())
         .map(|r| Evidence {
             command: str_of(r, "command").unwrap_or_default(),
@@ -282,12 +277,12 @@ fn halts(input: &Inputs<'_>) -> Vec<Halt> {
             }
         }
     }
-    let v = View(input.state);
-    if let (Some(_), Some(at)) = (v.halt(), v.str_at("halt.at")) {
+    let halt = input.state.halt();
+    if let Some(at) = halt.and_then(|h| h.at.get()).and_then(Timestamp::text) {
         if !out.iter().any(|h| h.resumed_at.is_none()) {
             out.push(Halt {
                 at: at.to_string(),
-                reason: v.halt_reason().unwrap_or("halted").to_string(),
+                reason: input.state.halt_reason().unwrap_or("halted").to_string(),
                 resumed_at: None,
             });
         }
@@ -635,7 +630,7 @@ mod tests {
         ];
         build(&Inputs {
             spec: "demo",
-            state: &state,
+            state: &State::from_value(&state).unwrap(),
             tasks: &tasks,
             followups: &[],
             critiques: &[("1.1".into(), Some("2026-01-01T00:16:00Z".into()), None)],

@@ -4,10 +4,12 @@
 //! of the same document, `Patch` (patch.rs) the typed writing, `Timestamp` (time.rs) its
 //! times.
 
+mod caps;
 mod patch;
 pub mod time;
 mod typed;
 
+pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES};
 pub use patch::Patch;
 pub use time::Timestamp;
 pub use typed::{
@@ -649,102 +651,14 @@ pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
 pub const FAIL_TASK_TIME: &str = "task-time-cap";
 pub const HALT_CANCELLED: &str = "cancelled";
 
-/// The exact shell command that clears this state's halt, with a raised cap where the
-/// halt kind needs one. `resume` refuses a raise that does not lift the cap above what is
-/// already used, so the new limit is twice the old one and always above the usage; tokens
-/// and minutes overshoot (one long turn, an idle night), so they get a whole limit more
-/// than was used. Minutes are counted up to `halt.at`, which keeps this pure.
+/// `State::resume_command` over a `View`, for the modules still on JSON.
 pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    let doubled = |limit: u64| limit.saturating_mul(2).max(limit.saturating_add(1));
-    let above = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(1));
-    let plus_limit = |limit: u64, used: u64| doubled(limit).max(used.saturating_add(limit));
-    let flag = match view.halt_kind() {
-        Some(HALT_GLOBAL) => format!(
-            " --raise-global {}",
-            above(view.max_global_iterations(), view.global_iteration())
-        ),
-        Some(HALT_TASK) => format!(
-            " --raise-task {}",
-            above(view.max_task_iterations(), view.task_iteration())
-        ),
-        Some(HALT_TOKENS) => format!(
-            " --raise-tokens {}",
-            plus_limit(
-                view.max_output_tokens().unwrap_or(view.output_tokens()),
-                view.output_tokens()
-            )
-        ),
-        Some(HALT_MINUTES) => format!(
-            " --raise-minutes {}",
-            plus_limit(view.max_minutes().unwrap_or(60), minutes_until_halt(view))
-        ),
-        Some(HALT_USD) => {
-            let max = crate::cost::max_usd(view.0).unwrap_or(0.0);
-            let spent = view
-                .get("halt.spentUsd")
-                .and_then(Value::as_f64)
-                .unwrap_or(max);
-            format!(
-                " --raise-usd {:.2}",
-                (max * 2.0).max(spent + max).max(spent + 0.01)
-            )
-        }
-        // The guard wrote the raise its forecast needs into the halt record.
-        Some(HALT_FORECAST) => match (view.str_at("halt.raiseFlag"), view.get("halt.raiseTo")) {
-            (Some(flag), Some(to)) => format!(" {flag} {to}"),
-            _ => String::new(),
-        },
-        _ => String::new(),
-    };
-    format!("specrun resume --spec {spec_name}{flag}")
+    // issue-12 boundary: goes when guard, protocol, facts and next read a `State`.
+    State::lenient(view.0).resume_command(spec_name)
 }
 
-/// Whole minutes from the time cap's origin to `halt.at` (0 when `halt.at` is unreadable).
-fn minutes_until_halt(view: View<'_>) -> u64 {
-    match view.str_at("halt.at").and_then(parse_time) {
-        Some(halt) => minutes_since(view, halt).0,
-        None => 0,
-    }
-}
-
-/// How far in the future `startedAt` may lie before it is an error (a clock stepped back).
-pub const CLOCK_SKEW_MINUTES: i64 = 5;
-
-/// Where the time cap counts from, and what was wrong with `startedAt` if it could not be
-/// used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TimeOrigin {
-    pub at: DateTime<Utc>,
-    /// `startedAt` or the fallback's name, for messages.
-    pub source: &'static str,
-    pub problem: Option<String>,
-}
-
-/// The time cap's origin. It fails closed: a missing, unreadable or future `startedAt`
-/// does not turn the cap off; it counts from the earliest sound time the execution
-/// recorded (`guard.clockStartedAt`, which the Stop hook stamps, or an attempt's
-/// `startedAt`), else from `now`, and `problem` says what was wrong.
+/// `State::time_origin` over a `View` (the Stop hook asks every turn: no conversion).
 pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
-    let sound = |t: DateTime<Utc>| t <= now + chrono::Duration::minutes(CLOCK_SKEW_MINUTES);
-    let problem = match view.get("startedAt") {
-        Some(Value::String(text)) => match parse_time(text) {
-            Some(t) if sound(t) => {
-                return TimeOrigin {
-                    at: t,
-                    source: "startedAt",
-                    problem: None,
-                }
-            }
-            Some(_) => format!("startedAt {text} lies in the future"),
-            None => format!("startedAt {text:?} is not an RFC 3339 time"),
-        },
-        _ => "startedAt is missing".to_string(),
-    };
-    let clock = view
-        .str_at("guard.clockStartedAt")
-        .and_then(parse_time)
-        .filter(|t| sound(*t))
-        .map(|t| (t, "guard.clockStartedAt"));
     let attempts = view
         .get("attempts")
         .and_then(Value::as_object)
@@ -752,32 +666,14 @@ pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
         .flat_map(|m| m.values())
         .filter_map(Value::as_array)
         .flatten()
-        .filter_map(|a| {
-            a.get("startedAt")
-                .and_then(Value::as_str)
-                .and_then(parse_time)
-        })
-        .filter(|t| sound(*t))
-        .map(|t| (t, "the first attempt's startedAt"));
-    let (at, source) = clock
-        .into_iter()
-        .chain(attempts)
-        .min_by_key(|(t, _)| *t)
-        .unwrap_or((now, "this stop"));
-    TimeOrigin {
-        at,
-        source,
-        problem: Some(format!(
-            "{problem}; the time cap counts from {source} ({}) instead",
-            time::format_secs(at)
-        )),
-    }
+        .filter_map(|a| a.get("startedAt").and_then(Value::as_str));
+    let clock = view.str_at("guard.clockStartedAt");
+    caps::origin(view.started_at(), clock, attempts, now)
 }
 
 /// Whole minutes from the time cap's origin to `now`, and the origin.
 pub fn minutes_since(view: View<'_>, now: DateTime<Utc>) -> (u64, TimeOrigin) {
-    let origin = time_origin(view, now);
-    ((now - origin.at).num_minutes().max(0) as u64, origin)
+    caps::minutes_from(time_origin(view, now), now)
 }
 
 /// Timestamp fields a patch may only set to a readable RFC 3339 time (or null).
@@ -940,6 +836,12 @@ mod tests {
             let mut doc = fallback.clone();
             doc["startedAt"] = bad;
             let (minutes, origin) = minutes_since(View(&doc), now);
+            let typed = State::from_value(&doc).unwrap().minutes_since(now);
+            assert_eq!(
+                typed,
+                (minutes, origin.clone()),
+                "State reads it as View does"
+            );
             assert_eq!(minutes, 90, "the earliest sound recorded time counts");
             let problem = origin.problem.unwrap();
             assert!(problem.starts_with(says), "{problem}");
@@ -951,6 +853,8 @@ mod tests {
         // Nothing recorded at all: the cap counts from now, never not at all.
         let (minutes, origin) = minutes_since(View(&json!({"startedAt": 5})), now);
         assert_eq!((minutes, origin.source), (0, "this stop"));
+        let typed = State::from_value(&json!({"startedAt": 5})).unwrap();
+        assert_eq!(typed.minutes_since(now).1.source, "this stop");
         // A few minutes ahead is clock skew, not an error.
         let skew = json!({"startedAt": "2026-01-01T02:03:00Z"});
         assert_eq!(time_origin(View(&skew), now).problem, None);

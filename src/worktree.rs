@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+use crate::state::Patch;
 
 use crate::error::{Error, Result};
 use crate::evidence;
@@ -86,14 +88,30 @@ pub struct Isolation {
 impl Isolation {
     pub fn read(state: &Value) -> Isolation {
         let iso = state.get("isolation");
-        let field = |k: &str| iso.and_then(|i| i.get(k)).cloned();
+        let field = |k: &str| iso.and_then(|i| i.get(k));
+        let sequential = field("sequential").and_then(Value::as_bool);
+        Isolation::from_parts(sequential, field("group"), field("members"))
+    }
+
+    /// The same record read from the typed state.
+    pub fn of(state: &crate::state::State) -> Isolation {
+        let Some(iso) = &state.isolation else {
+            return Isolation::default();
+        };
+        let field = |k: &str| iso.other.get(k);
+        Isolation::from_parts(iso.sequential, field("group"), field("members"))
+    }
+
+    fn from_parts(
+        sequential: Option<bool>,
+        group: Option<&Value>,
+        members: Option<&Value>,
+    ) -> Self {
         Isolation {
-            sequential: field("sequential")
-                .and_then(|v| v.as_bool())
-                .unwrap_or(false),
-            group: field("group").and_then(|g| serde_json::from_value(g).ok()),
-            members: field("members")
-                .and_then(|m| serde_json::from_value(m).ok())
+            sequential: sequential.unwrap_or(false),
+            group: group.and_then(|g| Group::deserialize(g).ok()),
+            members: members
+                .and_then(|m| Deserialize::deserialize(m).ok())
                 .unwrap_or_default(),
         }
     }
@@ -109,17 +127,12 @@ impl Isolation {
 }
 
 /// A state patch setting one member's record.
-pub fn member_patch(id: &str, member: &Member) -> Value {
-    let mut members = serde_json::Map::new();
-    members.insert(
-        id.to_string(),
-        serde_json::to_value(member).expect("serialises"),
-    );
-    json!({"isolation": {"members": Value::Object(members)}})
+pub fn member_patch(id: &str, member: &Member) -> Patch {
+    Patch::new().isolation_member(id, member)
 }
 
-pub fn group_patch(group: &Group) -> Value {
-    json!({"isolation": {"group": serde_json::to_value(group).expect("serialises")}})
+pub fn group_patch(group: &Group) -> Patch {
+    Patch::new().isolation_group(group)
 }
 
 pub fn branch_name(spec: &str, id: &str) -> String {
@@ -655,6 +668,7 @@ pub fn listed(root: &Path) -> Vec<(PathBuf, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn isolation_reads_typed_members_and_group() {
@@ -666,6 +680,16 @@ mod tests {
         assert_eq!(iso.open_group().unwrap().members, ["2.1", "2.2"]);
         assert!(iso.member("2.1").unwrap().is_open());
         assert!(Isolation::read(&json!({})).group.is_none());
+        let typed = Isolation::of(&crate::state::State::from_value(&state).unwrap());
+        assert_eq!(
+            (typed.sequential, &typed.group, typed.members.len()),
+            (iso.sequential, &iso.group, iso.members.len())
+        );
+        let m = iso.member("2.1").unwrap();
+        assert_eq!(
+            member_patch("2.1", m).to_value(),
+            json!({"isolation": {"members": {"2.1": serde_json::to_value(m).unwrap()}}})
+        );
     }
 
     #[test]

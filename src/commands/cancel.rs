@@ -11,23 +11,19 @@ use crate::exec::{report, Exec};
 use crate::isolation;
 use crate::project::Project;
 use crate::protocol;
+use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
-    let typed = crate::state::State::from_value(&state)?; // issue-12 boundary
-    let mut out = protocol::cancel(&typed, &now_rfc3339());
+    let mut out = protocol::cancel(&state, &now_rfc3339());
     // Isolated members leave no worktree behind; their work is saved to a ref first.
-    let (members_patch, saved) = isolation::cancel_members(project, spec, &state)?;
-    let mut patch = out
-        .patch
-        .as_ref()
-        .map(crate::state::Patch::to_value)
-        .unwrap_or_else(|| json!({})); // issue-12 boundary
-    crate::state::merge_into(&mut patch, &members_patch);
+    let iso = Isolation::of(&state);
+    let (members_patch, saved) = isolation::cancel_members(project, spec, &iso)?;
+    let patch = out.patch.clone().unwrap_or_default();
     if out.patch.is_some() || !saved.is_empty() {
-        ex.write_state(&state, &patch)?;
+        ex.write_state(&state, &patch.merge(members_patch))?;
     }
     for r in &saved {
         out.notes.push(format!("a member's work is saved at {r}"));

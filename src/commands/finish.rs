@@ -13,7 +13,7 @@ use crate::guard;
 use crate::notify;
 use crate::output;
 use crate::project::Project;
-use crate::state::View;
+use crate::state::Phase;
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
@@ -26,11 +26,11 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         }
         _ => None,
     };
-    let (_lock, doc) = ex.lock_state()?;
+    let (_lock, state) = ex.lock_state()?;
+    let doc = state.to_value(); // issue-12 boundary: the gates and completion read JSON
     let tasks = ex.tasks()?.list;
     let name = spec.name.as_str();
-    let v = View(&doc);
-    if v.phase() == Some("completed") {
+    if state.phase() == Some(Phase::Completed) {
         return answer(
             args.json,
             name,
@@ -51,8 +51,8 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    let patch = guard::completion_patch(chrono::Utc::now()).to_value(); // issue-12 boundary
-    ex.write_state(&doc, &patch)?;
+    let patch = guard::completion_patch(chrono::Utc::now());
+    ex.write_state(&state, &patch)?;
     let message = guard::completion_message(name, &tasks);
     ex.record_event(json!({"event": "finish", "completed": true}));
     notify::send(

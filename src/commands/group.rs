@@ -13,7 +13,7 @@ use crate::exec::Exec;
 use crate::followups::{NewItem, Store};
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::state;
+use crate::state::{Nullable, State, Timestamp};
 use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
@@ -63,7 +63,7 @@ fn merge(project: &Project, args: &GroupMergeArgs) -> Result<i32> {
 fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
     let (project, spec) = (ex.project, &ex.spec);
     let (_lock, mut state) = ex.lock_state()?;
-    let iso = Isolation::read(&state);
+    let iso = Isolation::of(&state);
     let group = iso.group.clone().ok_or_else(|| Error::Refused {
         message: format!(
             "{} has no isolated group: start members with `specrun task start ID --worktree`",
@@ -81,7 +81,7 @@ fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
     let mut merger = worktree::Merger::new(&project.root)?;
     let mut pending: Vec<(String, Member, String)> = Vec::new();
     for id in merge_order(&tasks.list, &group.members) {
-        let member = Isolation::read(&state).member(&id).cloned();
+        let member = Isolation::of(&state).member(&id).cloned();
         match member {
             None => {
                 let checked = tasks.list.find(&id).is_ok_and(|t| t.checked);
@@ -179,13 +179,13 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn merge_one(
         &self,
-        state: Value,
+        state: State,
         merger: &mut worktree::Merger,
         id: &str,
         m: &Member,
         tally: &mut Tally,
         pending: &mut Vec<(String, Member, String)>,
-    ) -> Result<Value> {
+    ) -> Result<State> {
         let (project, spec, list) = (self.ex.project, &self.ex.spec, self.list);
         let task = list.find(id).map_err(|e| Error::Task {
             path: spec.tasks_path(),
@@ -224,12 +224,12 @@ impl Ctx<'_> {
 
     fn merged(
         &self,
-        state: Value,
+        state: State,
         id: &str,
         m: &Member,
         commit: Option<String>,
         tally: &mut Tally,
-    ) -> Result<Value> {
+    ) -> Result<State> {
         let (project, spec) = (self.ex.project, &self.ex.spec);
         let root = &project.root;
         let commit = commit.or_else(|| worktree::rev(root, "HEAD"));
@@ -239,9 +239,8 @@ impl Ctx<'_> {
             conflicts: Vec::new(),
             ..m.clone()
         };
-        let next = self
-            .ex
-            .write_state(&state, &worktree::member_patch(id, &done))?;
+        let patch = worktree::member_patch(id, &done);
+        let next = self.ex.write_state(&state, &patch)?;
         self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
@@ -260,12 +259,12 @@ impl Ctx<'_> {
     /// the files named, its box unticked, a blocking follow-up recorded.
     fn reject(
         &self,
-        state: Value,
+        state: State,
         id: &str,
         m: &Member,
         status: &str,
         files: Vec<String>,
-    ) -> Result<Value> {
+    ) -> Result<State> {
         let (spec, list) = (&self.ex.spec, self.list);
         let why = if status == worktree::CONFLICT {
             format!(
@@ -278,27 +277,25 @@ impl Ctx<'_> {
                 worktree::list_some(&files)
             )
         };
-        let now = now_rfc3339();
+        let now = Timestamp::now();
         let kept = Member {
             status: status.into(),
             conflicts: files.clone(),
             ..m.clone()
         };
-        let mut patch = worktree::member_patch(id, &kept);
-        let mut history = crate::protocol::attempts(&state, id);
+        let mut history = state.attempts_of(id).to_vec();
         if let Some(last) = history.last_mut() {
-            last["status"] = json!("failed");
-            last["reason"] = json!(why);
-            last["endedAt"] = json!(now);
+            last.status = Some("failed".into());
+            last.reason = Nullable::Set(why.clone());
+            last.ended_at = Nullable::Set(now);
         }
-        let mut by_id = serde_json::Map::new();
-        by_id.insert(id.to_string(), Value::Array(history));
-        state::merge_into(&mut patch, &json!({"attempts": Value::Object(by_id)}));
         if list.find(id).is_ok_and(|t| t.checked) {
             tasks_file::check(&spec.tasks_path(), id, false)?;
         }
         let reread = self.ex.tasks()?;
-        patch["taskIndex"] = json!(reread.list.next_index());
+        let patch = worktree::member_patch(id, &kept)
+            .attempts(id, &history)
+            .task_index(reread.list.next_index() as u64);
         let next = self.ex.write_state(&state, &patch)?;
         add_followup(spec, id, &m.branch, &why, files.clone());
         self.ex.record_event(
@@ -433,7 +430,7 @@ fn verify_merged(
 /// verification passed on its fingerprint.
 fn mark_group(ex: &Exec, tally: &Tally, v: &Verification) -> Result<Group> {
     let (_lock, state) = ex.lock_state()?;
-    let mut group = Isolation::read(&state).group.unwrap_or_default();
+    let mut group = Isolation::of(&state).group.unwrap_or_default();
     let all_merged = tally.remaining.is_empty();
     group.status = match (v.passed, all_merged) {
         (true, true) => "complete",

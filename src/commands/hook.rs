@@ -642,7 +642,11 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
     let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
         return Vec::new();
     };
-    proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
+    // issue-12 boundary: facts reads the state as JSON.
+    let Ok(state) = crate::state::State::from_value(&active.state) else {
+        return Vec::new();
+    };
+    proof::complete_unmet(&active.project, &active.spec, &state, &list, task)
         .into_iter()
         .map(|u| format!("{}: {}", u.name, u.detail))
         .collect()

@@ -12,6 +12,7 @@ use crate::followups;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
+use crate::state::State;
 use crate::store;
 
 pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
@@ -45,9 +46,11 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let now = chrono::Utc::now();
     // The same cost table as `status`, so the two agree.
     let cost = cost::priced_report(project, &state, &tasks);
+    // issue-12 boundary: facts reads the state as JSON (already type-checked).
+    let typed = State::from_value(&state)?;
     let story = report::build(&Inputs {
         spec: &spec.name,
-        state: &state,
+        state: &typed,
         tasks: &tasks,
         followups: &followups,
         critiques: &critiques,

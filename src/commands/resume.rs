@@ -13,11 +13,14 @@ use crate::next::Audience;
 use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
+use crate::state::State;
+use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
+    let iso = Isolation::of(&state);
     let raises = Raises {
         global: args.raise_global,
         task: args.raise_task,
@@ -27,30 +30,29 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         usd_spent: usd_spent(project, &state),
     };
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
-    let typed = crate::state::State::from_value(&state)?; // issue-12 boundary
-    match protocol::resume(&typed, raises, session, &now_rfc3339()) {
+    match protocol::resume(&state, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(json!({"event": "resume", "refused": names}));
             let code = refuse("resume", &spec.name, &unmet, args.json);
-            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &state), args.json) {
+            if let (Some((text, _)), false) = (isolation::summary(&spec.name, &iso), args.json) {
                 output::line(&text);
             }
             Ok(code)
         }
         Ok(out) => {
             let after = match &out.patch {
-                Some(patch) => ex.write_state(&state, &patch.to_value())?, // issue-12 boundary
+                Some(patch) => ex.write_state(&state, patch)?,
                 None => state.clone(),
             };
-            let cleared = state.get("halt").and_then(|h| h.get("kind")).cloned();
+            let cleared = state.halt_kind();
             ex.record_event(
                 json!({"event": "resume", "cleared": cleared, "sessionId": session,
                        "raises": {"global": raises.global, "task": raises.task,
                                   "tokens": raises.tokens, "minutes": raises.minutes,
                                   "usd": raises.usd}}),
             );
-            let group = isolation::summary(&spec.name, &state);
+            let group = isolation::summary(&spec.name, &iso);
             report(
                 "resume",
                 &spec.name,
@@ -64,6 +66,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             }
             if !args.json && Audience::detect() == Audience::Shell {
                 let tasks = ex.tasks().ok().map(|t| t.list);
+                let after = after.to_value(); // issue-12 boundary: facts reads JSON
                 if let Some(cmd) = shell_step(spec, Some(&after), tasks.as_ref()) {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
@@ -74,8 +77,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
 }
 
 /// The priced spend of the ledger (0 without a usable price table).
-fn usd_spent(project: &Project, state: &serde_json::Value) -> f64 {
-    let ledger = crate::ledger::Ledger::of(state).unwrap_or_default();
+fn usd_spent(project: &Project, state: &State) -> f64 {
+    let ledger = crate::ledger::Ledger::of_state(state).unwrap_or_default();
     match crate::prices::load(&project.root) {
         Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
         _ => 0.0,

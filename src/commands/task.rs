@@ -22,10 +22,11 @@ use crate::project::{Project, Spec};
 use crate::proof;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 use crate::saved_work;
-use crate::state::{self, State};
+use crate::state::{Patch, State};
 use crate::store;
 use crate::tasks::Task;
 use crate::tasks_file::{self, LoadedTasks};
+use crate::worktree::Isolation;
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
@@ -68,8 +69,16 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
 struct Held<'a> {
     ex: Exec<'a>,
     _lock: store::Lock,
-    state: Value,
+    state: State,
+    /// issue-12 boundary: the state as JSON, for isolation, proof and the gates.
+    doc: Value,
     tasks: LoadedTasks,
+}
+
+impl Held<'_> {
+    fn write(&self, patch: &Patch) -> Result<State> {
+        self.ex.write_state(&self.state, patch)
+    }
 }
 
 fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
@@ -79,6 +88,7 @@ fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
     Ok(Held {
         ex,
         _lock: lock,
+        doc: state.to_value(),
         state,
         tasks,
     })
@@ -88,15 +98,15 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let iso = crate::worktree::Isolation::read(&held.state);
+    let iso = Isolation::of(&held.state);
     let refuse_start = |unmet: &[Unmet]| refused(&held.ex, "start", &id, unmet, args.json);
     if let Some(unmet) = isolation::group_gate(&iso, task) {
         return Ok(refuse_start(&[unmet]));
     }
     let mut head = git::head(&project.tree);
     let now = now_rfc3339();
-    let typed = State::from_value(&held.state)?; // issue-12 boundary
-    let decide = |head: Option<&str>| protocol::start(&typed, &held.tasks.list, task, head, &now);
+    let decide =
+        |head: Option<&str>| protocol::start(&held.state, &held.tasks.list, task, head, &now);
     let mut out = match decide(head.as_deref()) {
         Err(unmet) => return Ok(refuse_start(&unmet)),
         Ok(out) => out,
@@ -104,7 +114,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut path: Option<PathBuf> = None;
     let mut iso_patch = None;
     if isolated {
-        match isolation::start(project, &held.ex.spec, &held.state, &held.tasks.list, task)? {
+        match isolation::start(project, &held.ex.spec, &iso, &held.tasks.list, task)? {
             isolation::Start::Shared(note) => {
                 output::warn(&note);
                 path = Some(project.tree.clone());
@@ -131,16 +141,9 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
             }
         }
     }
-    let mut patch = out
-        .patch
-        .as_ref()
-        .map(state::Patch::to_value)
-        .unwrap_or_else(|| json!({})); // issue-12 boundary
-    if let Some(p) = &iso_patch {
-        state::merge_into(&mut patch, p);
-    }
+    let patch = out.patch.clone().unwrap_or_default();
     if out.patch.is_some() || iso_patch.is_some() {
-        held.ex.write_state(&held.state, &patch)?;
+        held.write(&patch.merge(iso_patch.clone().unwrap_or_default()))?;
     }
     let branch = iso_patch
         .as_ref()
@@ -223,7 +226,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
     let spec = &held.ex.spec;
-    let member = isolation::open_member(project, spec, &held.state, &id);
+    let member = isolation::open_member(project, spec, &Isolation::of(&held.state), &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
@@ -237,12 +240,11 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // Kept when nothing they were judged from changed before the lock was taken (another
     // `verify run` in between makes them be judged again, under the lock).
     let (task_evidence, phase_evidence) = match early {
-        Some((key, facts)) if key == evidence_key(&held.state, task) => facts,
-        _ => evidence_facts(project, spec, &held.state, task),
+        Some((key, facts)) if key == evidence_key(&held.doc, task) => facts,
+        _ => evidence_facts(project, spec, &held.doc, task),
     };
-    let typed = State::from_value(&held.state)?; // issue-12 boundary
     let input = CompleteInput {
-        state: &typed,
+        state: &held.state,
         list: &held.tasks.list,
         task,
         check,
@@ -269,11 +271,10 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // A member's work goes onto its branch before anything is ticked; `group merge` takes it
     // from there.
     let mut branch = None;
-    let mut state_patch = out.patch.as_ref().map(state::Patch::to_value); // issue-12 boundary
     if let Some((m, dir)) = &member {
         let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
-        if let Some(p) = state_patch.as_mut() {
-            state::merge_into(p, &patch);
+        if let Some(p) = out.patch.as_mut() {
+            *p = std::mem::take(p).merge(patch);
         }
         out.notes.push(note);
         branch = Some(m.branch.clone());
@@ -285,8 +286,8 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         tasks_file::check(&held.tasks.path, &id, true)?;
         crate::fault::point("complete:box-checked");
     }
-    if let Some(patch) = &state_patch {
-        held.ex.write_state(&held.state, patch)?;
+    if let Some(patch) = &out.patch {
+        held.write(patch)?;
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
@@ -320,16 +321,15 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
-    let member = isolation::open_member(project, &held.ex.spec, &held.state, &id);
+    let member = isolation::open_member(project, &held.ex.spec, &Isolation::of(&held.state), &id);
     let head = match &member {
         Some((_, dir)) => git::head(dir),
         None => git::head(&project.tree),
     };
     let branch = member.as_ref().map(|(m, _)| m.branch.clone());
     let now = now_rfc3339();
-    let typed = State::from_value(&held.state)?; // issue-12 boundary
     let input = FailInput {
-        state: &typed,
+        state: &held.state,
         list: &held.tasks.list,
         task,
         reason,
@@ -350,7 +350,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        held.ex.write_state(&held.state, &patch.to_value())?; // issue-12 boundary
+        held.write(patch)?;
         crate::fault::point("fail:state-written");
     }
     held.ex.record_event(
@@ -451,7 +451,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
     if let Some((member, dir)) =
-        isolation::rollback_target(project, &held.ex.spec, &held.state, &id)
+        isolation::rollback_target(project, &held.ex.spec, &Isolation::of(&held.state), &id)
     {
         return rollback_isolated(project, &held, task, force, &member, &dir, args.json);
     }
@@ -469,17 +469,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     }
     let head = git::head(root);
     let bookkeeping = evidence::bookkeeping_paths(project, &held.ex.spec);
-    let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
-        a.get("startCommit")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
+    let start = held.state.attempts_of(&id).last();
+    let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {
         (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
         _ => Vec::new(),
     };
-    let typed = State::from_value(&held.state)?; // issue-12 boundary
-    let plan = match protocol::plan_rollback(&typed, task, head.as_deref(), &changed, force) {
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
             return Ok(refused(&held.ex, "rollback", &id, &unmet, args.json));
         }
@@ -538,9 +534,9 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         git::run(root, &args, &[])?;
     }
     crate::fault::point("rollback:tree-reset");
-    let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        held.ex.write_state(&held.state, &patch.to_value())?; // issue-12 boundary
+        held.write(patch)?;
     }
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
@@ -570,30 +566,21 @@ fn rollback_isolated(
 ) -> Result<i32> {
     let id = task.label();
     let head = git::head(dir);
-    let start = protocol::attempts(&held.state, &id).last().and_then(|a| {
-        a.get("startCommit")
-            .and_then(Value::as_str)
-            .map(str::to_string)
-    });
+    let start = held.state.attempts_of(&id).last();
+    let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match &start {
         Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
-    let typed = State::from_value(&held.state)?; // issue-12 boundary
-    let plan = match protocol::plan_rollback(&typed, task, head.as_deref(), &changed, force) {
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => return Ok(refused(&held.ex, "rollback", &id, &unmet, json_out)),
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
         isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
-    let out = protocol::rollback_done(&typed, task, &plan, &ref_name, &now_rfc3339());
-    let mut patch = out
-        .patch
-        .as_ref()
-        .map(state::Patch::to_value)
-        .unwrap_or_else(|| json!({})); // issue-12 boundary
-    state::merge_into(&mut patch, &member_patch);
-    held.ex.write_state(&held.state, &patch)?;
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    let patch = out.patch.clone().unwrap_or_default();
+    held.write(&patch.merge(member_patch))?;
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
                "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use super::time::Timestamp;
 use super::typed::{Attempt, Driver, FixEntry, Halt, Phase};
+use crate::worktree::{Group, Member};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Patch {
@@ -76,6 +77,24 @@ impl Patch {
         last_message_id: &str => ["guard", "lastMessageId"];
     }
 
+    /// A merge patch built as JSON (`{…, "$unset": [..]}`) by a writer not yet typed.
+    pub fn from_value(patch: Value) -> Patch {
+        let Value::Object(mut doc) = patch else {
+            return Patch::default();
+        };
+        let unset = doc.shift_remove("$unset");
+        let unset = unset
+            .as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let unset = unset
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        Patch { doc, unset }
+    }
+
     /// Task `id`'s whole attempt list (arrays replace).
     pub fn attempts(self, id: &str, list: &[Attempt]) -> Patch {
         self.set(&["attempts", id], list)
@@ -91,6 +110,14 @@ impl Patch {
     /// Task `id`'s verification block record (merged into what is there).
     pub fn verification_block(self, id: &str, record: Value) -> Patch {
         self.set(&["verificationBlocks", id], record)
+    }
+    /// One isolated member's record (`isolation.members.<id>`; worktree.rs owns its shape).
+    pub fn isolation_member(self, id: &str, member: &Member) -> Patch {
+        self.set(&["isolation", "members", id], member)
+    }
+    /// The isolated group's record (`isolation.group`).
+    pub fn isolation_group(self, group: &Group) -> Patch {
+        self.set(&["isolation", "group"], group)
     }
     /// A field this type does not name (a user's field, an open map such as `ledger`).
     pub fn field(self, key: &str, value: Value) -> Patch {

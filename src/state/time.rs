@@ -17,6 +17,7 @@ impl Timestamp {
         Timestamp(Value::String(format(t)))
     }
 
+    /// The clock's time, for the edges (commands, hooks); the pure core takes times in.
     pub fn now() -> Timestamp {
         Timestamp::from_time(Utc::now())
     }

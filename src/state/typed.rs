@@ -2,14 +2,16 @@
 //! in a flattened map in its order, at the top level and in each known sub-object.
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
-//! `Error::FieldType` text as before, and serde only shapes what passed. Fields the table
-//! does not check (`startedAt`, `halt.at`, the guard's record) are read leniently: a
-//! garbled value is kept as it was and reads as unknown, as `View` read it.
+//! `Error::FieldType` text as before; the document that passed is then moved into the
+//! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
+//! guard's record) are read leniently: a garbled value is kept as it was and reads as
+//! unknown, as `View` read it.
 //!
 //! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
 //! that was read, with known fields in this file's order and unknown ones after them.
 
 use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
@@ -141,215 +143,281 @@ impl Driver {
     }
 }
 
+/// An owned JSON value turned into a field's type, moving what it can (serde's
+/// `Deserialize` from a `Value` rebuilds every object and array it passes through).
+trait Owned: Sized {
+    fn from_owned(v: Value) -> serde_json::Result<Self>;
+}
+
+/// Scalars (and the enums and `Timestamp`): serde reads them from a `Value` without copying
+/// much.
+macro_rules! owned_via_serde {
+    ($($t:ty),*) => {
+        $(impl Owned for $t {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                <$t>::deserialize(v)
+            }
+        })*
+    };
+}
+owned_via_serde!(u64, bool, String, Number, Phase, Driver, Timestamp);
+
+fn expected(what: &str) -> serde_json::Error {
+    serde::de::Error::custom(format!("expected {what}"))
+}
+
+impl Owned for Value {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        Ok(v)
+    }
+}
+
+impl Owned for Map<String, Value> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Object(map) => Ok(map),
+            _ => Err(expected("an object")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for Vec<T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Array(items) => items.into_iter().map(T::from_owned).collect(),
+            _ => Err(expected("an array")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for IndexMap<String, T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        let map = Map::from_owned(v)?;
+        map.into_iter()
+            .map(|(k, v)| Ok((k, T::from_owned(v)?)))
+            .collect()
+    }
+}
+
+/// A field of a record: how it reads from its JSON value and says it is absent (and so
+/// is not written).
+trait Field: Sized + Default {
+    fn from_json(v: Value) -> serde_json::Result<Self>;
+    fn absent(&self) -> bool;
+}
+
+impl<T: Owned> Field for Option<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(None),
+            v => T::from_owned(v).map(Some),
+        }
+    }
+    fn absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T: Owned> Field for Nullable<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(Nullable::Null),
+            v => T::from_owned(v).map(Nullable::Set),
+        }
+    }
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+impl<T: DeserializeOwned> Field for Loose<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        Ok(match T::deserialize(&v) {
+            Ok(t) => Loose::Typed(t),
+            Err(_) => Loose::Raw(v),
+        })
+    }
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+/// Known field `key` out of `map` (absent when it is not there), its value moved.
+fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
+    map.shift_remove(key)
+        .map_or_else(|| Ok(T::default()), T::from_json)
+}
+
+/// A record of the state: its known fields, each with its JSON key, and the unknown ones in
+/// `other` in their order. Reading takes each known key out of the object and moves its
+/// value (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
+/// intermediate tree first, about twice the cost of the parse); writing puts the known
+/// fields first, then `other`.
+macro_rules! record {
+    ($(#[$meta:meta])* pub struct $name:ident {
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[serde(rename = $key, skip_serializing_if = "Field::absent")]
+                pub $field: $ty,
+            )*
+            #[serde(flatten)]
+            pub other: Map<String, Value>,
+        }
+
+        impl $name {
+            fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
+                Ok($name {
+                    $($field: take(&mut map, $key)?,)*
+                    other: map,
+                })
+            }
+        }
+
+        impl Owned for $name {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                $name::from_map(Map::from_owned(v)?)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let map = Map::deserialize(d)?;
+                $name::from_map(map).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+record! {
 /// `budget`: the caps `state init` and `resume` set.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Budget {
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_output_tokens: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_minutes: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_stall_stops: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_task_tokens: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_task_minutes: Nullable<u64>,
+    max_output_tokens: Nullable<u64> = "maxOutputTokens",
+    max_minutes: Nullable<u64> = "maxMinutes",
+    max_stall_stops: Nullable<u64> = "maxStallStops",
+    max_task_tokens: Nullable<u64> = "maxTaskTokens",
+    max_task_minutes: Nullable<u64> = "maxTaskMinutes",
     /// Dollars; a `Number` so `5` is written back as `5`, not `5.0`.
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub max_usd: Nullable<Number>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub forecast_warn: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub forecast_halt: Nullable<u64>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    max_usd: Nullable<Number> = "maxUsd",
+    forecast_warn: Nullable<u64> = "forecastWarn",
+    forecast_halt: Nullable<u64> = "forecastHalt",
+}
 }
 
-/// `usage`: the token counters and how far the transcript was read.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+record! {
+/// `usage`: the token counters and how far the transcript was read; `agents` (per-subagent
+/// counters) stays in `other`: hook_cost owns its shape.
 pub struct Usage {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub transcript_offset: Nullable<u64>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub transcript_path: Nullable<String>,
-    /// `agents` (per-subagent counters) stays here: hook_cost owns its shape.
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    output_tokens: Option<u64> = "outputTokens",
+    input_tokens: Option<u64> = "inputTokens",
+    transcript_offset: Nullable<u64> = "transcriptOffset",
+    transcript_path: Nullable<String> = "transcriptPath",
+}
 }
 
+record! {
 /// `halt`: why the execution stopped (`{kind, reason, at}`); other keys are the kind's
 /// details (`spentUsd`, `raiseFlag`, `raiseTo`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Halt {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub at: Nullable<Timestamp>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    kind: Option<String> = "kind",
+    reason: Option<String> = "reason",
+    at: Nullable<Timestamp> = "at",
+}
 }
 
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+record! {
 pub struct Isolation {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential: Option<bool>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    sequential: Option<bool> = "sequential",
+}
 }
 
+record! {
 /// One attempt of a task (`attempts.<id>.<i>`), which the task verbs write.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct Attempt {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub ended_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub start_commit: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub end_commit: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub reason: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub fix_task_id: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub rollback_ref: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub rolled_back_at: Nullable<Timestamp>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    n: Option<u64> = "n",
+    status: Option<String> = "status",
+    started_at: Nullable<Timestamp> = "startedAt",
+    ended_at: Nullable<Timestamp> = "endedAt",
+    start_commit: Nullable<String> = "startCommit",
+    end_commit: Nullable<String> = "endCommit",
+    reason: Nullable<String> = "reason",
+    fix_task_id: Nullable<String> = "fixTaskId",
+    rollback_ref: Nullable<String> = "rollbackRef",
+    rolled_back_at: Nullable<Timestamp> = "rolledBackAt",
+}
 }
 
+record! {
 /// One `fixTaskMap.<id>` entry: the fix tasks a failing task spawned.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct FixEntry {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix_task_ids: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub last_error: Nullable<String>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    attempts: Option<u64> = "attempts",
+    fix_task_ids: Option<Vec<String>> = "fixTaskIds",
+    last_error: Nullable<String> = "lastError",
+}
 }
 
+record! {
 /// `guard`: the Stop hook's own record. Nothing type-checks it (only the hook writes it),
 /// so each field is `Loose`: a hand-garbled value reads as absent and is kept.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct GuardRecord {
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_fingerprint: Loose<String>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub stall_stops: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub blocks: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_block_fingerprint: Loose<String>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub clock_started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub uncounted_stops: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub uncounted_offset: Loose<u64>,
-    #[serde(default, skip_serializing_if = "Loose::is_absent")]
-    pub last_message_id: Loose<String>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    last_fingerprint: Loose<String> = "lastFingerprint",
+    stall_stops: Loose<u64> = "stallStops",
+    blocks: Loose<u64> = "blocks",
+    last_block_fingerprint: Loose<String> = "lastBlockFingerprint",
+    clock_started_at: Nullable<Timestamp> = "clockStartedAt",
+    uncounted_stops: Loose<u64> = "uncountedStops",
+    uncounted_offset: Loose<u64> = "uncountedOffset",
+    last_message_id: Loose<String> = "lastMessageId",
+}
 }
 
+record! {
 /// The whole state document. Fields are `Option`/`Nullable` so a round trip writes back
 /// exactly what was read; the accessors below give `View`'s defaults.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct State {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phase: Option<Phase>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub session_id: Nullable<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_index: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub total_tasks: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_iteration: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_task_iterations: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub global_iteration: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_global_iterations: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub budget: Option<Budget>,
+    version: Option<u64> = "version",
+    name: Option<String> = "name",
+    phase: Option<Phase> = "phase",
+    session_id: Nullable<String> = "sessionId",
+    task_index: Option<u64> = "taskIndex",
+    total_tasks: Option<u64> = "totalTasks",
+    task_iteration: Option<u64> = "taskIteration",
+    max_task_iterations: Option<u64> = "maxTaskIterations",
+    global_iteration: Option<u64> = "globalIteration",
+    max_global_iterations: Option<u64> = "maxGlobalIterations",
+    budget: Option<Budget> = "budget",
     /// The cost ledger: `ledger::Ledger::of` owns its shape (and `typecheck` checks it).
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub ledger: Nullable<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub started_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub execution_driver: Option<Driver>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quick_mode: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery_mode: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub awaiting_approval: Option<bool>,
+    ledger: Nullable<Map<String, Value>> = "ledger",
+    usage: Option<Usage> = "usage",
+    started_at: Nullable<Timestamp> = "startedAt",
+    execution_driver: Option<Driver> = "executionDriver",
+    quick_mode: Option<bool> = "quickMode",
+    recovery_mode: Option<bool> = "recoveryMode",
+    awaiting_approval: Option<bool> = "awaitingApproval",
     /// Per task, the verify gate's block record: an object whose fields the verify verb
     /// and the guard each add to; open so either can grow it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification_blocks: Option<Map<String, Value>>,
+    verification_blocks: Option<Map<String, Value>> = "verificationBlocks",
     /// Per task, the evidence record (`evidence.rs` owns its varied body).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_evidence: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempts: Option<IndexMap<String, Vec<Attempt>>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fix_task_map: Option<IndexMap<String, FixEntry>>,
+    task_evidence: Option<Map<String, Value>> = "taskEvidence",
+    attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
+    fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub modification_map: Option<Map<String, Value>>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub halt: Nullable<Halt>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completed: Option<bool>,
-    #[serde(default, skip_serializing_if = "Nullable::is_absent")]
-    pub completed_at: Nullable<Timestamp>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guard: Option<GuardRecord>,
+    modification_map: Option<Map<String, Value>> = "modificationMap",
+    halt: Nullable<Halt> = "halt",
+    completed: Option<bool> = "completed",
+    completed_at: Nullable<Timestamp> = "completedAt",
+    guard: Option<GuardRecord> = "guard",
     /// The claims the guard could not verify: `claims.rs` owns their shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unverified_claims: Option<Vec<Value>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub isolation: Option<Isolation>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acceptance_gate: Option<bool>,
+    unverified_claims: Option<Vec<Value>> = "unverifiedClaims",
+    isolation: Option<Isolation> = "isolation",
+    acceptance_gate: Option<bool> = "acceptanceGate",
     /// Task ids whose box was already ticked at `state init` (any JSON: only strings count).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked_at_init: Option<Vec<Value>>,
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
+    checked_at_init: Option<Vec<Value>> = "checkedAtInit",
+}
 }
 
 impl State {
@@ -362,13 +430,24 @@ impl State {
     /// `from_value` with errors naming `source_name` (the file or patch).
     pub fn parse(doc: &Value, source_name: &str) -> Result<State> {
         typecheck(doc, source_name)?;
-        State::deserialize(doc).map_err(|e| shape_error(source_name, e))
+        State::from_checked(doc.clone(), source_name)
+    }
+
+    /// For a document already type-checked elsewhere (a `View`'s): one that does not fit
+    /// reads as empty rather than failing a message built from it.
+    pub(crate) fn lenient(doc: &Value) -> State {
+        State::from_owned(doc.clone()).unwrap_or_default()
     }
 
     /// The hot path: the parsed document is moved into the typed state, not copied.
     pub fn from_json(doc: Value, source_name: &str) -> Result<State> {
         typecheck(&doc, source_name)?;
-        serde_json::from_value(doc).map_err(|e| shape_error(source_name, e))
+        State::from_checked(doc, source_name)
+    }
+
+    /// A document `typecheck` (or `apply_patch`) has just passed.
+    pub(crate) fn from_checked(doc: Value, source_name: &str) -> Result<State> {
+        State::from_owned(doc).map_err(|e| shape_error(source_name, e))
     }
 
     /// Parse the state file's bytes (a UTF-8 BOM is accepted) and read them once.
@@ -684,6 +763,9 @@ mod tests {
             for value in &bad {
                 let doc = mistyped(path, value.clone());
                 let Err(want) = typecheck(&doc, "s.json") else {
+                    // What typecheck passes, serde reads and writes back unchanged.
+                    let read = State::parse(&doc, "s.json").unwrap();
+                    assert_eq!(read.to_value(), doc, "{path}");
                     continue;
                 };
                 let got = State::parse(&doc, "s.json").unwrap_err();
@@ -780,6 +862,11 @@ mod tests {
                 "attempts": {"1.2": [{"n": 1, "status": "running"}]}, "mine": true,
                 "$unset": ["guard.lastFingerprint"]
             })
+        );
+        assert_eq!(
+            Patch::from_value(patch.to_value()),
+            patch,
+            "JSON patches convert losslessly"
         );
         let base = json!({"guard": {"lastFingerprint": "f", "blocks": 1}, "halt": null});
         let doc = super::super::apply_patch(Some(base), &patch.to_value(), "s").unwrap();
