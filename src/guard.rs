@@ -158,14 +158,15 @@ fn is_executing(state: &State) -> bool {
     state.phase() == Some(Phase::Execution)
 }
 
-/// `state::resume_command` for the typed state (with `patch` applied first).
+/// `State::resume_command`, on the state as `patch` (when given) will leave it.
 fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
-    // issue-12 boundary: resume_command still reads the JSON document (`View`).
+    let Some(p) = patch else {
+        return state.resume_command(name);
+    };
     let mut doc = state.to_value();
-    if let Some(p) = patch {
-        state::merge_into(&mut doc, p);
-    }
-    state::resume_command(name, View(&doc))
+    state::merge_into(&mut doc, p);
+    let after = State::from_value(&doc).unwrap_or_else(|_| state.clone());
+    after.resume_command(name)
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
@@ -510,8 +511,7 @@ type Minutes = (u64, state::TimeOrigin);
 /// `Minutes` now, read once per decision (the caps and the notice share it).
 fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
     v.max_minutes()?;
-    // issue-12 boundary: minutes_since still reads the JSON document (`View`).
-    Some(state::minutes_since(View(&v.to_value()), now))
+    Some(v.minutes_since(now))
 }
 
 /// With a time cap set, what is wrong with `startedAt` (the cap still holds).

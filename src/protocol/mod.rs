@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp, View};
+use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
 
 mod cancel;
 mod complete;
@@ -136,14 +136,16 @@ fn halt_record(kind: &str, reason: String, now: &str) -> Halt {
     }
 }
 
-/// `state::resume_command` for the typed state, with `patch` applied first.
+/// `State::resume_command`, on the state as `patch` (when given) will leave it.
 fn resume_command(state: &State, patch: Option<&Patch>) -> String {
-    // issue-12 boundary: resume_command still reads the JSON document (`View`).
+    let name = state.name().unwrap_or("<spec>");
+    let Some(p) = patch else {
+        return state.resume_command(name);
+    };
     let mut doc = state.to_value();
-    if let Some(p) = patch {
-        state::merge_into(&mut doc, &p.to_value());
-    }
-    state::resume_command(state.name().unwrap_or("<spec>"), View(&doc))
+    state::merge_into(&mut doc, &p.to_value());
+    let after = State::from_value(&doc).unwrap_or_else(|_| state.clone());
+    after.resume_command(name)
 }
 
 /// A failed attempt (`task fail`, a rollback of a running one) counts as an iteration of

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{decide, resume_command, Transition, Unmet};
-use crate::state::{self, Patch, Phase, State, View};
+use crate::state::{self, Patch, Phase, State};
 
 /// `resume`'s cap raises.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,9 +72,8 @@ fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) ->
 /// Each raise must lift its cap above what is already used, or the guard halts at once.
 fn raises_too_low(view: &State, raises: &Raises, now: &str) -> Vec<Unmet> {
     // Counted as the guard counts: a missing or bad startedAt does not make it 0.
-    // issue-12 boundary: minutes_since still reads the JSON document (`View`).
     let minutes_used = state::time::parse(now)
-        .map(|n| state::minutes_since(View(&view.to_value()), n).0)
+        .map(|n| view.minutes_since(n).0)
         .unwrap_or(0);
     let checks: [(Option<u64>, u64, &str, &str); 4] = [
         (
