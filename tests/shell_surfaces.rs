@@ -154,8 +154,8 @@ fn completion_notifies_through_the_config_file_and_a_task_halt_through_the_varia
     assert_eq!(event["event"], "completed");
 }
 
-/// `specrun status --watch`, its stdout collected by a thread.
-fn watch(p: &TempProject) -> (Child, Arc<Mutex<String>>) {
+/// `specrun status --watch`, its stdout collected by a thread (joined by `drained`).
+fn watch(p: &TempProject) -> (Child, Arc<Mutex<String>>, std::thread::JoinHandle<()>) {
     let mut child = Command::new(bin_path())
         .args(["status", "--watch"])
         .current_dir(p.root())
@@ -167,7 +167,7 @@ fn watch(p: &TempProject) -> (Child, Arc<Mutex<String>>) {
     let seen = Arc::new(Mutex::new(String::new()));
     let mut out = child.stdout.take().unwrap();
     let sink = Arc::clone(&seen);
-    std::thread::spawn(move || {
+    let reader = std::thread::spawn(move || {
         let mut buf = [0u8; 4096];
         while let Ok(n) = out.read(&mut buf) {
             if n == 0 {
@@ -178,7 +178,14 @@ fn watch(p: &TempProject) -> (Child, Arc<Mutex<String>>) {
                 .push_str(&String::from_utf8_lossy(&buf[..n]));
         }
     });
-    (child, seen)
+    (child, seen, reader)
+}
+
+/// Everything the watch printed, once it has exited: its last draw may still be in the
+/// pipe when the process is gone, so the reader is joined first.
+fn drained(seen: &Mutex<String>, reader: std::thread::JoinHandle<()>) -> String {
+    reader.join().unwrap();
+    seen.lock().unwrap().clone()
 }
 
 fn exit_of(child: &mut Child) -> i32 {
@@ -193,7 +200,7 @@ fn exit_of(child: &mut Child) -> i32 {
 #[test]
 fn watch_redraws_on_change_and_stops_at_a_halt() {
     let p = project("--max-task-iterations 1");
-    let (mut child, seen) = watch(&p);
+    let (mut child, seen, reader) = watch(&p);
     wait_until("the first draw", || {
         seen.lock().unwrap().contains("spec      demo")
     });
@@ -206,22 +213,20 @@ fn watch_redraws_on_change_and_stops_at_a_halt() {
     });
     sh.ok("specrun task fail 1.1 --reason broken");
     assert_eq!(exit_of(&mut child), 0);
-    assert!(
-        seen.lock().unwrap().contains("HALTED"),
-        "{}",
-        seen.lock().unwrap()
-    );
+    let all = drained(&seen, reader);
+    assert!(all.contains("HALTED"), "{all}");
 }
 
 #[test]
 fn watch_on_a_deleted_spec_says_so_and_exits() {
     let p = project("");
-    let (mut child, seen) = watch(&p);
+    let (mut child, seen, reader) = watch(&p);
     wait_until("the first draw", || {
         seen.lock().unwrap().contains("spec      demo")
     });
     std::fs::remove_dir_all(p.path("specs/demo")).unwrap();
     assert_eq!(exit_of(&mut child), 2);
+    drained(&seen, reader);
     let mut err = String::new();
     child
         .stderr
