@@ -596,7 +596,8 @@ fn decide_completion_claim(
         ..
     } = stop;
     let name = facts.spec_name;
-    let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+    let mut unmet =
+        crate::completion::unmet_json(name, state, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));

@@ -143,7 +143,10 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             Err(e) => return Err(e),
         };
         refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
-        let baseline = crate::completion::baseline_at_init(existing.as_ref(), &loaded.list);
+        // The existing document is not type-checked yet: one that does not fit the typed
+        // state has no baseline to keep.
+        let earlier = existing.as_ref().map(state::State::lenient);
+        let baseline = crate::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()
             .is_some_and(|doc| !args.restart && state::is_resumable(doc));
