@@ -177,7 +177,8 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    report_init(&spec.name, &doc, counts, continued);
+    let typed = state::State::from_json(doc, &path.display().to_string())?;
+    report_init(&spec.name, &typed, counts, continued);
     Ok(0)
 }
 
@@ -202,8 +203,7 @@ fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitAr
     })
 }
 
-fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued: bool) {
-    let v = state::View(doc);
+fn report_init(name: &str, v: &state::State, counts: crate::tasks::Counts, continued: bool) {
     let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
     let what = if continued {
         format!(
@@ -220,12 +220,12 @@ fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued:
         "{name}: {what} (max {} per task, {} stops, driver {})",
         v.max_task_iterations(),
         v.max_global_iterations(),
-        v.driver()
+        v.driver().as_str()
     ));
     if let Some(kind) = v.halt_kind() {
         output::warn(&format!(
             "the execution is halted ({kind}): nothing runs until `{}`",
-            state::resume_command(name, v)
+            v.resume_command(name)
         ));
     }
 }
