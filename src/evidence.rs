@@ -608,17 +608,8 @@ pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
         .insert(name.clone(), record);
 }
 
-/// Assess one slot of the state against the current tree.
-pub fn check(
-    project: &Project,
-    spec: &Spec,
-    state: &crate::state::State,
-    slot: &Slot,
-) -> Freshness {
-    check_record(project, spec, slot.record_of(state))
-}
-
-/// Assess a slot's record (`Slot::record_in`/`record_of`) against the current tree.
+/// Assess a slot's record (`Slot::record_of` in the State, `record_in` in a document)
+/// against the current tree.
 pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> Freshness {
     // Only a passing record needs the current tree (a git process or a walk of the files).
     let tree = record

@@ -82,17 +82,35 @@ pub fn completion_key_json(state: &Value) -> [Option<&Value>; 3] {
 
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
 pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
-    CompletionGates {
-        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
-        blockers: open_blockers(spec),
-        criteria: uncovered_criteria(project, spec, state),
-    }
+    let record = Slot::Phase("execution".into()).record_of(state);
+    gates_of(project, spec, record, || {
+        uncovered_criteria(project, spec, state)
+    })
 }
 
-/// `completion_gates` over the JSON document.
+/// `completion_gates` over the JSON document: the state is typed only when the execution
+/// enforces criteria (the Stop hook judges a completion claim with it).
 // issue-12 boundary: goes when the hook and `finish` hold a `State` (core).
 pub fn completion_gates_json(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
-    completion_gates(project, spec, &State::lenient(state))
+    let record = Slot::Phase("execution".into()).record_in(state);
+    let enforced = state.get(criteria::GATE_FIELD) == Some(&Value::Bool(true));
+    gates_of(project, spec, record, || match enforced {
+        true => uncovered_criteria(project, spec, &State::lenient(state)),
+        false => Vec::new(),
+    })
+}
+
+fn gates_of(
+    project: &Project,
+    spec: &Spec,
+    execution: Option<&Value>,
+    criteria: impl FnOnce() -> Vec<String>,
+) -> CompletionGates {
+    CompletionGates {
+        evidence: evidence::check_record(project, spec, execution),
+        blockers: open_blockers(spec),
+        criteria: criteria(),
+    }
 }
 
 /// The spec's uncovered criteria when the execution enforces them; an unreadable store or
