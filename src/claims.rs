@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::guard::{Decision, Outcome, SubagentInput};
+use crate::state::{Patch, State};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -101,65 +102,72 @@ pub fn extract(message: &str) -> Vec<Claim> {
 fn kinds_in(lower: &str) -> Vec<Kind> {
     let mut kinds = Vec::new();
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    let passing = [
-        "pass",
-        "green",
-        "succeed",
-        "success",
-        "clean",
-        "ok",
-        "no errors",
-        "no warnings",
-        "all checks",
-    ];
     if let Some(n) = count_claim(lower) {
         kinds.push(Kind::TestCount { n });
-    } else if has(&[
-        "tests pass",
-        "tests passed",
-        "tests are passing",
-        "tests now pass",
-        "all tests",
-        "test suite passes",
-        "tests are green",
-        "tests succeed",
-        "test suite is green",
-        "tests all pass",
-    ]) {
+    } else if has(TESTS_PASS) {
         kinds.push(Kind::Tests);
     }
     let tool = LINT_TOOLS.iter().find(|t| lower.contains(**t));
-    if (tool.is_some() || has(&["lint", "linter"])) && has(&passing) {
+    if (tool.is_some() || has(&["lint", "linter"])) && has(PASSING) {
         kinds.push(Kind::Lint {
             tool: tool.map(|t| t.to_string()),
         });
     }
-    if has(&[
-        "builds",
-        "build succeeds",
-        "build passes",
-        "build is green",
-        "compiles",
-        "compiled successfully",
-        "build ok",
-        "builds cleanly",
-        "build succeeded",
-    ]) {
+    if has(BUILDS) {
         kinds.push(Kind::Build);
     }
-    if has(&[
-        "type-check",
-        "typecheck",
-        "type check",
-        "tsc ",
-        "mypy",
-        "pyright",
-    ]) && has(&passing)
-    {
+    if has(TYPE_CHECKS) && has(PASSING) {
         kinds.push(Kind::TypeCheck);
     }
     kinds
 }
+
+/// Words that make a lint or type-check mention a claim of success.
+const PASSING: &[&str] = &[
+    "pass",
+    "green",
+    "succeed",
+    "success",
+    "clean",
+    "ok",
+    "no errors",
+    "no warnings",
+    "all checks",
+];
+/// Phrases that claim the tests pass.
+const TESTS_PASS: &[&str] = &[
+    "tests pass",
+    "tests passed",
+    "tests are passing",
+    "tests now pass",
+    "all tests",
+    "test suite passes",
+    "tests are green",
+    "tests succeed",
+    "test suite is green",
+    "tests all pass",
+];
+/// Phrases that claim a build.
+const BUILDS: &[&str] = &[
+    "builds",
+    "build succeeds",
+    "build passes",
+    "build is green",
+    "compiles",
+    "compiled successfully",
+    "build ok",
+    "builds cleanly",
+    "build succeeded",
+];
+/// Words that name a type check.
+const TYPE_CHECKS: &[&str] = &[
+    "type-check",
+    "typecheck",
+    "type check",
+    "tsc ",
+    "mypy",
+    "pyright",
+];
 
 /// `38 tests passed`, `12/12 tests passing`, `all 7 tests pass`, `5 passed`.
 fn count_claim(lower: &str) -> Option<u64> {
@@ -234,41 +242,40 @@ pub fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -> Optio
             let name = tool.as_deref().unwrap_or("a linter");
             (!any_cmd(&words)).then(|| format!("no passing {name} run is recorded at the current code: `{verify_hint}` with the {name} command"))
         }
-        Kind::Build => {
-            let ok = any_cmd(&[
-                "build",
-                "cargo check",
-                "cargo test",
-                "cargo clippy",
-                "cargo nextest",
-                "tsc",
-                "go test",
-                "go vet",
-                "make",
-                "compile",
-            ]);
-            (!ok).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command"))
-        }
-        Kind::TypeCheck => {
-            let ok = any_cmd(&[
-                "tsc",
-                "mypy",
-                "pyright",
-                "cargo check",
-                "cargo build",
-                "cargo test",
-                "cargo clippy",
-                "cargo nextest",
-                "go build",
-                "go vet",
-                "go test",
-                "typecheck",
-                "type-check",
-            ]);
-            (!ok).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command"))
-        }
+        Kind::Build => (!any_cmd(BUILD_COMMANDS)).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command")),
+        Kind::TypeCheck => (!any_cmd(TYPE_CHECK_COMMANDS)).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command")),
     }
 }
+
+/// Commands whose passing run shows the code builds.
+const BUILD_COMMANDS: &[&str] = &[
+    "build",
+    "cargo check",
+    "cargo test",
+    "cargo clippy",
+    "cargo nextest",
+    "tsc",
+    "go test",
+    "go vet",
+    "make",
+    "compile",
+];
+/// Commands whose passing run shows the code type-checks.
+const TYPE_CHECK_COMMANDS: &[&str] = &[
+    "tsc",
+    "mypy",
+    "pyright",
+    "cargo check",
+    "cargo build",
+    "cargo test",
+    "cargo clippy",
+    "cargo nextest",
+    "go build",
+    "go vet",
+    "go test",
+    "typecheck",
+    "type-check",
+];
 
 /// Every claim of `message` without support, each once.
 pub fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<Unsupported> {
@@ -302,29 +309,45 @@ pub fn describe(items: &[Unsupported]) -> Vec<String> {
         .collect()
 }
 
+/// One entry of the state's `unverifiedClaims`: what an executor still claimed unsupported
+/// after its one re-prompt, kept for the coordinator (completion waits while it is open).
+/// A task claim (`TASK_COMPLETE <id>`) names its task; claims in prose list them.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnverifiedClaim<'a> {
+    pub task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claims: Option<&'a [Unsupported]>,
+    pub missing: &'a [String],
+    pub at: String,
+    pub agent_id: Option<&'a str>,
+}
+
+/// The patch that adds `entry` to the state's `unverifiedClaims` (the ones there stay).
+pub fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
+    let mut kept = state.unverified_claims.clone().unwrap_or_default();
+    kept.push(json!(entry));
+    Patch::new().unverified_claims(&kept)
+}
+
 /// SubagentStop of an executor whose message claims things no fresh run supports (and
 /// claims no task): re-prompt once, then let it end and keep the claims for the coordinator.
 pub fn decide(
     spec: &str,
     items: &[Unsupported],
     input: &SubagentInput<'_>,
-    state: &Value,
+    state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
     let lines = describe(items);
     let (decision, rule, patch) = if input.stop_hook_active {
-        let mut kept = state
-            .get("unverifiedClaims")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        kept.push(json!({
-            "taskId": null,
-            "claims": items,
-            "missing": lines,
-            "at": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "agentId": input.agent_id,
-        }));
+        let entry = UnverifiedClaim {
+            task_id: None,
+            claims: Some(items),
+            missing: &lines,
+            at: crate::state::time::format_secs(now),
+            agent_id: input.agent_id,
+        };
         let m = format!(
             "specrun: the executor's final message makes {} claim(s) no recorded evidence supports; recorded in unverifiedClaims for the coordinator.",
             items.len()
@@ -332,18 +355,14 @@ pub fn decide(
         (
             Decision::Allow(Some(m)),
             "claim-unverified",
-            json!({"unverifiedClaims": kept}),
+            record_unverified(state, &entry).to_value(),
         )
     } else {
-        let mut r = String::from(
-            "Your final message claims what no verify run at the current code shows:\n",
+        let r = crate::guard::refusal(
+            "Your final message claims what no verify run at the current code shows:".into(),
+            lines.iter().map(String::as_str),
+            "Record the evidence with `specrun verify run`, or correct the message, then end again.",
         );
-        for l in &lines {
-            r.push_str("- ");
-            r.push_str(l);
-            r.push('\n');
-        }
-        r.push_str("Record the evidence with `specrun verify run`, or correct the message, then end again.");
         (Decision::Block(r), "claim-refused", json!({}))
     };
     let event = json!({

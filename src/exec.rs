@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::events;
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::protocol::{self, Outcome, Unmet};
+use crate::protocol::{self, Transition, Unmet};
 use crate::state::{self, Patch, State};
 use crate::store;
 use crate::tasks_file::{self, LoadedTasks};
@@ -129,7 +129,7 @@ fn no_state(spec: &Spec) -> Error {
 }
 
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.
-pub fn report(verb: &str, subject: &str, out: &Outcome, json_out: bool, extra: Value) {
+pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra: Value) {
     if json_out {
         let mut doc = json!({
             "ok": true, "verb": verb, "subject": subject, "changed": out.changed,

@@ -5,11 +5,11 @@
 //! `state::apply_patch`) and an event for `.specrun/events.jsonl`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::evidence::Freshness;
 use crate::goal::shell_word;
-use crate::state::{self, View};
+use crate::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
 use crate::tasks::{Task, TaskList};
 
 /// The coordinator's completion claim: the last line of its final message.
@@ -136,12 +136,37 @@ pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
 /// `sessionId` is owned by nobody: the guard never drives or halts a session it cannot
 /// prove started the execution.
 pub fn owned_by(state: &Value, session: Option<&str>) -> bool {
-    matches!((View(state).session_id(), session), (Some(owner), Some(s)) if owner == s)
+    same_owner(View(state).session_id(), session)
+}
+
+/// `owned_by` on the typed state.
+fn owns(state: &State, session: Option<&str>) -> bool {
+    same_owner(state.session_id(), session)
+}
+
+fn same_owner(owner: Option<&str>, session: Option<&str>) -> bool {
+    matches!((owner, session), (Some(owner), Some(s)) if owner == s)
 }
 
 /// Whether the stop/advisory hooks apply: the state is executing.
 pub fn executing(state: &Value) -> bool {
     View(state).phase() == Some("execution")
+}
+
+/// `executing` on the typed state.
+fn is_executing(state: &State) -> bool {
+    state.phase() == Some(Phase::Execution)
+}
+
+/// `State::resume_command`, on the state as `patch` (when given) will leave it.
+fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
+    let Some(p) = patch else {
+        return state.resume_command(name);
+    };
+    let mut doc = state.to_value();
+    state::merge_into(&mut doc, p);
+    let after = State::from_value(&doc).unwrap_or_else(|_| state.clone());
+    after.resume_command(name)
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
@@ -245,8 +270,12 @@ pub fn running_attempts(state: &Value) -> Vec<String> {
 }
 
 /// What the coordinator is told while agents work in the background.
-fn waiting_text(name: &str, state: &Value, agents: &[String]) -> String {
-    let tasks = running_attempts(state);
+fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
+    // `running_attempts`, read from the typed state.
+    let tasks: Vec<&str> = (state.attempts.iter().flatten())
+        .filter(|(_, list)| list.last().and_then(|a| a.status.as_deref()) == Some("running"))
+        .map(|(id, _)| id.as_str())
+        .collect();
     let tasks = if tasks.is_empty() {
         String::new()
     } else {
@@ -260,12 +289,12 @@ fn waiting_text(name: &str, state: &Value, agents: &[String]) -> String {
 }
 
 /// Progress fingerprint: checked-task count, taskIndex, HEAD.
-pub fn fingerprint(tasks: &TaskList, state: &Value, head: Option<&str>) -> String {
+pub fn fingerprint(tasks: &TaskList, state: &State, head: Option<&str>) -> String {
     format!(
         "{}/{}:{}:{}",
         tasks.counts().completed,
         tasks.tasks.len(),
-        View(state).task_index(),
+        state.task_index(),
         head.unwrap_or("-")
     )
 }
@@ -275,28 +304,62 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 }
 
 /// Decide a Stop of the owning session of an executing spec (DESIGN §6, rows 3–7; the
-/// fast path and ownership are the edge's, before the lock).
-pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) -> Outcome {
-    let v = View(state);
-    let name = facts.spec_name;
+/// fast path and ownership are the edge's, before the lock): count the stop (row 3), then
+/// let `STOP_RULES` decide, then write down the bookkeeping and the event.
+pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
     let now = rfc3339(facts.now);
+    let fp = fingerprint(facts.tasks, state, facts.head);
+    let counted = count(input, state, facts, &fp);
+    let mut effects = Effects {
+        patch: usage_patch(
+            state,
+            &facts.usage,
+            Patch::new().global_iteration(counted.global),
+            counted.output_tokens,
+        ),
+        unmet: Vec::new(),
+    };
+    let minutes = minutes_used(state, facts.now);
+    let stop = CountedStop {
+        input,
+        state,
+        facts,
+        counted,
+        fp: &fp,
+        now: &now,
+        minutes: minutes.as_ref(),
+    };
+    let (decision, rule) = decide_after_count(&stop, &mut effects);
+    // A halt ends the run; the stall count starts afresh after `specrun resume`.
+    let stall = match decision {
+        Decision::Halt(_) => 0,
+        _ => counted.stall,
+    };
+    let patch = guard_patch(&stop, &decision, stall, effects.patch);
+    let mut event = stop_event(&stop, &decision, &rule, stall);
+    if !effects.unmet.is_empty() {
+        event["unmet"] = json!(effects.unmet);
+    }
+    let notice = notices(&stop, &mut event);
+    Outcome {
+        decision,
+        rule,
+        patch: patch.to_value(),
+        event,
+        notice,
+    }
+}
 
-    // Row 3: count the stop, add usage, compare the fingerprint.
+/// Row 3: count the stop and this turn's tokens, and the stall against the fingerprint.
+fn count(input: &StopInput<'_>, v: &State, facts: &StopFacts<'_>, fp: &str) -> Counted {
     // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
-    let missed = facts.missed.count;
     let global = v
         .global_iteration()
         .saturating_add(1)
-        .saturating_add(missed);
+        .saturating_add(facts.missed.count);
     let output_tokens = v.output_tokens().saturating_add(facts.usage.output_tokens);
-    let input_tokens = v.input_tokens().saturating_add(facts.usage.input_tokens);
-    let fp = fingerprint(facts.tasks, state, facts.head);
-    let last_fp = v.get("guard.lastFingerprint").and_then(Value::as_str);
-    let stalls = v
-        .get("guard.stallStops")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let mut stall = match last_fp {
+    let stalls = v.guard().stall_stops.get().copied().unwrap_or(0);
+    let stall = match v.guard().last_fingerprint.get() {
         // Waiting on the user is not a stall: those turns answer questions, not tasks.
         _ if v.awaiting_approval() => 0,
         // Neither is waiting for background executors: their work is not in the
@@ -305,104 +368,97 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
         Some(prev) if prev == fp => stalls.saturating_add(1),
         _ => 0,
     };
-    let mut usage = json!({"inputTokens": input_tokens, "outputTokens": output_tokens});
-    if let Some(offset) = facts.usage.next_offset {
-        usage["transcriptOffset"] = json!(offset);
-        usage["transcriptPath"] = json!(facts.usage.transcript_path);
+    Counted {
+        global,
+        output_tokens,
+        stall,
     }
-    let mut guard = Map::new();
+}
+
+/// The `usage` patch: the totals with this turn's tokens, and where the transcript was read to.
+fn usage_patch(v: &State, usage: &UsageRead, patch: Patch, output_tokens: u64) -> Patch {
+    let input_tokens = v.input_tokens().saturating_add(usage.input_tokens);
+    let patch = patch
+        .input_tokens(input_tokens)
+        .output_tokens(output_tokens);
+    match usage.next_offset {
+        Some(offset) => patch
+            .transcript_offset(Some(offset))
+            .transcript_path(usage.transcript_path.as_deref()),
+        None => patch,
+    }
+}
+
+/// The `guard` bookkeeping this stop leaves: fingerprints, clock, catch-up, blocks, stalls.
+fn guard_patch(stop: &CountedStop<'_>, decision: &Decision, stall: u64, patch: Patch) -> Patch {
+    let record = stop.state.guard();
+    let mut patch = patch;
     // A waiting stop leaves the baseline alone: the progress its agents make is measured
     // at the next stop that is not a wait, against the stop before the wait.
-    if input.running_agents.is_empty() {
-        guard.insert("lastFingerprint".into(), json!(fp));
+    if stop.input.running_agents.is_empty() {
+        patch = patch.last_fingerprint(stop.fp);
     }
     // The time cap's fallback origin, should startedAt ever be missing or garbled.
-    if v.get("guard.clockStartedAt").is_none() {
-        guard.insert("clockStartedAt".into(), json!(now));
+    if record.clock_started_at.is_absent() {
+        patch = patch.clock_started_at(&Timestamp::from_time(stop.facts.now));
     }
-    if missed > 0 {
-        let total = v
-            .get("guard.uncountedStops")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .saturating_add(missed);
-        guard.insert("uncountedStops".into(), json!(total));
-        guard.insert("uncountedOffset".into(), json!(facts.missed.end));
+    let missed = &stop.facts.missed;
+    if missed.count > 0 {
+        let before = record.uncounted_stops.get().copied().unwrap_or(0);
+        patch = patch
+            .uncounted_stops(before.saturating_add(missed.count))
+            .uncounted_offset(missed.end);
     }
-    if let Some(id) = &facts.usage.last_message_id {
-        guard.insert("lastMessageId".into(), json!(id));
-    }
-    let mut patch = json!({"globalIteration": global, "usage": usage});
-    let mut unmet: Vec<&'static str> = Vec::new();
-
-    let stop = CountedStop {
-        input,
-        state,
-        facts,
-        counted: Counted {
-            global,
-            output_tokens,
-            stall,
-        },
-        fp: &fp,
-        now: &now,
-    };
-    let (decision, rule) = decide_after_count(stop, &mut patch, &mut unmet);
-    if matches!(decision, Decision::Halt(_)) {
-        // A halt ends the run; the stall count starts afresh after `specrun resume`.
-        stall = 0;
+    if let Some(id) = &stop.facts.usage.last_message_id {
+        patch = patch.last_message_id(id);
     }
     if let Decision::Block(_) = decision {
-        let blocks = v
-            .get("guard.blocks")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-            .saturating_add(1);
-        guard.insert("blocks".into(), json!(blocks));
-        guard.insert("lastBlockFingerprint".into(), json!(fp));
+        let blocks = record.blocks.get().copied().unwrap_or(0).saturating_add(1);
+        patch = patch.blocks(blocks).last_block_fingerprint(stop.fp);
     }
-    guard.insert("stallStops".into(), json!(stall));
-    patch["guard"] = Value::Object(guard);
+    patch.stall_stops(stall)
+}
 
-    let event = json!({
+/// The events.jsonl record of a counted stop.
+fn stop_event(stop: &CountedStop<'_>, decision: &Decision, rule: &str, stall: u64) -> Value {
+    let input = stop.input;
+    json!({
         "session": input.session_id,
         "event": "stop",
-        "spec": name,
+        "spec": stop.facts.spec_name,
         "decision": decision.name(),
         "rule": rule,
         "reason": decision.text(),
-        "globalIteration": global,
-        "maxGlobalIterations": v.max_global_iterations(),
+        "globalIteration": stop.counted.global,
+        "maxGlobalIterations": stop.state.max_global_iterations(),
         "stallStops": stall,
-        "outputTokens": output_tokens,
-        "fingerprint": fp,
+        "outputTokens": stop.counted.output_tokens,
+        "fingerprint": stop.fp,
         "stopHookActive": input.stop_hook_active,
         "runningAgents": input.running_agents.len(),
-    });
-    let mut event = event;
-    if !unmet.is_empty() {
-        event["unmet"] = json!(unmet);
-    }
+    })
+}
+
+/// What the user must hear whatever the decision (stops caught up, a broken time cap),
+/// also recorded in the event.
+fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
+    let name = stop.facts.spec_name;
+    let missed = &stop.facts.missed;
     let mut notices: Vec<String> = Vec::new();
-    if missed > 0 {
-        event["uncountedCaughtUp"] = json!(missed);
+    if missed.count > 0 {
+        event["uncountedCaughtUp"] = json!(missed.count);
         notices.push(format!(
-            "specrun guard: {missed} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {global}).",
-            facts.missed.last_cause.as_deref().unwrap_or("cause unknown")
+            "specrun guard: {} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {}).",
+            missed.count,
+            missed.last_cause.as_deref().unwrap_or("cause unknown"),
+            stop.counted.global
         ));
     }
-    if let Some(n) = time_cap_notice(name, v, facts.now) {
+    if let Some(n) = time_cap_notice(name, stop.minutes) {
         event["timeCapProblem"] = json!(n);
         notices.push(n);
     }
-    let notice = (!notices.is_empty()).then(|| notices.join("\n"));
-    Outcome {
-        decision,
-        rule,
-        patch,
-        event,
-        notice,
-    }
+    (!notices.is_empty()).then(|| notices.join("\n"))
 }
 
 /// A Stop of the owner that could not be counted (`cause`), with `missed` stops missed in
@@ -411,13 +467,12 @@ pub fn decide_stop(input: &StopInput<'_>, state: &Value, facts: &StopFacts<'_>) 
 /// a halted execution halts again. Nothing is written to the state.
 pub fn decide_uncounted_stop(
     name: &str,
-    state: &Value,
+    v: &State,
     missed: u64,
     cause: &str,
     ledger_error: Option<&str>,
     now: DateTime<Utc>,
 ) -> (Decision, String) {
-    let v = View(state);
     let trace = match ledger_error {
         None => {
             format!("recorded in .specrun/{name}.uncounted.jsonl; the next counted stop adds it")
@@ -435,12 +490,13 @@ pub fn decide_uncounted_stop(
         let s = format!(
             "specrun: spec '{name}' is halted ({}). A person continues it with `{}`. {m}",
             v.halt_reason().unwrap_or("no reason recorded"),
-            state::resume_command(name, v)
+            resume_command(name, v, None)
         );
         return (Decision::Halt(s), "halted".into());
     }
     let global = v.global_iteration().saturating_add(missed);
-    if let Some((kind, what)) = hit_cap(v, global, v.output_tokens(), 0, now) {
+    let minutes = minutes_used(v, now);
+    if let Some((kind, what)) = hit_cap(v, global, v.output_tokens(), 0, minutes.as_ref()) {
         let s = format!(
             "specrun halted spec '{name}': {what} (counting the stops that could not be recorded). The halt could not be written: fix the cause, then continue with /specrun:implement {name}. {m}"
         );
@@ -449,10 +505,18 @@ pub fn decide_uncounted_stop(
     (Decision::Allow(Some(m)), "uncounted".into())
 }
 
-/// With a time cap set, what is wrong with `startedAt` (the cap still holds).
-fn time_cap_notice(name: &str, v: View<'_>, now: DateTime<Utc>) -> Option<String> {
+/// The minutes the time cap counts and where it counts from, when a time cap is set.
+type Minutes = (u64, state::TimeOrigin);
+
+/// `Minutes` now, read once per decision (the caps and the notice share it).
+fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
     v.max_minutes()?;
-    let problem = state::time_origin(v, now).problem?;
+    Some(v.minutes_since(now))
+}
+
+/// With a time cap set, what is wrong with `startedAt` (the cap still holds).
+fn time_cap_notice(name: &str, minutes: Option<&Minutes>) -> Option<String> {
+    let problem = minutes?.1.problem.as_deref()?;
     Some(format!(
         "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
     ))
@@ -466,16 +530,18 @@ struct Counted {
     stall: u64,
 }
 
-/// A counted stop, as rows 4 to 7 of the decision order judge it.
+/// A counted stop, as the Stop rules judge it.
 #[derive(Clone, Copy)]
 struct CountedStop<'a> {
     input: &'a StopInput<'a>,
-    state: &'a Value,
+    state: &'a State,
     facts: &'a StopFacts<'a>,
     counted: Counted,
     /// This stop's progress fingerprint.
     fp: &'a str,
     now: &'a str,
+    /// The time cap's count, when one is set.
+    minutes: Option<&'a Minutes>,
 }
 
 impl CountedStop<'_> {
@@ -484,159 +550,194 @@ impl CountedStop<'_> {
         format!(
             "specrun: {what}; not re-prompting: nothing progressed since the last block (stall {}/{}).",
             self.counted.stall,
-            View(self.state).max_stall_stops()
+            self.state.max_stall_stops()
         )
     }
 
     /// Whether this is a re-prompted stop at the fingerprint of the last block.
     fn no_progress_since_block(&self) -> bool {
         self.input.stop_hook_active
-            && View(self.state)
-                .get("guard.lastBlockFingerprint")
-                .and_then(Value::as_str)
+            && self
+                .state
+                .guard()
+                .last_block_fingerprint
+                .get()
+                .map(String::as_str)
                 == Some(self.fp)
     }
 }
 
-fn decide_after_count(
-    stop: CountedStop<'_>,
-    patch: &mut Value,
-    unmet_names: &mut Vec<&'static str>,
-) -> (Decision, String) {
-    let CountedStop {
-        input,
-        state,
-        facts,
-        counted,
-        now,
-        ..
-    } = stop;
+/// What a Stop rule may write beside its decision.
+struct Effects {
+    /// The stop's state patch (the counters are in it already).
+    patch: Patch,
+    /// The names of the unmet completion gates, for the event.
+    unmet: Vec<&'static str>,
+}
+
+/// A decided stop: the decision and the rule the event names.
+type Ruling = (Decision, String);
+
+/// One Stop rule: decides the stop, or passes it to the next rule (`None`).
+type StopRule = fn(&CountedStop<'_>, &mut Effects) -> Option<Ruling>;
+
+/// The Stop rules after the stop is counted (DESIGN §6, rows 4–7), in the order they are
+/// tried: the first that decides wins. The event's `rule` begins with the row's name
+/// (`cap:stall`, `completion-refused`, `agents-running-wait`, `next-task-no-progress`).
+const STOP_RULES: &[(&str, StopRule)] = &[
+    // Row 4: a halted execution halts again until resumed.
+    ("halted", halted),
+    // Row 4: the hard caps, in a fixed order (`hit_cap`): global, task, tokens, minutes, stall.
+    ("cap", cap),
+    // Row 5: an `ALL_TASKS_COMPLETE` claim, accepted only when every completion gate holds.
+    ("completion", completion_claim),
+    // Row 6a: agents still work in the background: wait for them.
+    ("agents-running", agents_running),
+    // Row 6: the stop-hook driver re-prompts with the next task.
+    ("next-task", next_task),
+    // Row 7: otherwise the stop is allowed.
+    ("allow", allow),
+];
+
+fn decide_after_count(stop: &CountedStop<'_>, effects: &mut Effects) -> Ruling {
+    for (row, rule) in STOP_RULES {
+        if let Some((decision, name)) = rule(stop, effects) {
+            debug_assert!(name.starts_with(row), "rule {name} of row {row}");
+            return (decision, name);
+        }
+    }
+    unreachable!("the last Stop rule always decides")
+}
+
+fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let v = stop.state;
+    v.halt()?;
+    let name = stop.facts.spec_name;
+    let reason = v.halt_reason().unwrap_or("no reason recorded");
+    let resume = resume_command(name, v, None);
+    let s = format!(
+        "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
+    );
+    Some((Decision::Halt(s), "halted".into()))
+}
+
+fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
     let Counted {
         global,
         output_tokens,
         stall,
-    } = counted;
-    let v = View(state);
-    let name = facts.spec_name;
-
-    // Row 4: a halted execution halts again until resumed.
-    if let Some(reason) = v
-        .halt()
-        .map(|_| v.halt_reason().unwrap_or("no reason recorded"))
-    {
-        let resume = state::resume_command(name, v);
-        let s = format!(
-            "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
-        );
-        return (Decision::Halt(s), "halted".into());
-    }
-
-    // Row 4: hard caps, in a fixed order.
-    if let Some((kind, what)) = hit_cap(v, global, output_tokens, stall, facts.now) {
-        // The resume command is computed on the state as it will be written (this stop
-        // counted, this turn's tokens added), so its raise lifts the cap above the usage.
-        let mut after = state.clone();
-        state::merge_into(&mut after, patch);
-        state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
-        let resume = state::resume_command(name, View(&after));
-        let reason = what;
-        let s = format!(
-            "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
-        );
-        patch["halt"] = json!({"kind": kind, "reason": reason, "at": now});
-        return (Decision::Halt(s), format!("cap:{kind}"));
-    }
-
-    // Row 5: the completion claim.
-    if claims_all_complete(input.last_assistant_message) {
-        return decide_completion_claim(stop, patch, unmet_names);
-    }
-
-    // Row 6a: agents still work in the background. Their notification wakes the
-    // coordinator; the stop-hook driver, which would re-prompt a delegation, says to wait
-    // instead (once: a second stop while they run is allowed).
-    if !input.running_agents.is_empty() {
-        let wait = waiting_text(name, state, input.running_agents);
-        if v.driver() == "stop-hook" && !input.stop_hook_active {
-            return (Decision::Block(wait), "agents-running-wait".into());
-        }
-        return (Decision::Allow(Some(wait)), "agents-running".into());
-    }
-
-    // Row 6: the stop-hook driver re-prompts with the next task.
-    if v.driver() == "stop-hook" && !v.awaiting_approval() {
-        if let Some(task) = facts.tasks.next() {
-            if stop.no_progress_since_block() {
-                let m = stop.stall_note(&format!("task {} is still open", task.label()));
-                return (Decision::Allow(Some(m)), "next-task-no-progress".into());
-            }
-            return (
-                Decision::Block(task_brief(name, facts.tasks, task)),
-                "next-task".into(),
-            );
-        }
-    }
-
-    // Row 7.
-    (Decision::Allow(None), "allow".into())
+    } = stop.counted;
+    let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
+    let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.minutes)?;
+    // The resume command is computed on the state as it will be written (this stop
+    // counted, this turn's tokens added), so its raise lifts the cap above the usage.
+    let mut after = effects.patch.to_value();
+    state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
+    let resume = resume_command(name, state, Some(&after));
+    let s = format!(
+        "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
+    );
+    let halt = Halt {
+        kind: Some(kind.to_string()),
+        reason: Some(reason),
+        at: Nullable::Set(Timestamp::from_time(stop.facts.now)),
+        ..Default::default()
+    };
+    effects.patch = std::mem::take(&mut effects.patch).halt(Some(&halt));
+    Some((Decision::Halt(s), format!("cap:{kind}")))
 }
 
-/// Row 5: `ALL_TASKS_COMPLETE` is accepted when every completion gate holds (and no agent
-/// still works), else refused with the unmet gates.
-fn decide_completion_claim(
-    stop: CountedStop<'_>,
-    patch: &mut Value,
-    unmet_names: &mut Vec<&'static str>,
-) -> (Decision, String) {
-    let CountedStop {
-        input,
-        state,
-        facts,
-        now,
-        ..
-    } = stop;
+/// `ALL_TASKS_COMPLETE` is accepted when every completion gate holds (and no agent still
+/// works), else refused with the unmet gates.
+fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
+    if !claims_all_complete(stop.input.last_assistant_message) {
+        return None;
+    }
+    let (input, state, facts) = (stop.input, stop.state, stop.facts);
     let name = facts.spec_name;
-    let mut unmet =
-        crate::completion::unmet_json(name, state, facts.tasks, facts.completion.as_ref());
+    let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
     }
-    unmet_names.extend(unmet.iter().map(|u| u.name));
+    effects.unmet.extend(unmet.iter().map(|u| u.name));
     if unmet.is_empty() {
-        state::merge_into(patch, &completion_patch(now));
+        let patch = std::mem::take(&mut effects.patch);
+        effects.patch = patch.merge(completion_patch(stop.facts.now));
         let m = format!("specrun: {}", completion_message(name, facts.tasks));
-        return (Decision::Allow(Some(m)), "completion-accepted".into());
+        return Some((Decision::Allow(Some(m)), "completion-accepted".into()));
     }
     if stop.no_progress_since_block() {
         let m = stop.stall_note(&format!(
             "{COMPLETION_TOKEN} not accepted ({} gate(s) unmet)",
             unmet.len()
         ));
-        return (
+        return Some((
             Decision::Allow(Some(m)),
             "completion-refused-no-progress".into(),
-        );
+        ));
     }
-    let mut r = format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:\n");
-    for item in &unmet {
+    let r = refusal(
+        format!("{COMPLETION_TOKEN} refused for spec '{name}'. Unmet:"),
+        unmet.iter().map(|u| u.detail.as_str()),
+        &format!("When every item is done, end with {COMPLETION_TOKEN} again."),
+    );
+    Some((Decision::Block(r), "completion-refused".into()))
+}
+
+/// A re-prompt that lists what is missing: `head`, a `- item` line each, then `tail`.
+pub fn refusal<'a>(head: String, items: impl IntoIterator<Item = &'a str>, tail: &str) -> String {
+    let mut r = head;
+    r.push('\n');
+    for item in items {
         r.push_str("- ");
-        r.push_str(&item.detail);
+        r.push_str(item);
         r.push('\n');
     }
-    r.push_str(&format!(
-        "When every item is done, end with {COMPLETION_TOKEN} again."
-    ));
-    (Decision::Block(r), "completion-refused".into())
+    r.push_str(tail);
+    r
+}
+
+/// Their notification wakes the coordinator; the stop-hook driver, which would re-prompt
+/// a delegation, says to wait instead (once: a second stop while they run is allowed).
+fn agents_running(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let input = stop.input;
+    if input.running_agents.is_empty() {
+        return None;
+    }
+    let wait = waiting_text(stop.facts.spec_name, stop.state, input.running_agents);
+    if stop.state.driver() == Driver::StopHook && !input.stop_hook_active {
+        return Some((Decision::Block(wait), "agents-running-wait".into()));
+    }
+    Some((Decision::Allow(Some(wait)), "agents-running".into()))
+}
+
+fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    let v = stop.state;
+    if v.driver() != Driver::StopHook || v.awaiting_approval() {
+        return None;
+    }
+    let tasks = stop.facts.tasks;
+    let task = tasks.next()?;
+    if stop.no_progress_since_block() {
+        let m = stop.stall_note(&format!("task {} is still open", task.label()));
+        return Some((Decision::Allow(Some(m)), "next-task-no-progress".into()));
+    }
+    let brief = task_brief(stop.facts.spec_name, tasks, task);
+    Some((Decision::Block(brief), "next-task".into()))
+}
+
+fn allow(_: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
+    Some((Decision::Allow(None), "allow".into()))
 }
 
 /// The first cap hit, as (halt kind, "what, value and limit").
 fn hit_cap(
-    v: View<'_>,
+    v: &State,
     global: u64,
     output_tokens: u64,
     stall: u64,
-    now: DateTime<Utc>,
+    minutes: Option<&Minutes>,
 ) -> Option<(&'static str, String)> {
     let max_global = v.max_global_iterations();
     if global > max_global {
@@ -661,9 +762,8 @@ fn hit_cap(
         }
     }
     // Fails closed: without a usable startedAt the cap counts from a fallback origin.
-    if let Some(max) = v.max_minutes() {
-        let (minutes, origin) = state::minutes_since(v, now);
-        if minutes >= max {
+    if let (Some(max), Some((minutes, origin))) = (v.max_minutes(), minutes) {
+        if *minutes >= max {
             return Some((
                 state::HALT_MINUTES,
                 format!(
@@ -687,8 +787,11 @@ fn hit_cap(
 }
 
 /// The state fields that mark an execution complete (the Stop hook and `specrun finish`).
-pub fn completion_patch(now: &str) -> Value {
-    json!({"phase": "completed", "completed": true, "completedAt": now})
+pub fn completion_patch(now: DateTime<Utc>) -> Patch {
+    Patch::new()
+        .phase(Phase::Completed)
+        .completed(true)
+        .completed_at(Some(&Timestamp::from_time(now)))
 }
 
 /// What a completed execution reports.
@@ -821,56 +924,22 @@ pub fn decide_subagent_stop(
     id: &str,
     facts: &ClaimFacts,
     input: &SubagentInput<'_>,
-    state: &Value,
+    state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
-    let (stop_hook_active, agent_id, session) =
-        (input.stop_hook_active, input.agent_id, input.session_id);
     let missing = claim_missing(name, id, facts);
-    let (decision, rule, patch) = if missing.is_empty() {
-        (Decision::Allow(None), "claim-accepted", json!({}))
-    } else if stop_hook_active {
-        // Re-prompted once already: let the executor end, and tell the coordinator.
-        let mut claims = View(state)
-            .get("unverifiedClaims")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        claims.push(
-            json!({"taskId": id, "missing": missing, "at": rfc3339(now), "agentId": agent_id}),
-        );
-        let m = format!(
-            "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
-            missing.len()
-        );
-        (
-            Decision::Allow(Some(m)),
-            "claim-unverified",
-            json!({"unverifiedClaims": claims}),
-        )
-    } else {
-        let mut r = format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:\n");
-        for item in &missing {
-            r.push_str("- ");
-            r.push_str(item);
-            r.push('\n');
-        }
-        r.push_str(&format!(
-            "Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."
-        ));
-        (Decision::Block(r), "claim-refused", json!({}))
-    };
+    let (decision, rule, patch) = judge_task_claim(id, &missing, input, state, now);
     let event = json!({
-        "session": session,
+        "session": input.session_id,
         "event": "subagent-stop",
         "spec": name,
         "decision": decision.name(),
         "rule": rule,
         "reason": decision.text(),
         "taskId": id,
-        "agentId": agent_id,
+        "agentId": input.agent_id,
         "missing": missing,
-        "stopHookActive": stop_hook_active,
+        "stopHookActive": input.stop_hook_active,
     });
     Outcome {
         decision,
@@ -879,6 +948,41 @@ pub fn decide_subagent_stop(
         event,
         notice: None,
     }
+}
+
+/// Accepted when nothing is `missing`; else refused once, then (re-prompted already)
+/// allowed and kept in `unverifiedClaims` for the coordinator.
+fn judge_task_claim(
+    id: &str,
+    missing: &[String],
+    input: &SubagentInput<'_>,
+    state: &State,
+    now: DateTime<Utc>,
+) -> (Decision, &'static str, Value) {
+    if missing.is_empty() {
+        return (Decision::Allow(None), "claim-accepted", json!({}));
+    }
+    if !input.stop_hook_active {
+        let r = refusal(
+            format!("{TASK_COMPLETE_TOKEN} {id} not accepted. Missing:"),
+            missing.iter().map(String::as_str),
+            &format!("Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."),
+        );
+        return (Decision::Block(r), "claim-refused", json!({}));
+    }
+    let entry = crate::claims::UnverifiedClaim {
+        task_id: Some(id),
+        claims: None,
+        missing,
+        at: rfc3339(now),
+        agent_id: input.agent_id,
+    };
+    let m = format!(
+        "specrun: executor's TASK_COMPLETE {id} is unverified ({} item(s) missing); recorded in unverifiedClaims for the coordinator.",
+        missing.len()
+    );
+    let patch = crate::claims::record_unverified(state, &entry).to_value();
+    (Decision::Allow(Some(m)), "claim-unverified", patch)
 }
 
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
@@ -942,26 +1046,26 @@ pub const WORK_TOOLS: [&str; 6] = [
 /// `Some((rule, reason))` denies.
 pub fn deny_delegation(
     name: &str,
-    state: &Value,
+    state: &State,
     tool_name: Option<&str>,
     session: Option<&str>,
     now: DateTime<Utc>,
 ) -> Option<(String, String)> {
     let tool = tool_name.filter(|t| WORK_TOOLS.contains(t))?;
-    if !owned_by(state, session) {
+    if !owns(state, session) {
         return None;
     }
-    let v = View(state);
-    if v.phase() == Some("cancelled") {
+    let v = state;
+    if v.phase() == Some(Phase::Cancelled) {
         return Some((
             "cancelled".into(),
             format!(
                 "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
-                state::resume_command(name, v)
+                resume_command(name, v, None)
             ),
         ));
     }
-    if !executing(state) {
+    if !is_executing(state) {
         return None;
     }
     let (rule, why) = match v.halt() {
@@ -973,7 +1077,14 @@ pub fn deny_delegation(
             ),
         ),
         None => {
-            let (kind, what) = hit_cap(v, v.global_iteration(), v.output_tokens(), 0, now)?;
+            let minutes = minutes_used(v, now);
+            let (kind, what) = hit_cap(
+                v,
+                v.global_iteration(),
+                v.output_tokens(),
+                0,
+                minutes.as_ref(),
+            )?;
             (format!("cap:{kind}"), what)
         }
     };
@@ -1007,13 +1118,13 @@ pub struct ToolCall<'a> {
 /// agent's hooks never run here.
 fn deny_native_isolation(
     name: &str,
-    state: &Value,
+    state: &State,
     tool: ToolCall,
     session: Option<&str>,
 ) -> Option<String> {
     let isolation = tool.isolation.filter(|i| !i.is_empty())?;
     let applies =
-        matches!(tool.name, Some("Agent" | "Task")) && executing(state) && owned_by(state, session);
+        matches!(tool.name, Some("Agent" | "Task")) && is_executing(state) && owns(state, session);
     applies.then(|| format!(
         "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree --spec {name}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
     ))
@@ -1025,7 +1136,7 @@ fn deny_native_isolation(
 /// denial): nothing is answered or written.
 pub fn decide_pre_tool_use(
     name: &str,
-    state: &Value,
+    state: &State,
     tool: ToolCall,
     session: Option<&str>,
     now: DateTime<Utc>,
@@ -1037,7 +1148,7 @@ pub fn decide_pre_tool_use(
             Some((rule, reason)) => (rule, Some(reason)),
             None => match deny_native_isolation(name, state, tool, session) {
                 Some(reason) => ("native-isolation".to_string(), Some(reason)),
-                None if owned_by(state, session) => ("allow".to_string(), None),
+                None if owns(state, session) => ("allow".to_string(), None),
                 None => return None,
             },
         },
@@ -1098,15 +1209,14 @@ pub fn session_context(
 
 /// PreToolUse: in quick mode, AskUserQuestion is denied with this reason.
 pub fn deny_question(
-    state: &Value,
+    state: &State,
     tool_name: Option<&str>,
     session: Option<&str>,
 ) -> Option<String> {
-    let v = View(state);
     let applies = tool_name == Some("AskUserQuestion")
-        && executing(state)
-        && v.quick_mode()
-        && (v.session_id().is_none() || owned_by(state, session));
+        && is_executing(state)
+        && state.quick_mode()
+        && (state.session_id().is_none() || owns(state, session));
     applies.then(|| {
         "specrun quick mode: do not ask the user. Decide yourself from the spec (requirements, design, tasks.md), pick the most reasonable option, note the assumption in .progress.md, and continue.".to_string()
     })
@@ -1119,6 +1229,11 @@ mod tests {
 
     const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Do**: write it\n  - **Files**: src/a.rs\n  - **Verify**: `cargo test a`\n";
     const DONE: &str = "## Phase 1\n- [x] 1.1 First\n- [x] 1.2 Second\n";
+
+    /// The typed state the decisions take, from a test's JSON document.
+    fn typed(doc: &Value) -> State {
+        State::from_value(doc).expect("a well-typed test state")
+    }
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
@@ -1172,7 +1287,7 @@ mod tests {
             last_assistant_message: msg,
             running_agents,
         };
-        decide_stop(&input, state, &facts)
+        decide_stop(&input, &typed(state), &facts)
     }
 
     fn good_gates() -> Option<CompletionGates> {
@@ -1204,7 +1319,7 @@ mod tests {
             agent_id: Some("a1"),
             stop_hook_active,
         };
-        decide_subagent_stop("demo", "1.2", facts, &input, &state(), now())
+        decide_subagent_stop("demo", "1.2", facts, &input, &typed(&state()), now())
     }
 
     #[test]
@@ -1255,6 +1370,23 @@ mod tests {
     }
 
     #[test]
+    fn stop_rules_are_tried_in_the_documented_order() {
+        // DESIGN-NOTES ("The Stop rules are one ordered list") and ARCHITECTURE name it.
+        let rows: Vec<&str> = STOP_RULES.iter().map(|(row, _)| *row).collect();
+        assert_eq!(
+            rows,
+            [
+                "halted",
+                "cap",
+                "completion",
+                "agents-running",
+                "next-task",
+                "allow"
+            ]
+        );
+    }
+
+    #[test]
     fn row3_counts_the_stop_usage_and_stall() {
         let mut s = state();
         s["guard"] = json!({"lastFingerprint": "1/2:1:abc", "stallStops": 2});
@@ -1280,7 +1412,7 @@ mod tests {
                 session_id: Some("s1"),
                 ..Default::default()
             },
-            &s,
+            &typed(&s),
             &facts,
         );
         assert_eq!(o.decision, Decision::Allow(None));
@@ -1294,7 +1426,7 @@ mod tests {
         // Progress resets the stall count.
         let o = decide_stop(
             &StopInput::default(),
-            &s,
+            &typed(&s),
             &StopFacts {
                 head: Some("def"),
                 ..facts
@@ -1435,7 +1567,7 @@ mod tests {
     fn delegation_is_denied_only_when_halted_cancelled_or_a_budget_is_spent() {
         let mut s = state();
         let deny = |s: &Value, tool: &str, session: &str| {
-            deny_delegation("demo", s, Some(tool), Some(session), now()).map(|(_, r)| r)
+            deny_delegation("demo", &typed(s), Some(tool), Some(session), now()).map(|(_, r)| r)
         };
         assert_eq!(deny(&s, "Agent", "s1"), None);
         s["budget"]["maxOutputTokens"] = json!(1000);
@@ -1460,7 +1592,8 @@ mod tests {
         // Cancelled: the phase is no longer execution, and new work is still denied.
         s["phase"] = json!("cancelled");
         s["halt"] = json!({"kind": "cancelled", "reason": "cancelled by `specrun cancel`"});
-        let (rule, m) = deny_delegation("demo", &s, Some("Agent"), Some("s1"), now()).unwrap();
+        let (rule, m) =
+            deny_delegation("demo", &typed(&s), Some("Agent"), Some("s1"), now()).unwrap();
         assert_eq!(rule, "cancelled");
         assert!(m.contains("`specrun resume --spec demo`"), "{m}");
         s["phase"] = json!("completed");
@@ -1470,14 +1603,14 @@ mod tests {
     #[test]
     fn every_pre_tool_use_decision_of_the_owner_is_an_event() {
         let s = state();
-        let d = decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now()).unwrap();
+        let d = decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s1"), now()).unwrap();
         assert_eq!(d.deny, None);
         assert_eq!(
             (&d.event["decision"], &d.event["rule"], &d.event["tool"]),
             (&json!("allow"), &json!("allow"), &json!("Agent"))
         );
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(None), Some("s2"), now()),
+            decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s2"), now()),
             None
         );
         let mut quick = state();
@@ -1485,7 +1618,7 @@ mod tests {
         quick["sessionId"] = Value::Null;
         let d = decide_pre_tool_use(
             "demo",
-            &quick,
+            &typed(&quick),
             ToolCall {
                 name: Some("AskUserQuestion"),
                 isolation: None,
@@ -1508,8 +1641,14 @@ mod tests {
     #[test]
     fn a_delegation_asking_for_claude_codes_own_isolation_is_denied_with_the_way() {
         let s = state();
-        let d =
-            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s1"), now()).unwrap();
+        let d = decide_pre_tool_use(
+            "demo",
+            &typed(&s),
+            agent(Some("worktree")),
+            Some("s1"),
+            now(),
+        )
+        .unwrap();
         assert_eq!(d.event["rule"], "native-isolation");
         let reason = d.deny.expect("denied");
         assert!(
@@ -1517,28 +1656,38 @@ mod tests {
             "{reason}"
         );
         assert!(
-            decide_pre_tool_use("demo", &s, agent(Some("remote")), Some("s1"), now())
+            decide_pre_tool_use("demo", &typed(&s), agent(Some("remote")), Some("s1"), now())
                 .unwrap()
                 .deny
                 .is_some()
         );
         // Without isolation, from another session, or with nothing executing: allowed.
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(None), Some("s1"), now())
+            decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s1"), now())
                 .unwrap()
                 .deny,
             None
         );
         assert_eq!(
-            decide_pre_tool_use("demo", &s, agent(Some("worktree")), Some("s2"), now()),
+            decide_pre_tool_use(
+                "demo",
+                &typed(&s),
+                agent(Some("worktree")),
+                Some("s2"),
+                now()
+            ),
             None
         );
         let mut done = state();
         done["phase"] = json!("completed");
-        assert!(
-            decide_pre_tool_use("demo", &done, agent(Some("worktree")), Some("s1"), now())
-                .is_none_or(|d| d.deny.is_none())
-        );
+        assert!(decide_pre_tool_use(
+            "demo",
+            &typed(&done),
+            agent(Some("worktree")),
+            Some("s1"),
+            now()
+        )
+        .is_none_or(|d| d.deny.is_none()));
     }
 
     /// `decide` with an executor running in the background.
@@ -1893,11 +2042,11 @@ mod tests {
     #[test]
     fn questions_denied_only_in_quick_mode() {
         let mut s = state();
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s1")).is_none());
         s["quickMode"] = json!(true);
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s1")).is_some());
-        assert!(deny_question(&s, Some("Bash"), Some("s1")).is_none());
-        assert!(deny_question(&s, Some("AskUserQuestion"), Some("s2")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s1")).is_some());
+        assert!(deny_question(&typed(&s), Some("Bash"), Some("s1")).is_none());
+        assert!(deny_question(&typed(&s), Some("AskUserQuestion"), Some("s2")).is_none());
     }
 
     #[test]

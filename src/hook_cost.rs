@@ -151,7 +151,7 @@ fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
     })
 }
 
-type Failed = Vec<(CapHit, protocol::Outcome)>;
+type Failed = Vec<(CapHit, protocol::Transition)>;
 
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
 fn spend(ctx: &Ctx<'_>, after: &mut Value, outcome: &mut Outcome, ledger: &Ledger) -> Result<()> {
@@ -222,7 +222,7 @@ fn fail_over_caps(
         )?;
         if let Some(out) = out {
             if let Some(p) = &out.patch {
-                apply(outcome, after, p);
+                apply(outcome, after, &p.to_value()); // issue-12 boundary
             }
             failed.push((hit, out));
         }
@@ -251,12 +251,13 @@ fn fail_by_guard(
     reason: &str,
     head: Option<&str>,
     now: &str,
-) -> Result<Option<protocol::Outcome>> {
+) -> Result<Option<protocol::Transition>> {
     let Ok(task) = list.find(id) else {
         return Ok(None);
     };
+    let typed = state::State::from_value(state)?; // issue-12 boundary
     let input = |insert| FailInput {
-        state,
+        state: &typed,
         list,
         task,
         reason,
@@ -264,7 +265,7 @@ fn fail_by_guard(
         head,
         now,
     };
-    let recovery = state::View(state).recovery_mode();
+    let recovery = typed.recovery_mode();
     // A fix task that cannot be planned (limits) still leaves the failure recorded.
     let out = match protocol::fail(&input(recovery)) {
         Ok(out) => out,

@@ -164,11 +164,13 @@ fn base_state() -> Value {
 fn decide_everything(doc: &Value) {
     let list = tasks::parse(TASKS);
     let now = "2026-01-02T00:00:00Z";
+    // What `state merge` accepts is a typed state: the verbs take that.
+    let typed = state::State::from_value(doc).expect("an accepted state reads as State");
     for task in &list.tasks {
-        let _ = protocol::start(doc, &list, task, Some("abc"), now);
+        let _ = protocol::start(&typed, &list, task, Some("abc"), now);
         for insert in [false, true] {
             let _ = protocol::fail(&FailInput {
-                state: doc,
+                state: &typed,
                 list: &list,
                 task,
                 reason: "boom",
@@ -179,8 +181,8 @@ fn decide_everything(doc: &Value) {
         }
         let changed = vec!["src/a.rs".to_string(), "src/ax.rs".into()];
         for force in [false, true] {
-            if let Ok(plan) = protocol::plan_rollback(doc, task, Some("def"), &changed, force) {
-                let _ = protocol::rollback_done(doc, task, &plan, "refs/x", now);
+            if let Ok(plan) = protocol::plan_rollback(&typed, task, Some("def"), &changed, force) {
+                let _ = protocol::rollback_done(&typed, task, &plan, "refs/x", now);
             }
         }
     }
@@ -192,8 +194,8 @@ fn decide_everything(doc: &Value) {
         usd: Some(f64::NAN),
         usd_spent: f64::INFINITY,
     };
-    let _ = protocol::resume(doc, raises, Some("s2"), now);
-    let _ = protocol::cancel(doc, now);
+    let _ = protocol::resume(&typed, raises, Some("s2"), now);
+    let _ = protocol::cancel(&typed, now);
     let _ = state::resume_command("demo", state::View(doc));
 }
 

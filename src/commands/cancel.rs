@@ -11,20 +11,17 @@ use crate::exec::{report, Exec};
 use crate::isolation;
 use crate::project::Project;
 use crate::protocol;
-use crate::state::Patch;
 use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
-    let doc = state.to_value(); // issue-12 boundary: protocol reads JSON
-    let mut out = protocol::cancel(&doc, &now_rfc3339());
+    let mut out = protocol::cancel(&state, &now_rfc3339());
     // Isolated members leave no worktree behind; their work is saved to a ref first.
     let iso = Isolation::of(&state);
     let (members_patch, saved) = isolation::cancel_members(project, spec, &iso)?;
-    // issue-12 boundary: protocol builds a JSON patch.
-    let patch = out.patch.clone().map(Patch::from_value).unwrap_or_default();
+    let patch = out.patch.clone().unwrap_or_default();
     if out.patch.is_some() || !saved.is_empty() {
         ex.write_state(&state, &patch.merge(members_patch))?;
     }

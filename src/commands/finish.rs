@@ -7,7 +7,6 @@ use serde_json::json;
 use crate::cli::FinishArgs;
 use crate::completion;
 use crate::error::Result;
-use crate::events::now_rfc3339;
 use crate::exec::Exec;
 use crate::gates::{
     completion_gates_json as completion_gates, completion_key_json as completion_key,
@@ -16,7 +15,7 @@ use crate::guard;
 use crate::notify;
 use crate::output;
 use crate::project::Project;
-use crate::state::{Patch, Phase};
+use crate::state::Phase;
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
@@ -54,8 +53,7 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    // issue-12 boundary: the guard builds a JSON patch.
-    let patch = Patch::from_value(guard::completion_patch(&now_rfc3339()));
+    let patch = guard::completion_patch(chrono::Utc::now());
     ex.write_state(&state, &patch)?;
     let message = guard::completion_message(name, &tasks);
     ex.record_event(json!({"event": "finish", "completed": true}));

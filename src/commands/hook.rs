@@ -22,7 +22,7 @@ use crate::gates::{self, completion_gates_json as completion_gates, evidence_fac
 use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::hook_cost;
 use crate::project::{Project, Spec};
-use crate::state::{self, View};
+use crate::state::{self, State, View};
 use crate::tasks::TaskList;
 use crate::tasks_file;
 use crate::{
@@ -335,9 +335,11 @@ fn not_counted(
         missed += 1;
     }
     let ledger_error = ledger.err().map(|e| e.to_string());
+    // issue-12 boundary: read_state type-checked the document.
+    let typed = State::from_value(&active.state).unwrap_or_default();
     let (decision, outcome_rule) = guard::decide_uncounted_stop(
         name,
-        &active.state,
+        &typed,
         missed.max(1),
         cause,
         ledger_error.as_deref(),
@@ -373,6 +375,16 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
     };
     let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
     notify::send(project, &event);
+}
+
+/// issue-12 boundary: the typed state of a document `read_state` already type-checked
+/// (only shaped here, not checked twice on the hook's path).
+fn typed_state(spec: &Spec, doc: &Value) -> Result<State> {
+    use serde::Deserialize;
+    State::deserialize(doc).map_err(|e| Error::Shape {
+        path: spec.state_path(),
+        message: e.to_string(),
+    })
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
@@ -420,7 +432,8 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             last_assistant_message: message,
             running_agents: &running,
         };
-        let mut outcome = guard::decide_stop(&stop_input, state, &facts);
+        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
+        let mut outcome = guard::decide_stop(&stop_input, &typed, &facts);
         let ctx = hook_cost::Ctx {
             project,
             spec,
@@ -469,6 +482,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
     });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
         let now = chrono::Utc::now();
+        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
         let sub = SubagentInput {
             session_id: input.session(),
             agent_id: input.str("agent_id"),
@@ -480,11 +494,11 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
                 &id,
                 &facts,
                 &sub,
-                state,
+                &typed,
                 now,
             )),
             None if !prose.is_empty() => {
-                Some(claims::decide(&active.spec.name, &prose, &sub, state, now))
+                Some(claims::decide(&active.spec.name, &prose, &sub, &typed, now))
             }
             None => None,
         };
@@ -650,9 +664,10 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+    let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
     let decision = guard::decide_pre_tool_use(
         &active.spec.name,
-        &active.state,
+        &typed,
         guard::ToolCall {
             name: input.str("tool_name"),
             isolation: input

@@ -13,14 +13,13 @@ use crate::next::Audience;
 use crate::output;
 use crate::project::Project;
 use crate::protocol::{self, Raises};
-use crate::state::{Patch, State};
+use crate::state::State;
 use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
-    let doc = state.to_value(); // issue-12 boundary: protocol reads JSON
     let iso = Isolation::of(&state);
     let raises = Raises {
         global: args.raise_global,
@@ -31,7 +30,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         usd_spent: usd_spent(project, &state),
     };
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
-    match protocol::resume(&doc, raises, session, &now_rfc3339()) {
+    match protocol::resume(&state, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(json!({"event": "resume", "refused": names}));
@@ -43,8 +42,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
         }
         Ok(out) => {
             let after = match &out.patch {
-                // issue-12 boundary: protocol builds a JSON patch.
-                Some(patch) => ex.write_state(&state, &Patch::from_value(patch.clone()))?,
+                Some(patch) => ex.write_state(&state, patch)?,
                 None => state.clone(),
             };
             let cleared = state.halt_kind();

@@ -20,9 +20,9 @@ use crate::isolation;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::proof;
-use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Outcome, Unmet};
+use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 use crate::saved_work;
-use crate::state::{self, Patch, State};
+use crate::state::{Patch, State};
 use crate::store;
 use crate::tasks::Task;
 use crate::tasks_file::{self, LoadedTasks};
@@ -54,7 +54,7 @@ fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> 
 }
 
 /// A verb that halted the execution starts the user's notify command (detached).
-fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Outcome) {
+fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
     if out.halted {
         let text = out
             .notes
@@ -70,7 +70,7 @@ struct Held<'a> {
     ex: Exec<'a>,
     _lock: store::Lock,
     state: State,
-    /// issue-12 boundary: the state as JSON, for protocol, isolation, proof and the gates.
+    /// issue-12 boundary: the state as JSON, for isolation, proof and the gates.
     doc: Value,
     tasks: LoadedTasks,
 }
@@ -79,11 +79,6 @@ impl Held<'_> {
     fn write(&self, patch: &Patch) -> Result<State> {
         self.ex.write_state(&self.state, patch)
     }
-}
-
-/// issue-12 boundary: protocol builds JSON patches.
-fn typed(patch: &Value) -> Patch {
-    Patch::from_value(patch.clone())
 }
 
 fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
@@ -111,7 +106,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let mut head = git::head(&project.tree);
     let now = now_rfc3339();
     let decide =
-        |head: Option<&str>| protocol::start(&held.doc, &held.tasks.list, task, head, &now);
+        |head: Option<&str>| protocol::start(&held.state, &held.tasks.list, task, head, &now);
     let mut out = match decide(head.as_deref()) {
         Err(unmet) => return Ok(refuse_start(&unmet)),
         Ok(out) => out,
@@ -146,7 +141,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
             }
         }
     }
-    let patch = out.patch.as_ref().map(typed).unwrap_or_default();
+    let patch = out.patch.clone().unwrap_or_default();
     if out.patch.is_some() || iso_patch.is_some() {
         held.write(&patch.merge(iso_patch.clone().unwrap_or_default()))?;
     }
@@ -249,7 +244,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         _ => evidence_facts(project, spec, &held.doc, task),
     };
     let input = CompleteInput {
-        state: &held.doc,
+        state: &held.state,
         list: &held.tasks.list,
         task,
         check,
@@ -279,7 +274,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     if let Some((m, dir)) = &member {
         let (patch, note) = isolation::commit_ready(project, spec, task, m, dir)?;
         if let Some(p) = out.patch.as_mut() {
-            state::merge_into(p, &patch.to_value()); // issue-12 boundary: protocol's JSON patch
+            *p = std::mem::take(p).merge(patch);
         }
         out.notes.push(note);
         branch = Some(m.branch.clone());
@@ -292,7 +287,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         crate::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
-        held.write(&typed(patch))?;
+        held.write(patch)?;
         crate::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
@@ -334,7 +329,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     let branch = member.as_ref().map(|(m, _)| m.branch.clone());
     let now = now_rfc3339();
     let input = FailInput {
-        state: &held.doc,
+        state: &held.state,
         list: &held.tasks.list,
         task,
         reason,
@@ -355,7 +350,7 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         crate::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
-        held.write(&typed(patch))?;
+        held.write(patch)?;
         crate::fault::point("fail:state-written");
     }
     held.ex.record_event(
@@ -480,7 +475,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
         _ => Vec::new(),
     };
-    let plan = match protocol::plan_rollback(&held.doc, task, head.as_deref(), &changed, force) {
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => {
             return Ok(refused(&held.ex, "rollback", &id, &unmet, args.json));
         }
@@ -539,9 +534,9 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         git::run(root, &args, &[])?;
     }
     crate::fault::point("rollback:tree-reset");
-    let out = protocol::rollback_done(&held.doc, task, &plan, &ref_name, &now_rfc3339());
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
-        held.write(&typed(patch))?;
+        held.write(patch)?;
     }
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
@@ -577,14 +572,14 @@ fn rollback_isolated(
         Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
-    let plan = match protocol::plan_rollback(&held.doc, task, head.as_deref(), &changed, force) {
+    let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
         Err(unmet) => return Ok(refused(&held.ex, "rollback", &id, &unmet, json_out)),
         Ok(plan) => plan,
     };
     let (saved, ref_name, member_patch) =
         isolation::rollback_member(project, &held.ex.spec, &id, plan.n, member, dir)?;
-    let out = protocol::rollback_done(&held.doc, task, &plan, &ref_name, &now_rfc3339());
-    let patch = out.patch.as_ref().map(typed).unwrap_or_default();
+    let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
+    let patch = out.patch.clone().unwrap_or_default();
     held.write(&patch.merge(member_patch))?;
     held.ex.record_event(
         json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,

@@ -1,0 +1,284 @@
+//! The execution protocol as pure transitions: each verb takes the facts it needs (state
+//! document, parsed tasks, evidence freshness, critique times, now) and returns either the
+//! state patch plus what to say, or every unmet precondition by name. No I/O here; the
+//! commands under `commands/` gather the facts and apply the result under the state lock.
+//!
+//! One file per verb, each read the same way: `unmet` (every refusal, with its code) and
+//! `apply` (the transition, called only when nothing is unmet); the public entry
+//! (`protocol::complete(…)`) is the two in a row. A repeat of work already done is answered
+//! before either (`changed: false`).
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
+
+mod cancel;
+mod complete;
+mod fail;
+mod fix;
+mod resume;
+mod rollback;
+mod start;
+mod text;
+
+pub use cancel::cancel;
+pub use complete::{complete, CompleteInput, EvidenceFact};
+pub use fail::{fail, FailInput};
+pub use fix::{fix_anchor, fix_map_patch, plan_fix, FixTask};
+pub use resume::{resume, Raises};
+pub use rollback::{plan_rollback, rollback_done, RollbackPlan};
+pub use start::{start, startable};
+pub use text::{append_to_section, insert_after_block, section_has};
+
+/// Fix tasks one task may spawn, and how deep `[FIX [FIX …]]` chains may go.
+pub const MAX_FIX_TASKS_PER_TASK: u64 = 3;
+pub const MAX_FIX_DEPTH: usize = 3;
+/// The parser accepts ids of at most this many dot-separated parts.
+pub const MAX_ID_PARTS: usize = crate::tasks::MAX_ID_PARTS;
+pub const COMPLETED_HEADING: &str = "## Completed tasks";
+pub const LEARNINGS_HEADING: &str = "## Learnings";
+
+/// One precondition that does not hold: a stable name and what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unmet {
+    pub name: &'static str,
+    pub detail: String,
+}
+
+impl Unmet {
+    pub fn new(name: &'static str, detail: impl Into<String>) -> Self {
+        Unmet {
+            name,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({"name": self.name, "detail": self.detail})
+    }
+}
+
+impl std::fmt::Display for Unmet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.name, self.detail)
+    }
+}
+
+/// What a verb's transition is: the state patch (`None` = nothing to write) and what to
+/// say. (A hook's answer is `guard::Outcome`: a decision for Claude Code with its event.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Transition {
+    pub patch: Option<Patch>,
+    /// The one-line human result.
+    pub message: String,
+    /// Further lines (warnings, the fix block, the continue command).
+    pub notes: Vec<String>,
+    /// False when the verb found its work already done (idempotent repeat).
+    pub changed: bool,
+    /// complete: tick the checkbox before writing the state.
+    pub check_box: bool,
+    /// complete: the line for .progress.md.
+    pub progress_line: Option<String>,
+    pub fix: Option<FixTask>,
+    /// fail/rollback: whether this transition halted the execution.
+    pub halted: bool,
+}
+
+/// `apply` when nothing is unmet, else every unmet precondition.
+fn decide(unmet: Vec<Unmet>, apply: impl FnOnce() -> Transition) -> Result<Transition, Vec<Unmet>> {
+    if unmet.is_empty() {
+        Ok(apply())
+    } else {
+        Err(unmet)
+    }
+}
+
+/// A repeat: the work is already done, nothing to write.
+fn unchanged(message: String) -> Transition {
+    Transition {
+        message,
+        ..Default::default()
+    }
+}
+
+/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
+/// callers that still read the document; the verbs read `State::attempts_of`.
+pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
+    state
+        .get("attempts")
+        .and_then(|a| a.get(id))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn status_of(attempt: &Attempt) -> &str {
+    attempt.status.as_deref().unwrap_or("")
+}
+
+fn n_of(attempt: &Attempt) -> u64 {
+    attempt.n.unwrap_or(0)
+}
+
+/// The verbs' `now` (RFC 3339 text, as the commands stamp it) as the state stores it.
+fn stamp(now: &str) -> Timestamp {
+    Timestamp::deserialize(Value::from(now)).expect("any JSON value is a stored Timestamp")
+}
+
+/// A `halt` record of `kind`.
+fn halt_record(kind: &str, reason: String, now: &str) -> Halt {
+    Halt {
+        kind: Some(kind.to_string()),
+        reason: Some(reason),
+        at: Nullable::Set(stamp(now)),
+        ..Default::default()
+    }
+}
+
+/// `State::resume_command`, on the state as `patch` (when given) will leave it.
+fn resume_command(state: &State, patch: Option<&Patch>) -> String {
+    let name = state.name().unwrap_or("<spec>");
+    let Some(p) = patch else {
+        return state.resume_command(name);
+    };
+    let mut doc = state.to_value();
+    state::merge_into(&mut doc, &p.to_value());
+    let after = State::from_value(&doc).unwrap_or_else(|_| state.clone());
+    after.resume_command(name)
+}
+
+/// A failed attempt (`task fail`, a rollback of a running one) counts as an iteration of
+/// the task; reaching `maxTaskIterations` halts. Adds both to `patch`; returns it, the
+/// iteration and, when this halted the execution, why.
+fn count_failure(
+    state: &State,
+    id: &str,
+    reason: &str,
+    now: &str,
+    patch: Patch,
+) -> (Patch, u64, Option<String>) {
+    let iteration = state.task_iteration().saturating_add(1);
+    let max = state.max_task_iterations();
+    let patch = patch.task_iteration(iteration);
+    if iteration < max || state.halt().is_some() {
+        return (patch, iteration, None);
+    }
+    let why = format!("task {id} failed {iteration} times (maxTaskIterations {max}): {reason}");
+    let halt = halt_record(state::HALT_TASK, why.clone(), now);
+    (patch.halt(Some(&halt)), iteration, Some(why))
+}
+
+/// Preconditions every verb that drives the execution shares.
+fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
+    match state.phase() {
+        Some(state::Phase::Execution) => {}
+        Some(other) => unmet.push(Unmet::new(
+            "phase",
+            format!("the execution is {}, not running", other.as_str()),
+        )),
+        None => unmet.push(Unmet::new(
+            "phase",
+            format!(
+                "the state has no phase: run `specrun state init --spec {}` first",
+                state.name().unwrap_or("<spec>")
+            ),
+        )),
+    }
+    if let Some(kind) = state.halt_kind() {
+        unmet.push(Unmet::new(
+            "not-halted",
+            format!(
+                "the execution is halted ({kind}): clear it with `{}`",
+                resume_command(state, None)
+            ),
+        ));
+    }
+}
+
+pub fn short_commit(c: &str) -> &str {
+    &c[..c.len().min(10)]
+}
+
+/// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
+/// listed directory, or matching a `*` / `**` pattern.
+pub fn path_in_files(path: &str, files: &[String]) -> bool {
+    crate::glob::FileEntries::new(files).covers(path)
+}
+
+/// What the verbs' tests share.
+#[cfg(test)]
+mod test_support {
+    use super::*;
+    use crate::evidence::Freshness;
+
+    pub const NOW: &str = "2026-01-01T00:10:00.000Z";
+    pub const TASKS: &str =
+        "- [x] 1 Done\n- [ ] 2 [P] A\n  - **Files**: src/a.rs\n- [ ] 3 [P] B\n- [ ] 4 C\n";
+
+    pub fn exec_state() -> Value {
+        json!({"name": "demo", "phase": "execution", "taskIteration": 0, "maxTaskIterations": 2,
+               "startedAt": "2026-01-01T00:00:00.000Z", "halt": null})
+    }
+
+    pub fn fresh(at: &str) -> EvidenceFact {
+        EvidenceFact {
+            freshness: Freshness::Fresh,
+            ended_at: Some(at.into()),
+            mismatch: None,
+        }
+    }
+
+    pub fn missing() -> EvidenceFact {
+        EvidenceFact {
+            freshness: Freshness::Missing,
+            ended_at: None,
+            mismatch: None,
+        }
+    }
+
+    /// The state after a transition's patch.
+    pub fn after(state: &Value, o: &Transition) -> Value {
+        let mut s = state.clone();
+        if let Some(p) = &o.patch {
+            state::merge_into(&mut s, &p.to_value());
+        }
+        s
+    }
+
+    /// The typed state the verbs take, from a test's JSON document.
+    pub fn typed(doc: &Value) -> State {
+        State::from_value(doc).expect("a well-typed test state")
+    }
+
+    pub fn names(e: &[Unmet]) -> Vec<&str> {
+        e.iter().map(|u| u.name).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_match_paths_dirs_and_globs() {
+        let files = vec![
+            "src/a.rs".to_string(),
+            "docs/".into(),
+            "tests/*.rs".into(),
+            "web/**/x.js".into(),
+        ];
+        for ok in [
+            "src/a.rs",
+            "docs/x/y.md",
+            "tests/t.rs",
+            "web/x.js",
+            "web/a/b/x.js",
+        ] {
+            assert!(path_in_files(ok, &files), "{ok}");
+        }
+        for no in ["src/b.rs", "src/a.rs.bak", "tests/sub/t.rs", "docsx"] {
+            assert!(!path_in_files(no, &files), "{no}");
+        }
+    }
+}
