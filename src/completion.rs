@@ -87,8 +87,8 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
     out
 }
 
-/// `unmet` over the JSON document, for guard and finish until they hold a `State`.
-// issue-12 boundary: goes when guard and `finish` read a `State` (core).
+/// `unmet` over the JSON document, for `finish` until it passes its `State`.
+// issue-12 boundary: goes when `finish` passes its `State`.
 pub fn unmet_json(
     name: &str,
     state: &Value,

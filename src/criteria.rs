@@ -188,7 +188,7 @@ pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
 }
 
 /// `runs` over the JSON document (the hook's prose-claims check).
-// issue-12 boundary: goes when the hook holds a `State` (core).
+// issue-12 boundary: goes when the hook passes its `State`.
 pub fn runs_json(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
     runs(project, spec, &State::lenient(state))
 }

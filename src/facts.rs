@@ -206,7 +206,7 @@ pub fn shell_step(spec: &Spec, state: Option<&State>, tasks: Option<&TaskList>) 
 }
 
 /// `shell_step` over the document `resume` wrote.
-// issue-12 boundary: goes when `resume` passes its `State` (core).
+// issue-12 boundary: goes when `resume` passes its `State`.
 pub fn shell_step_json(
     spec: &Spec,
     doc: Option<&Value>,

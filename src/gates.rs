@@ -75,7 +75,7 @@ pub type CompletionKey<'a> = (
 
 /// `completion_key` over the JSON document (the Stop hook reads it on every completion
 /// claim: no conversion).
-// issue-12 boundary: goes when the hook and `finish` hold a `State` (core).
+// issue-12 boundary: goes when the hook and `finish` pass their `State`.
 pub fn completion_key_json(state: &Value) -> [Option<&Value>; 3] {
     ["verificationBlocks", "taskEvidence", "acceptanceGate"].map(|k| state.get(k))
 }
@@ -90,7 +90,7 @@ pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> Comple
 
 /// `completion_gates` over the JSON document: the state is typed only when the execution
 /// enforces criteria (the Stop hook judges a completion claim with it).
-// issue-12 boundary: goes when the hook and `finish` hold a `State` (core).
+// issue-12 boundary: goes when the hook and `finish` pass their `State`.
 pub fn completion_gates_json(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
     let record = Slot::Phase("execution".into()).record_in(state);
     let enforced = state.get(criteria::GATE_FIELD) == Some(&Value::Bool(true));

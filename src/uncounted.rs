@@ -56,7 +56,7 @@ pub fn offset(state: &State) -> u64 {
 }
 
 /// `offset` over the JSON document: the Stop hook reads it every turn, so no conversion.
-// issue-12 boundary: goes when the hook holds a `State` (core).
+// issue-12 boundary: goes when the hook passes its `State`.
 pub fn offset_json(state: &Value) -> u64 {
     let guard = state.get("guard");
     let offset = guard.and_then(|g| g.get("uncountedOffset"));
