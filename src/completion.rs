@@ -13,7 +13,7 @@ use crate::evidence::Freshness;
 use crate::goal::shell_word;
 use crate::protocol::Unmet;
 use crate::state::time::parse as parse_time;
-use crate::state::View;
+use crate::state::{Attempt, Phase, State};
 use crate::tasks::TaskList;
 
 /// A follow-up that blocks completion (open, VERIFY, high).
@@ -37,24 +37,23 @@ pub struct Gates {
 
 /// Every unmet completion gate of spec `name`, each with a stable name and the command
 /// that satisfies it. `gates: None` (not computed) counts as missing evidence.
-pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
     let mut out = Vec::new();
-    let v = View(state);
-    if v.halt().is_some() {
+    if state.halt().is_some() {
         out.push(Unmet::new(
             "not-halted",
             format!(
                 "the execution is halted ({}): a person runs `{}` first.",
-                v.halt_reason().unwrap_or("no reason recorded"),
-                crate::state::resume_command(name, v)
+                state.halt_reason().unwrap_or("no reason recorded"),
+                state.resume_command(name)
             ),
         ));
-    } else if v.phase() != Some("execution") {
+    } else if state.phase() != Some(Phase::Execution) {
         out.push(Unmet::new(
             "phase",
             format!(
                 "the execution is {}, not running: `specrun state init --spec {name}` starts it.",
-                v.phase().unwrap_or("not started")
+                state.phase().map_or("not started", Phase::as_str)
             ),
         ));
     }
@@ -88,10 +87,21 @@ pub fn unmet(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>)
     out
 }
 
+/// `unmet` over the JSON document, for `finish` until it passes its `State`.
+// issue-12 boundary: goes when `finish` passes its `State`.
+pub fn unmet_json(
+    name: &str,
+    state: &Value,
+    tasks: &TaskList,
+    gates: Option<&Gates>,
+) -> Vec<Unmet> {
+    unmet(name, &State::lenient(state), tasks, gates)
+}
+
 /// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
 /// the order the Stop hook names them: what stands between ticked boxes and a completion
 /// the protocol earned.
-pub fn unearned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
+pub fn unearned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
     let mut out = earned(name, state, tasks);
     out.extend(unmerged(name, state));
     out
@@ -99,8 +109,8 @@ pub fn unearned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
 
 /// An isolated group whose members are ticked but not all merged and verified: their work
 /// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
-fn unmerged(name: &str, state: &Value) -> Option<Unmet> {
-    let iso = crate::worktree::Isolation::read(state);
+fn unmerged(name: &str, state: &State) -> Option<Unmet> {
+    let iso = crate::worktree::Isolation::of(state);
     let open: Vec<String> = iso
         .members
         .iter()
@@ -128,7 +138,7 @@ fn unmerged(name: &str, state: &Value) -> Option<Unmet> {
 /// The gates that need no I/O beyond the state and tasks.md: boxes ticked without
 /// `task complete`, attempts still running, open unverified claims. Last-mile reports
 /// these as verification gaps.
-pub fn earned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
+pub fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
     earned_by_task(name, state, tasks)
         .into_iter()
         .map(|(_, u)| u)
@@ -136,13 +146,13 @@ pub fn earned(name: &str, state: &Value, tasks: &TaskList) -> Vec<Unmet> {
 }
 
 /// `earned`, each gate with the task it is about.
-pub fn earned_by_task(name: &str, state: &Value, tasks: &TaskList) -> Vec<(String, Unmet)> {
+pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(String, Unmet)> {
     let mut out = Vec::new();
     let baseline = checked_at_init(state);
     for task in &tasks.tasks {
         let id = task.label();
         let arg = shell_word(&id);
-        let history = attempts(state, &id);
+        let history = state.attempts_of(&id);
         let last = history.last();
         if let Some(n) = history
             .iter()
@@ -196,12 +206,13 @@ fn full_check(tasks: &TaskList) -> Option<&str> {
         .and_then(|t| t.verify.as_deref())
 }
 
-fn costly(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
     let mut out = Vec::new();
     let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
     if evidence != Freshness::Fresh {
-        let command = View(state)
-            .get("verificationBlocks.execution.command")
+        let command = state
+            .verification_block("execution")
+            .and_then(|b| b.get("command"))
             .and_then(Value::as_str)
             .or_else(|| full_check(tasks))
             .unwrap_or("<full test command>");
@@ -249,10 +260,10 @@ fn costly(name: &str, state: &Value, tasks: &TaskList, gates: Option<&Gates>) ->
 
 /// The labels of the tasks that were checked when `state init` started this execution
 /// (`checkedAtInit`); none when the field is absent.
-pub fn checked_at_init(state: &Value) -> Vec<String> {
+pub fn checked_at_init(state: &State) -> Vec<String> {
     state
-        .get("checkedAtInit")
-        .and_then(Value::as_array)
+        .checked_at_init
+        .as_ref()
         .map(|items| {
             items
                 .iter()
@@ -267,19 +278,18 @@ pub fn checked_at_init(state: &Value) -> Vec<String> {
 /// unfinished execution keeps the earlier baseline (a box ticked by hand since then is not
 /// laundered by running `state init` again); tasks finished through `task complete` count
 /// either way.
-pub fn baseline_at_init(existing: Option<&Value>, tasks: &TaskList) -> Vec<String> {
+pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<String> {
     let checked = tasks.tasks.iter().filter(|t| t.checked).map(|t| t.label());
     let earlier = existing.filter(|s| {
-        let v = View(s);
-        matches!(v.phase(), Some("execution" | "cancelled")) && !v.completed()
+        matches!(s.phase(), Some(Phase::Execution | Phase::Cancelled)) && !s.completed()
     });
-    match earlier.and_then(|s| s.get("checkedAtInit")?.as_array().map(|_| s)) {
+    match earlier.filter(|s| s.checked_at_init.is_some()) {
         None => checked.collect(),
         Some(old) => {
             let kept = checked_at_init(old);
             checked
                 .filter(|id| {
-                    kept.contains(id) || attempts(old, id).last().map(status_of) == Some("done")
+                    kept.contains(id) || old.attempts_of(id).last().map(status_of) == Some("done")
                 })
                 .collect()
         }
@@ -289,8 +299,8 @@ pub fn baseline_at_init(existing: Option<&Value>, tasks: &TaskList) -> Vec<Strin
 /// Unverified claims about tasks of this tasks.md that no attempt has settled since: an
 /// attempt of that task that ended (done or failed) at or after the claim settles it. A
 /// claim whose time cannot be read stays open.
-pub fn open_claims(state: &Value, tasks: &TaskList) -> Vec<(String, String)> {
-    let Some(claims) = state.get("unverifiedClaims").and_then(Value::as_array) else {
+pub fn open_claims(state: &State, tasks: &TaskList) -> Vec<(String, String)> {
+    let Some(claims) = &state.unverified_claims else {
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = Vec::new();
@@ -303,10 +313,10 @@ pub fn open_claims(state: &Value, tasks: &TaskList) -> Vec<(String, String)> {
         }
         let at_text = claim.get("at").and_then(Value::as_str).unwrap_or("?");
         let settled = parse_time(at_text).is_some_and(|at| {
-            attempts(state, id).iter().any(|a| {
-                a.get("endedAt")
-                    .and_then(Value::as_str)
-                    .and_then(parse_time)
+            state.attempts_of(id).iter().any(|a| {
+                a.ended_at
+                    .get()
+                    .and_then(|t| t.at())
                     .is_some_and(|ended| ended >= at)
             })
         });
@@ -317,22 +327,12 @@ pub fn open_claims(state: &Value, tasks: &TaskList) -> Vec<(String, String)> {
     out
 }
 
-/// `attempts.<id>` (absent or malformed: none).
-fn attempts<'a>(state: &'a Value, id: &str) -> &'a [Value] {
-    state
-        .get("attempts")
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+fn status_of(attempt: &Attempt) -> &str {
+    attempt.status.as_deref().unwrap_or("")
 }
 
-fn status_of(attempt: &Value) -> &str {
-    attempt.get("status").and_then(Value::as_str).unwrap_or("")
-}
-
-fn n_of(attempt: &Value) -> u64 {
-    attempt.get("n").and_then(Value::as_u64).unwrap_or(0)
+fn n_of(attempt: &Attempt) -> u64 {
+    attempt.n.unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -347,6 +347,10 @@ mod tests {
         let mut s = json!({"name": "demo", "phase": "execution", "halt": null});
         crate::state::merge_into(&mut s, &extra);
         s
+    }
+
+    fn typed(doc: &Value) -> State {
+        State::from_value(doc).unwrap()
     }
 
     fn good() -> Gates {
@@ -368,13 +372,13 @@ mod tests {
     #[test]
     fn boxes_ticked_before_init_or_through_task_complete_pass() {
         let s = state(json!({"checkedAtInit": ["1.1"], "attempts": done("1.2")}));
-        assert!(unmet("demo", &s, &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
     }
 
     #[test]
     fn a_hand_ticked_box_is_named_with_a_fix_that_works() {
         let s = state(json!({"checkedAtInit": [], "attempts": done("1.2")}));
-        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["checked-without-complete"]);
         assert!(u[0].detail.contains("task 1.1 was ticked"), "{}", u[0]);
         assert!(
@@ -386,7 +390,7 @@ mod tests {
         // No baseline recorded: nothing is excepted.
         let s = state(json!({"attempts": done("1.2")}));
         assert_eq!(
-            names(&unmet("demo", &s, &parse(TWO), Some(&good()))),
+            names(&unmet("demo", &typed(&s), &parse(TWO), Some(&good()))),
             ["checked-without-complete"]
         );
     }
@@ -396,7 +400,7 @@ mod tests {
         let s = state(json!({"checkedAtInit": [], "attempts": {
             "1.1": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:00:00Z"}],
             "1.2": [{"n": 1, "status": "failed"}]}}));
-        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["attempt-running", "checked-without-complete"]);
         assert!(
             u[0].detail.contains("attempt 1 is still running"),
@@ -406,7 +410,7 @@ mod tests {
         assert!(u[1].detail.contains("is failed"), "{}", u[1]);
         // A running attempt of an unchecked task blocks as well.
         let s = state(json!({"attempts": {"1.2": [{"n": 2, "status": "running"}]}}));
-        let u = earned("demo", &s, &parse("- [ ] 1.2 Second\n"));
+        let u = earned("demo", &typed(&s), &parse("- [ ] 1.2 Second\n"));
         assert_eq!(names(&u), ["attempt-running"]);
         assert!(u[0].detail.contains("attempt 2 of task 1.2"), "{}", u[0]);
     }
@@ -419,16 +423,16 @@ mod tests {
             json!({"checkedAtInit": ["1.1", "1.2"], "unverifiedClaims": claim,
                              "attempts": done("1.2")}),
         );
-        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["unverified-claim"], "{u:?}");
         assert!(u[0].detail.contains("TASK_COMPLETE 1.2"), "{}", u[0]);
         let mut settled = s.clone();
         settled["attempts"]["1.2"][0]["endedAt"] = json!("2026-01-01T00:30:00Z");
-        assert!(unmet("demo", &settled, &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet("demo", &typed(&settled), &parse(TWO), Some(&good())).is_empty());
         let mut garbled = settled.clone();
         garbled["unverifiedClaims"][0]["at"] = json!("yesterday");
         assert_eq!(
-            names(&unmet("demo", &garbled, &parse(TWO), Some(&good()))),
+            names(&unmet("demo", &typed(&garbled), &parse(TWO), Some(&good()))),
             ["unverified-claim"]
         );
     }
@@ -437,7 +441,7 @@ mod tests {
     fn the_costly_gates_and_the_phase() {
         let s = state(json!({"checkedAtInit": ["1.1", "1.2"]}));
         let list = parse(TWO);
-        let u = unmet("demo", &s, &list, None);
+        let u = unmet("demo", &typed(&s), &list, None);
         assert_eq!(names(&u), ["execution-evidence"]);
         let g = Gates {
             evidence: Freshness::Stale,
@@ -445,7 +449,7 @@ mod tests {
             criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
         };
         assert_eq!(
-            names(&unmet("demo", &s, &list, Some(&g))),
+            names(&unmet("demo", &typed(&s), &list, Some(&g))),
             [
                 "execution-evidence",
                 "followups-unreadable",
@@ -455,17 +459,22 @@ mod tests {
         let mut cancelled = s.clone();
         cancelled["phase"] = json!("cancelled");
         assert_eq!(
-            names(&unmet("demo", &cancelled, &list, Some(&good()))),
+            names(&unmet("demo", &typed(&cancelled), &list, Some(&good()))),
             ["phase"]
         );
         let mut halted = s;
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
         assert_eq!(
-            names(&unmet("demo", &halted, &list, Some(&good()))),
+            names(&unmet("demo", &typed(&halted), &list, Some(&good()))),
             ["not-halted"]
         );
         assert_eq!(
-            names(&unmet("demo", &state(json!({})), &parse(""), Some(&good()))),
+            names(&unmet(
+                "demo",
+                &typed(&state(json!({}))),
+                &parse(""),
+                Some(&good())
+            )),
             ["tasks"]
         );
     }
@@ -475,15 +484,18 @@ mod tests {
         let list = parse("- [x] 1.1 First\n- [x] 1.2 Second\n- [x] 1.3 Third\n");
         assert_eq!(baseline_at_init(None, &list), ["1.1", "1.2", "1.3"]);
         let running = state(json!({"checkedAtInit": ["1.1"], "attempts": done("1.2")}));
-        assert_eq!(baseline_at_init(Some(&running), &list), ["1.1", "1.2"]);
+        assert_eq!(
+            baseline_at_init(Some(&typed(&running)), &list),
+            ["1.1", "1.2"]
+        );
         let mut finished = running.clone();
         finished["phase"] = json!("completed");
         assert_eq!(
-            baseline_at_init(Some(&finished), &list),
+            baseline_at_init(Some(&typed(&finished)), &list),
             ["1.1", "1.2", "1.3"]
         );
         let planning = state(json!({"phase": "planning", "checkedAtInit": []}));
-        assert_eq!(baseline_at_init(Some(&planning), &list).len(), 3);
+        assert_eq!(baseline_at_init(Some(&typed(&planning)), &list).len(), 3);
     }
 
     #[test]
@@ -495,7 +507,7 @@ mod tests {
             "isolation": {"group": group("running"),
                           "members": {"1.1": member("merged"), "1.2": member("ready")}}}),
         );
-        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["group-unmerged"]);
         assert!(u[0].detail.contains("not merged: 1.2 ready"), "{}", u[0]);
         assert!(
@@ -509,7 +521,7 @@ mod tests {
             "isolation": {"group": group("verify-failed"),
                           "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
         );
-        let u = unmet("demo", &s, &parse(TWO), Some(&good()));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["group-unmerged"]);
         assert!(u[0].detail.contains("not yet verified"), "{}", u[0]);
         // Complete: nothing to say.
@@ -518,6 +530,6 @@ mod tests {
             "isolation": {"group": group("complete"),
                           "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
         );
-        assert!(unmet("demo", &s, &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
     }
 }

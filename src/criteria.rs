@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::evidence::{self, Slot};
 use crate::output;
 use crate::project::{Project, Spec};
+use crate::state::State;
 use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
@@ -140,14 +141,17 @@ fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
 
 /// Every evidence record of the state with its freshness and test results. The tree is
 /// fingerprinted once per distinct `excludedPaths`.
-pub fn runs(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
+pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
     let mut trees: BTreeMap<Vec<String>, Option<String>> = BTreeMap::new();
     let mut out = Vec::new();
-    for (key, make) in [
-        ("verificationBlocks", Slot::Phase as fn(String) -> Slot),
-        ("taskEvidence", Slot::Task as fn(String) -> Slot),
+    for (map, make) in [
+        (
+            &state.verification_blocks,
+            Slot::Phase as fn(String) -> Slot,
+        ),
+        (&state.task_evidence, Slot::Task as fn(String) -> Slot),
     ] {
-        let Some(map) = state.get(key).and_then(Value::as_object) else {
+        let Some(map) = map else {
             continue;
         };
         for (name, record) in map {
@@ -183,6 +187,12 @@ pub fn runs(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
     out
 }
 
+/// `runs` over the JSON document (the hook's prose-claims check).
+// issue-12 boundary: goes when the hook passes its `State`.
+pub fn runs_json(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
+    runs(project, spec, &State::lenient(state))
+}
+
 /// The spec's criteria: tasks.md's Done when bullets and requirements.md's ACs.
 pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
     let req = spec.artifact_path("requirements");
@@ -195,11 +205,8 @@ pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
 
 /// Whether the execution enforces criteria: `state init` of this version sets it; an
 /// execution started before keeps the old behaviour.
-pub fn enforced(state: Option<&Value>) -> bool {
-    state
-        .and_then(|s| s.get(GATE_FIELD))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
+pub fn enforced(state: Option<&State>) -> bool {
+    state.is_some_and(State::acceptance_gate)
 }
 
 /// The acceptance matrix of a spec, for `ac status`, `task complete`, the guard and reports.
@@ -227,7 +234,7 @@ impl Matrix {
 /// The matrix from the files as they are now (state read without its lock: a read-only view).
 pub fn matrix(project: &Project, spec: &Spec) -> Result<Matrix> {
     let loaded = tasks_file::load(&spec.tasks_path())?;
-    let state = store::read_json(&spec.state_path())?;
+    let state = crate::facts::read_lenient(&spec.state_path())?;
     matrix_with(project, spec, &loaded.list, state.as_ref())
 }
 
@@ -236,7 +243,7 @@ pub fn matrix_with(
     project: &Project,
     spec: &Spec,
     list: &TaskList,
-    state: Option<&Value>,
+    state: Option<&State>,
 ) -> Result<Matrix> {
     let crit = criteria(spec, list)?;
     let store = load_store(spec)?;

@@ -69,6 +69,15 @@ impl Slot {
         };
         state.get(key)?.get(name.as_str()).filter(|v| v.is_object())
     }
+
+    /// The record in the typed state, if any.
+    pub fn record_of<'a>(&self, state: &'a crate::state::State) -> Option<&'a Value> {
+        let record = match self {
+            Slot::Phase(p) => state.verification_block(p),
+            Slot::Task(id) => state.task_evidence(id),
+        };
+        record.filter(|v| v.is_object())
+    }
 }
 
 /// Whether a record's command succeeded (exit 0, not timed out), whatever the tree.
@@ -599,9 +608,9 @@ pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
         .insert(name.clone(), record);
 }
 
-/// Assess one slot of a state document against the current tree.
-pub fn check(project: &Project, spec: &Spec, state: &Value, slot: &Slot) -> Freshness {
-    let record = slot.record_in(state);
+/// Assess a slot's record (`Slot::record_of` in the State, `record_in` in a document)
+/// against the current tree.
+pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> Freshness {
     // Only a passing record needs the current tree (a git process or a walk of the files).
     let tree = record
         .filter(|r| passed(r))

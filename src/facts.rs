@@ -45,6 +45,12 @@ pub fn read_state(path: &Path) -> StateRead {
     }
 }
 
+/// The state file for a read-only view that never type-checked it (the acceptance matrix,
+/// doctor's worktrees): a document that does not fit the typed state reads as empty.
+pub fn read_lenient(path: &Path) -> crate::error::Result<Option<State>> {
+    Ok(store::read_json(path)?.map(|doc| State::lenient(&doc)))
+}
+
 /// The state file as a typed `State` (one parse; type errors named as `read_state` names
 /// them).
 pub fn read_typed(path: &Path) -> StateRead<State> {
@@ -194,23 +200,38 @@ pub fn task_json(t: &Task) -> Value {
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, doc: Option<&Value>, tasks: Option<&TaskList>) -> Option<String> {
-    // issue-12 boundary: `resume` holds the document it wrote.
-    let typed = doc.map(State::from_value);
-    let state = match &typed {
-        None => StateInput::Absent,
-        Some(Ok(s)) => StateInput::Valid(s),
-        Some(Err(_)) => StateInput::Invalid("unreadable"),
-    };
+pub fn shell_step(spec: &Spec, state: Option<&State>, tasks: Option<&TaskList>) -> Option<String> {
+    let input = state.map_or(StateInput::Absent, StateInput::Valid);
+    shell_from(spec, input, state, tasks)
+}
+
+/// `shell_step` over the document `resume` wrote.
+// issue-12 boundary: goes when `resume` passes its `State`.
+pub fn shell_step_json(
+    spec: &Spec,
+    doc: Option<&Value>,
+    tasks: Option<&TaskList>,
+) -> Option<String> {
+    match doc.map(State::from_value) {
+        Some(Err(_)) => shell_from(spec, StateInput::Invalid("unreadable"), None, tasks),
+        typed => shell_step(spec, typed.and_then(Result::ok).as_ref(), tasks),
+    }
+}
+
+fn shell_from(
+    spec: &Spec,
+    input: StateInput<'_>,
+    state: Option<&State>,
+    tasks: Option<&TaskList>,
+) -> Option<String> {
     let standing = next::standing(&Input {
         spec: Some((&spec.name, &spec.dir)),
         spec_dir_exists: true,
         tasks,
         tasks_error: None,
-        state,
+        state: input,
     });
-    let valid = typed.as_ref().and_then(|t| t.as_ref().ok());
-    shell_of(spec, valid, &standing).map(|s| s.command)
+    shell_of(spec, state, &standing).map(|s| s.command)
 }
 
 /// The shell step of `standing`, with the current task's evidence and reviews read.

@@ -3,7 +3,7 @@
 //! completion gates (the Stop hook's `ALL_TASKS_COMPLETE`, `finish`, last-mile). The
 //! judging itself is `protocol`'s, `guard`'s and `completion`'s.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::criteria;
 use crate::evidence::{self, Slot};
@@ -12,6 +12,7 @@ use crate::guard::{Blocker, CompletionGates};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::EvidenceFact;
+use crate::state::State;
 use crate::tasks_file;
 
 /// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
@@ -22,8 +23,8 @@ pub fn evidence_fact(
     slot: Slot,
     (id, own_verify): (&str, Option<&str>),
 ) -> EvidenceFact {
-    let freshness = evidence::check(project, spec, state, &slot);
     let record = slot.record_in(state);
+    let freshness = evidence::check_record(project, spec, record);
     let ended_at = record.and_then(evidence::ended_at);
     let mismatch =
         record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
@@ -57,22 +58,64 @@ pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
 /// phase's, and the tasks' for the criteria matrix) and whether criteria are enforced.
 /// Gates judged from one state hold for another with the same key, so they are gathered
 /// before the state lock is taken (they fingerprint the tree) and kept when it matches.
-pub fn completion_key(state: &Value) -> [Option<&Value>; 3] {
+pub fn completion_key(state: &State) -> CompletionKey<'_> {
+    (
+        state.verification_blocks.as_ref(),
+        state.task_evidence.as_ref(),
+        state.acceptance_gate,
+    )
+}
+
+/// What `completion_key` compares: `verificationBlocks`, `taskEvidence`, `acceptanceGate`.
+pub type CompletionKey<'a> = (
+    Option<&'a Map<String, Value>>,
+    Option<&'a Map<String, Value>>,
+    Option<bool>,
+);
+
+/// `completion_key` over the JSON document (the Stop hook reads it on every completion
+/// claim: no conversion).
+// issue-12 boundary: goes when the hook and `finish` pass their `State`.
+pub fn completion_key_json(state: &Value) -> [Option<&Value>; 3] {
     ["verificationBlocks", "taskEvidence", "acceptanceGate"].map(|k| state.get(k))
 }
 
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
-pub fn completion_gates(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
+pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
+    let record = Slot::Phase("execution".into()).record_of(state);
+    gates_of(project, spec, record, || {
+        uncovered_criteria(project, spec, state)
+    })
+}
+
+/// `completion_gates` over the JSON document: the state is typed only when the execution
+/// enforces criteria (the Stop hook judges a completion claim with it).
+// issue-12 boundary: goes when the hook and `finish` pass their `State`.
+pub fn completion_gates_json(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
+    let record = Slot::Phase("execution".into()).record_in(state);
+    let enforced = state.get(criteria::GATE_FIELD) == Some(&Value::Bool(true));
+    gates_of(project, spec, record, || match enforced {
+        true => uncovered_criteria(project, spec, &State::lenient(state)),
+        false => Vec::new(),
+    })
+}
+
+fn gates_of(
+    project: &Project,
+    spec: &Spec,
+    execution: Option<&Value>,
+    criteria: impl FnOnce() -> Vec<String>,
+) -> CompletionGates {
     CompletionGates {
-        evidence: evidence::check(project, spec, state, &Slot::Phase("execution".into())),
+        evidence: evidence::check_record(project, spec, execution),
         blockers: open_blockers(spec),
-        criteria: uncovered_criteria(project, spec, state),
+        criteria: criteria(),
     }
 }
 
 /// The spec's uncovered criteria when the execution enforces them; an unreadable store or
 /// requirements.md is itself one unmet line.
-fn uncovered_criteria(project: &Project, spec: &Spec, state: &Value) -> Vec<String> {
+fn uncovered_criteria(project: &Project, spec: &Spec, state: &State) -> Vec<String> {
     if !criteria::enforced(Some(state)) {
         return Vec::new();
     }

@@ -655,9 +655,7 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
     }
     let (input, state, facts) = (stop.input, stop.state, stop.facts);
     let name = facts.spec_name;
-    // issue-12 boundary: completion::unmet still reads the JSON document.
-    let doc = state.to_value();
-    let mut unmet = crate::completion::unmet(name, &doc, facts.tasks, facts.completion.as_ref());
+    let mut unmet = crate::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::project::{Project, Spec};
 use crate::protocol::Unmet;
 use crate::saved_work;
-use crate::state::Patch;
+use crate::state::{Patch, State};
 use crate::tasks::{Task, TaskList};
 use crate::worktree::{self, Group, Isolation, Member, Unavailable};
 
@@ -260,8 +260,8 @@ pub struct Standing {
 
 /// The isolated group's standing for `status` and `resume`: which members merged, which
 /// remain (and where their work is kept). `None` without a group.
-pub fn standing(spec_name: &str, state: &Value) -> Option<Standing> {
-    standing_of(spec_name, &Isolation::read(state))
+pub fn standing(spec_name: &str, state: &State) -> Option<Standing> {
+    standing_of(spec_name, &Isolation::of(state))
 }
 
 /// [`standing`] of an isolation record already read.
@@ -353,10 +353,10 @@ pub fn cancel_members(
 /// their branches: what `doctor` reports.
 pub fn stale_worktrees(
     project: &Project,
-    state: Option<&Value>,
+    state: Option<&State>,
     spec: Option<&Spec>,
 ) -> Vec<(PathBuf, Option<String>)> {
-    let iso = state.map(Isolation::read).unwrap_or_default();
+    let iso = state.map(Isolation::of).unwrap_or_default();
     let owned: Vec<PathBuf> = match spec {
         Some(spec) => iso
             .members

@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::evidence::{self, Freshness, Slot};
 use crate::goal::shell_word;
 use crate::next::{self, Finding, Halt, Standing, StateInput};
-use crate::state::{self, Attempt, Phase as Run, State, View};
+use crate::state::{Attempt, Phase as Run, State};
 use crate::tasks::{Task, TaskList};
 
 /// A task failed this many times is a repeated failure.
@@ -419,8 +419,7 @@ fn halt_of(name: &str, s: &State) -> Option<Halt> {
     next::halt(name, s).or_else(|| {
         (s.phase() == Some(Run::Cancelled)).then(|| Halt {
             reason: "the execution was cancelled".into(),
-            // issue-12 boundary: `resume_command` reads the document through `View`.
-            resume: state::resume_command(name, View(&s.to_value())),
+            resume: s.resume_command(name),
         })
     })
 }
@@ -597,8 +596,7 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
         // The completion gate's own rules (`completion::earned`): a box ticked without
         // `task complete`, an attempt still running, an open unverified claim.
         let name = input.spec.spec.map_or("<name>", |(n, _)| n);
-        // issue-12 boundary: the completion gate reads the document.
-        for (task, gap) in crate::completion::earned_by_task(name, &state.to_value(), list) {
+        for (task, gap) in crate::completion::earned_by_task(name, state, list) {
             out.push(Observed::Unearned {
                 task,
                 detail: gap.detail,

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::goal::shell_word;
 use crate::protocol::Unmet;
-use crate::state::{self, Phase, State, View};
+use crate::state::{Phase, State};
 use crate::tasks::{Task, TaskList};
 
 /// Who reads a hint.
@@ -213,8 +213,7 @@ pub struct Halt {
 pub fn halt(name: &str, s: &State) -> Option<Halt> {
     s.halt().is_some().then(|| Halt {
         reason: s.halt_reason().unwrap_or("no reason recorded").to_string(),
-        // issue-12 boundary: `resume_command` reads the document through `View`.
-        resume: state::resume_command(name, View(&s.to_value())),
+        resume: s.resume_command(name),
     })
 }
 
@@ -261,8 +260,7 @@ fn ended_or_stopped(name: &str, s: &State, list: &TaskList) -> Option<Finding> {
     // Ticked is not earned: a box ticked by hand, a running attempt, an open claim or an
     // unmerged group comes first, with the Stop hook's own words.
     Some(
-        // issue-12 boundary: the completion gate reads the document.
-        match crate::completion::unearned(name, &s.to_value(), list)
+        match crate::completion::unearned(name, s, list)
             .into_iter()
             .next()
         {
@@ -439,10 +437,7 @@ pub fn running_attempt(state: &State) -> Option<(String, u64, String)> {
 
 /// An open isolated group none of whose members is still running.
 fn group_awaits_merge(state: &State) -> bool {
-    // issue-12 boundary: `worktree` reads the isolation record from a document; only that
-    // record is rebuilt.
-    let doc = serde_json::json!({ "isolation": state.isolation });
-    let iso = crate::worktree::Isolation::read(&doc);
+    let iso = crate::worktree::Isolation::of(state);
     iso.open_group().is_some_and(|g| {
         g.members.iter().all(|id| {
             iso.member(id)

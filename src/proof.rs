@@ -293,8 +293,7 @@ pub fn complete_unmet(
     }
     let mut unmet = Vec::new();
     if state.acceptance_gate() && task.done_when.is_some() {
-        let doc = state.to_value(); // issue-12 boundary: evidence reads JSON
-        match criteria::matrix_with(project, spec, list, Some(&doc)) {
+        match criteria::matrix_with(project, spec, list, Some(state)) {
             Ok(m) => {
                 for line in
                     criteria::describe_uncovered(m.for_task(&id).filter(|r| !r.status.is_covered()))

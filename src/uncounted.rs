@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::error::Result;
 use crate::project::{Project, EVENTS_DIR};
-use crate::state::View;
+use crate::state::State;
 
 /// From this many stops missed in a row on, the guard says so loudly.
 pub const ALARM_AFTER: u64 = 3;
@@ -51,11 +51,16 @@ pub struct Missed {
 }
 
 /// `guard.uncountedOffset`: how much of the ledger is already counted.
-pub fn offset(state: &Value) -> u64 {
-    View(state)
-        .get("guard.uncountedOffset")
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+pub fn offset(state: &State) -> u64 {
+    state.guard().uncounted_offset.get().copied().unwrap_or(0)
+}
+
+/// `offset` over the JSON document: the Stop hook reads it every turn, so no conversion.
+// issue-12 boundary: goes when the hook passes its `State`.
+pub fn offset_json(state: &Value) -> u64 {
+    let guard = state.get("guard");
+    let offset = guard.and_then(|g| g.get("uncountedOffset"));
+    offset.and_then(Value::as_u64).unwrap_or(0)
 }
 
 /// The ledger's lines past `offset` (none when it does not exist or cannot be read). A

@@ -14,7 +14,6 @@ use crate::events::now_rfc3339;
 use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::store;
 use crate::tasks::TaskList;
 
 pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
@@ -115,7 +114,9 @@ fn map(
         Ok(())
     })?;
     ex.record_event(json!({"event": "ac-map", "criterion": c.id, "tests": tests}));
-    let state = store::read_json(&spec.state_path()).ok().flatten();
+    let state = crate::facts::read_lenient(&spec.state_path())
+        .ok()
+        .flatten();
     let runs = state
         .as_ref()
         .map(|s| runs(project, spec, s))
@@ -195,7 +196,7 @@ fn status(
     if let Some(t) = task {
         loaded.find(t)?;
     }
-    let state = store::read_json(&spec.state_path())?;
+    let state = crate::facts::read_lenient(&spec.state_path())?;
     let mut m = matrix_with(project, spec, &loaded.list, state.as_ref())?;
     if let Some(t) = task {
         m.rows.retain(|r| r.task.as_deref() == Some(t));

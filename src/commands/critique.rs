@@ -109,7 +109,7 @@ fn record(
         // gate judges freshness, but the executor hears about it now.
         if let Some(state) = &state {
             let slot = Slot::Task(task.to_string());
-            if evidence::check(project, spec, state, &slot) == Freshness::Stale {
+            if evidence::check_record(project, spec, slot.record_in(state)) == Freshness::Stale {
                 output::warn(&format!(
                     "taskEvidence[{task}] is stale: the tree changed since the tests ran; re-run them before completing the task"
                 ));

@@ -14,11 +14,11 @@ use serde_json::{json, Value};
 
 use crate::cli::DoctorArgs;
 use crate::error::Result;
-use crate::facts::{read_state, StateRead};
+use crate::facts::{read_typed, StateRead};
 use crate::output;
 use crate::probe::probe_readiness;
 use crate::project::{self, Project};
-use crate::state::{self, View};
+use crate::state::Phase;
 use crate::store;
 
 /// How long a lock may stay held before doctor calls it stuck.
@@ -299,7 +299,7 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
     }
     let (mut failed, mut halted, mut fine) = (Vec::new(), Vec::new(), Vec::new());
     for spec in &specs {
-        match read_state(&spec.state_path()) {
+        match read_typed(&spec.state_path()) {
             StateRead::Absent => fine.push(format!("spec {}: no state yet", spec.name)),
             StateRead::Invalid(e) => failed.push((
                 e,
@@ -308,22 +308,21 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
                     spec.name
                 ),
             )),
-            StateRead::Valid(doc) => {
-                let v = View(&doc);
-                if v.halt().is_some() {
+            StateRead::Valid(s) => {
+                if s.halt().is_some() {
                     halted.push((
                         format!(
                             "spec {}: halted ({})",
                             spec.name,
-                            v.halt_reason().unwrap_or("no reason recorded")
+                            s.halt_reason().unwrap_or("no reason recorded")
                         ),
-                        format!("a person runs `{}`", state::resume_command(&spec.name, v)),
+                        format!("a person runs `{}`", s.resume_command(&spec.name)),
                     ));
                 } else {
                     fine.push(format!(
                         "spec {}: valid, phase {}",
                         spec.name,
-                        v.phase().unwrap_or("unset")
+                        s.phase().map_or("unset", Phase::as_str)
                     ));
                 }
             }
@@ -367,8 +366,8 @@ fn guard_counting(project: &Project, spec_arg: Option<&str>) -> Check {
             ),
         );
     }
-    let offset = match read_state(&spec.state_path()) {
-        StateRead::Valid(doc) => crate::uncounted::offset(&doc),
+    let offset = match read_typed(&spec.state_path()) {
+        StateRead::Valid(s) => crate::uncounted::offset(&s),
         _ => return Check::pass(ID, format!("spec {}: no usable state", spec.name)),
     };
     let missed = crate::uncounted::since(project, &spec.name, offset);
@@ -443,7 +442,7 @@ fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
     let spec = project.spec(spec_arg).ok().flatten();
     let state = spec
         .as_ref()
-        .and_then(|s| store::read_json(&s.state_path()).ok().flatten());
+        .and_then(|s| crate::facts::read_lenient(&s.state_path()).ok().flatten());
     let stale = crate::isolation::stale_worktrees(project, state.as_ref(), spec.as_ref());
     if stale.is_empty() {
         return Check::pass(ID, "no stale specrun worktree");

@@ -8,7 +8,9 @@ use crate::cli::FinishArgs;
 use crate::completion;
 use crate::error::Result;
 use crate::exec::Exec;
-use crate::gates::{completion_gates, completion_key};
+use crate::gates::{
+    completion_gates_json as completion_gates, completion_key_json as completion_key,
+};
 use crate::guard;
 use crate::notify;
 use crate::output;
@@ -43,7 +45,7 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         Some((seen, gates)) if completion_key(&seen) == completion_key(&doc) => gates,
         _ => completion_gates(project, spec, &doc),
     };
-    let unmet: Vec<String> = completion::unmet(name, &doc, &tasks, Some(&gates))
+    let unmet: Vec<String> = completion::unmet_json(name, &doc, &tasks, Some(&gates))
         .iter()
         .map(|u| u.to_string())
         .collect();

@@ -13,12 +13,12 @@ use crate::goal::{self, GoalFacts, LengthStatus};
 use crate::output;
 use crate::probe;
 use crate::project::Project;
-use crate::state::View;
+use crate::state::{Phase, State};
 
 pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
-    let state = facts::read_state(&spec.state_path());
+    let state = facts::read_typed(&spec.state_path());
     let state_doc = match &state {
         StateRead::Valid(doc) => Some(doc),
         _ => None,
@@ -36,12 +36,13 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
             .map(|t| format!("{} {}", t.label(), t.title))
             .collect(),
         last_verifier: state_doc
-            .and_then(|d| d.pointer("/verificationBlocks/execution/command"))
+            .and_then(|s| s.verification_block("execution"))
+            .and_then(|b| b.get("command"))
             .and_then(Value::as_str)
             .map(str::to_string),
         max_turns: args
             .max_turns
-            .or_else(|| state_doc.map(|d| View(d).max_global_iterations()))
+            .or_else(|| state_doc.map(State::max_global_iterations))
             .unwrap_or(goal::DEFAULT_MAX_TURNS),
     };
     let condition = goal::build_condition(&facts);
@@ -71,16 +72,15 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
         StateRead::Invalid(e) => warnings.push(format!(
             "the execution state cannot be read ({e}): the guard and the task verbs will refuse it"
         )),
-        StateRead::Valid(doc) => {
-            let v = View(doc);
-            if v.halt().is_some() {
+        StateRead::Valid(s) => {
+            if s.halt().is_some() {
                 warnings.push(format!(
                     "spec {} is halted ({}): the goal cannot be met until a person runs `{}`",
                     spec.name,
-                    v.halt_reason().unwrap_or("no reason recorded"),
-                    crate::state::resume_command(&spec.name, v)
+                    s.halt_reason().unwrap_or("no reason recorded"),
+                    s.resume_command(&spec.name)
                 ));
-            } else if let Some(phase @ ("completed" | "cancelled")) = v.phase() {
+            } else if let Some(phase @ ("completed" | "cancelled")) = s.phase().map(Phase::as_str) {
                 warnings.push(format!(
                     "spec {} is {phase}: the guard no longer drives it",
                     spec.name

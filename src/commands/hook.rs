@@ -18,7 +18,7 @@ use crate::cli::HookEvent;
 use crate::error::{Error, Result};
 use crate::evidence::{self, Freshness, Slot};
 use crate::facts::{read_state, StateRead};
-use crate::gates::{self, completion_gates, evidence_fact};
+use crate::gates::{self, completion_gates_json as completion_gates, evidence_fact};
 use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::hook_cost;
 use crate::project::{Project, Spec};
@@ -329,7 +329,7 @@ fn not_counted(
     }
     let name = &active.spec.name;
     let ledger = uncounted::record(project, name, input.session(), cause);
-    let offset = uncounted::offset(&active.state);
+    let offset = uncounted::offset_json(&active.state);
     let mut missed = uncounted::since(project, name, offset).count;
     if ledger.is_err() {
         missed += 1;
@@ -400,7 +400,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
     let claim = guard::claims_all_complete(input.str("last_assistant_message"));
     let early = (claim && View(&active.state).halt().is_none()).then(|| {
         let gates = completion_gates(&active.project, &active.spec, &active.state);
-        (gates::completion_key(&active.state), gates)
+        (gates::completion_key_json(&active.state), gates)
     });
     under_lock(HookEvent::Stop, input, &active, |state| {
         let (project, spec) = (&active.project, &active.spec);
@@ -412,7 +412,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
         let message = input.str("last_assistant_message");
         let completion = (guard::claims_all_complete(message) && View(state).halt().is_none())
             .then(|| match early {
-                Some((key, gates)) if key == gates::completion_key(state) => gates,
+                Some((key, gates)) if key == gates::completion_key_json(state) => gates,
                 _ => completion_gates(project, spec, state),
             });
         let now = chrono::Utc::now();
@@ -423,7 +423,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             usage,
             completion,
             now,
-            missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
+            missed: uncounted::since(project, &spec.name, uncounted::offset_json(state)),
         };
         let running = guard::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
@@ -540,7 +540,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         return Vec::new();
     }
     let (project, spec) = (&active.project, &active.spec);
-    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state)
+    let fresh: Vec<claims::FreshRun> = criteria::runs_json(project, spec, &active.state)
         .into_iter()
         .filter(|r| r.freshness == Freshness::Fresh)
         .map(|r| claims::FreshRun {

@@ -58,11 +58,8 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
             })
             .unwrap_or_default(),
         uncovered_criteria: match (spec, &facts.state, facts.tasks.as_ref()) {
-            // issue-12 boundary: the acceptance matrix reads the document.
-            (Some(spec), StateRead::Valid(s), Some(list))
-                if criteria::enforced(Some(&s.to_value())) =>
-            {
-                criteria::matrix_with(project, spec, list, Some(&s.to_value()))
+            (Some(spec), StateRead::Valid(s), Some(list)) if criteria::enforced(Some(s)) => {
+                criteria::matrix_with(project, spec, list, Some(s))
                     .map(|m| {
                         m.uncovered()
                             .map(|r| (r.id.clone(), r.status.as_str().to_string()))

@@ -7,19 +7,18 @@ use crate::cost;
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::exec::Exec;
-use crate::facts::{read_state, StateRead};
+use crate::facts::{read_typed, StateRead};
 use crate::followups;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::report::{self, Inputs};
-use crate::state::State;
 use crate::store;
 
 pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
-    let state = match read_state(&spec.state_path()) {
-        StateRead::Valid(doc) => doc,
+    let state = match read_typed(&spec.state_path()) {
+        StateRead::Valid(s) => s,
         StateRead::Absent => {
             return Err(Error::Refused {
                 message: format!(
@@ -45,12 +44,11 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let events = spec_events(project, spec)?;
     let now = chrono::Utc::now();
     // The same cost table as `status`, so the two agree.
-    let cost = cost::priced_report(project, &state, &tasks);
-    // issue-12 boundary: facts reads the state as JSON (already type-checked).
-    let typed = State::from_value(&state)?;
+    // issue-12 boundary: the cost report reads the document (cost stays on JSON for hook_cost).
+    let cost = cost::priced_report(project, &state.to_value(), &tasks);
     let story = report::build(&Inputs {
         spec: &spec.name,
-        state: &typed,
+        state: &state,
         tasks: &tasks,
         followups: &followups,
         critiques: &critiques,

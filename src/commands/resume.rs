@@ -7,7 +7,7 @@ use crate::cli::ResumeArgs;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::{refuse, report, Exec};
-use crate::facts::shell_step;
+use crate::facts::shell_step_json as shell_step;
 use crate::isolation;
 use crate::next::Audience;
 use crate::output;

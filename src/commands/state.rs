@@ -143,7 +143,10 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             Err(e) => return Err(e),
         };
         refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
-        let baseline = crate::completion::baseline_at_init(existing.as_ref(), &loaded.list);
+        // The existing document is not type-checked yet: one that does not fit the typed
+        // state has no baseline to keep.
+        let earlier = existing.as_ref().map(state::State::lenient);
+        let baseline = crate::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()
             .is_some_and(|doc| !args.restart && state::is_resumable(doc));
@@ -174,7 +177,8 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    report_init(&spec.name, &doc, counts, continued);
+    let typed = state::State::from_json(doc, &path.display().to_string())?;
+    report_init(&spec.name, &typed, counts, continued);
     Ok(0)
 }
 
@@ -199,8 +203,7 @@ fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitAr
     })
 }
 
-fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued: bool) {
-    let v = state::View(doc);
+fn report_init(name: &str, v: &state::State, counts: crate::tasks::Counts, continued: bool) {
     let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
     let what = if continued {
         format!(
@@ -217,12 +220,12 @@ fn report_init(name: &str, doc: &Value, counts: crate::tasks::Counts, continued:
         "{name}: {what} (max {} per task, {} stops, driver {})",
         v.max_task_iterations(),
         v.max_global_iterations(),
-        v.driver()
+        v.driver().as_str()
     ));
     if let Some(kind) = v.halt_kind() {
         output::warn(&format!(
             "the execution is halted ({kind}): nothing runs until `{}`",
-            state::resume_command(name, v)
+            v.resume_command(name)
         ));
     }
 }

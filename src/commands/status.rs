@@ -21,7 +21,7 @@ use crate::ledger::Tokens;
 use crate::next::{self, minutes_since};
 use crate::output;
 use crate::project::{Project, Spec};
-use crate::state::{self, Phase, State, Timestamp, View};
+use crate::state::{Phase, State, Timestamp};
 
 const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
@@ -124,8 +124,7 @@ pub struct Dashboard {
 fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
     match (&facts.spec, facts.state_doc()) {
         (Some(spec), Some(s)) => {
-            let offset = s.guard().uncounted_offset.get().copied().unwrap_or(0);
-            crate::uncounted::since(project, &spec.name, offset)
+            crate::uncounted::since(project, &spec.name, crate::uncounted::offset(s))
         }
         _ => Default::default(),
     }
@@ -134,10 +133,7 @@ fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
 fn time_cap_problem(facts: &Facts) -> Option<String> {
     let s = facts.state_doc()?;
     s.max_minutes()?;
-    // issue-12 boundary: `time_origin` reads the document through `View`.
-    state::time_origin(View(&s.to_value()), Utc::now())
-        .problem
-        .map(|p| p.to_string())
+    s.time_origin(Utc::now()).problem.map(|p| p.to_string())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -227,8 +223,7 @@ impl Dashboard {
         d.next_shell = shell.map(|s| s.command);
         d.group = facts
             .state_doc()
-            // issue-12 boundary: the group's standing is read from the document.
-            .and_then(|s| isolation::standing(&spec.name, &s.to_value()));
+            .and_then(|s| isolation::standing(&spec.name, s));
         d
     }
 
