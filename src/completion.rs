@@ -87,17 +87,6 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
     out
 }
 
-/// `unmet` over the JSON document, for `finish` until it passes its `State`.
-// issue-12 boundary: goes when `finish` passes its `State`.
-pub fn unmet_json(
-    name: &str,
-    state: &Value,
-    tasks: &TaskList,
-    gates: Option<&Gates>,
-) -> Vec<Unmet> {
-    unmet(name, &State::lenient(state), tasks, gates)
-}
-
 /// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
 /// the order the Stop hook names them: what stands between ticked boxes and a completion
 /// the protocol earned.

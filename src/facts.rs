@@ -205,19 +205,6 @@ pub fn shell_step(spec: &Spec, state: Option<&State>, tasks: Option<&TaskList>) 
     shell_from(spec, input, state, tasks)
 }
 
-/// `shell_step` over the document `resume` wrote.
-// issue-12 boundary: goes when `resume` passes its `State`.
-pub fn shell_step_json(
-    spec: &Spec,
-    doc: Option<&Value>,
-    tasks: Option<&TaskList>,
-) -> Option<String> {
-    match doc.map(State::from_value) {
-        Some(Err(_)) => shell_from(spec, StateInput::Invalid("unreadable"), None, tasks),
-        typed => shell_step(spec, typed.and_then(Result::ok).as_ref(), tasks),
-    }
-}
-
 fn shell_from(
     spec: &Spec,
     input: StateInput<'_>,

@@ -163,29 +163,33 @@ pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     if path.is_empty() {
         return Some(doc);
     }
-    let segments: Vec<&str> = path.split('.').collect();
-    lookup(doc, &segments)
+    lookup(doc, path)
 }
 
-fn lookup<'a>(doc: &'a Value, segments: &[&str]) -> Option<&'a Value> {
-    let Some(first) = segments.first() else {
-        return Some(doc);
-    };
+/// `get_path` on the slices of `path` itself: no allocation (the type check runs it for
+/// every known field on every read and write of the state).
+fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     match doc {
-        Value::Object(map) => (1..=segments.len()).find_map(|n| {
-            let key = if n == 1 {
-                (*first).to_string()
-            } else {
-                segments[..n].join(".")
-            };
-            map.get(&key).and_then(|v| lookup(v, &segments[n..]))
-        }),
-        Value::Array(items) => first
-            .parse::<usize>()
-            .ok()
-            .and_then(|i| items.get(i))
-            .and_then(|v| lookup(v, &segments[1..])),
+        Value::Object(map) => {
+            // Each prefix that ends at a dot, or the whole path, may be a key.
+            let ends = path.match_indices('.').map(|(i, _)| i);
+            ends.chain(std::iter::once(path.len()))
+                .find_map(|end| map.get(&path[..end]).and_then(|v| below(v, path, end)))
+        }
+        Value::Array(items) => {
+            let end = path.find('.').unwrap_or(path.len());
+            let item = path[..end].parse::<usize>().ok().and_then(|i| items.get(i));
+            item.and_then(|v| below(v, path, end))
+        }
         _ => None,
+    }
+}
+
+/// What the rest of `path` after the key ending at `end` names inside `v`.
+fn below<'a>(v: &'a Value, path: &str, end: usize) -> Option<&'a Value> {
+    match path.get(end + 1..) {
+        None => Some(v),
+        Some(rest) => lookup(v, rest),
     }
 }
 
@@ -772,6 +776,12 @@ mod tests {
         assert_eq!(get_path(&doc, "taskEvidence.1.2.exitCode"), Some(&json!(0)));
         assert_eq!(get_path(&doc, "a.b.1"), Some(&json!(20)));
         assert_eq!(get_path(&doc, "a.c"), None);
+        // A shorter key that leads nowhere does not hide a longer one that matches.
+        let both = json!({"x": {"y": 1}, "x.z": {"w": 2}, "1.2": 3});
+        assert_eq!(get_path(&both, "x.z.w"), Some(&json!(2)));
+        assert_eq!(get_path(&both, "x.y"), Some(&json!(1)));
+        assert_eq!(get_path(&both, "1.2"), Some(&json!(3)));
+        assert_eq!(get_path(&both, "x."), None);
         let mut doc = doc;
         unset_path(&mut doc, "taskEvidence.1.2");
         unset_path(&mut doc, "a.b.0");

@@ -8,9 +8,7 @@ use crate::cli::FinishArgs;
 use crate::completion;
 use crate::error::Result;
 use crate::exec::Exec;
-use crate::gates::{
-    completion_gates_json as completion_gates, completion_key_json as completion_key,
-};
+use crate::gates::{completion_gates, completion_key};
 use crate::guard;
 use crate::notify;
 use crate::output;
@@ -21,15 +19,14 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
-    let early = match crate::facts::read_state(&spec.state_path()) {
-        crate::facts::StateRead::Valid(doc) => {
-            let gates = completion_gates(project, spec, &doc);
-            Some((doc, gates))
+    let early = match crate::facts::read_typed(&spec.state_path()) {
+        crate::facts::StateRead::Valid(seen) => {
+            let gates = completion_gates(project, spec, &seen);
+            Some((seen, gates))
         }
         _ => None,
     };
     let (_lock, state) = ex.lock_state()?;
-    let doc = state.to_value(); // issue-12 boundary: the gates and completion read JSON
     let tasks = ex.tasks()?.list;
     let name = spec.name.as_str();
     if state.phase() == Some(Phase::Completed) {
@@ -42,10 +39,10 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         );
     }
     let gates = match early {
-        Some((seen, gates)) if completion_key(&seen) == completion_key(&doc) => gates,
-        _ => completion_gates(project, spec, &doc),
+        Some((seen, gates)) if completion_key(&seen) == completion_key(&state) => gates,
+        _ => completion_gates(project, spec, &state),
     };
-    let unmet: Vec<String> = completion::unmet_json(name, &doc, &tasks, Some(&gates))
+    let unmet: Vec<String> = completion::unmet(name, &state, &tasks, Some(&gates))
         .iter()
         .map(|u| u.to_string())
         .collect();

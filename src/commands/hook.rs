@@ -380,11 +380,8 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
 /// issue-12 boundary: the typed state of a document `read_state` already type-checked
 /// (only shaped here, not checked twice on the hook's path).
 fn typed_state(spec: &Spec, doc: &Value) -> Result<State> {
-    use serde::Deserialize;
-    State::deserialize(doc).map_err(|e| Error::Shape {
-        path: spec.state_path(),
-        message: e.to_string(),
-    })
+    // A copy moved into place costs less than serde's walk over a borrowed document.
+    State::from_checked(doc.clone(), &spec.state_path().display().to_string())
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {

@@ -7,7 +7,7 @@ use crate::cli::ResumeArgs;
 use crate::error::Result;
 use crate::events::now_rfc3339;
 use crate::exec::{refuse, report, Exec};
-use crate::facts::shell_step_json as shell_step;
+use crate::facts::shell_step;
 use crate::isolation;
 use crate::next::Audience;
 use crate::output;
@@ -66,7 +66,6 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
             }
             if !args.json && Audience::detect() == Audience::Shell {
                 let tasks = ex.tasks().ok().map(|t| t.list);
-                let after = after.to_value(); // issue-12 boundary: facts reads JSON
                 if let Some(cmd) = shell_step(spec, Some(&after), tasks.as_ref()) {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
