@@ -8,8 +8,8 @@ use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
-use specrun::evidence;
 use specrun::project::Project;
+use specrun::verify;
 use specrun::worktree::{self, Step};
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -86,7 +86,7 @@ fn bench_merge(c: &mut Criterion) {
                     assert!(matches!(step, Step::Pending(_)), "{step:?}");
                 }
                 merger.land().unwrap();
-                evidence::fingerprint(&project, &spec).unwrap()
+                verify::fingerprint(&project, &spec).unwrap()
             },
             BatchSize::PerIteration,
         )

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::Freshness;
 use crate::tasks::{Task, TaskList};
 use crate::testlog::{self, Outcome, Report};
+use crate::verify::Freshness;
 
 /// Where a criterion was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,12 +9,12 @@
 
 use serde_json::Value;
 
-use crate::evidence::Freshness;
 use crate::goal::shell_word;
 use crate::protocol::Unmet;
 use crate::state::time::parse as parse_time;
 use crate::state::{Attempt, Phase, State};
 use crate::tasks::TaskList;
+use crate::verify::Freshness;
 
 /// A follow-up that blocks completion (open, VERIFY, high).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +77,7 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
                 unchecked.len(),
                 tasks.tasks.len(),
                 unchecked.join(", "),
-                crate::guard::EXECUTOR_AGENT,
+                crate::hook::EXECUTOR_AGENT,
                 unchecked[0]
             ),
         ));

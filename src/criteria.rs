@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use crate::acceptance::{self, Criterion, Row, Run, Store};
 use crate::error::{Error, Result};
-use crate::evidence::{self, Slot};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::state::State;
@@ -19,6 +18,7 @@ use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
 use crate::testlog::{self, Outcome, Report};
+use crate::verify::{self, Slot};
 
 pub const STORE_FILE: &str = crate::project::ACCEPTANCE_FILE;
 pub const RESULTS_DIR: &str = crate::project::TEST_RESULTS_DIR;
@@ -159,12 +159,12 @@ pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
                 continue;
             }
             let slot = make(name.clone());
-            let tree = if evidence::passed(record) {
-                let excluded = evidence::excluded_paths(Some(record));
+            let tree = if verify::passed(record) {
+                let excluded = verify::excluded_paths(Some(record));
                 trees
                     .entry(excluded.clone())
                     .or_insert_with(|| {
-                        evidence::fingerprint_excluding(project, spec, &excluded)
+                        verify::fingerprint_excluding(project, spec, &excluded)
                             .ok()
                             .map(|f| f.tree)
                     })
@@ -179,7 +179,7 @@ pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),
-                freshness: evidence::assess(Some(record), tree.as_deref()),
+                freshness: verify::assess(Some(record), tree.as_deref()),
                 report: read_results(spec, &slot, record),
             });
         }

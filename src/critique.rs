@@ -381,13 +381,13 @@ pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> P
     let Some(evidence) = evidence else {
         return PostTestOrder::NoEvidence;
     };
-    if !crate::evidence::passed(evidence) {
+    if !crate::verify::passed(evidence) {
         return PostTestOrder::EvidenceFailed;
     }
     let Some(recorded_at) = recorded_at else {
         return PostTestOrder::NoRecord;
     };
-    match crate::evidence::ended_at(evidence) {
+    match crate::verify::ended_at(evidence) {
         Some(ended) if reviews_run(recorded_at, &ended) => PostTestOrder::InOrder,
         _ => PostTestOrder::RecordOlder,
     }
@@ -415,7 +415,7 @@ mod tests {
         assert!(!reviews_run("not a time", "2026-01-01T00:05:00Z"));
         let run = serde_json::json!({"exitCode": 0, "startedAt": "2026-01-01T00:00:00Z", "durationMs": 90000});
         assert_eq!(
-            crate::evidence::ended_at(&run).as_deref(),
+            crate::verify::ended_at(&run).as_deref(),
             Some("2026-01-01T00:01:30.000Z")
         );
         // Recorded while the run was still going: not a review of it.

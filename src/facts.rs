@@ -9,13 +9,13 @@ use serde_json::{json, Value};
 
 use crate::critique;
 use crate::error::{Error, Result};
-use crate::evidence;
 use crate::git;
 use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskProgress};
 use crate::project::{Project, Spec};
 use crate::state::{self, Phase, State};
 use crate::store;
 use crate::tasks::{self, Task, TaskList};
+use crate::verify;
 
 /// What the state file holds, if it can be read: the document (`read_state`, for the
 /// hooks and the verbs), or the typed state (`read_typed`, for the surfaces here).
@@ -248,7 +248,7 @@ fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let record = state.task_evidence(id);
     TaskProgress {
         evidence: record.is_some_and(|r| {
-            evidence::passed(r)
+            verify::passed(r)
                 && after(
                     r.get("startedAt")
                         .and_then(Value::as_str)

@@ -6,14 +6,14 @@
 use serde_json::{Map, Value};
 
 use crate::criteria;
-use crate::evidence::{self, Slot};
 use crate::followups;
-use crate::guard::{Blocker, CompletionGates};
+use crate::hook::{Blocker, CompletionGates};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::EvidenceFact;
 use crate::state::State;
 use crate::tasks_file;
+use crate::verify::{self, Slot};
 
 /// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
 pub fn evidence_fact(
@@ -24,10 +24,9 @@ pub fn evidence_fact(
     (id, own_verify): (&str, Option<&str>),
 ) -> EvidenceFact {
     let record = slot.record_in(state);
-    let freshness = evidence::check_record(project, spec, record);
-    let ended_at = record.and_then(evidence::ended_at);
-    let mismatch =
-        record.and_then(|r| evidence::command_fit(r, own_verify).problem(&spec.name, id));
+    let freshness = verify::check_record(project, spec, record);
+    let ended_at = record.and_then(verify::ended_at);
+    let mismatch = record.and_then(|r| verify::command_fit(r, own_verify).problem(&spec.name, id));
     EvidenceFact {
         freshness,
         ended_at,
@@ -107,7 +106,7 @@ fn gates_of(
     criteria: impl FnOnce() -> Vec<String>,
 ) -> CompletionGates {
     CompletionGates {
-        evidence: evidence::check_record(project, spec, execution),
+        evidence: verify::check_record(project, spec, execution),
         blockers: open_blockers(spec),
         criteria: criteria(),
     }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::cost::{self, CapHit, Spend};
 use crate::error::Result;
-use crate::guard::{self, Decision, Outcome, UsageRead};
+use crate::hook::{self, Decision, Outcome, UsageRead};
 use crate::ledger::{self, Ledger, MessageUsage};
 use crate::project::{Project, Spec};
 use crate::protocol::{self, FailInput};
@@ -62,7 +62,7 @@ pub fn reread_pending(state: &Value) -> Vec<(String, Read)> {
         .filter(|(_, e)| e.pending)
         .filter_map(|(key, e)| {
             let path = e.transcript.as_deref()?;
-            let (offset, last) = guard::agent_transcript_start(state, key);
+            let (offset, last) = hook::agent_transcript_start(state, key);
             Some((key.clone(), read(path, Some(offset), last)))
         })
         .collect()
@@ -85,7 +85,7 @@ fn apply(outcome: &mut Outcome, after: &mut Value, patch: &Value) {
 }
 
 fn done_or_halted(after: &Value) -> bool {
-    View(after).halt().is_some() || !guard::executing(after)
+    View(after).halt().is_some() || !hook::executing(after)
 }
 
 /// After the guard decided a Stop: charge the coordinator's messages and the pending
@@ -116,7 +116,7 @@ pub fn after_stop(
             e.pending = false;
         }
         if read.usage.next_offset.is_some() {
-            let p = guard::subagent_usage_patch(&after, &key, &read.usage);
+            let p = hook::subagent_usage_patch(&after, &key, &read.usage);
             apply(outcome, &mut after, &p);
         }
         invalid += read.invalid_usage;

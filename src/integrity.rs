@@ -10,7 +10,7 @@
 
 use serde::Serialize;
 
-use crate::evidence::sha256;
+use crate::verify::sha256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -7,11 +7,11 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::evidence::{self, Freshness, Slot};
 use crate::goal::shell_word;
 use crate::next::{self, Finding, Halt, Standing, StateInput};
 use crate::state::{Attempt, Phase as Run, State};
 use crate::tasks::{Task, TaskList};
+use crate::verify::{self, Freshness, Slot};
 
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;
@@ -617,7 +617,7 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     }
     if list.all_checked() {
         let slot = Slot::Phase("execution".into());
-        let freshness = evidence::assess(state.verification_block("execution"), input.current_tree);
+        let freshness = verify::assess(state.verification_block("execution"), input.current_tree);
         if freshness != Freshness::Fresh {
             out.push(Observed::ExecutionEvidence {
                 slot: slot.describe(),
@@ -633,13 +633,13 @@ fn task_evidence_gaps(input: &Inputs<'_>, list: &TaskList, state: &State) -> Vec
     let mut out = Vec::new();
     // Fresh passing execution evidence vouches for every checked task, as `task complete`
     // accepts it in place of a task's own.
-    let phase_fresh = evidence::assess(state.verification_block("execution"), input.current_tree)
+    let phase_fresh = verify::assess(state.verification_block("execution"), input.current_tree)
         == Freshness::Fresh;
     for (i, t) in list.tasks.iter().enumerate().filter(|(_, t)| t.checked) {
         let task = t.label();
         let slot = Slot::Task(task.clone());
         let record = state.task_evidence(&task);
-        match evidence::assess(record, input.current_tree) {
+        match verify::assess(record, input.current_tree) {
             Freshness::Fresh => {}
             _ if phase_fresh => {}
             Freshness::Missing => out.push(Observed::NoEvidence {

@@ -289,14 +289,14 @@ pub fn bind_agent(
     if let Some(id) = claim.map(str::to_string).filter(known) {
         return Some(id);
     }
-    let running = crate::guard::running_attempts(state);
+    let running = crate::hook::running_attempts(state);
     (running.len() == 1).then(|| running[0].clone())
 }
 
 /// The task id of an agent's result line: `TASK_COMPLETE <id>`, `TASK_FAILED <id>: …`,
 /// `VERIFICATION_PASS <id>` or `VERIFICATION_FAIL <id>: …`.
 pub fn claimed_task(message: Option<&str>) -> Option<String> {
-    let line = crate::guard::final_line(message?)?;
+    let line = crate::hook::final_line(message?)?;
     let rest = [
         "TASK_COMPLETE",
         "TASK_FAILED",

@@ -12,10 +12,10 @@ use serde_json::Value;
 use crate::state::Patch;
 
 use crate::error::{Error, Result};
-use crate::evidence;
 use crate::git;
 use crate::project::{Project, Spec};
 use crate::tasks::{Task, TaskList};
+use crate::verify;
 
 /// A member's life: `running` (worktree created), `ready` (completed and committed on its
 /// branch), `merged`, `conflict` / `outside-files` (kept on its branch, to retry),
@@ -226,7 +226,7 @@ pub fn main_base(
 
 /// Changed paths that are not the spec's bookkeeping (nor specrun's own directory).
 pub fn dirty_files(project: &Project, spec: &Spec, changed: &[String]) -> Vec<String> {
-    let bookkeeping = evidence::bookkeeping_paths(project, spec);
+    let bookkeeping = verify::bookkeeping_paths(project, spec);
     changed
         .iter()
         .filter(|p| !is_under_any(p, &bookkeeping))
@@ -406,7 +406,7 @@ pub fn changed_since(
         &["ls-files", "--others", "--exclude-standard", "-z"],
         &[],
     )?;
-    let bookkeeping = evidence::bookkeeping_paths(project, spec);
+    let bookkeeping = verify::bookkeeping_paths(project, spec);
     let mut paths: Vec<String> = diff
         .split('\0')
         .chain(untracked.split('\0'))
@@ -437,7 +437,7 @@ pub fn commit_member(project: &Project, spec: &Spec, dir: &Path, message: &str) 
         .iter()
         .map(|s| s.to_string())
         .collect();
-    for b in evidence::bookkeeping_paths(project, spec) {
+    for b in verify::bookkeeping_paths(project, spec) {
         args.push(format!(":(exclude){b}"));
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();

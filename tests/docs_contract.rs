@@ -756,7 +756,7 @@ fn every_critique_record_example_is_one_the_binary_accepts() {
 /// tells the model to print and to delegate to.
 #[test]
 fn the_result_lines_and_agent_names_match_the_guard() {
-    use specrun::guard::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
+    use specrun::hook::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
 
     let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
     let implement = read("skills/implement/SKILL.md");

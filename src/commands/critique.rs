@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 use crate::cli::CritiqueCommand;
 use crate::critique::{self, PostTestOrder};
 use crate::error::{Error, Result};
-use crate::evidence::{self, Freshness, Slot};
 use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::store;
+use crate::verify::{self, Freshness, Slot};
 
 pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
     match cmd {
@@ -109,7 +109,7 @@ fn record(
         // gate judges freshness, but the executor hears about it now.
         if let Some(state) = &state {
             let slot = Slot::Task(task.to_string());
-            if evidence::check_record(project, spec, slot.record_in(state)) == Freshness::Stale {
+            if verify::check_record(project, spec, slot.record_in(state)) == Freshness::Stale {
                 output::warn(&format!(
                     "taskEvidence[{task}] is stale: the tree changed since the tests ran; re-run them before completing the task"
                 ));

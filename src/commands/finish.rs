@@ -9,7 +9,7 @@ use crate::completion;
 use crate::error::Result;
 use crate::exec::Exec;
 use crate::gates::{completion_gates, completion_key};
-use crate::guard;
+use crate::hook;
 use crate::notify;
 use crate::output;
 use crate::project::Project;
@@ -50,9 +50,9 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         ex.record_event(json!({"event": "finish", "refused": unmet}));
         return answer(args.json, name, false, &unmet, "");
     }
-    let patch = guard::completion_patch(chrono::Utc::now());
+    let patch = hook::completion_patch(chrono::Utc::now());
     ex.write_state(&state, &patch)?;
-    let message = guard::completion_message(name, &tasks);
+    let message = hook::completion_message(name, &tasks);
     ex.record_event(json!({"event": "finish", "completed": true}));
     notify::send(
         project,

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
-use crate::evidence::Slot;
 use crate::exec::Exec;
 use crate::followups::{NewItem, Store};
 use crate::output;
@@ -17,7 +16,7 @@ use crate::state::{Nullable, State, Timestamp};
 use crate::store;
 use crate::tasks::TaskList;
 use crate::tasks_file;
-use crate::verify_run;
+use crate::verify::{self, Slot};
 use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
@@ -413,8 +412,8 @@ fn verify_merged(
             ))
         }
     };
-    let plan = verify_run::plan_run(spec, &slot, command, None)?;
-    let (record, _) = verify_run::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let plan = verify::run::plan_run(spec, &slot, command, None)?;
+    let (record, _) = verify::run::record_run(project, spec, &slot, &plan, args.timeout)?;
     let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {

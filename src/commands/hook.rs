@@ -16,15 +16,15 @@ use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
 use crate::error::{Error, Result};
-use crate::evidence::{self, Freshness, Slot};
 use crate::facts::{read_state, StateRead};
 use crate::gates::{self, completion_gates_json as completion_gates, evidence_fact};
-use crate::guard::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
+use crate::hook::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
 use crate::hook_cost;
 use crate::project::{Project, Spec};
 use crate::state::{self, State, View};
 use crate::tasks::TaskList;
 use crate::tasks_file;
+use crate::verify::{self, Freshness, Slot};
 use crate::{
     claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
 };
@@ -174,7 +174,7 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
             spec,
             error,
         },
-        StateRead::Valid(state) if guard::executing(&state) => Located::Executing(Active {
+        StateRead::Valid(state) if hook::executing(&state) => Located::Executing(Active {
             project,
             spec,
             state,
@@ -231,7 +231,7 @@ fn trouble(
     let answer = Some(json!({"systemMessage": message}));
     match record(project, event, input, "allow", rule, &message) {
         Ok(()) => answer,
-        Err(e) => Some(guard::with_message(
+        Err(e) => Some(hook::with_message(
             answer,
             &format!("specrun guard: this decision was not recorded: {e}"),
         )),
@@ -278,7 +278,7 @@ fn under_lock(
         StateRead::Absent => return None,
         StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error),
     };
-    if !guard::executing(&state) || !guard::owned_by(&state, input.session()) {
+    if !hook::executing(&state) || !hook::owned_by(&state, input.session()) {
         return None;
     }
     let result = change(&state).and_then(|outcome| {
@@ -299,7 +299,7 @@ fn under_lock(
             notify_outcome(project, spec, &outcome);
             match events::append(project, outcome.event.clone()) {
                 Ok(()) => answer,
-                Err(e) => Some(guard::with_message(
+                Err(e) => Some(hook::with_message(
                     answer,
                     &format!("specrun guard: this decision was not recorded: {e}"),
                 )),
@@ -337,7 +337,7 @@ fn not_counted(
     let ledger_error = ledger.err().map(|e| e.to_string());
     // issue-12 boundary: read_state type-checked the document.
     let typed = State::from_value(&active.state).unwrap_or_default();
-    let (decision, outcome_rule) = guard::decide_uncounted_stop(
+    let (decision, outcome_rule) = hook::decide_uncounted_stop(
         name,
         &typed,
         missed.max(1),
@@ -353,7 +353,7 @@ fn not_counted(
     );
     match logged {
         Ok(()) => decision.to_hook_json(),
-        Err(e) => Some(guard::with_message(
+        Err(e) => Some(hook::with_message(
             decision.to_hook_json(),
             &format!("specrun guard: this decision was not recorded: {e}"),
         )),
@@ -368,10 +368,10 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
         _ => return,
     };
     let text = match &outcome.decision {
-        guard::Decision::Allow(Some(m)) | guard::Decision::Block(m) | guard::Decision::Halt(m) => {
+        hook::Decision::Allow(Some(m)) | hook::Decision::Block(m) | hook::Decision::Halt(m) => {
             m.as_str()
         }
-        guard::Decision::Allow(None) => "",
+        hook::Decision::Allow(None) => "",
     };
     let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
     notify::send(project, &event);
@@ -389,12 +389,12 @@ fn load_tasks(spec: &Spec) -> Result<TaskList> {
 }
 
 fn stop(input: &HookInput, active: Active) -> Option<Value> {
-    if !guard::owned_by(&active.state, input.session()) {
+    if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
     // A completion claim's gates fingerprint the tree (git): judged from the state read
     // before the lock, and kept if what they read is unchanged under it.
-    let claim = guard::claims_all_complete(input.str("last_assistant_message"));
+    let claim = hook::claims_all_complete(input.str("last_assistant_message"));
     let early = (claim && View(&active.state).halt().is_none()).then(|| {
         let gates = completion_gates(&active.project, &active.spec, &active.state);
         (gates::completion_key_json(&active.state), gates)
@@ -407,11 +407,12 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
         let usage = read.usage.clone();
         let agents = hook_cost::reread_pending(state);
         let message = input.str("last_assistant_message");
-        let completion = (guard::claims_all_complete(message) && View(state).halt().is_none())
-            .then(|| match early {
+        let completion = (hook::claims_all_complete(message) && View(state).halt().is_none()).then(
+            || match early {
                 Some((key, gates)) if key == gates::completion_key_json(state) => gates,
                 _ => completion_gates(project, spec, state),
-            });
+            },
+        );
         let now = chrono::Utc::now();
         let facts = StopFacts {
             spec_name: &spec.name,
@@ -422,7 +423,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             now,
             missed: uncounted::since(project, &spec.name, uncounted::offset_json(state)),
         };
-        let running = guard::running_agents(input.doc.get("background_tasks"));
+        let running = hook::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
             session_id: input.session(),
             stop_hook_active: input.flag("stop_hook_active"),
@@ -430,7 +431,7 @@ fn stop(input: &HookInput, active: Active) -> Option<Value> {
             running_agents: &running,
         };
         let typed = typed_state(&active.spec, state)?; // issue-12 boundary
-        let mut outcome = guard::decide_stop(&stop_input, &typed, &facts);
+        let mut outcome = hook::decide_stop(&stop_input, &typed, &facts);
         let ctx = hook_cost::Ctx {
             project,
             spec,
@@ -451,18 +452,18 @@ fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
             invalid_usage: 0,
         };
     };
-    let (offset, last_id) = guard::transcript_start(state, path);
+    let (offset, last_id) = hook::transcript_start(state, path);
     hook_cost::read(path, offset, last_id)
 }
 
 fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
-    if !guard::owned_by(&active.state, input.session()) {
+    if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
-    let executor = input.str("agent_type") == Some(guard::EXECUTOR_AGENT);
+    let executor = input.str("agent_type") == Some(hook::EXECUTOR_AGENT);
     let message = input.str("last_assistant_message");
     let claim = executor
-        .then(|| guard::task_complete_claim(message))
+        .then(|| hook::task_complete_claim(message))
         .flatten();
     let prose = match message.filter(|_| executor) {
         Some(m) => prose_claims(&active, m, claim.as_deref()),
@@ -486,7 +487,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
             stop_hook_active: input.flag("stop_hook_active"),
         };
         let mut outcome = match facts {
-            Some((id, facts)) => Some(guard::decide_subagent_stop(
+            Some((id, facts)) => Some(hook::decide_subagent_stop(
                 &active.spec.name,
                 &id,
                 &facts,
@@ -504,7 +505,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
             let read = read_agent_usage(path, key, state);
             let usage = &read.usage;
             if usage.next_offset.is_some() {
-                let patch = guard::subagent_usage_patch(state, key, usage);
+                let patch = hook::subagent_usage_patch(state, key, usage);
                 let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
                 state::merge_into(&mut outcome.patch, &patch);
                 outcome.event["outputTokens"] = json!(usage.output_tokens);
@@ -568,14 +569,14 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
 
 /// A subagent's usage since its stored offset (its whole transcript the first time).
 fn read_agent_usage(path: &str, key: &str, state: &Value) -> hook_cost::Read {
-    let (offset, last_id) = guard::agent_transcript_start(state, key);
+    let (offset, last_id) = hook::agent_transcript_start(state, key);
     hook_cost::read(path, Some(offset), last_id)
 }
 
 /// The outcome of a subagent stop that only adds usage: allow, and log it.
 fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
     Outcome {
-        decision: guard::Decision::Allow(None),
+        decision: hook::Decision::Allow(None),
         rule: "usage".into(),
         patch: json!({}),
         event: json!({
@@ -602,7 +603,7 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         return ClaimFacts {
             task,
             evidence_mismatch: None,
-            evidence: evidence::Freshness::Missing,
+            evidence: verify::Freshness::Missing,
             evidence_ended_at: None,
             post_code_at: None,
             post_test_at: None,
@@ -653,8 +654,7 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
     let list = load_tasks(&active.spec).ok();
     // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
     let typed = crate::state::State::from_value(&active.state).ok()?;
-    let context =
-        guard::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
+    let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
     Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
     )
@@ -662,10 +662,10 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
     let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
-    let decision = guard::decide_pre_tool_use(
+    let decision = hook::decide_pre_tool_use(
         &active.spec.name,
         &typed,
-        guard::ToolCall {
+        hook::ToolCall {
             name: input.str("tool_name"),
             isolation: input
                 .doc
@@ -685,7 +685,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
     });
     match events::append(&active.project, decision.event) {
         Ok(()) => answer,
-        Err(e) => Some(guard::with_message(
+        Err(e) => Some(hook::with_message(
             answer,
             &format!("specrun guard: this decision was not recorded: {e}"),
         )),

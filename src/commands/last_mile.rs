@@ -10,7 +10,6 @@ use crate::cli::LastMileArgs;
 use crate::criteria;
 use crate::error::Result;
 use crate::events;
-use crate::evidence;
 use crate::facts::{self, StateRead};
 use crate::gates;
 use crate::git;
@@ -19,12 +18,13 @@ use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 use crate::output;
 use crate::probe::{find_on_path, read_settings};
 use crate::project::Project;
+use crate::verify;
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let spec = facts.spec.as_ref();
     let current_tree = match (spec, &facts.state) {
-        (Some(spec), StateRead::Valid(_)) => evidence::current_tree(project, spec).ok(),
+        (Some(spec), StateRead::Valid(_)) => verify::current_tree(project, spec).ok(),
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
@@ -33,7 +33,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     // there are no tasks, so nothing is judged against it.
     let bookkeeping = spec
         .map(|spec| {
-            let mut paths = evidence::bookkeeping_paths(project, spec);
+            let mut paths = verify::bookkeeping_paths(project, spec);
             if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
                 paths.push(rel.to_string_lossy().into_owned());
             }

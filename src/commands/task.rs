@@ -12,7 +12,6 @@ use crate::criteria;
 use crate::critique;
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
-use crate::evidence::{self, Slot};
 use crate::exec::{refuse, report, Exec};
 use crate::gates;
 use crate::git;
@@ -26,6 +25,7 @@ use crate::state::{Patch, State};
 use crate::store;
 use crate::tasks::Task;
 use crate::tasks_file::{self, LoadedTasks};
+use crate::verify::{self, Slot};
 use crate::worktree::Isolation;
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
@@ -192,7 +192,7 @@ fn evidence_facts(
     let task_evidence = gates::evidence_fact(project, spec, state, Slot::Task(id.clone()), own);
     let phase_evidence = if task_evidence.counts() {
         EvidenceFact {
-            freshness: evidence::Freshness::Missing,
+            freshness: verify::Freshness::Missing,
             ended_at: None,
             mismatch: None,
         }
@@ -468,7 +468,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = evidence::bookkeeping_paths(project, &held.ex.spec);
+    let bookkeeping = verify::bookkeeping_paths(project, &held.ex.spec);
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {

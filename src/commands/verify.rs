@@ -9,13 +9,13 @@ use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
 use crate::error::{Error, Result};
-use crate::evidence::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::exec::Exec;
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::store;
 use crate::tasks_file;
-use crate::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
+use crate::verify::run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
+use crate::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 
 pub const DEFAULT_PHASE: &str = "execution";
 
@@ -60,7 +60,7 @@ fn resolve_slot(ex: &Exec, phase: Option<String>, task: Option<String>) -> Resul
         }
         (phase, None) => {
             let phase = phase.unwrap_or_else(|| DEFAULT_PHASE.to_string());
-            evidence::validate_phase(&phase).map_err(|m| Error::bad_input("--phase", m))?;
+            verify::validate_phase(&phase).map_err(|m| Error::bad_input("--phase", m))?;
             Ok(Slot::Phase(phase))
         }
     }
@@ -117,19 +117,19 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     let state = store::read_json(&spec.state_path())?;
     let record = state.as_ref().and_then(|s| slot.record_in(s));
     // Only a passing record needs the current tree.
-    let passed = record.is_some_and(evidence::passed);
+    let passed = record.is_some_and(verify::passed);
     let current: Option<Fingerprint> = if passed {
-        Some(evidence::fingerprint_for(project, spec, record)?)
+        Some(verify::fingerprint_for(project, spec, record)?)
     } else {
         None
     };
-    let freshness = evidence::assess(record, current.as_ref().map(|f| f.tree.as_str()));
+    let freshness = verify::assess(record, current.as_ref().map(|f| f.tree.as_str()));
     // A task's record counts only from its own Verify command (or one a person accepted).
     let fit = match (slot, record) {
         (Slot::Task(id), Some(r)) => {
             let list = tasks_file::load(&spec.tasks_path())?.list;
             let own = list.find(id).ok().and_then(|t| t.verify_command());
-            Some(evidence::command_fit(r, own))
+            Some(verify::command_fit(r, own))
         }
         _ => None,
     };
@@ -179,7 +179,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         ),
         Freshness::Missing => format!("no evidence in {}", slot.describe()),
     };
-    let has_own_verify = !matches!(fit, None | Some(evidence::CommandFit::NoVerify));
+    let has_own_verify = !matches!(fit, None | Some(verify::CommandFit::NoVerify));
     let rerun = record
         .and_then(|r| r.get("command"))
         .and_then(Value::as_str)

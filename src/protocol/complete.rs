@@ -5,9 +5,9 @@ use super::{
     decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
 use crate::critique::Stored;
-use crate::evidence::Freshness;
 use crate::state::{Attempt, Nullable, Patch, State};
 use crate::tasks::{Task, TaskList};
+use crate::verify::Freshness;
 
 /// Freshness of one evidence slot and, when recorded, its `startedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -66,7 +66,7 @@ impl std::fmt::Display for Unmet {
 }
 
 /// What a verb's transition is: the state patch (`None` = nothing to write) and what to
-/// say. (A hook's answer is `guard::Outcome`: a decision for Claude Code with its event.)
+/// say. (A hook's answer is `hook::Outcome`: a decision for Claude Code with its event.)
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Transition {
     pub patch: Option<Patch>,
@@ -210,7 +210,7 @@ pub fn path_in_files(path: &str, files: &[String]) -> bool {
 #[cfg(test)]
 mod test_support {
     use super::*;
-    use crate::evidence::Freshness;
+    use crate::verify::Freshness;
 
     pub const NOW: &str = "2026-01-01T00:10:00.000Z";
     pub const TASKS: &str =

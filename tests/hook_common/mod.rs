@@ -97,7 +97,7 @@ impl Exec {
     pub fn current_tree(&self) -> String {
         let project = specrun::project::Project::discover(Some(&self.p.root())).unwrap();
         let spec = project.spec(Some("demo")).unwrap().unwrap();
-        specrun::evidence::current_tree(&project, &spec).unwrap()
+        specrun::verify::current_tree(&project, &spec).unwrap()
     }
 }
 

@@ -36,7 +36,7 @@ pub fn set_state(p: &TempProject, patch: Value) {
 pub fn tree(p: &TempProject) -> String {
     let project = specrun::project::Project::discover(Some(&p.root())).unwrap();
     let spec = project.spec(Some(SPEC)).unwrap().unwrap();
-    specrun::evidence::current_tree(&project, &spec).unwrap()
+    specrun::verify::current_tree(&project, &spec).unwrap()
 }
 
 /// Passing evidence for task `id`, bound to the current tree, started at `at`.

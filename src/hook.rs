@@ -7,10 +7,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::evidence::Freshness;
 use crate::goal::shell_word;
 use crate::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
 use crate::tasks::{Task, TaskList};
+use crate::verify::Freshness;
 
 /// The coordinator's completion claim: the last line of its final message.
 pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";

@@ -12,12 +12,12 @@ use serde_json::{json, Value};
 
 use crate::criteria;
 use crate::error::{Error, Result};
-use crate::evidence::{self, OutputTail, RunRecord, Slot, TreeMethod};
 use crate::output;
 use crate::process::{self, Group, KILL_GRACE};
 use crate::project::{Project, Spec};
 use crate::store;
 use crate::tasks_file;
+use crate::verify::{self, OutputTail, RunRecord, Slot, TreeMethod};
 
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
 pub const TIMEOUT_EXIT: i32 = 124;
@@ -137,10 +137,10 @@ pub fn record_run(
     // A member in its own worktree sees no sibling's edits: nothing is left out.
     let excluded_paths = match slot {
         Slot::Task(_) if project.in_worktree() => Vec::new(),
-        Slot::Task(id) => evidence::sibling_files(&tasks_file::load(&spec.tasks_path())?.list, id),
+        Slot::Task(id) => verify::sibling_files(&tasks_file::load(&spec.tasks_path())?.list, id),
         Slot::Phase(_) => Vec::new(),
     };
-    let before = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
+    let before = verify::fingerprint_excluding(project, spec, &excluded_paths)?;
     if before.method == TreeMethod::Files {
         output::note(&format!(
             "{} is not a git work tree: the evidence is bound to a hash of its files (honouring .gitignore)",
@@ -149,7 +149,7 @@ pub fn record_run(
     }
     let started_at = crate::events::now_rfc3339();
     let outcome = execute(&project.tree, command, timeout)?;
-    let after = evidence::fingerprint_excluding(project, spec, &excluded_paths)?;
+    let after = verify::fingerprint_excluding(project, spec, &excluded_paths)?;
     let record = RunRecord {
         command: command.to_string(),
         exit_code: outcome.exit_code,
@@ -170,7 +170,7 @@ pub fn record_run(
     // record keeps the counts and where they are.
     stored["tests"] = criteria::write_results(spec, slot, &record.started_at, &outcome.tests);
     let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
-    if let Some(name) = evidence::worktree_name(project, spec) {
+    if let Some(name) = verify::worktree_name(project, spec) {
         stored["worktree"] = Value::String(name);
     }
     let path = spec.state_path();
@@ -184,7 +184,7 @@ pub fn record_run(
             });
         };
         crate::state::typecheck(&doc, &path.display().to_string())?;
-        evidence::put_record(&mut doc, slot, stored.clone());
+        verify::put_record(&mut doc, slot, stored.clone());
         Ok((Some(doc), ()))
     })?;
     let event = json!({
@@ -266,7 +266,7 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
     // sees EOF.
     let mut group = Group::spawn(cmd).map_err(|e| Error::io("sh", "start", e))?;
 
-    let tail = Arc::new(Mutex::new(OutputTail::new(evidence::OUTPUT_TAIL_BYTES)));
+    let tail = Arc::new(Mutex::new(OutputTail::new(verify::OUTPUT_TAIL_BYTES)));
     let parser = Arc::new(Mutex::new(crate::testlog::Parser::default()));
     let (pump_done_tx, pump_done) = mpsc::channel();
     {

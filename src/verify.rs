@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::project::{Project, Spec};
 
 mod files;
+pub mod run;
 pub mod sha256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
