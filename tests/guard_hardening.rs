@@ -218,6 +218,28 @@ fn state_init_again_keeps_the_earlier_baseline() {
         &["state", "init", "--spec", "demo", "--session-id", SESSION],
     );
     assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1"]));
+    // Garbling another field first and forcing the init does not launder the hand-ticked
+    // box into the baseline either.
+    tick(&p, "1.3");
+    let mut doc = p.state("demo");
+    doc["quickMode"] = json!("yes");
+    p.write(
+        "specs/demo/.specrun-state.json",
+        &serde_json::to_string(&doc).unwrap(),
+    );
+    ok(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "demo",
+            "--session-id",
+            SESSION,
+            "--force",
+        ],
+    );
+    assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1"]));
 }
 
 /// `verify run --task 1.2 --command true` is recorded as another command and counts
