@@ -427,7 +427,7 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
     // cannot be used: git fails the add when it names a gitignored path (`.specrun/` is
     // commonly ignored). The store's temp files (a state write in flight, which an
     // executor's `git add -A` may even have committed) are never evidence.
-    add_all(dir, &env)?;
+    add_all(dir, &env, excluded)?;
     let temps = format!(":(glob)**/.*{}*", crate::store::TEMP_MARK);
     // `-f`: a bookkeeping or sibling file rewritten since the add (an events line, a state
     // write) leaves a staged copy that differs from both HEAD and the file, which plain
@@ -470,13 +470,18 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
 }
 
 /// `git add -A` into the temporary index. A file truncated and rewritten while git reads it
-/// (a sibling executor's `echo … > file`) fails the add with a short read: the tree is in
-/// flux, so try again a moment later, twice at most.
-fn add_all(dir: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Result<()> {
+/// (a sibling executor's `echo … > file`) fails the add with a short read. When every file
+/// git could not index is one the fingerprint drops anyway, the add did its work
+/// (`--ignore-errors` added the rest); otherwise the tree is in flux, so try again a moment
+/// later, twice at most.
+fn add_all(dir: &Path, env: &[(&str, &std::ffi::OsStr)], excluded: &[String]) -> Result<()> {
     let mut tries = 0;
     loop {
         match crate::git::run(dir, &["add", "-A", "--ignore-errors", "--", "."], env) {
             Ok(_) => return Ok(()),
+            Err(Error::Git { message, .. }) if only_excluded_failed(&message, excluded) => {
+                return Ok(())
+            }
             Err(_) if tries < 2 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(25 * tries));
@@ -484,6 +489,29 @@ fn add_all(dir: &Path, env: &[(&str, &std::ffi::OsStr)]) -> Result<()> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether git's add failed only on files the fingerprint excludes (named in its
+/// `unable to index file '<path>'` lines), or on the store's temporary files.
+fn only_excluded_failed(message: &str, excluded: &[String]) -> bool {
+    let failed: Vec<&str> = message
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("error: unable to index file '")?
+                .strip_suffix('\'')
+        })
+        .collect();
+    let dropped = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        crate::store::is_temp_name(name)
+            || excluded.iter().any(|e| {
+                path == e
+                    || path
+                        .strip_prefix(e.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            })
+    };
+    !failed.is_empty() && failed.iter().all(|p| dropped(p))
 }
 
 /// How much of a verification command's output a record keeps.
@@ -833,6 +861,25 @@ mod tree_tests {
         git(root, &["add", "-A"]);
         git(root, &["commit", "-qm", "tick"]);
         assert_eq!(current_tree(&project, &spec).unwrap(), t1);
+    }
+
+    #[test]
+    fn an_add_that_failed_only_on_dropped_files_did_its_work() {
+        let ex = vec!["b.txt".to_string(), ".specrun".to_string()];
+        let msg = |p: &str| {
+            format!("error: short read while indexing {p}\nerror: {p}: failed to insert into database\nerror: unable to index file '{p}'")
+        };
+        assert!(only_excluded_failed(&msg("b.txt"), &ex));
+        assert!(only_excluded_failed(&msg(".specrun/events.jsonl"), &ex));
+        assert!(only_excluded_failed(
+            &msg("specs/x/.s.json.specrun-tmp-1"),
+            &ex
+        ));
+        assert!(!only_excluded_failed(&msg("b.txt.bak"), &ex));
+        assert!(!only_excluded_failed(&msg(".specrunx/a"), &ex));
+        let both = format!("{}\n{}", msg("b.txt"), msg("src/a.rs"));
+        assert!(!only_excluded_failed(&both, &ex));
+        assert!(!only_excluded_failed("fatal: not a git repository", &ex));
     }
 
     /// A sibling rewriting its own (excluded) file while a member's fingerprint is taken:
