@@ -48,7 +48,7 @@ pub fn read_state(path: &Path) -> StateRead {
 /// The state file for a read-only view that never type-checked it (the acceptance matrix,
 /// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
 pub fn read_lenient(path: &Path) -> crate::error::Result<Option<State>> {
-    Ok(store::read_json(path)?.map(|doc| state::lenient_fields(&doc)))
+    Ok(store::read_json(path)?.map(|doc| State::lenient(&doc)))
 }
 
 /// The state file as a typed `State` (one parse; type errors named as `read_state` names

@@ -211,26 +211,6 @@ pub fn guarded_fields(patch: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The document as a `State` with each mistyped known field dropped (the type check names
-/// them one at a time): for a reader of an unchecked file that must keep what is readable —
-/// `state init`'s baseline of boxes ticked before the execution, which a garbled unrelated
-/// field must not reset.
-pub fn lenient_fields(doc: &Value) -> State {
-    let mut doc = doc.clone();
-    for _ in 0..=KNOWN.len() {
-        let field = match typecheck(&doc, "state") {
-            Ok(()) => return State::from_checked(doc, "state").unwrap_or_default(),
-            Err(Error::FieldType { field, .. }) => field,
-            Err(_) => break,
-        };
-        let top = field.split('.').next().unwrap_or_default();
-        if doc.as_object_mut().and_then(|m| m.remove(top)).is_none() {
-            break;
-        }
-    }
-    State::default()
-}
-
 /// Check every known field present in `doc`. `source_name` names the file or patch.
 pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
     if !doc.is_object() {
@@ -678,7 +658,7 @@ pub const HALT_CANCELLED: &str = "cancelled";
 /// `State::resume_command` over a `View`, for the modules still on JSON.
 pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
     // issue-12 boundary: goes when guard, protocol, facts and next read a `State`.
-    lenient_fields(view.0).resume_command(spec_name)
+    State::lenient(view.0).resume_command(spec_name)
 }
 
 /// `State::time_origin` over a `View` (the Stop hook asks every turn: no conversion).
@@ -791,16 +771,16 @@ mod tests {
     }
 
     #[test]
-    fn lenient_fields_drops_only_the_mistyped_fields() {
+    fn lenient_drops_only_the_mistyped_fields() {
         let doc = json!({"phase": "execution", "quickMode": "yes", "taskIndex": -1,
                          "checkedAtInit": ["1.1"], "mine": 1});
-        let s = lenient_fields(&doc);
+        let s = State::lenient(&doc);
         assert_eq!(s.phase(), Some(Phase::Execution));
         assert!(!s.quick_mode());
         assert_eq!(s.task_index(), 0);
         assert_eq!(s.to_value()["checkedAtInit"], json!(["1.1"]));
         assert_eq!(s.to_value()["mine"], json!(1));
-        assert_eq!(lenient_fields(&json!([1])).to_value(), json!({}));
+        assert_eq!(State::lenient(&json!([1])).to_value(), json!({}));
     }
 
     #[test]

@@ -145,7 +145,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
         // The existing document is not type-checked yet: a mistyped field is dropped, the
         // baseline kept (a garbled field must not launder hand-ticked boxes into it).
-        let earlier = existing.as_ref().map(state::lenient_fields);
+        let earlier = existing.as_ref().map(state::State::lenient);
         let baseline = crate::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()

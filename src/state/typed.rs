@@ -433,10 +433,26 @@ impl State {
         State::from_checked(doc.clone(), source_name)
     }
 
-    /// For a document already type-checked elsewhere (a `View`'s): one that does not fit
-    /// reads as empty rather than failing a message built from it.
-    pub(crate) fn lenient(doc: &Value) -> State {
-        State::from_owned(doc.clone()).unwrap_or_default()
+    /// The document with each mistyped known field dropped (the type check names them one
+    /// at a time), the rest read as it is: for readers of an unchecked file that must keep
+    /// what is readable — `state init`'s baseline of boxes ticked before the execution,
+    /// which a garbled unrelated field must not reset — and for messages built from a
+    /// document checked elsewhere. Not an object: empty.
+    pub fn lenient(doc: &Value) -> State {
+        let mut doc = doc.clone();
+        let fields = doc.as_object().map_or(0, Map::len);
+        for _ in 0..=fields {
+            let field = match typecheck(&doc, "state") {
+                Ok(()) => return State::from_owned(doc).unwrap_or_default(),
+                Err(Error::FieldType { field, .. }) => field,
+                Err(_) => break,
+            };
+            let top = field.split('.').next().unwrap_or_default();
+            if doc.as_object_mut().and_then(|m| m.remove(top)).is_none() {
+                break;
+            }
+        }
+        State::default()
     }
 
     /// The hot path: the parsed document is moved into the typed state, not copied.
