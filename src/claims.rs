@@ -375,13 +375,7 @@ pub fn decide(
         "unsupportedClaims": items,
         "stopHookActive": input.stop_hook_active,
     });
-    Outcome {
-        decision,
-        rule: rule.into(),
-        patch,
-        event,
-        notice: None,
-    }
+    Outcome::new(decision, rule, patch, event)
 }
 
 #[cfg(test)]

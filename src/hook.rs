@@ -75,6 +75,17 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// A decision with nothing extra to tell the user.
+    pub fn new(decision: Decision, rule: &str, patch: Value, event: Value) -> Outcome {
+        Outcome {
+            decision,
+            rule: rule.into(),
+            patch,
+            event,
+            notice: None,
+        }
+    }
+
     /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
     pub fn to_hook_json(&self) -> Option<Value> {
         match &self.notice {
@@ -941,13 +952,7 @@ pub fn decide_subagent_stop(
         "missing": missing,
         "stopHookActive": input.stop_hook_active,
     });
-    Outcome {
-        decision,
-        rule: rule.into(),
-        patch,
-        event,
-        notice: None,
-    }
+    Outcome::new(decision, rule, patch, event)
 }
 
 /// Accepted when nothing is `missing`; else refused once, then (re-prompted already)

@@ -575,11 +575,11 @@ fn read_agent_usage(path: &str, key: &str, state: &Value) -> hook_cost::Read {
 
 /// The outcome of a subagent stop that only adds usage: allow, and log it.
 fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
-    Outcome {
-        decision: hook::Decision::Allow(None),
-        rule: "usage".into(),
-        patch: json!({}),
-        event: json!({
+    Outcome::new(
+        hook::Decision::Allow(None),
+        "usage",
+        json!({}),
+        json!({
             "session": input.session(),
             "event": "subagent-stop",
             "decision": "allow",
@@ -588,8 +588,7 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
             "agentType": input.str("agent_type"),
             "outputTokens": usage.output_tokens,
         }),
-        notice: None,
-    }
+    )
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
