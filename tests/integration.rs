@@ -52,6 +52,7 @@ mod shell_surfaces;
 mod task_fail;
 mod task_rollback;
 mod task_start_complete;
+mod tasks_corpus;
 mod testlog_runners;
 mod verify_run;
 mod verify_status;
