@@ -8,6 +8,7 @@
 //! a multi-line string in a task's text) or text is `scan`'s one reading. A nested item
 //! is a task of its own that runs before its parent (`next_index`). Pure: text in, data out.
 
+pub mod lint;
 mod scan;
 
 use scan::{Code, Kind};
@@ -41,6 +42,10 @@ pub struct Task {
     pub verify: Option<String>,
     pub commit: Option<String>,
     pub depends: Vec<String>,
+    /// Why the task has no Verify (`**No verify**: reason`): a task without either is a
+    /// lint error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_verify: Option<String>,
     /// Nesting under earlier task items (0 at the top): a nested item is a sub-task.
     #[serde(skip_serializing_if = "is_zero")]
     pub depth: usize,
@@ -550,6 +555,10 @@ fn apply_field(task: &mut Task, name: &str, value: &str) -> Option<&'static str>
             task.depends = split_depends(value);
             Some("depends")
         }
+        "no verify" => {
+            task.no_verify = Some(value.to_string());
+            Some("no verify")
+        }
         _ => None,
     }
 }
@@ -762,6 +771,7 @@ fn new_task(
         verify: None,
         commit: None,
         depends: Vec::new(),
+        no_verify: None,
         depth: item.depth,
         optional: item.optional,
         mark_offset: item.mark,

@@ -19,7 +19,8 @@ fn snapshot(p: &TempProject) -> Value {
     stdout_json(p.specrun().arg("snapshot"))
 }
 
-/// CRLF, a BOM, a fenced block holding `- [ ] x`, indented sub-checkboxes: 3 real tasks.
+/// CRLF, a BOM, fenced blocks holding `- [ ] x` (2 unread lines), nested sub-checkboxes
+/// (sub-tasks since issue 26): 6 tasks, the first unchecked sub-task next.
 const TRICKY: &str = "\u{feff}# Tasks\r\n\r\n## Phase 1: Core\r\n- [x] 1.1 [P] First   \r\n  - [ ] sub-step, not a task\r\n    - [x] deeper, not a task\r\n  ```md\r\n- [ ] x\r\n  ```\r\n```\r\n- [ ] fenced at column 0\r\n```\r\n- [ ] 1.2 [VERIFY] Second\r\n\t- [ ] tab-indented, not a task\r\n- [X] 1.3 Third\r\n";
 
 #[test]
@@ -30,23 +31,35 @@ fn tasks_count_counts_only_real_tasks() {
         .args(["tasks", "count", "tasks.md"])
         .assert()
         .success()
-        .stdout("{\"total\":3,\"completed\":2,\"pending\":1,\"nextIndex\":1}\n");
+        .stdout("{\"total\":6,\"completed\":3,\"pending\":3,\"nextIndex\":1,\"unread\":2}\n")
+        .stderr(predicate::str::contains(
+            "look like tasks but are not read as tasks (line 8, 11)",
+        ));
 }
 
 #[test]
 fn tasks_count_of_empty_and_taskless_files() {
     let p = TempProject::git();
     p.write("empty.md", "");
-    p.write(
-        "prose.md",
-        "# Plan\n\nNothing yet.\n* [ ] a star item\n-[ ] no space\n",
-    );
-    for file in ["empty.md", "prose.md"] {
+    p.write("prose.md", "# Plan\n\nNothing yet.\n-[ ] no space\n");
+    p.write("headings.md", "# Plan\n### Task 1.1: A\n### Task 1.2: B\n");
+    p.specrun()
+        .args(["tasks", "count", "empty.md"])
+        .assert()
+        .success()
+        .stdout("{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0,\"unread\":0}\n")
+        .stderr("");
+    // A file of headings or of malformed boxes never reads as "0 tasks, done" silently.
+    for (file, unread) in [("prose.md", 1), ("headings.md", 2)] {
         p.specrun()
-            .args(["tasks", "count", file])
+            .args(["tasks", "count", "--json", file])
             .assert()
             .success()
-            .stdout("{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0}\n");
+            .stdout(format!(
+                "{{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0,\"unread\":{unread}}}\n"
+            ))
+            .stderr(predicate::str::contains("look like tasks but are not read as tasks"))
+            .stderr(predicate::str::contains(format!("specrun tasks lint {}", p.path(file).display())));
     }
 }
 
@@ -551,4 +564,110 @@ fn status_without_a_spec_says_so() {
     let lines = status_lines(&p);
     assert_eq!(lines[0], "specrun: no active spec");
     assert!(lines.iter().all(|l| l.chars().count() <= 80));
+}
+
+/// Issue 26: `tasks lint` names each line with its fix; exit 0 clean (warnings allowed),
+/// 1 with an error, 2 for a file it cannot read.
+#[test]
+fn tasks_lint_names_lines_and_exits_by_severity() {
+    let p = TempProject::git();
+    p.write(
+        "clean.md",
+        "- [ ] 1 A\n  - **Verify**: `true`\n  - **Notes**: a note\n- [ ] 2 Docs\n  - **No verify**: prose, read by a person\n",
+    );
+    let out = p
+        .specrun()
+        .args(["tasks", "lint", "clean.md"])
+        .assert()
+        .code(0);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.contains("clean.md:3: warning: `**Notes**` is not a field"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("clean.md: 0 error(s), 1 warning(s)\n"),
+        "{text}"
+    );
+
+    p.write(
+        "bad.md",
+        "- [ ] 1 A\n  - **Verfiy**: `true`\n- [] 2 B\n```\n- [ ] 3 C\n",
+    );
+    let out = p
+        .specrun()
+        .args(["tasks", "lint", "--json", "bad.md"])
+        .assert()
+        .code(1);
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let found: Vec<(u64, &str, &str)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["code"].as_str().unwrap(),
+                f["severity"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (1, "missing-verify", "error"),
+            (2, "misspelled-field", "error"),
+            (3, "malformed-box", "error"),
+            (4, "unclosed-fence", "error"),
+            (5, "unread-checkbox", "warning"),
+        ]
+    );
+    assert_eq!(
+        (v["errors"].as_u64(), v["warnings"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(v["findings"][1]["fix"], "write `**Verify**`");
+    p.specrun()
+        .args(["tasks", "lint", "missing.md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.md"));
+}
+
+/// Issue 26: `state init` refuses a plan the format misreads, naming the line and the
+/// fix, and writes no state; a task without Verify is named on stderr.
+#[test]
+fn state_init_refuses_a_misread_plan_and_names_unverified_tasks() {
+    for (plan, said) in [
+        (
+            "- [ ] 1 A\n  - **Verify**: `t`\n```\n- [ ] 2 B\n",
+            "line 3: this code fence is never closed",
+        ),
+        (
+            "- [ ] 1 A\n  - **Verfiy**: `t`\n",
+            "line 2: `**Verfiy**` is not a field",
+        ),
+        ("# Plan\n\nnothing yet\n", "line 1: no task"),
+        ("### Task 1.1: A\n", "line 1: a task written as a heading"),
+    ] {
+        let p = TempProject::git();
+        p.spec("demo", plan);
+        p.specrun()
+            .args(["state", "init", "--spec", "demo"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("state init refused"))
+            .stderr(predicate::str::contains(said))
+            .stderr(predicate::str::contains("`specrun tasks lint --spec demo`"));
+        assert!(!p.path(STATE).exists(), "{plan:?}");
+    }
+    let p = TempProject::git();
+    p.spec("demo", "- [ ] 1 A\n- [ ] 2 B\n  - **Verify**: `true`\n");
+    p.specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "1 unchecked task(s) have no **Verify** and no **No verify** reason (line 1)",
+        ));
 }

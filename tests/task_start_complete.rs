@@ -68,7 +68,18 @@ fn members_of_the_current_parallel_group_can_start() {
 
 #[test]
 fn unknown_and_duplicate_ids_are_named() {
-    let p = project("- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n", &[]);
+    let dup = "- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n";
+    // state init refuses the plan, naming the line; written after init, every verb names both.
+    let q = common::TempProject::git();
+    q.spec(SPEC, dup);
+    let (code, _, err) = run(&q, &["state", "init", "--spec", SPEC]);
+    assert_eq!(code, 2);
+    assert!(err.contains("line 3: task id 2 is also on line 2"), "{err}");
+    assert!(!q
+        .path(&format!("specs/{SPEC}/.specrun-state.json"))
+        .exists());
+    let p = project("- [ ] 1 A\n- [ ] 2 B\n- [ ] 3 C\n", &[]);
+    p.spec(SPEC, dup);
     let (code, _, err) = run(&p, &["task", "start", "9"]);
     assert_eq!(code, 2);
     assert!(err.contains("no task with id 9"), "{err}");

@@ -107,6 +107,7 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
+    check_plan(&spec.name, &loaded)?;
     let counts = loaded.list.counts();
     let params = InitParams {
         name: spec.name.clone(),
@@ -180,6 +181,67 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     let typed = state::State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
     Ok(0)
+}
+
+/// A plan the format misreads is refused before any state is written (a box that is not
+/// read, a fence that hides the rest, a misspelled field, duplicate ids, no task at all).
+/// A task without Verify is named but not refused yet: see DESIGN-NOTES "Reading real
+/// task files". Warnings are counted.
+fn check_plan(name: &str, loaded: &crate::tasks_file::LoadedTasks) -> Result<()> {
+    use crate::tasks::lint::{self, Severity};
+    let findings = lint::lint(&loaded.text, &loaded.list);
+    let see = format!(
+        "`specrun tasks lint --spec {}`",
+        crate::goal::shell_word(name)
+    );
+    let refused = |f: &&lint::Finding| f.severity == Severity::Error && f.code != "missing-verify";
+    let errors: Vec<String> = findings
+        .iter()
+        .filter(refused)
+        .map(|f| format!("line {}: {} (fix: {})", f.line, f.message, f.fix))
+        .collect();
+    if !errors.is_empty() {
+        let shown = errors
+            .iter()
+            .take(3)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("; ");
+        let more = errors.len().saturating_sub(3);
+        let more = if more > 0 {
+            format!("; and {more} more")
+        } else {
+            String::new()
+        };
+        return Err(Error::Task {
+            path: loaded.path.clone(),
+            message: format!(
+                "state init refused: the plan has {} error(s), {see} lists them: {shown}{more}",
+                errors.len()
+            ),
+        });
+    }
+    let unverified: Vec<String> = findings
+        .iter()
+        .filter(|f| f.code == "missing-verify")
+        .map(|f| f.line.to_string())
+        .collect();
+    if !unverified.is_empty() {
+        output::warn(&format!(
+            "{}: {} unchecked task(s) have no **Verify** and no **No verify** reason (line {}): nothing but a hand-given command can show them done",
+            loaded.path.display(),
+            unverified.len(),
+            unverified.join(", ")
+        ));
+    }
+    let rest = findings.len() - unverified.len();
+    if rest > 0 {
+        output::warn(&format!(
+            "{}: {rest} warning(s) in the plan, {see} lists them",
+            loaded.path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting

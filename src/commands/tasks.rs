@@ -1,4 +1,4 @@
-//! `specrun tasks count|list|next|show|check`.
+//! `specrun tasks count|lint|list|next|show|check`.
 
 use serde_json::json;
 
@@ -6,16 +6,52 @@ use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::Result;
 use crate::output;
 use crate::project::Project;
+use crate::tasks::lint::{self, Finding, Severity};
 use crate::tasks::{self, Task, TaskList};
 use crate::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {
-        TasksCommand::Count { file, spec } => {
+        TasksCommand::Count { file, spec, .. } => {
             // Counting needs no task structs: the fast path of the same line scanner.
-            let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            output::json_line(&json!(tasks::count(&text)));
+            let (path, text) =
+                tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
+            let counts = tasks::count(&text);
+            output::json_line(&json!(counts));
+            if counts.unread > 0 {
+                output::warn(&unread_note(&path, &text, counts.unread));
+            }
             Ok(0)
+        }
+        TasksCommand::Lint { file, spec, json } => {
+            let (path, text) =
+                tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
+            let list = tasks::parse(&text);
+            let findings = lint::lint(&text, &list);
+            if json {
+                let errors = findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .count();
+                output::json_pretty(&json!({
+                    "file": path,
+                    "errors": errors,
+                    "warnings": findings.len() - errors,
+                    "counts": list.counts(),
+                    "findings": findings,
+                }));
+            } else {
+                for f in &findings {
+                    output::line(&finding_line(&path, f));
+                }
+                output::line(&lint_summary(&path, &findings));
+            }
+            // Errors are the verb's well-formed "no".
+            Ok(if lint::has_errors(&findings) {
+                crate::EXIT_NO
+            } else {
+                crate::EXIT_OK
+            })
         }
         TasksCommand::List(args) => {
             let list = read(project, &args)?;
@@ -122,4 +158,50 @@ pub fn detail(t: &Task) -> String {
     }
     out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
     out.join("\n")
+}
+
+/// What `tasks count` says on stderr when lines look like tasks and are not read: the
+/// first few lines, and where the reasons are.
+fn unread_note(path: &std::path::Path, text: &str, unread: usize) -> String {
+    let list = tasks::parse(text);
+    let lines: Vec<String> = list
+        .unread
+        .iter()
+        .take(5)
+        .map(|u| u.line.to_string())
+        .collect();
+    let more = if unread > lines.len() { ", …" } else { "" };
+    format!(
+        "{unread} line(s) of {} look like tasks but are not read as tasks (line {}{more}); `specrun tasks lint {}` says why",
+        path.display(),
+        lines.join(", "),
+        crate::goal::shell_word(&path.display().to_string())
+    )
+}
+
+pub fn finding_line(path: &std::path::Path, f: &Finding) -> String {
+    let severity = match f.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    format!(
+        "{}:{}: {severity}: {} [{}]\n  fix: {}",
+        path.display(),
+        f.line,
+        f.message,
+        f.code,
+        f.fix
+    )
+}
+
+pub fn lint_summary(path: &std::path::Path, findings: &[Finding]) -> String {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    format!(
+        "{}: {errors} error(s), {} warning(s)",
+        path.display(),
+        findings.len() - errors
+    )
 }

@@ -9,9 +9,11 @@
 //! - A task item is a GFM task list item at any indent: `-`, `*`, `+` or `1.`/`1)`, then
 //!   `[ ]`, `[x]`, `[X]`, a tab in the box, or Kiro's `[-]` (in progress: not done), then
 //!   an optional `*` (Kiro's optional task). Its depth is its nesting under earlier items.
-//! - Fences (``` or ~~~, at any indent) hide their lines. A fence at column 0–1 runs to
-//!   its closer or the end of the file (reported by `unclosed`); one inside a list item
-//!   also ends at the first non-blank line indented less than its opener.
+//! - Fences (``` or ~~~, at any indent) hide their lines up to their closer, as their
+//!   author meant, even where a line inside is indented less than the opener. An indented
+//!   fence with no closer ends with its list item (the first non-blank line indented less
+//!   than the opener, as in CommonMark); one at column 0–1 with no closer runs to the end
+//!   of the file (reported by `unclosed`).
 //! - Inside a task's block, a line that leaves a code span open or opens a heredoc
 //!   (`<<'EOF'`) starts a multi-line string running to its close; the string's lines are
 //!   code. A string that never closes is not a string (nothing is hidden by it).
@@ -90,6 +92,8 @@ struct Fence {
     len: usize,
     indent: usize,
     line: usize,
+    /// A closer follows somewhere: the fence runs to it whatever the indentation.
+    closed: bool,
 }
 
 /// A fence opener/closer: ``` or ~~~ (3 or more) after any indent; a backtick fence's
@@ -255,6 +259,9 @@ pub(super) struct Scanner<'a> {
     /// Indents of the task items the current line may nest under.
     stack: Vec<usize>,
     in_task: bool,
+    /// Per fence character, the shortest run no closer was found for past `.1`: a later
+    /// opener at least that long has none either (keeps the look-ahead linear).
+    no_closer: [Option<(usize, usize)>; 2],
     pub unclosed: Unclosed,
 }
 
@@ -267,18 +274,40 @@ pub(super) fn scan(text: &str) -> Scanner<'_> {
         string_until: 0,
         stack: Vec::new(),
         in_task: false,
+        no_closer: [None, None],
         unclosed: Unclosed::default(),
     }
 }
 
 impl<'a> Scanner<'a> {
+    /// Whether a closer for a fence of `len` `ch`s follows byte `from`.
+    fn has_closer(&mut self, ch: u8, len: usize, from: usize) -> bool {
+        let slot = usize::from(ch == b'~');
+        if self.no_closer[slot].is_some_and(|(l, at)| len >= l && from >= at) {
+            return false;
+        }
+        let probe = Fence {
+            ch,
+            len,
+            indent: 0,
+            line: 0,
+            closed: false,
+        };
+        let found = lines_with_offsets(&self.text[from..]).any(|(_, l)| closes(&probe, l));
+        if !found {
+            self.no_closer[slot] = Some((len, from));
+        }
+        found
+    }
+
     fn classify(&mut self, number: usize, offset: usize, line: &'a str) -> Kind<'a> {
         let next = line_end(self.text, offset);
         if offset < self.string_until {
             return Kind::Code(Code::String, line);
         }
         if let Some(f) = self.fence {
-            let dedent = f.indent >= 2 && !line.trim().is_empty() && indent_of(line) < f.indent;
+            let dedent =
+                !f.closed && f.indent >= 2 && !line.trim().is_empty() && indent_of(line) < f.indent;
             if !dedent {
                 if closes(&f, line) {
                     self.fence = None;
@@ -296,11 +325,13 @@ impl<'a> Scanner<'a> {
             self.fence = None;
         }
         if let Some((ch, len, indent)) = fence_of(line) {
+            let closed = self.has_closer(ch, len, next);
             self.fence = Some(Fence {
                 ch,
                 len,
                 indent,
                 line: number,
+                closed,
             });
             return Kind::Code(Code::Fence, line);
         }
