@@ -355,9 +355,19 @@ fn split_id(rest: &str) -> (Option<String>, &str) {
 /// not an id.
 fn split_id_str(rest: &str) -> (Option<&str>, &str) {
     let token_end = memchr::memchr2(b' ', b'\t', rest.as_bytes()).unwrap_or(rest.len());
-    let token = &rest[..token_end];
-    let bare = token.trim_end_matches(['.', ':']);
-    let after = rest[token_end..].trim_start();
+    let token = &rest.as_bytes()[..token_end];
+    let bare_len = token.len()
+        - token
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'.' || b == b':')
+            .count();
+    let bare = &rest[..bare_len];
+    let after = &rest[token_end..];
+    let after = &after[after
+        .bytes()
+        .take_while(|&b| b == b' ' || b == b'\t')
+        .count()..];
     let letters_only =
         (1..=4).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_uppercase());
     if is_id(bare) || (letters_only && !split_marker_strs(after).0.is_empty()) {
@@ -581,11 +591,12 @@ fn continue_field(task: &mut Task, field: &str, line: &str) {
     }
 }
 
-fn close(open: Option<Open>, tasks: &mut Vec<Task>) {
-    if let Some(mut o) = open {
-        o.end_verify_block();
-        o.task.line_end = o.last_content_line;
-        tasks.push(o.task);
+impl Open {
+    /// The task, its block ended at its last non-blank line.
+    fn close(mut self) -> Task {
+        self.end_verify_block();
+        self.task.line_end = self.last_content_line;
+        self.task
     }
 }
 
@@ -611,10 +622,11 @@ fn heading_task(line: &str) -> bool {
 
 /// A list item whose box is not one the format reads: `- []`, `-[ ]`, `- [ x]`, `- [o]`.
 fn malformed_box(line: &str) -> bool {
-    let t = line.trim_start();
-    let Some(after) = t.strip_prefix(['-', '*', '+']) else {
+    let t = &line[scan::indent_of(line)..];
+    if !matches!(t.as_bytes().first(), Some(b'-' | b'*' | b'+')) {
         return false;
-    };
+    }
+    let after = &t[1..];
     let Some(inner) = after.trim_start().strip_prefix('[') else {
         return false;
     };
@@ -681,69 +693,93 @@ pub fn headline(text: &str) -> (Counts, Option<(String, String)>) {
 }
 
 pub fn parse(text: &str) -> TaskList {
-    let bom = text.starts_with('\u{feff}');
-    let crlf = text.contains("\r\n");
-    let mut tasks = Vec::new();
-    let mut unread = Vec::new();
-    let mut open: Option<Open> = None;
-    let mut section = 0usize;
-    let mut phase: Option<String> = None;
-
-    let mut scanner = scan::scan(text);
-    for (number, kind) in scanner.by_ref() {
-        if let Some(kind) = unread_kind(&kind) {
-            unread.push(Unread { line: number, kind });
-        }
-        let line = match kind {
-            Kind::Code(code, line) => {
-                if let Some(o) = open.as_mut() {
-                    o.last_content_line = number;
-                    if code != Code::Fence {
-                        o.block_line(line);
-                    }
-                }
-                continue;
-            }
-            Kind::Heading(line) => {
-                close(open.take(), &mut tasks);
-                section += 1;
-                phase =
-                    Some(line.trim_start_matches('#').trim().to_string()).filter(|p| !p.is_empty());
-                continue;
-            }
-            Kind::Task(item) => {
-                close(open.take(), &mut tasks);
-                open = Some(Open::new(new_task(
-                    tasks.len(),
-                    item,
-                    number,
-                    &phase,
-                    section,
-                )));
-                continue;
-            }
-            Kind::Other(line) => line,
-        };
-        let Some(o) = open.as_mut() else { continue };
-        if line.trim().is_empty() {
-            continue;
-        }
-        o.last_content_line = number;
-        if let Some((name, value)) = field_line(line) {
-            o.field(name, value);
-        } else if !o.block_line(line) {
-            if let Some(field) = o.field {
-                continue_field(&mut o.task, field, line);
-            }
-        }
-    }
-    close(open, &mut tasks);
+    let mut iter = iter(text);
+    let tasks = iter.by_ref().collect();
     TaskList {
         tasks,
-        bom,
-        crlf,
-        unread,
-        unclosed_fence: scanner.unclosed.0,
+        bom: text.starts_with('\u{feff}'),
+        crlf: text.contains("\r\n"),
+        unread: iter.unread,
+        unclosed_fence: iter.scanner.unclosed.0,
+    }
+}
+
+/// The tasks of `text` one at a time, as `parse` reads them: `tasks list` streams a
+/// million tasks without holding them (the counts come from `count` first).
+pub fn iter(text: &str) -> Tasks<'_> {
+    Tasks {
+        scanner: scan::scan(text),
+        open: None,
+        index: 0,
+        section: 0,
+        phase: None,
+        unread: Vec::new(),
+    }
+}
+
+pub struct Tasks<'a> {
+    scanner: scan::Scanner<'a>,
+    open: Option<Open>,
+    index: usize,
+    section: usize,
+    phase: Option<String>,
+    /// The lines read so far that look like tasks and are not.
+    pub unread: Vec<Unread>,
+}
+
+impl Iterator for Tasks<'_> {
+    type Item = Task;
+
+    fn next(&mut self) -> Option<Task> {
+        for (number, kind) in self.scanner.by_ref() {
+            if let Some(kind) = unread_kind(&kind) {
+                self.unread.push(Unread { line: number, kind });
+            }
+            let line = match kind {
+                Kind::Code(code, line) => {
+                    if let Some(o) = self.open.as_mut() {
+                        o.last_content_line = number;
+                        if code != Code::Fence {
+                            o.block_line(line);
+                        }
+                    }
+                    continue;
+                }
+                Kind::Heading(line) => {
+                    self.section += 1;
+                    let phase = line.trim_start_matches('#').trim();
+                    self.phase = Some(phase.to_string()).filter(|p| !p.is_empty());
+                    match self.open.take() {
+                        Some(done) => return Some(done.close()),
+                        None => continue,
+                    }
+                }
+                Kind::Task(item) => {
+                    let task = new_task(self.index, item, number, &self.phase, self.section);
+                    self.index += 1;
+                    match self.open.replace(Open::new(task)) {
+                        Some(done) => return Some(done.close()),
+                        None => continue,
+                    }
+                }
+                Kind::Other(line) => line,
+            };
+            let Some(o) = self.open.as_mut() else {
+                continue;
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            o.last_content_line = number;
+            if let Some((name, value)) = field_line(line) {
+                o.field(name, value);
+            } else if !o.block_line(line) {
+                if let Some(field) = o.field {
+                    continue_field(&mut o.task, field, line);
+                }
+            }
+        }
+        self.open.take().map(Open::close)
     }
 }
 
@@ -1144,6 +1180,14 @@ mod tests {
         assert_eq!(list.unclosed_fence, Some(3));
         assert_eq!(list.counts().unread, 2);
         assert_eq!(count(text), list.counts());
+        // Found by the fuzz run: a fence or string opener on a last line without `\n`.
+        for text in [
+            "- [ ] 1 A\n```",
+            "- [ ] 1 A\n  - **Do**: `x",
+            "- [ ] 1 A\n  ~~~\r",
+        ] {
+            assert_eq!(count(text), parse(text).counts(), "{text:?}");
+        }
         // A fence inside a list item ends with the item, as in CommonMark.
         let text = "- [ ] 1 A\n  - **Do**:\n    ```\n    x\n- [ ] 2 B\n";
         let list = parse(text);

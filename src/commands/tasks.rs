@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::output;
 use crate::project::Project;
 use crate::tasks::lint::{self, Finding, Severity};
-use crate::tasks::{self, Task, TaskList};
+use crate::tasks::{self, Task};
 use crate::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
@@ -54,14 +54,17 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             })
         }
         TasksCommand::List(args) => {
-            let list = read(project, &args)?;
+            // Streamed: the counts first (the fast scan), then each task as it is read, so
+            // a million tasks never sit in memory.
+            let (_, text) =
+                tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+            let c = tasks::count(&text);
             if args.json {
-                output::json_stream("counts", &json!(list.counts()), "tasks", &list.tasks);
+                output::json_stream("counts", &json!(c), "tasks", tasks::iter(&text));
             } else {
-                for t in &list.tasks {
-                    output::line(&summary_line(t));
+                for t in tasks::iter(&text) {
+                    output::line(&summary_line(&t));
                 }
-                let c = list.counts();
                 output::line(&format!("{}/{} done", c.completed, c.total));
             }
             Ok(0)
@@ -121,10 +124,6 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             Ok(0)
         }
     }
-}
-
-fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
-    Ok(load(project, args)?.list)
 }
 
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {

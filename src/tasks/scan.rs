@@ -82,8 +82,10 @@ impl<'a> Iterator for Lines<'a> {
     }
 }
 
-fn indent_of(line: &str) -> usize {
-    line.len() - line.trim_start_matches([' ', '\t']).len()
+pub(super) fn indent_of(line: &str) -> usize {
+    line.bytes()
+        .take_while(|&b| b == b' ' || b == b'\t')
+        .count()
 }
 
 #[derive(Clone, Copy)]
@@ -215,7 +217,8 @@ fn line_end(text: &str, at: usize) -> usize {
 /// The delimiter of a heredoc `line` opens (`<<EOF`, `<<-'EOF'`, `<< "END"`) and does
 /// not close on the same line.
 fn heredoc_word(line: &str) -> Option<&str> {
-    let at = line.find("<<")?;
+    let b = line.as_bytes();
+    let at = memchr::memchr_iter(b'<', b).find(|&i| b.get(i + 1) == Some(&b'<'))?;
     let rest = line[at + 2..].trim_start_matches('-').trim_start();
     let quoted = rest.starts_with(['\'', '"']);
     let body = if quoted { &rest[1..] } else { rest };
@@ -301,13 +304,21 @@ impl<'a> Scanner<'a> {
     }
 
     fn classify(&mut self, number: usize, offset: usize, line: &'a str) -> Kind<'a> {
-        let next = line_end(self.text, offset);
         if offset < self.string_until {
             return Kind::Code(Code::String, line);
         }
+        let indent = indent_of(line);
+        let blank = indent == line.len();
+        // Just past this line (its `\r\n` or `\n` included): where look-aheads start.
+        let text = self.text;
+        let next = || {
+            let b = text.as_bytes();
+            let mut end = offset + line.len();
+            end += usize::from(b.get(end) == Some(&b'\r'));
+            end + usize::from(b.get(end) == Some(&b'\n'))
+        };
         if let Some(f) = self.fence {
-            let dedent =
-                !f.closed && f.indent >= 2 && !line.trim().is_empty() && indent_of(line) < f.indent;
+            let dedent = !f.closed && f.indent >= 2 && !blank && indent < f.indent;
             if !dedent {
                 if closes(&f, line) {
                     self.fence = None;
@@ -315,7 +326,7 @@ impl<'a> Scanner<'a> {
                 }
                 // A heredoc in the block may dedent to column 0 without ending the block.
                 if let Some(end) =
-                    heredoc_word(line).and_then(|w| heredoc_close(self.text, next, w))
+                    heredoc_word(line).and_then(|w| heredoc_close(self.text, next(), w))
                 {
                     self.string_until = end;
                 }
@@ -324,49 +335,67 @@ impl<'a> Scanner<'a> {
             // A list item's fence ends with its item (CommonMark): read the line anew.
             self.fence = None;
         }
-        if let Some((ch, len, indent)) = fence_of(line) {
-            let closed = self.has_closer(ch, len, next);
-            self.fence = Some(Fence {
-                ch,
-                len,
-                indent,
-                line: number,
-                closed,
-            });
-            return Kind::Code(Code::Fence, line);
-        }
-        if is_heading(line) {
-            self.stack.clear();
-            self.in_task = false;
-            return Kind::Heading(line);
-        }
-        if let Some((indent, mark, checked, optional, rest)) = checkbox(line) {
-            while self.stack.last().is_some_and(|&i| i >= indent) {
-                self.stack.pop();
+        match line.as_bytes().get(indent) {
+            Some(b'`' | b'~') => {
+                if let Some((ch, len, indent)) = fence_of(line) {
+                    let closed = self.has_closer(ch, len, next());
+                    self.fence = Some(Fence {
+                        ch,
+                        len,
+                        indent,
+                        line: number,
+                        closed,
+                    });
+                    return Kind::Code(Code::Fence, line);
+                }
             }
-            let depth = self.stack.len();
-            self.stack.push(indent);
-            self.in_task = true;
-            return Kind::Task(Item {
-                checked,
-                mark: offset + mark,
-                depth,
-                optional,
-                rest,
-            });
+            Some(b'#') if indent == 0 && is_heading(line) => {
+                self.stack.clear();
+                self.in_task = false;
+                return Kind::Heading(line);
+            }
+            Some(b'-' | b'*' | b'+' | b'0'..=b'9') => {
+                if let Some((indent, mark, checked, optional, rest)) = checkbox(line) {
+                    return Kind::Task(self.item(indent, offset + mark, checked, optional, rest));
+                }
+            }
+            _ => {}
         }
-        if !line.trim().is_empty() {
-            let indent = indent_of(line);
+        if !blank {
             while self.stack.last().is_some_and(|&i| i >= indent) {
                 self.stack.pop();
             }
             if self.in_task {
-                if let Some(end) = string_end(self.text, line, next) {
+                if let Some(end) = string_end(self.text, line, next()) {
                     self.string_until = end;
                 }
             }
         }
         Kind::Other(line)
+    }
+
+    /// A task item at `indent`: nested under the items before it that are less indented.
+    fn item(
+        &mut self,
+        indent: usize,
+        mark: usize,
+        checked: bool,
+        optional: bool,
+        rest: &'a str,
+    ) -> Item<'a> {
+        while self.stack.last().is_some_and(|&i| i >= indent) {
+            self.stack.pop();
+        }
+        let depth = self.stack.len();
+        self.stack.push(indent);
+        self.in_task = true;
+        Item {
+            checked,
+            mark,
+            depth,
+            optional,
+            rest,
+        }
     }
 }
 
