@@ -701,6 +701,15 @@ mod tests {
             .contains("`specrun group merge --spec demo`"));
         let shell = s.shell(TaskProgress::default()).unwrap();
         assert_eq!(shell.command, "specrun group merge --spec demo");
+        // The hooks and `tasks next` ask the same standing for the merge step.
+        let state = typed(&doc);
+        assert_eq!(
+            standing_of("demo", &all, &state).merge_step(),
+            Some(s.merge_sentence())
+        );
+        assert!(standing_of("demo", &list, &state).merge_step().is_some());
+        let idle = typed(&json!({"phase": "execution"}));
+        assert_eq!(standing_of("demo", &list, &idle).merge_step(), None);
     }
 
     #[test]
