@@ -1118,8 +1118,8 @@ pub struct ToolCall<'a> {
 }
 
 /// PreToolUse: an executing spec's delegation that asks Claude Code for its own
-/// `isolation`. specrun makes a member's worktree itself (DESIGN-NOTES, "Isolated
-/// groups"): in Claude Code's worktree the executor's verbs find no spec, and a remote
+/// `isolation`. specrun makes a member's worktree itself (DESIGN-NOTES,
+/// "Isolation"): in Claude Code's worktree the executor's verbs find no spec, and a remote
 /// agent's hooks never run here.
 fn deny_native_isolation(
     name: &str,

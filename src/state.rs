@@ -426,7 +426,8 @@ pub fn init_execution(
         "completed": false,
         "completedAt": null,
         "guard": {},
-        // Criteria gates apply to executions started by this version (DESIGN-NOTES).
+        // Criteria gates apply to executions started by this version (DESIGN-NOTES "When
+        // criteria are enforced").
         "acceptanceGate": true,
     });
     merge_into(&mut doc, &fields);

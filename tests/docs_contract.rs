@@ -1932,6 +1932,33 @@ fn every_document_the_code_cites_is_in_the_repository() {
     assert!(problems.is_empty(), "\n{}", problems.join("\n"));
 }
 
+/// Every DESIGN-NOTES section the code, the tests, the manifest or the docs name exists.
+#[test]
+fn every_design_notes_section_cited_exists() {
+    let root = root();
+    let repo = repo_files(&root);
+    let names = citations::notes_names(&fs::read_to_string(root.join("DESIGN-NOTES.md")).unwrap());
+    let mut problems = Vec::new();
+    let mut cited = 0;
+    for file in repo.iter().filter(|p| {
+        let kind = [".rs", ".md", ".toml"].iter().any(|e| p.ends_with(e));
+        (kind || p.starts_with("scripts/")) && p.as_str() != CITATION_CHECKER
+    }) {
+        let text = fs::read_to_string(root.join(file)).unwrap_or_default();
+        for name in citations::notes_sections(&text) {
+            cited += 1;
+            if !names.contains(&name) {
+                problems.push(format!("{file}: DESIGN-NOTES has no section \"{name}\""));
+            }
+        }
+    }
+    assert!(
+        cited > 0,
+        "no DESIGN-NOTES citations found: is the extractor broken?"
+    );
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
 /// The citation checks above find what they look for.
 #[test]
 fn a_citation_of_a_missing_document_or_section_is_found() {
