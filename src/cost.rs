@@ -20,8 +20,8 @@ use crate::protocol;
 use crate::state::View;
 use crate::tasks::TaskList;
 
-pub const DEFAULT_FORECAST_WARN: u64 = 80;
-pub const DEFAULT_FORECAST_HALT: u64 = 50;
+/// The forecast cap defaults live with the state's caps (the state seeds them).
+pub use crate::state::{DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 /// Completed tasks needed before a forecast is made.
 pub const FORECAST_MIN_COMPLETED: usize = 2;
 

@@ -5,11 +5,12 @@
 //! times.
 
 mod caps;
+pub mod group;
 mod patch;
 pub mod time;
 mod typed;
 
-pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES};
+pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 pub use patch::Patch;
 pub use time::Timestamp;
 pub use typed::{
@@ -444,8 +445,8 @@ pub fn init_execution(
             "maxTaskTokens": params.max_task_tokens,
             "maxTaskMinutes": params.max_task_minutes,
             "maxUsd": params.max_usd,
-            "forecastWarn": params.forecast_warn.unwrap_or(crate::cost::DEFAULT_FORECAST_WARN),
-            "forecastHalt": params.forecast_halt.unwrap_or(crate::cost::DEFAULT_FORECAST_HALT),
+            "forecastWarn": params.forecast_warn.unwrap_or(DEFAULT_FORECAST_WARN),
+            "forecastHalt": params.forecast_halt.unwrap_or(DEFAULT_FORECAST_HALT),
         }),
     );
     doc["budget"] = budget;

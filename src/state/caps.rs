@@ -8,6 +8,10 @@ use super::time::{self, Timestamp};
 use super::typed::State;
 use super::{HALT_FORECAST, HALT_GLOBAL, HALT_MINUTES, HALT_TASK, HALT_TOKENS, HALT_USD};
 
+/// The forecast cap defaults `state init` seeds (`cost` judges with them).
+pub const DEFAULT_FORECAST_WARN: u64 = 80;
+pub const DEFAULT_FORECAST_HALT: u64 = 50;
+
 /// How far in the future `startedAt` may lie before it is an error (a clock stepped back).
 pub const CLOCK_SKEW_MINUTES: i64 = 5;
 

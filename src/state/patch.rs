@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::time::Timestamp;
 use super::typed::{Attempt, Driver, FixEntry, Halt, Phase};
-use crate::worktree::{Group, Member};
+use super::group::{Group, Member};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Patch {
