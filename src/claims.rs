@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::hook::{Decision, Outcome, SubagentInput};
+use crate::decision::{Decision, Outcome, SubagentInput};
 use crate::state::{Patch, State};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -358,7 +358,7 @@ pub fn decide(
             record_unverified(state, &entry).to_value(),
         )
     } else {
-        let r = crate::hook::refusal(
+        let r = crate::decision::refusal(
             "Your final message claims what no verify run at the current code shows:".into(),
             lines.iter().map(String::as_str),
             "Record the evidence with `specrun verify run`, or correct the message, then end again.",

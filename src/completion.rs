@@ -9,8 +9,8 @@
 
 use serde_json::Value;
 
-use crate::goal::shell_word;
 use crate::protocol::Unmet;
+use crate::shell::shell_word;
 use crate::state::time::parse as parse_time;
 use crate::state::{Attempt, Phase, State};
 use crate::tasks::TaskList;
@@ -77,7 +77,7 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
                 unchecked.len(),
                 tasks.tasks.len(),
                 unchecked.join(", "),
-                crate::hook::EXECUTOR_AGENT,
+                crate::agents::EXECUTOR_AGENT,
                 unchecked[0]
             ),
         ));

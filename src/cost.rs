@@ -359,7 +359,7 @@ pub fn task_cap_hits(state: &Value, ledger: &Ledger, now: DateTime<Utc>) -> Vec<
         return Vec::new();
     }
     let mut hits = Vec::new();
-    for id in crate::hook::running_attempts(state) {
+    for id in crate::state::running_attempts(state) {
         let Some((n, minutes)) = ledger::running_attempt_minutes(state, &id, now) else {
             continue;
         };

@@ -234,7 +234,7 @@ impl Matrix {
 /// The matrix from the files as they are now (state read without its lock: a read-only view).
 pub fn matrix(project: &Project, spec: &Spec) -> Result<Matrix> {
     let loaded = tasks_file::load(&spec.tasks_path())?;
-    let state = crate::facts::read_lenient(&spec.state_path())?;
+    let state = crate::state::read_lenient(&spec.state_path())?;
     matrix_with(project, spec, &loaded.list, state.as_ref())
 }
 

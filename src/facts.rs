@@ -17,6 +17,8 @@ use crate::store;
 use crate::tasks::{self, Task, TaskList};
 use crate::verify;
 
+pub use crate::state::read_lenient;
+
 /// What the state file holds, if it can be read: the document (`read_state`, for the
 /// hooks and the verbs), or the typed state (`read_typed`, for the surfaces here).
 pub enum StateRead<T = Value> {
@@ -43,12 +45,6 @@ pub fn read_state(path: &Path) -> StateRead {
         },
         Err(e) => StateRead::Invalid(e.to_string()),
     }
-}
-
-/// The state file for a read-only view that never type-checked it (the acceptance matrix,
-/// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
-pub fn read_lenient(path: &Path) -> crate::error::Result<Option<State>> {
-    Ok(store::read_json(path)?.map(|doc| State::lenient(&doc)))
 }
 
 /// The state file as a typed `State` (one parse; type errors named as `read_state` names

@@ -5,9 +5,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::completion::{Blocker, Gates as CompletionGates};
 use crate::criteria;
 use crate::followups;
-use crate::hook::{Blocker, CompletionGates};
 use crate::output;
 use crate::project::{Project, Spec};
 use crate::protocol::EvidenceFact;

@@ -161,6 +161,11 @@ pub fn is_repo(root: &Path) -> bool {
     git_dir(root).is_some()
 }
 
+/// A commit id cut to the ten characters messages show.
+pub fn short_commit(c: &str) -> &str {
+    &c[..c.len().min(10)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

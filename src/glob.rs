@@ -119,6 +119,12 @@ impl FileEntries {
     }
 }
 
+/// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
+/// listed directory, or matching a `*` / `**` pattern.
+pub fn path_in_files(path: &str, files: &[String]) -> bool {
+    FileEntries::new(files).covers(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

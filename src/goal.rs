@@ -27,19 +27,7 @@ pub fn js_len(text: &str) -> usize {
     text.encode_utf16().count()
 }
 
-/// A word safe to paste into `sh`: plain names stay as they are, anything else is
-/// single-quoted.
-pub fn shell_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._-+:@%/=,".contains(c));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+pub use crate::shell::shell_word;
 
 /// What the condition is built from; gathered by the edge.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::goal::shell_word;
+use crate::shell::shell_word;
 use crate::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
 use crate::tasks::{Task, TaskList};
 use crate::verify::Freshness;
@@ -16,115 +16,11 @@ use crate::verify::Freshness;
 pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
 /// An executor's claim: `TASK_COMPLETE <id>` (or `TASK_COMPLETE: <id>`) as its last line.
 pub const TASK_COMPLETE_TOKEN: &str = "TASK_COMPLETE";
-/// The subagent whose completion claims the SubagentStop hook checks.
-pub const EXECUTOR_AGENT: &str = "specrun:spec-executor";
 
-/// What a hook answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Let Claude Code go on; an optional message for the user (never sent to the model).
-    Allow(Option<String>),
-    /// Re-prompt the model (Stop) or the subagent (SubagentStop) with this reason.
-    Block(String),
-    /// End the session: a cap was hit or the execution is halted.
-    Halt(String),
-}
-
-impl Decision {
-    pub fn name(&self) -> &'static str {
-        match self {
-            Decision::Allow(_) => "allow",
-            Decision::Block(_) => "block",
-            Decision::Halt(_) => "halt",
-        }
-    }
-
-    /// The hook's stdout for a Stop or SubagentStop; `None` prints nothing.
-    pub fn to_hook_json(&self) -> Option<Value> {
-        match self {
-            Decision::Allow(None) => None,
-            Decision::Allow(Some(m)) => Some(json!({"systemMessage": m})),
-            Decision::Block(r) => Some(json!({"decision": "block", "reason": r})),
-            Decision::Halt(s) => {
-                Some(json!({"continue": false, "stopReason": s, "systemMessage": s}))
-            }
-        }
-    }
-
-    fn text(&self) -> Option<&str> {
-        match self {
-            Decision::Allow(m) => m.as_deref(),
-            Decision::Block(s) | Decision::Halt(s) => Some(s),
-        }
-    }
-}
-
-/// A decision with what to write down.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
-    pub decision: Decision,
-    /// Which row of the decision order produced it (`cap:stall`, `completion-accepted`, …).
-    pub rule: String,
-    /// A `state merge` patch; an empty object changes nothing.
-    pub patch: Value,
-    /// The events.jsonl record (without `at`, which the writer adds).
-    pub event: Value,
-    /// Something the user must hear whatever the decision (a broken time cap): shown as
-    /// the hook's systemMessage, after the decision's own message.
-    pub notice: Option<String>,
-}
-
-impl Outcome {
-    /// A decision with nothing extra to tell the user.
-    pub fn new(decision: Decision, rule: &str, patch: Value, event: Value) -> Outcome {
-        Outcome {
-            decision,
-            rule: rule.into(),
-            patch,
-            event,
-            notice: None,
-        }
-    }
-
-    /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
-    pub fn to_hook_json(&self) -> Option<Value> {
-        match &self.notice {
-            None => self.decision.to_hook_json(),
-            Some(notice) => Some(with_message(self.decision.to_hook_json(), notice)),
-        }
-    }
-}
-
-/// A hook's `answer` (or an empty one) with `message` added to its systemMessage.
-pub fn with_message(answer: Option<Value>, message: &str) -> Value {
-    let mut answer = answer.unwrap_or_else(|| json!({}));
-    let text = match answer.get("systemMessage").and_then(Value::as_str) {
-        Some(before) => format!("{before}\n{message}"),
-        None => message.to_string(),
-    };
-    answer["systemMessage"] = json!(text);
-    answer
-}
-
-/// The last non-empty line of a message, unless it sits inside (or is) a fenced code
-/// block: a claim quoted in a code block is not a claim.
-pub fn final_line(message: &str) -> Option<&str> {
-    let mut in_fence = false;
-    let mut last: Option<&str> = None;
-    for line in message.lines() {
-        let trimmed = line.trim();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
-            in_fence = !in_fence;
-            last = None;
-            continue;
-        }
-        if trimmed.is_empty() {
-            continue;
-        }
-        last = (!in_fence).then_some(trimmed);
-    }
-    last
-}
+pub use crate::agents::EXECUTOR_AGENT;
+pub use crate::decision::{refusal, with_message, Decision, Outcome, SubagentInput};
+pub use crate::state::running_attempts;
+pub use crate::text::final_line;
 
 pub fn claims_all_complete(message: Option<&str>) -> bool {
     message.and_then(final_line) == Some(COMPLETION_TOKEN)
@@ -259,24 +155,6 @@ pub fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
                 .unwrap_or("agent");
             format!("{} ({who})", text("description"))
         })
-        .collect()
-}
-
-/// Ids of the tasks whose latest attempt is still running.
-pub fn running_attempts(state: &Value) -> Vec<String> {
-    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    attempts
-        .iter()
-        .filter(|(_, list)| {
-            list.as_array()
-                .and_then(|l| l.last())
-                .and_then(|a| a.get("status"))
-                .and_then(Value::as_str)
-                == Some("running")
-        })
-        .map(|(id, _)| id.clone())
         .collect()
 }
 
@@ -696,19 +574,6 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
     Some((Decision::Block(r), "completion-refused".into()))
 }
 
-/// A re-prompt that lists what is missing: `head`, a `- item` line each, then `tail`.
-pub fn refusal<'a>(head: String, items: impl IntoIterator<Item = &'a str>, tail: &str) -> String {
-    let mut r = head;
-    r.push('\n');
-    for item in items {
-        r.push_str("- ");
-        r.push_str(item);
-        r.push('\n');
-    }
-    r.push_str(tail);
-    r
-}
-
 /// Their notification wakes the coordinator; the stop-hook driver, which would re-prompt
 /// a delegation, says to wait instead (once: a second stop while they run is allowed).
 fn agents_running(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
@@ -919,14 +784,6 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     }
     missing.extend(facts.extra.iter().cloned());
     missing
-}
-
-/// The SubagentStop stdin fields the decision uses.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SubagentInput<'a> {
-    pub session_id: Option<&'a str>,
-    pub agent_id: Option<&'a str>,
-    pub stop_hook_active: bool,
 }
 
 /// Decide an executor's SubagentStop that claims task `id`.

@@ -9,10 +9,10 @@ use serde_json::{json, Value};
 
 use crate::error::Result;
 use crate::project::{Project, Spec};
-use crate::protocol::Unmet;
 use crate::saved_work;
 use crate::state::{Patch, State};
 use crate::tasks::{Task, TaskList};
+use crate::unmet::Unmet;
 use crate::worktree::{self, Group, Isolation, Member, Unavailable};
 
 /// A task that is not in the open isolated group waits until that group is merged and
@@ -208,7 +208,7 @@ pub fn commit_ready(
     let note = format!(
         "committed on {} at {}; once every member is complete: `specrun group merge`",
         member.branch,
-        crate::protocol::short_commit(&tip)
+        crate::git::short_commit(&tip)
     );
     Ok((worktree::member_patch(&id, &ready), note))
 }

@@ -21,7 +21,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::protocol;
 use crate::state::time::parse as parse_time;
 use crate::tasks::TaskList;
 
@@ -207,7 +206,7 @@ impl Ledger {
 
 /// The latest attempt number of task `id` (0 before any).
 pub fn latest_attempt(state: &Value, id: &str) -> u64 {
-    protocol::attempts(state, id)
+    crate::state::attempts(state, id)
         .last()
         .and_then(|a| a.get("n"))
         .and_then(Value::as_u64)
@@ -289,14 +288,14 @@ pub fn bind_agent(
     if let Some(id) = claim.map(str::to_string).filter(known) {
         return Some(id);
     }
-    let running = crate::hook::running_attempts(state);
+    let running = crate::state::running_attempts(state);
     (running.len() == 1).then(|| running[0].clone())
 }
 
 /// The task id of an agent's result line: `TASK_COMPLETE <id>`, `TASK_FAILED <id>: …`,
 /// `VERIFICATION_PASS <id>` or `VERIFICATION_FAIL <id>: …`.
 pub fn claimed_task(message: Option<&str>) -> Option<String> {
-    let line = crate::hook::final_line(message?)?;
+    let line = crate::text::final_line(message?)?;
     let rest = [
         "TASK_COMPLETE",
         "TASK_FAILED",
@@ -311,7 +310,7 @@ pub fn claimed_task(message: Option<&str>) -> Option<String> {
 
 /// Milliseconds task `id`'s attempts took (a running one up to `now`).
 pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
-    protocol::attempts(state, id)
+    crate::state::attempts(state, id)
         .iter()
         .filter_map(|a| {
             let start = parse_time(a.get("startedAt")?.as_str()?)?;
@@ -327,7 +326,7 @@ pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
 
 /// The running attempt of task `id`: (number, whole minutes since it started).
 pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> Option<(u64, u64)> {
-    let list = protocol::attempts(state, id);
+    let list = crate::state::attempts(state, id);
     let last = list.last()?;
     if last.get("status").and_then(Value::as_str) != Some("running") {
         return None;

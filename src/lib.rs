@@ -7,6 +7,7 @@
 //! I/O edges, and `facts`, `gates`, `tasks_file` gather what commands share from disk.
 
 pub mod acceptance;
+pub mod agents;
 pub mod claims;
 pub mod claude_code;
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod completion;
 pub mod cost;
 pub mod criteria;
 pub mod critique;
+pub mod decision;
 pub mod error;
 pub mod events;
 pub mod exec;
@@ -42,13 +44,16 @@ pub mod proof;
 pub mod protocol;
 pub mod report;
 pub mod saved_work;
+pub mod shell;
 pub mod state;
 pub mod store;
 pub mod tasks;
 pub mod tasks_file;
 pub mod testlog;
+pub mod text;
 pub mod transcript;
 pub mod uncounted;
+pub mod unmet;
 pub mod verify;
 pub mod worktree;
 

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::goal::shell_word;
 use crate::protocol::Unmet;
+use crate::shell::shell_word;
 use crate::state::{Phase, State};
 use crate::tasks::{Task, TaskList};
 

@@ -338,6 +338,34 @@ impl Project {
     }
 }
 
+/// Paths (relative to the project root) whose changes must not stale evidence: the spec's
+/// bookkeeping, which a task's own completion rewrites.
+pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
+    let spec_rel = spec
+        .dir
+        .strip_prefix(&project.root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{}/{}", SPECS_DIR, spec.name));
+    // Each bookkeeping file comes with its `.lock` sidecar, which the first locked write
+    // creates (`task complete` locks .progress.md, for one).
+    let files = [
+        STATE_FILE,
+        PROGRESS_FILE,
+        TASKS_FILE,
+        FOLLOWUPS_FILE,
+        ACCEPTANCE_FILE,
+    ];
+    let mut paths: Vec<String> = files
+        .iter()
+        .flat_map(|f| [format!("{spec_rel}/{f}"), format!("{spec_rel}/{f}.lock")])
+        .collect();
+    paths.push(format!("{spec_rel}/{}", CRITIQUE_DIR));
+    paths.push(format!("{spec_rel}/{}", TEST_RESULTS_DIR));
+    paths.push(EVENTS_DIR.to_string());
+    paths.push(format!("{}/{}", SPECS_DIR, CURRENT_SPEC_FILE));
+    paths
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,9 @@ use crate::error::{Error, Result};
 use crate::git;
 use crate::integrity::{self, FileDiff, Finding, Status};
 use crate::project::{Project, Spec};
-use crate::protocol::Unmet;
 use crate::state::State;
 use crate::tasks::{Task, TaskList};
-use crate::verify;
+use crate::unmet::Unmet;
 
 /// A changed file with more added+removed lines than this is not scanned.
 const MAX_FILE_LINES: u64 = 20_000;
@@ -32,7 +31,7 @@ pub fn attempt_start(state: &State, id: &str) -> Option<String> {
 fn pathspecs(project: &Project, spec: &Spec) -> Vec<String> {
     let mut specs = vec![".".to_string()];
     specs.extend(
-        verify::bookkeeping_paths(project, spec)
+        crate::project::bookkeeping_paths(project, spec)
             .into_iter()
             .map(|p| format!(":(exclude){p}")),
     );

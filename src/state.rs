@@ -716,6 +716,41 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
     Ok(())
 }
 
+/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
+/// callers that still read the document; the verbs read `State::attempts_of`.
+pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
+    state
+        .get("attempts")
+        .and_then(|a| a.get(id))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Ids of the tasks whose latest attempt is still running.
+pub fn running_attempts(state: &Value) -> Vec<String> {
+    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    attempts
+        .iter()
+        .filter(|(_, list)| {
+            list.as_array()
+                .and_then(|l| l.last())
+                .and_then(|a| a.get("status"))
+                .and_then(Value::as_str)
+                == Some("running")
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// The state file for a read-only view that never type-checked it (the acceptance matrix,
+/// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
+pub fn read_lenient(path: &std::path::Path) -> crate::error::Result<Option<State>> {
+    Ok(crate::store::read_json(path)?.map(|doc| State::lenient(&doc)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

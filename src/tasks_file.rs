@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::project::Project;
-use crate::protocol;
+use crate::protocol::text::{fix_anchor, insert_after_block, FixTask};
 use crate::store;
 use crate::tasks::{self, Task, TaskList};
 
@@ -80,7 +80,7 @@ pub fn check(path: &Path, id: &str, checked: bool) -> Result<(bool, String, Stri
 
 /// Write the fix block below its task and the fixes already there, under tasks.md's lock,
 /// re-reading the file so an edit made since is not lost.
-pub fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> {
+pub fn insert_fix(path: &Path, id: &str, fix: &FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = tasks::parse(&text);
         let task = find_in(&list, path, id)?;
@@ -90,8 +90,8 @@ pub fn insert_fix(path: &Path, id: &str, fix: &protocol::FixTask) -> Result<()> 
                 message: format!("task id {} already exists", fix.id),
             });
         }
-        let anchor = protocol::fix_anchor(&list, task);
-        let next = protocol::insert_after_block(&text, anchor, &fix.lines, list.crlf);
+        let anchor = fix_anchor(&list, task);
+        let next = insert_after_block(&text, anchor, &fix.lines, list.crlf);
         Ok((Some(next), ()))
     })
 }

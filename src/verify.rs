@@ -13,6 +13,8 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::project::{Project, Spec};
 
+pub use crate::project::bookkeeping_paths;
+
 mod files;
 pub mod run;
 pub mod sha256;
@@ -117,7 +119,7 @@ impl CommandFit {
         };
         Some(format!(
             "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} --spec {spec}` (without --command it runs the Verify command)",
-            crate::goal::shell_word(id)
+            crate::shell::shell_word(id)
         ))
     }
 }
@@ -177,38 +179,6 @@ pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
         (Some(a), Some(b)) if a == b => Freshness::Fresh,
         _ => Freshness::Stale,
     }
-}
-
-/// Paths (relative to the project root) whose changes must not stale evidence: the spec's
-/// bookkeeping, which a task's own completion rewrites.
-pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
-    let spec_rel = spec
-        .dir
-        .strip_prefix(&project.root)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| format!("{}/{}", crate::project::SPECS_DIR, spec.name));
-    // Each bookkeeping file comes with its `.lock` sidecar, which the first locked write
-    // creates (`task complete` locks .progress.md, for one).
-    let files = [
-        crate::project::STATE_FILE,
-        crate::project::PROGRESS_FILE,
-        crate::project::TASKS_FILE,
-        crate::project::FOLLOWUPS_FILE,
-        crate::project::ACCEPTANCE_FILE,
-    ];
-    let mut paths: Vec<String> = files
-        .iter()
-        .flat_map(|f| [format!("{spec_rel}/{f}"), format!("{spec_rel}/{f}.lock")])
-        .collect();
-    paths.push(format!("{spec_rel}/{}", crate::project::CRITIQUE_DIR));
-    paths.push(format!("{spec_rel}/{}", crate::project::TEST_RESULTS_DIR));
-    paths.push(crate::project::EVENTS_DIR.to_string());
-    paths.push(format!(
-        "{}/{}",
-        crate::project::SPECS_DIR,
-        crate::project::CURRENT_SPEC_FILE
-    ));
-    paths
 }
 
 /// How a fingerprint was computed.

@@ -15,7 +15,6 @@ use crate::error::{Error, Result};
 use crate::git;
 use crate::project::{Project, Spec};
 use crate::tasks::{Task, TaskList};
-use crate::verify;
 
 pub use crate::state::group::{
     Group, Member, CANCELLED, CONFLICT, MERGED, OUTSIDE_FILES, READY, ROLLED_BACK, RUNNING,
@@ -155,7 +154,7 @@ pub fn main_base(
         return Err(Unavailable::Refused(format!(
             "{} is on a detached HEAD ({}): members merge back into a branch, so check one out first (`git switch <branch>`)",
             root.display(),
-            crate::protocol::short_commit(&head)
+            crate::git::short_commit(&head)
         )));
     };
     let dirty = dirty_files(project, spec, &info.changed_files);
@@ -170,7 +169,7 @@ pub fn main_base(
 
 /// Changed paths that are not the spec's bookkeeping (nor specrun's own directory).
 pub fn dirty_files(project: &Project, spec: &Spec, changed: &[String]) -> Vec<String> {
-    let bookkeeping = verify::bookkeeping_paths(project, spec);
+    let bookkeeping = crate::project::bookkeeping_paths(project, spec);
     changed
         .iter()
         .filter(|p| !is_under_any(p, &bookkeeping))
@@ -301,7 +300,7 @@ pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str) -> Result<En
         .as_deref()
         .is_some_and(|h| !is_ancestor(&path, base, h))
     {
-        let short = crate::protocol::short_commit(base);
+        let short = crate::git::short_commit(base);
         match run_ident(&path, &["merge", "--no-ff", "--no-edit", "-q", base]) {
             Ok(_) => notes.push(format!("merged the base {short} into {branch} (no rebase)")),
             Err(_) => {
@@ -350,7 +349,7 @@ pub fn changed_since(
         &["ls-files", "--others", "--exclude-standard", "-z"],
         &[],
     )?;
-    let bookkeeping = verify::bookkeeping_paths(project, spec);
+    let bookkeeping = crate::project::bookkeeping_paths(project, spec);
     let mut paths: Vec<String> = diff
         .split('\0')
         .chain(untracked.split('\0'))
@@ -369,7 +368,7 @@ pub fn outside_files(task: &Task, changed: &[String]) -> Vec<String> {
     }
     changed
         .iter()
-        .filter(|p| !crate::protocol::path_in_files(p, &task.files))
+        .filter(|p| !crate::glob::path_in_files(p, &task.files))
         .cloned()
         .collect()
 }
@@ -381,7 +380,7 @@ pub fn commit_member(project: &Project, spec: &Spec, dir: &Path, message: &str) 
         .iter()
         .map(|s| s.to_string())
         .collect();
-    for b in verify::bookkeeping_paths(project, spec) {
+    for b in crate::project::bookkeeping_paths(project, spec) {
         args.push(format!(":(exclude){b}"));
     }
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -33,7 +33,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     // there are no tasks, so nothing is judged against it.
     let bookkeeping = spec
         .map(|spec| {
-            let mut paths = verify::bookkeeping_paths(project, spec);
+            let mut paths = crate::project::bookkeeping_paths(project, spec);
             if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
                 paths.push(rel.to_string_lossy().into_owned());
             }

@@ -468,7 +468,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = verify::bookkeeping_paths(project, &held.ex.spec);
+    let bookkeeping = crate::project::bookkeeping_paths(project, &held.ex.spec);
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {

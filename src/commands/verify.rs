@@ -189,7 +189,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             Slot::Task(id) if has_own_verify => format!(
                 "specrun verify run --spec {} --task {}",
                 spec.name,
-                crate::goal::shell_word(id)
+                crate::shell::shell_word(id)
             ),
             _ => rerun_command(spec, slot, c),
         });

@@ -3,7 +3,8 @@
 
 use serde_json::{json, Map};
 
-use super::fix::{fix_map_patch, plan_fix, FixTask};
+use super::fix::{fix_map_patch, plan_fix};
+use super::FixTask;
 use super::{count_failure, n_of, resume_command, stamp, status_of, unchanged, Transition, Unmet};
 use crate::state::{Attempt, Nullable, Patch, State};
 use crate::tasks::{Task, TaskList};

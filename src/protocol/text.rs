@@ -1,7 +1,53 @@
 //! Text edits of the spec's markdown files that keep every other byte: a fix block into
-//! tasks.md, a line into a `.progress.md` section.
+//! tasks.md, a line into a `.progress.md` section; where a fix block goes.
 
-use crate::tasks::Task;
+use crate::tasks::{Task, TaskList};
+
+/// How deep `[FIX [FIX …]]` chains may go.
+pub const MAX_FIX_DEPTH: usize = 3;
+/// The `.progress.md` sections the verbs append to.
+pub const COMPLETED_HEADING: &str = "## Completed tasks";
+pub const LEARNINGS_HEADING: &str = "## Learnings";
+
+/// A fix task to print or insert after its task's block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FixTask {
+    pub id: String,
+    pub fixes: String,
+    /// The block's lines, without line endings.
+    pub lines: Vec<String>,
+    /// Already in tasks.md but not in the state (a `task fail --insert` killed between its
+    /// two writes): recorded, not inserted again.
+    pub adopted: bool,
+}
+
+/// Where a new fix of `task` goes: after its block and after the fixes already below it
+/// (with their own fixes), so a file reads 1.2, 1.2.1, 1.2.1.1, 1.2.2 in the order they run.
+pub fn fix_anchor<'a>(list: &'a TaskList, task: &'a Task) -> &'a Task {
+    let target = task.label();
+    let reaches = |t: &Task| {
+        let mut cur = t.fixes();
+        for _ in 0..=MAX_FIX_DEPTH + 1 {
+            match cur {
+                Some(id) if id == target => return true,
+                Some(id) => {
+                    cur = list
+                        .tasks
+                        .iter()
+                        .find(|x| x.label() == id)
+                        .and_then(Task::fixes)
+                }
+                None => return false,
+            }
+        }
+        false
+    };
+    list.tasks[task.index + 1..]
+        .iter()
+        .take_while(|t| reaches(t))
+        .last()
+        .unwrap_or(task)
+}
 
 /// Insert `lines` after task's block (`line_end`), in the file's own line-ending style.
 /// Every other byte stays as it was.
@@ -119,7 +165,6 @@ pub fn section_has(text: &str, heading: &str, bullet_text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{COMPLETED_HEADING, LEARNINGS_HEADING};
     use super::*;
     use crate::tasks::parse;
 
@@ -167,5 +212,13 @@ mod tests {
             append_to_section("## Learnings\n", LEARNINGS_HEADING, "- a"),
             "## Learnings\n- a\n"
         );
+    }
+
+    #[test]
+    fn a_new_fix_goes_below_the_fixes_already_there() {
+        let list = parse("- [ ] 1 A\n- [x] 1.1 [FIX 1] F\n- [x] 1.1.1 [FIX 1.1] G\n- [ ] 2 B\n- [ ] 2.1 [FIX 9] Other\n");
+        assert_eq!(fix_anchor(&list, &list.tasks[0]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[1]).label(), "1.1.1");
+        assert_eq!(fix_anchor(&list, &list.tasks[3]).label(), "2");
     }
 }

@@ -6,9 +6,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::group::{Group, Member};
 use super::time::Timestamp;
 use super::typed::{Attempt, Driver, FixEntry, Halt, Phase};
-use super::group::{Group, Member};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Patch {
