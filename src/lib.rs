@@ -31,6 +31,7 @@ pub mod hook;
 pub mod hook_cost;
 pub mod integrity;
 pub mod isolation;
+pub mod json;
 pub mod last_mile;
 pub mod ledger;
 pub mod next;

@@ -52,7 +52,7 @@ pub fn command(project: &Project) -> Option<String> {
 pub fn event(kind: &str, spec: &str, message: &str, extra: Value) -> Value {
     let mut doc =
         json!({"event": kind, "spec": spec, "message": message, "at": events::now_rfc3339()});
-    crate::state::merge_into(&mut doc, &extra);
+    crate::json::merge_into(&mut doc, &extra);
     doc
 }
 
@@ -105,7 +105,7 @@ pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
     };
     let mut line = json!({"event": "notify", "ok": ok, "command": cmd,
         "durationMs": started.elapsed().as_millis() as u64});
-    crate::state::merge_into(&mut line, &fields);
+    crate::json::merge_into(&mut line, &fields);
     let _ = events::append(project, line);
     i32::from(!ok)
 }

@@ -10,6 +10,7 @@ mod patch;
 pub mod time;
 mod typed;
 
+pub use crate::json::merge_into;
 pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 pub use patch::Patch;
 pub use time::Timestamp;
@@ -289,23 +290,6 @@ fn check_entries(doc: &Value, source: &str) -> Result<()> {
         check_fields(entry, &format!("usage.agents.{key}"), &[], source)?;
     }
     Ok(())
-}
-
-/// Recursive merge: objects recurse, arrays and scalars replace.
-pub fn merge_into(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (key, pv) in p {
-                match t.get_mut(key) {
-                    Some(tv) if tv.is_object() && pv.is_object() => merge_into(tv, pv),
-                    _ => {
-                        t.insert(key.clone(), pv.clone());
-                    }
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
 }
 
 /// Delete a dot path; missing paths are ignored. Dotted keys resolve as in `get_path`.
