@@ -1,17 +1,18 @@
 //! One module per subcommand. Each takes its parsed arguments and returns the exit code
 //! (0 ok, 1 a well-formed negative answer); errors become exit 2 in `lib::run`. A command
-//! builds its context (`crate::exec::Exec`), calls the core and prints; it never uses
+//! builds its context (`crate::commands::exec::Exec`), calls the core and prints; it never uses
 //! another command module (what they share lives outside `commands/`; the test below).
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
-use crate::project::Project;
+use crate::io::project::Project;
 
 pub mod ac;
 pub mod cancel;
 pub mod completions;
 pub mod critique;
 pub mod doctor;
+pub mod exec;
 pub mod finish;
 pub mod followup;
 pub mod goal;
@@ -38,7 +39,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
         // A status line must never show an error either.
         Command::Statusline => Ok(statusline::run(cwd)),
         Command::Completions(args) => Ok(completions::run(args.shell)),
-        Command::NotifyRun(args) => Ok(crate::notify::run(
+        Command::NotifyRun(args) => Ok(crate::io::notify::run(
             &Project::discover(cwd)?,
             &args.command,
             std::time::Duration::from_millis(args.timeout_ms),

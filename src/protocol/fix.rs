@@ -2,8 +2,8 @@
 //! task, within the limits on how many and how deep.
 
 use super::{FixTask, Unmet, MAX_FIX_DEPTH, MAX_FIX_TASKS_PER_TASK, MAX_ID_PARTS};
-use crate::state::{FixEntry, Nullable, Patch, State};
-use crate::tasks::{Task, TaskList};
+use crate::model::state::{FixEntry, Nullable, Patch, State};
+use crate::model::tasks::{Task, TaskList};
 
 /// The ids a task's `[FIX x]` chain passes through: `fix_depth(1.2.1 fixing 1.2) = 1`.
 fn fix_depth(list: &TaskList, task: &Task) -> usize {
@@ -150,7 +150,7 @@ pub fn fix_map_patch(state: &State, fix: &FixTask, reason: &str, total_tasks: us
 mod tests {
     use super::super::test_support::typed;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
     use serde_json::json;
 
     #[test]

@@ -11,7 +11,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
+use crate::model::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
 
 mod cancel;
 mod complete;
@@ -20,8 +20,11 @@ mod fix;
 mod resume;
 mod rollback;
 mod start;
-pub mod text;
 
+pub use crate::model::tasks::text::{
+    append_to_section, fix_anchor, insert_after_block, section_has, FixTask, COMPLETED_HEADING,
+    LEARNINGS_HEADING, MAX_FIX_DEPTH,
+};
 pub use cancel::cancel;
 pub use complete::{complete, CompleteInput, EvidenceFact};
 pub use fail::{fail, FailInput};
@@ -29,20 +32,16 @@ pub use fix::{fix_map_patch, plan_fix};
 pub use resume::{resume, Raises};
 pub use rollback::{plan_rollback, rollback_done, RollbackPlan};
 pub use start::{start, startable};
-pub use text::{
-    append_to_section, fix_anchor, insert_after_block, section_has, FixTask, COMPLETED_HEADING,
-    LEARNINGS_HEADING, MAX_FIX_DEPTH,
-};
 
-pub use crate::git::short_commit;
-pub use crate::glob::path_in_files;
-pub use crate::state::attempts;
-pub use crate::unmet::Unmet;
+pub use crate::io::git::short_commit;
+pub use crate::model::state::attempts;
+pub use crate::model::unmet::Unmet;
+pub use crate::support::glob::path_in_files;
 
 /// Fix tasks one task may spawn, and how deep `[FIX [FIX …]]` chains may go.
 pub const MAX_FIX_TASKS_PER_TASK: u64 = 3;
 /// The parser accepts ids of at most this many dot-separated parts.
-pub const MAX_ID_PARTS: usize = crate::tasks::MAX_ID_PARTS;
+pub const MAX_ID_PARTS: usize = crate::model::tasks::MAX_ID_PARTS;
 
 /// What a verb's transition is: the state patch (`None` = nothing to write) and what to
 /// say. (A hook's answer is `hook::Outcome`: a decision for Claude Code with its event.)
@@ -168,7 +167,7 @@ fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
 #[cfg(test)]
 mod test_support {
     use super::*;
-    use crate::verify::Freshness;
+    use crate::evidence::verify::Freshness;
     use serde_json::json;
 
     pub const NOW: &str = "2026-01-01T00:10:00.000Z";
