@@ -1,10 +1,10 @@
 //! specrun: the deterministic half of a spec-driven Claude Code plugin.
 //!
 //! `run` parses the command line and hands off to one module per subcommand under
-//! `commands/`; a command builds its context (`exec::Exec`: the project, the spec, the
-//! state lock) and never uses another command. Pure core modules (`tasks`, `state`, …)
-//! take data and return data; `store`, `project`, `git`, `events` and `output` are the
-//! I/O edges, and `facts`, `gates`, `tasks_file` gather what commands share from disk.
+//! `commands/`; a command builds its context (`commands::exec::Exec`: the project, the spec,
+//! the state lock) and never uses another command. The folders are layers, each importing
+//! only the ones below it (ARCHITECTURE.md; `tests/layers.rs` checks): support, io, model,
+//! claude, evidence, protocol, isolation, cost, next, hooks, commands.
 
 pub mod claude;
 pub mod cli;
