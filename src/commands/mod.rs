@@ -82,7 +82,10 @@ mod tests {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             // mod.rs dispatches; exec.rs is the context every command builds, not a command.
-            if path.file_name().is_some_and(|n| n == "mod.rs" || n == "exec.rs") {
+            if path
+                .file_name()
+                .is_some_and(|n| n == "mod.rs" || n == "exec.rs")
+            {
                 continue;
             }
             files += 1;
