@@ -4,12 +4,12 @@ use serde_json::json;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::Result;
-use crate::facts::{self, StateRead};
+use crate::io::output;
+use crate::io::project::Project;
+use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next;
-use crate::output;
-use crate::project::Project;
-use crate::tasks::{self, Task, TaskList};
-use crate::tasks_file::{self, LoadedTasks};
+use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {
