@@ -293,7 +293,7 @@ pub fn merged_note(record: Option<&Value>) -> Option<String> {
         .unwrap_or("?");
     Some(format!(
         "recorded in worktree {worktree}, merged at {}: judged on the main checkout without the other members' Files",
-        crate::protocol::short_commit(commit)
+        crate::io::git::short_commit(commit)
     ))
 }
 
