@@ -185,8 +185,8 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
 
 /// A plan the format misreads is refused before any state is written (a box that is not
 /// read, a fence that hides the rest, a misspelled field, duplicate ids, no task at all).
-/// A task without Verify is named but not refused yet: see DESIGN-NOTES "Reading real
-/// task files". Warnings are counted.
+/// A task without Verify is named but not refused yet: see DESIGN-NOTES "Inbox: reading
+/// real task files". Warnings are counted.
 fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Result<()> {
     use crate::model::tasks::lint::{self, Severity};
     let findings = lint::lint(&loaded.text, &loaded.list);
