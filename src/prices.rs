@@ -18,7 +18,7 @@ use crate::ledger::Tokens;
 
 pub const CONFIG_FILE: &str = "config.json";
 /// A config larger than this is refused rather than read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]

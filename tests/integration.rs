@@ -10,6 +10,8 @@
 //! End-to-end tests (the real Claude Code) are the tests whose name starts with `e2e_`, and
 //! no other test's full name contains `e2e_`: `scripts/test` runs `-- --skip e2e_` once and
 //! `--test integration -- e2e_` once per pinned client.
+// Tests and benchmarks set up and inspect files directly; the binary goes through the store.
+#![allow(clippy::disallowed_methods)]
 
 // Shared helpers.
 mod common;
@@ -43,6 +45,7 @@ mod hook_stop;
 mod hook_subagent_stop;
 mod io_inputs;
 mod io_paths;
+mod io_reads;
 mod last_mile_cli;
 mod learn_verb;
 mod resume_cancel;

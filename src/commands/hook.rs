@@ -692,6 +692,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 
