@@ -50,6 +50,7 @@ pub mod testlog;
 pub mod transcript;
 pub mod uncounted;
 pub mod verify;
+pub mod visible;
 pub mod worktree;
 
 use clap::Parser;

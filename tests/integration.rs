@@ -55,6 +55,7 @@ mod shell_surfaces;
 mod task_fail;
 mod task_rollback;
 mod task_start_complete;
+mod terminal_text;
 mod testlog_runners;
 mod verify_run;
 mod verify_status;

@@ -49,7 +49,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
         .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(value) = answer {
-        output::line(&value.to_string());
+        output::json_line(&value);
     }
     0
 }
