@@ -47,6 +47,7 @@ mod io_inputs;
 mod io_paths;
 mod io_reads;
 mod last_mile_cli;
+mod layers;
 mod learn_verb;
 mod resume_cancel;
 mod shell_bad_input;
