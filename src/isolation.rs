@@ -234,7 +234,9 @@ pub fn rollback_member(
         &format!("refs/heads/specrun/rollback/{}/{id}-{n}", spec.name),
         &saved,
     )?;
-    worktree::remove_worktree(&project.root, dir)?;
+    crate::bookkeeping::guarded(project, Some(spec), || {
+        worktree::remove_worktree(&project.root, dir)
+    })?;
     worktree::delete_branch(&project.root, &member.branch);
     let gone = Member {
         status: worktree::ROLLED_BACK.into(),
@@ -336,7 +338,9 @@ pub fn cancel_members(
             &format!("refs/heads/specrun/cancelled/{}/{id}", spec.name),
             &tip,
         )?;
-        worktree::remove_worktree(root, &dir)?;
+        crate::bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        })?;
         worktree::delete_branch(root, &member.branch);
         let gone = Member {
             status: worktree::CANCELLED.into(),

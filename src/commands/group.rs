@@ -5,6 +5,7 @@
 
 use serde_json::{json, Value};
 
+use crate::bookkeeping;
 use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
@@ -100,7 +101,7 @@ fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
     }
     // The merge commits reach the base branch together; a crash before the records below
     // leaves branches whose tips are in HEAD, which the re-run records as merged.
-    merger.land()?;
+    bookkeeping::guarded(project, Some(spec), || merger.land())?;
     for (id, m, commit) in pending {
         state = ctx.merged(state, &id, &m, Some(commit), &mut tally)?;
     }
@@ -142,7 +143,9 @@ fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
             ),
         });
     }
-    crate::git::run(root, &["merge", "--abort"], &[])?;
+    bookkeeping::guarded(project, None, || {
+        crate::git::run(root, &["merge", "--abort"], &[])
+    })?;
     output::warn("aborted a member merge an earlier run left half-done; merging it again");
     Ok(())
 }
@@ -204,7 +207,7 @@ impl Ctx<'_> {
             "specrun: merge task {id} {} (spec {})",
             task.title, spec.name
         );
-        match merger.step(&m.branch, &message)? {
+        match bookkeeping::guarded(project, Some(spec), || merger.step(&m.branch, &message))? {
             Step::Pending(commit) => {
                 pending.push((id.to_string(), m.clone(), commit));
                 Ok(state)
@@ -244,7 +247,9 @@ impl Ctx<'_> {
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
         let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
-        if let Err(e) = worktree::remove_worktree(root, &dir) {
+        if let Err(e) = bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        }) {
             output::warn(&format!("merged task {id}, but its worktree stays: {e}"));
         }
         worktree::delete_branch(root, &m.branch);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::acceptance::Justification;
+use crate::bookkeeping;
 use crate::cli::{TaskCommand, TaskVerbArgs};
 use crate::criteria;
 use crate::critique;
@@ -468,7 +469,6 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = verify::bookkeeping_paths(project, &held.ex.spec);
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {
@@ -509,30 +509,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     // 2. Return the tree, never touching the spec's bookkeeping: HEAD and index move, then
     // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
     // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES).
-    git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
-    crate::fault::point("rollback:head-moved");
-    let mut excludes: Vec<String> = Vec::new();
-    let spec_rel = held
-        .ex
-        .spec
-        .dir
-        .strip_prefix(root)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for b in bookkeeping
-        .iter()
-        .chain([format!("{spec_rel}/.progress.md.lock")].iter())
-    {
-        excludes.push(format!(":(exclude){b}"));
-    }
-    for verb in [
-        &["checkout", "-q", "--", "."][..],
-        &["clean", "-fdq", "--", "."],
-    ] {
-        let mut args: Vec<&str> = verb.to_vec();
-        args.extend(excludes.iter().map(String::as_str));
-        git::run(root, &args, &[])?;
-    }
+    let spec = Some(&held.ex.spec);
+    bookkeeping::guarded(project, spec, || {
+        git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
+        crate::fault::point("rollback:head-moved");
+        bookkeeping::git_outside(project, spec, &["checkout", "-q"])?;
+        bookkeeping::git_outside(project, spec, &["clean", "-fdq"])
+    })?;
     crate::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
