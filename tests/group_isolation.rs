@@ -951,3 +951,26 @@ fn a_member_checkout_is_never_written_through_a_link_out_of_the_project() {
         );
     }
 }
+
+#[test]
+fn state_init_isolate_outside_git_says_the_tasks_run_in_the_shared_tree() {
+    let p = TempProject::bare();
+    p.spec("demo", TASKS);
+    let (code, out, err) = run_in(&p.root(), &["state", "init", "--isolate"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("isolation unavailable")
+            && err.contains(&p.root().display().to_string())
+            && err.contains("shared tree"),
+        "{err}"
+    );
+    assert_eq!(p.state("demo")["isolation"]["sequential"], true);
+    // In git, nothing to say.
+    let p = project();
+    let (code, _, err) = run_in(&p.root(), &["state", "init", "--isolate"]);
+    assert_eq!(
+        (code, err.contains("isolation unavailable")),
+        (0, false),
+        "{err}"
+    );
+}

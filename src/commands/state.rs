@@ -179,6 +179,12 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     };
     let typed = state::State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
+    if args.isolate && !crate::git::is_repo(&project.root) {
+        output::warn(&format!(
+            "isolation unavailable: {} is not a git repository; --isolate is recorded, but every task (a [P] group too) runs in the shared tree until it is one",
+            project.root.display()
+        ));
+    }
     Ok(0)
 }
 
