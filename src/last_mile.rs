@@ -7,8 +7,8 @@
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::goal::shell_word;
 use crate::next::{self, Finding, Halt, Standing, StateInput};
+use crate::shell::word as shell_word;
 use crate::state::{Attempt, Phase as Run, State};
 use crate::tasks::{Task, TaskList};
 use crate::verify::{self, Freshness, Slot};

@@ -43,6 +43,7 @@ pub mod proof;
 pub mod protocol;
 pub mod report;
 pub mod saved_work;
+pub mod shell;
 pub mod state;
 pub mod store;
 pub mod tasks;

@@ -287,6 +287,7 @@ pub fn complete_unmet(
     task: &Task,
 ) -> Vec<Unmet> {
     let id = task.label();
+    let id_q = crate::shell::word(&id);
     let last = state.attempts_of(&id).last();
     if last.and_then(|a| a.status.as_deref()) != Some("running") {
         return Vec::new();
@@ -318,8 +319,8 @@ pub fn complete_unmet(
                 unmet.push(Unmet {
                     name: "test-integrity",
                     detail: format!(
-                        "{f}. Undo it, or if it is right: `specrun task justify {id} --finding {} --reason \"<why>\" --spec {}`",
-                        f.id, spec.name
+                        "{f}. Undo it, or if it is right: `specrun task justify {id_q} --finding {} --reason \"<why>\" {}`",
+                        crate::shell::word(&f.id), crate::shell::spec_flag(&spec.name)
                     ),
                 });
             }

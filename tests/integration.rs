@@ -45,6 +45,7 @@ mod io_inputs;
 mod io_paths;
 mod last_mile_cli;
 mod learn_verb;
+mod printed_commands;
 mod resume_cancel;
 mod shell_bad_input;
 mod shell_flow;

@@ -336,11 +336,12 @@ fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<Stri
 const FOLLOWUP_PREFIX: &str = "isolated member";
 
 fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<String>) {
+    let id_q = crate::shell::word(id);
     let new = NewItem {
         category: "VERIFY".into(),
         priority: "high".into(),
         title: format!(
-            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
+            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id_q} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
         ),
         task: Some(id.to_string()),
         files,
@@ -519,14 +520,16 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         .find(|(_, s)| s == worktree::CONFLICT || s == worktree::OUTSIDE_FILES)
         .or_else(|| tally.remaining.iter().find(|(_, s)| s != worktree::RUNNING))
     {
+        let id_q = crate::shell::word(id);
         return format!(
-            "retry {id} on the merged base: `specrun task start {id} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id} --check`, then `specrun group merge` again",
+            "retry {id} on the merged base: `specrun task start {id_q} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id_q} --check`, then `specrun group merge` again",
             group.base_branch,
             worktree::branch_name(&spec.name, id)
         );
     }
     if let Some((id, _)) = tally.remaining.first() {
-        return format!("wait for {id} to complete (`specrun task complete {id} --check` in its worktree), then `specrun group merge` again");
+        let id_q = crate::shell::word(id);
+        return format!("wait for {id} to complete (`specrun task complete {id_q} --check` in its worktree), then `specrun group merge` again");
     }
     match v {
         Some(v) if !v.passed => format!(
@@ -534,7 +537,10 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
             v.command
         ),
         _ if group.is_complete() => match &group.verify_task {
-            Some(t) => format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)"),
+            Some(t) => {
+                let t = crate::shell::word(t);
+                format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)")
+            }
             None => "continue with the next task".into(),
         },
         _ => "`specrun group merge` again".into(),

@@ -8,9 +8,9 @@ use crate::cli::{StateCommand, StateInitArgs};
 use crate::error::{Error, Result};
 use crate::events::now_rfc3339;
 use crate::exec::Exec;
-use crate::goal::shell_word;
 use crate::output;
 use crate::project::Project;
+use crate::shell::word as shell_word;
 use crate::state::{self, InitParams};
 use crate::store;
 

@@ -388,7 +388,7 @@ fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) 
     let id = list.find(&args.id)?.label();
     if proof::attempt_start(&state, &id).is_none() {
         return Err(Error::Refused {
-            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
+            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {} {}`)", crate::shell::word(&id), crate::shell::spec_flag(&spec.name)),
         });
     }
     let found = proof::findings(project, spec, &state, &id)?;
