@@ -90,8 +90,8 @@ fn outside_hint(err: Error, file: &Path, patch: &str) -> Error {
         "{} lies outside the project root {}: to change a file of another project, run the command there: `specrun --cwd {} state merge {} {}`",
         path.display(),
         root.display(),
-        shell_word(&dir.display().to_string()),
-        shell_word(&file.display().to_string()),
+        crate::shell::path(dir),
+        crate::shell::path(file),
         shell_word(patch)
     ))
 }
