@@ -1,5 +1,6 @@
-//! Self-critique records (DESIGN §7): `specs/<name>/critique/<ID>-<stage>.json`, written by
-//! `specrun critique record`, each with `recordedAt` (RFC 3339, UTC). The file convention,
+//! Self-critique records (docs/design.md#critique):
+//! `specs/<name>/critique/<ID>-<stage>.json`, written by `specrun critique record`, each
+//! with `recordedAt` (RFC 3339, UTC). The file convention,
 //! the checklist validation and the post-test ordering rule are pure and live here, so the
 //! guard and the task verbs judge exactly what `critique record` writes.
 
@@ -349,7 +350,8 @@ pub fn to_record(task_id: &str, stage: &str, v: &Validated, recorded_at: &str) -
     })
 }
 
-/// Whether a post-test critique comes after the task's passing evidence (DESIGN §7).
+/// Whether a post-test critique comes after the task's passing evidence
+/// (docs/design.md#critique).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PostTestOrder {
     /// Recorded at or after the end of passing evidence.

@@ -59,8 +59,8 @@ impl<'a> Exec<'a> {
     }
 
     /// Apply a verb's patch to the state read under the lock and write it atomically. The
-    /// file is rewritten from the typed state: known fields in DESIGN §5 order, then the
-    /// unknown ones in theirs.
+    /// file is rewritten from the typed state: known fields in `State`'s order, then the
+    /// unknown ones in theirs (docs/design.md#writing-the-state).
     pub fn write_state(&self, current: &State, patch: &Patch) -> Result<State> {
         let path = self.spec.state_path();
         let name = path.display().to_string();

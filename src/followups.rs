@@ -1,6 +1,6 @@
-//! Follow-up items found while executing (`specs/<name>/followups.json`, DESIGN-NOTES
-//! "Shared formats"): pure operations over the parsed store, and `load`, which reads it
-//! for the verbs, the gates and the report. An open `VERIFY`/`high` item blocks
+//! Follow-up items found while executing (`specs/<name>/followups.json`,
+//! docs/design.md#records): pure operations over the parsed store, and `load`, which reads
+//! it for the verbs, the gates and the report. An open `VERIFY`/`high` item blocks
 //! completion; the guard asks `blocking_open`.
 
 use serde::{Deserialize, Serialize};

@@ -2,8 +2,9 @@
 //! limit, the readiness judgement (version, hook settings) and the driver recommendation.
 //! The edge (`probe.rs`) probes `claude --version` and reads the settings files.
 //!
-//! The goal evaluator is a model call that reads only the transcript (DESIGN §8), so the
-//! condition names output the model must print, never files the evaluator cannot see.
+//! The goal evaluator is a model call that reads only the transcript
+//! (docs/design.md#drivers), so the condition names output the model must print, never
+//! files the evaluator cannot see.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! The guard's decisions (DESIGN §6), as pure functions: the hook edge
+//! The guard's decisions (docs/design.md#what-specrun-does), as pure functions: the hook edge
 //! (`commands/hook.rs`) gathers the facts — hook stdin, the state document, the parsed
 //! tasks, HEAD, transcript usage, evidence freshness, critique records, open follow-ups,
 //! the time — and applies what comes back: a decision, a state patch (merged with
@@ -315,8 +315,8 @@ fn rfc3339(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
-/// Decide a Stop of the owning session of an executing spec (DESIGN §6, rows 3–7; the
-/// fast path and ownership are the edge's, before the lock): count the stop (row 3), then
+/// Decide a Stop of the owning session of an executing spec (the fast path and ownership
+/// are the edge's, before the lock; docs/design.md#what-specrun-does): count the stop, then
 /// let `STOP_RULES` decide, then write down the bookkeeping and the event.
 pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
     let now = rfc3339(facts.now);
@@ -362,7 +362,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
     }
 }
 
-/// Row 3: count the stop and this turn's tokens, and the stall against the fingerprint.
+/// Count the stop and this turn's tokens, and the stall against the fingerprint.
 fn count(input: &StopInput<'_>, v: &State, facts: &StopFacts<'_>, fp: &str) -> Counted {
     // Saturating: a hand-edited counter near u64::MAX must halt on its cap, not wrap to 0.
     let global = v
@@ -594,21 +594,21 @@ type Ruling = (Decision, String);
 /// One Stop rule: decides the stop, or passes it to the next rule (`None`).
 type StopRule = fn(&CountedStop<'_>, &mut Effects) -> Option<Ruling>;
 
-/// The Stop rules after the stop is counted (DESIGN §6, rows 4–7), in the order they are
-/// tried: the first that decides wins. The event's `rule` begins with the row's name
+/// The Stop rules after the stop is counted (docs/design.md#what-specrun-does), in the
+/// order they are tried: the first that decides wins. The event's `rule` begins with its name
 /// (`cap:stall`, `completion-refused`, `agents-running-wait`, `next-task-no-progress`).
 const STOP_RULES: &[(&str, StopRule)] = &[
-    // Row 4: a halted execution halts again until resumed.
+    // A halted execution halts again until resumed.
     ("halted", halted),
-    // Row 4: the hard caps, in a fixed order (`hit_cap`): global, task, tokens, minutes, stall.
+    // The hard caps, in a fixed order (`hit_cap`): global, task, tokens, minutes, stall.
     ("cap", cap),
-    // Row 5: an `ALL_TASKS_COMPLETE` claim, accepted only when every completion gate holds.
+    // An `ALL_TASKS_COMPLETE` claim, accepted only when every completion gate holds.
     ("completion", completion_claim),
-    // Row 6a: agents still work in the background: wait for them.
+    // Agents still work in the background: wait for them.
     ("agents-running", agents_running),
-    // Row 6: the stop-hook driver re-prompts with the next task.
+    // The stop-hook driver re-prompts with the next task.
     ("next-task", next_task),
-    // Row 7: otherwise the stop is allowed.
+    // Otherwise the stop is allowed.
     ("allow", allow),
 ];
 
@@ -1122,8 +1122,8 @@ pub struct ToolCall<'a> {
 }
 
 /// PreToolUse: an executing spec's delegation that asks Claude Code for its own
-/// `isolation`. specrun makes a member's worktree itself (DESIGN-NOTES, "Isolated
-/// groups"): in Claude Code's worktree the executor's verbs find no spec, and a remote
+/// `isolation`. specrun makes a member's worktree itself (DESIGN-NOTES,
+/// "Isolation"): in Claude Code's worktree the executor's verbs find no spec, and a remote
 /// agent's hooks never run here.
 fn deny_native_isolation(
     name: &str,

@@ -339,7 +339,8 @@ fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
     })
 }
 
-/// The attempts recorded for a task (`attempts.<id>`, DESIGN-NOTES "Shared formats").
+/// The attempts recorded for a task (`attempts.<id>`,
+/// docs/design.md#records-inside-the-state).
 pub fn attempts<'a>(state: Option<&'a State>, id: &str) -> &'a [Attempt] {
     state.map_or(&[], |s| s.attempts_of(id))
 }

@@ -1,5 +1,5 @@
-//! The execution state document (DESIGN §5), as pure functions over JSON: merge a patch,
-//! type-check known fields, seed an execution, and read fields with their defaults.
+//! The execution state document (docs/design.md#state), as pure functions over JSON: merge
+//! a patch, type-check known fields, seed an execution, and read fields with their defaults.
 //! Unknown fields are carried through untouched. `State` (typed.rs) is the typed reading
 //! of the same document, `Patch` (patch.rs) the typed writing, `Timestamp` (time.rs) its
 //! times.
@@ -426,7 +426,8 @@ pub fn init_execution(
         "completed": false,
         "completedAt": null,
         "guard": {},
-        // Criteria gates apply to executions started by this version (DESIGN-NOTES).
+        // Criteria gates apply to executions started by this version (DESIGN-NOTES "When
+        // criteria are enforced").
         "acceptanceGate": true,
     });
     merge_into(&mut doc, &fields);

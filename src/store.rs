@@ -414,7 +414,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| Error::io(path, "rename a temp file onto", e.error))?;
     // No fsync of the directory: the data fsync above is what makes a crash leave the old or
     // the new content; syncing the rename too would only make the new one survive a power
-    // cut sooner, and on a busy disk it doubles the cost of every state write (DESIGN-NOTES).
+    // cut sooner, and on a busy disk it doubles the cost of every state write (DESIGN-NOTES
+    // "Temp files").
     Ok(())
 }
 

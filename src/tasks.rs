@@ -1,5 +1,5 @@
-//! The one tasks.md parser (DESIGN §4). Every consumer — snapshot, tasks, the guard,
-//! status, the task verbs — reads tasks through this module, so they cannot disagree.
+//! The one tasks.md parser (docs/design.md#tasks). Every consumer — snapshot, tasks, the
+//! guard, status, the task verbs — reads tasks through this module, so they cannot disagree.
 //!
 //! A task is a column-0 line `- [ ] `, `- [x] ` or `- [X] `, then an optional id (`1`,
 //! `1.2`, `1.2.3`), optional markers (`[P]`, `[VERIFY]`, `[FIX 1.2]`) and the title. Its

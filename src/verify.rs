@@ -1,9 +1,9 @@
-//! Evidence (DESIGN §7): a verification record is bound to the working-tree fingerprint it
-//! ran against. Fresh = its tree equals the current tree. Pure assessment here; the
-//! fingerprint itself is computed at the edge (`current_tree`).
+//! Evidence (docs/design.md#evidence): a verification record is bound to the working-tree
+//! fingerprint it ran against. Fresh = its tree equals the current tree. Pure assessment
+//! here; the fingerprint itself is computed at the edge (`current_tree`).
 //!
-//! Record shape (in state `verificationBlocks.<phase>` or `taskEvidence.<id>`):
-//! `{command, exitCode, startedAt, durationMs, tree, outputTail, timedOut, taskId}`.
+//! Records sit in the state's `verificationBlocks.<phase>` or `taskEvidence.<id>`; their
+//! fields are `RunRecord::to_json`'s and `verify::run`'s (the table in the design).
 
 use serde::Serialize;
 use serde_json::Value;

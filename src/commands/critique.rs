@@ -1,5 +1,6 @@
-//! `specrun critique record|status`: self-critique records (DESIGN §7), validated by the
-//! pure rules in `crate::critique` and written atomically under the spec's critique/.
+//! `specrun critique record|status`: self-critique records (docs/design.md#critique),
+//! validated by the pure rules in `crate::critique` and written atomically under the spec's
+//! critique/.
 
 use serde_json::{json, Value};
 

@@ -29,7 +29,8 @@ use crate::{
     claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
 };
 
-/// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
+/// How long a hook waits for the state lock before allowing: bounded and short
+/// (docs/design.md#what-specrun-does).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// The most of stdin a hook reads, and how long it waits for it. Past either bound the

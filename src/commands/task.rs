@@ -508,7 +508,8 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     crate::fault::point("rollback:work-saved");
     // 2. Return the tree, never touching the spec's bookkeeping: HEAD and index move, then
     // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
-    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES).
+    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES
+    // "Multi-file transitions are safe to re-run").
     let spec = Some(&held.ex.spec);
     bookkeeping::guarded(project, spec, || {
         git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;

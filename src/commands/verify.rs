@@ -1,6 +1,6 @@
-//! `specrun verify run|status` (DESIGN §7): run a verification command and record evidence
-//! bound to the working-tree fingerprint it started from; say whether that evidence still
-//! holds.
+//! `specrun verify run|status` (docs/design.md#evidence): run a verification command and
+//! record evidence bound to the working-tree fingerprint it started from; say whether that
+//! evidence still holds.
 //!
 //! The command's own output (stdout and stderr, interleaved as written) streams live to
 //! our stderr, so our stdout stays one JSON document a caller can parse.

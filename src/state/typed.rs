@@ -1,5 +1,5 @@
-//! The typed execution state (DESIGN §5): every known field typed, every unknown one kept
-//! in a flattened map in its order, at the top level and in each known sub-object.
+//! The typed execution state (docs/design.md#state): every known field typed, every unknown
+//! one kept in a flattened map in its order, at the top level and in each known sub-object.
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
 //! `Error::FieldType` text as before; the document that passed is then moved into the
@@ -619,7 +619,7 @@ fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
     Error::FieldType {
         source_name: source_name.to_string(),
         field: e.to_string(),
-        expected: "what DESIGN §5 describes",
+        expected: "the state schema of docs/design.md#state",
     }
 }
 

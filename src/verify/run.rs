@@ -1,5 +1,5 @@
-//! Running a verification command and recording its evidence (DESIGN §7), for `verify
-//! run` and `group merge`: the command runs in its own process group with its output
+//! Running a verification command and recording its evidence (docs/design.md#evidence), for
+//! `verify run` and `group merge`: the command runs in its own process group with its output
 //! streamed to our stderr, and the record is bound to the working-tree fingerprint it
 //! started from.
 
