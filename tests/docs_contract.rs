@@ -479,7 +479,7 @@ pub mod checker {
             } else {
                 "post-code"
             };
-            if let Err(problems) = specrun::critique::validate(stage, "1.1", &doc) {
+            if let Err(problems) = specrun::evidence::critique::validate(stage, "1.1", &doc) {
                 failures.push(format!(
                     "{label}:{line}: `specrun critique record --stage {stage}` would refuse it: {}",
                     problems.join("; ")
@@ -756,7 +756,7 @@ fn every_critique_record_example_is_one_the_binary_accepts() {
 /// tells the model to print and to delegate to.
 #[test]
 fn the_result_lines_and_agent_names_match_the_guard() {
-    use specrun::hook::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
+    use specrun::hooks::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
 
     let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
     let implement = read("skills/implement/SKILL.md");
@@ -828,7 +828,7 @@ fn references_agents_and_commands_stay_short() {
 #[test]
 fn the_tasks_template_parses_with_the_canonical_parser() {
     let text = fs::read_to_string(root().join("plugin/templates/tasks.md")).unwrap();
-    let list = specrun::tasks::parse(&text);
+    let list = specrun::model::tasks::parse(&text);
     let counts = list.counts();
     assert!(counts.total >= 4, "template has {} tasks", counts.total);
     assert_eq!(counts.completed, 0);
@@ -1233,7 +1233,7 @@ fn walk_failure_fix_task_and_retry() {
     fail("1.1");
     w.ok(RECOVERY, &insert, "");
     let text = w.p.read("specs/demo/tasks.md");
-    let order: Vec<String> = specrun::tasks::parse(&text)
+    let order: Vec<String> = specrun::model::tasks::parse(&text)
         .tasks
         .iter()
         .map(|t| t.label())

@@ -5,15 +5,15 @@
 
 use serde_json::{json, Value};
 
+use crate::claude::goal::{self, GoalFacts, LengthStatus};
+use crate::claude::probe;
 use crate::cli::GoalArgs;
+use crate::commands::exec::Exec;
 use crate::error::Result;
-use crate::exec::Exec;
-use crate::facts::{self, StateRead};
-use crate::goal::{self, GoalFacts, LengthStatus};
-use crate::output;
-use crate::probe;
-use crate::project::Project;
-use crate::state::{Phase, State};
+use crate::io::output;
+use crate::io::project::Project;
+use crate::model::state::{Phase, State};
+use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
@@ -68,7 +68,7 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
         StateRead::Absent => warnings.push(format!(
             "spec {} has no execution state: run `specrun state init {}` before setting the goal",
             spec.name,
-            crate::shell::spec_flag(&spec.name)
+            crate::support::shell::spec_flag(&spec.name)
         )),
         StateRead::Invalid(e) => warnings.push(format!(
             "the execution state cannot be read ({e}): the guard and the task verbs will refuse it"

@@ -5,20 +5,20 @@
 
 use serde_json::{json, Value};
 
-use crate::bookkeeping;
 use crate::cli::{GroupCommand, GroupMergeArgs};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::Exec;
-use crate::followups::{NewItem, Store};
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::state::{Nullable, State, Timestamp};
-use crate::store;
-use crate::tasks::TaskList;
-use crate::tasks_file;
-use crate::verify::{self, Slot};
-use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
+use crate::evidence::followups::{NewItem, Store};
+use crate::evidence::verify::Slot;
+use crate::io::bookkeeping;
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::isolation::worktree::{self, Group, Isolation, Member, Step, Unavailable};
+use crate::model::state::{Nullable, State, Timestamp};
+use crate::model::tasks::TaskList;
+use crate::model::tasks_file;
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
     match cmd {
@@ -144,7 +144,7 @@ fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
         });
     }
     bookkeeping::guarded(project, None, || {
-        crate::git::run(root, &["merge", "--abort"], &[])
+        crate::io::git::run(root, &["merge", "--abort"], &[])
     })?;
     output::warn("aborted a member merge an earlier run left half-done; merging it again");
     Ok(())
@@ -312,7 +312,7 @@ impl Ctx<'_> {
 
 /// Paths the member's branch changed since its base.
 fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<String>> {
-    let out = crate::git::run(
+    let out = crate::io::git::run(
         &project.root,
         &[
             "diff",
@@ -336,7 +336,7 @@ fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<Stri
 const FOLLOWUP_PREFIX: &str = "isolated member";
 
 fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<String>) {
-    let id_q = crate::shell::word(id);
+    let id_q = crate::support::shell::word(id);
     let new = NewItem {
         category: "VERIFY".into(),
         priority: "high".into(),
@@ -418,8 +418,9 @@ fn verify_merged(
             ))
         }
     };
-    let plan = verify::run::plan_run(spec, &slot, command, None)?;
-    let (record, _) = verify::run::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let plan = crate::evidence::verify_run::plan_run(spec, &slot, command, None)?;
+    let (record, _) =
+        crate::evidence::verify_run::record_run(project, spec, &slot, &plan, args.timeout)?;
     let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {
@@ -520,7 +521,7 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         .find(|(_, s)| s == worktree::CONFLICT || s == worktree::OUTSIDE_FILES)
         .or_else(|| tally.remaining.iter().find(|(_, s)| s != worktree::RUNNING))
     {
-        let id_q = crate::shell::word(id);
+        let id_q = crate::support::shell::word(id);
         return format!(
             "retry {id} on the merged base: `specrun task start {id_q} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id_q} --check`, then `specrun group merge` again",
             group.base_branch,
@@ -528,7 +529,7 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         );
     }
     if let Some((id, _)) = tally.remaining.first() {
-        let id_q = crate::shell::word(id);
+        let id_q = crate::support::shell::word(id);
         return format!("wait for {id} to complete (`specrun task complete {id_q} --check` in its worktree), then `specrun group merge` again");
     }
     match v {
@@ -538,7 +539,7 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         ),
         _ if group.is_complete() => match &group.verify_task {
             Some(t) => {
-                let t = crate::shell::word(t);
+                let t = crate::support::shell::word(t);
                 format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)")
             }
             None => "continue with the next task".into(),

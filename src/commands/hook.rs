@@ -16,17 +16,20 @@ use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
 use crate::error::{Error, Result};
-use crate::facts::{read_state, StateRead};
-use crate::gates::{self, completion_gates_json as completion_gates, evidence_fact};
-use crate::hook::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
-use crate::hook_cost;
-use crate::project::{Project, Spec};
-use crate::state::{self, State, View};
-use crate::tasks::TaskList;
-use crate::tasks_file;
-use crate::verify::{self, Freshness, Slot};
+use crate::evidence::verify::{self, Freshness, Slot};
+use crate::hooks::hook_cost;
+use crate::hooks::{
+    self as hook, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead,
+};
+use crate::io::project::{Project, Spec};
+use crate::model::state::{self, State, View};
+use crate::model::tasks::TaskList;
+use crate::model::tasks_file;
+use crate::next::facts::{read_state, StateRead};
+use crate::next::gates::{self, completion_gates_json as completion_gates, evidence_fact};
 use crate::{
-    claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
+    evidence::criteria, evidence::critique, evidence::proof, evidence::testlog, hooks::claims,
+    hooks::uncounted, io::events, io::git, io::notify, io::output, io::store,
 };
 
 /// How long a hook waits for the state lock before allowing: bounded and short
@@ -216,7 +219,7 @@ fn unreadable_state(
     let message = format!(
         "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
         spec.state_path().display(),
-        crate::shell::spec_flag(&spec.name)
+        crate::support::shell::spec_flag(&spec.name)
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -563,7 +566,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
     };
     let hint = format!(
         "specrun verify run {slot} {} --command '<command>'",
-        crate::shell::spec_flag(&spec.name)
+        crate::support::shell::spec_flag(&spec.name)
     );
     claims::unsupported(message, &fresh, &hint)
 }
@@ -641,7 +644,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         return Vec::new();
     };
     // issue-12 boundary: facts reads the state as JSON.
-    let Ok(state) = crate::state::State::from_value(&active.state) else {
+    let Ok(state) = crate::model::state::State::from_value(&active.state) else {
         return Vec::new();
     };
     proof::complete_unmet(&active.project, &active.spec, &state, &list, task)
@@ -653,7 +656,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
 fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
     let list = load_tasks(&active.spec).ok();
     // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
-    let typed = crate::state::State::from_value(&active.state).ok()?;
+    let typed = crate::model::state::State::from_value(&active.state).ok()?;
     let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
     Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),

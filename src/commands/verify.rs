@@ -8,14 +8,14 @@
 use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::store;
-use crate::tasks_file;
-use crate::verify::run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
-use crate::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
+use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
+use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
 
@@ -175,7 +175,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         Freshness::Missing if state.is_none() => format!(
             "no state file at {} (run `specrun state init {}`)",
             spec.state_path().display(),
-            crate::shell::spec_flag(&spec.name)
+            crate::support::shell::spec_flag(&spec.name)
         ),
         Freshness::Missing => format!("no evidence in {}", slot.describe()),
     };
@@ -188,8 +188,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             // Without --command, `verify run --task` runs the task's Verify command.
             Slot::Task(id) if has_own_verify => format!(
                 "specrun verify run {} --task {}",
-                crate::shell::spec_flag(&spec.name),
-                crate::shell::word(id)
+                crate::support::shell::spec_flag(&spec.name),
+                crate::support::shell::word(id)
             ),
             _ => rerun_command(spec, slot, c),
         });
@@ -238,13 +238,13 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
 /// The command line that records fresh evidence for `slot` again.
 fn rerun_command(spec: &Spec, slot: &Slot, command: &str) -> String {
     let slot_flag = match slot {
-        Slot::Task(id) => format!(" --task {}", crate::shell::word(id)),
+        Slot::Task(id) => format!(" --task {}", crate::support::shell::word(id)),
         Slot::Phase(p) if p == DEFAULT_PHASE => String::new(),
-        Slot::Phase(p) => format!(" --phase {}", crate::shell::word(p)),
+        Slot::Phase(p) => format!(" --phase {}", crate::support::shell::word(p)),
     };
     format!(
         "specrun verify run {}{slot_flag} --command {}",
-        crate::shell::spec_flag(&spec.name),
-        crate::shell::word(command)
+        crate::support::shell::spec_flag(&spec.name),
+        crate::support::shell::word(command)
     )
 }

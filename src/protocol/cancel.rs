@@ -3,7 +3,7 @@
 use serde_json::{json, Map};
 
 use super::{halt_record, unchanged, Transition};
-use crate::state::{self, Patch, Phase, State};
+use crate::model::state::{self, Patch, Phase, State};
 
 /// Nothing can refuse a cancel: a cancelled or completed execution is a repeat.
 pub fn cancel(state: &State, now: &str) -> Transition {
@@ -39,7 +39,7 @@ fn apply(state: &State, now: &str) -> Transition {
         patch: Some(Patch::new().phase(Phase::Cancelled).halt(Some(&halt))),
         message: format!(
             "{spec}: cancelled; nothing was deleted (undo with `specrun resume {}`)",
-            crate::shell::spec_flag(spec)
+            crate::support::shell::spec_flag(spec)
         ),
         changed: true,
         ..Default::default()

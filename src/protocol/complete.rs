@@ -4,10 +4,10 @@
 use super::{
     decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
-use crate::critique::Stored;
-use crate::state::{Attempt, Nullable, Patch, State};
-use crate::tasks::{Task, TaskList};
-use crate::verify::Freshness;
+use crate::evidence::critique::Stored;
+use crate::evidence::verify::Freshness;
+use crate::model::state::{Attempt, Nullable, Patch, State};
+use crate::model::tasks::{Task, TaskList};
 
 /// Freshness of one evidence slot and, when recorded, its `startedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,7 +84,7 @@ fn repeat(task: &Task, history: &[Attempt]) -> Option<Transition> {
 
 fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
     let id = input.task.label();
-    let id_q = crate::shell::word(&id);
+    let id_q = crate::support::shell::word(&id);
     let mut unmet = Vec::new();
     execution_gates(input.state, &mut unmet);
     unmet.extend(attempt_running(&id, history.last()));
@@ -112,7 +112,7 @@ fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
 
 /// The last attempt must be running.
 fn attempt_running(id: &str, last: Option<&Attempt>) -> Option<Unmet> {
-    let id_q = crate::shell::word(id);
+    let id_q = crate::support::shell::word(id);
     let detail = match last {
         None => format!("task {id} was never started: run `specrun task start {id_q}` first"),
         Some(a) if status_of(a) != "running" => format!(
@@ -127,7 +127,7 @@ fn attempt_running(id: &str, last: Option<&Attempt>) -> Option<Unmet> {
 
 /// Both critique records usable, the post-test one newer than the evidence it reviews.
 fn critiques(input: &CompleteInput<'_>, id: &str, unmet: &mut Vec<Unmet>) {
-    let id_q = crate::shell::word(id);
+    let id_q = crate::support::shell::word(id);
     for (stage, name, stored) in [
         ("post-code", "critique-post-code", &input.post_code),
         ("post-test", "critique-post-test", &input.post_test),
@@ -151,7 +151,7 @@ fn critiques(input: &CompleteInput<'_>, id: &str, unmet: &mut Vec<Unmet>) {
     let in_order = ev
         .ended_at
         .as_deref()
-        .is_some_and(|ended| crate::critique::reviews_run(recorded, ended));
+        .is_some_and(|ended| crate::evidence::critique::reviews_run(recorded, ended));
     if !in_order {
         unmet.push(Unmet::new(
             "critique-post-test-newer",
@@ -214,7 +214,7 @@ mod tests {
     use super::super::start;
     use super::super::test_support::*;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
 
     fn usable(at: &str) -> Stored {
         Stored::Usable {
