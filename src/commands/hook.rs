@@ -53,7 +53,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
         .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(value) = answer {
-        output::line(&value.to_string());
+        output::json_line(&value);
     }
     0
 }
@@ -696,6 +696,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 
