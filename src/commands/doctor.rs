@@ -310,8 +310,8 @@ fn plan_lint(project: &Project, spec_arg: Option<&str>) -> Check {
             first.message
         ),
         format!(
-            "run `specrun tasks lint --spec {}` and fix each line it names",
-            crate::claude::goal::shell_word(&spec.name)
+            "run `specrun tasks lint {}` and fix each line it names",
+            crate::support::shell::spec_flag(&spec.name)
         ),
     )
 }
@@ -360,8 +360,8 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
             StateRead::Invalid(e) => failed.push((
                 e,
                 format!(
-                    "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
-                    spec.name
+                    "inspect it, then `specrun state init {} --force` (the old file is kept)",
+                    crate::support::shell::spec_flag(&spec.name)
                 ),
             )),
             StateRead::Valid(s) => {

@@ -201,7 +201,7 @@ fn unread_note(path: &std::path::Path, text: &str, unread: usize) -> String {
         "{unread} line(s) of {} look like tasks but are not read as tasks (line {}{more}); `specrun tasks lint {}` says why",
         path.display(),
         lines.join(", "),
-        crate::claude::goal::shell_word(&path.display().to_string())
+        crate::support::shell::path(path)
     )
 }
 

@@ -1,23 +1,28 @@
 //! The only place that prints. stdout carries data (one JSON document or the human view);
-//! stderr carries diagnostics prefixed `specrun:`.
+//! stderr carries diagnostics prefixed `specrun:`. No control character from a file
+//! reaches a terminal raw: text is printed through `visible::text`, JSON through
+//! `visible::json` (exact data still); only `styled` prints escape sequences of its own.
 
 use std::io::Write;
 
 use serde_json::Value;
 
+use crate::support::visible;
+
 /// Print a JSON value on one line.
 pub fn json_line(value: &Value) {
-    line(&value.to_string());
+    line_exact(&visible::json(&value.to_string()));
 }
 
 /// Print a JSON value indented, for people and for `state get`.
 pub fn json_pretty(value: &Value) {
-    line(&serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()));
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    line_exact(&visible::json(&text));
 }
 
 /// Print `{"<head_key>": head, "<items_key>": [items…]}` indented, writing each item as it
 /// comes through one serializer (no string per item): a million items never sit in memory
-/// as one document or one string.
+/// as one document or one string. DEL and C1 are written `\u00NN` as `visible::json` does.
 pub fn json_stream<T: serde::Serialize>(
     head_key: &str,
     head: &Value,
@@ -33,7 +38,11 @@ pub fn json_stream<T: serde::Serialize>(
         }
     }
     let seq = Seq(std::cell::RefCell::new(Some(items.into_iter())));
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    // The escaping sits under the buffer: it scans 64 KiB at a time, not serde's fragments.
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 16,
+        visible::JsonWriter::new(std::io::stdout().lock()),
+    );
     let mut ser = serde_json::Serializer::pretty(&mut out);
     let written = (|| {
         let mut map = ser.serialize_map(Some(2))?;
@@ -49,25 +58,38 @@ pub fn json_stream<T: serde::Serialize>(
 
 /// Print text on stdout; a closed pipe (`specrun … | head`) is not an error.
 pub fn line(text: &str) {
+    line_exact(&visible::text(text));
+}
+
+fn line_exact(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{text}");
 }
 
 /// Print text on stdout with no newline added.
 pub fn raw(text: &str) {
+    styled(&visible::text(text));
+}
+
+/// Print text holding escape sequences of specrun's own (status's colours, `--watch`'s
+/// redraw) as it is: every part that came from a file must have passed `visible` already.
+pub fn styled(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
 
 pub fn error(message: &str) {
+    let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: error: {message}");
 }
 
 pub fn warn(message: &str) {
+    let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: warning: {message}");
 }
 
 pub fn note(message: &str) {
+    let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: {message}");
 }
