@@ -354,7 +354,10 @@ fn an_invalid_state_fails_with_the_init_fix() {
 fn an_invalid_state_of_a_spec_that_is_not_active_fails_too() {
     let env = Env::new();
     env.project.init_state("demo");
-    env.project.write("specs/other/tasks.md", "- [ ] 1 One\n");
+    env.project.write(
+        "specs/other/tasks.md",
+        "- [ ] 1 One\n  - **Verify**: `true`\n",
+    );
     env.project
         .write("specs/other/.specrun-state.json", "[1, 2]");
     let (code, v) = env.json(&mut env.cmd());

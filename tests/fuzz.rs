@@ -14,7 +14,7 @@ use specrun::protocol::{self, FailInput, Raises};
 
 use crate::common::TempProject;
 
-const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs, src/**/x.rs\n  - **Verify**: `true`\n- [ ] 1.2 [P] Second\n  - **Depends**: 1.1\n- [x] 1.3 Third\n";
+const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs, src/**/x.rs\n  - **Verify**: `true`\n- [ ] 1.2 [P] Second\n  - **Verify**: `true`\n  - **Depends**: 1.1\n- [x] 1.3 Third\n";
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {

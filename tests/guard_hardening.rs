@@ -307,7 +307,7 @@ fn a_tasks_evidence_must_come_from_its_own_verify_command() {
     );
     // A task without Verify is sent to its plan, not invited to name any command as its
     // own evidence (issue 26); a phase needs --command.
-    let bare = executing("- [ ] 1 One\n", &[]);
+    let bare = executing("- [ ] 1 One\n  - **No verify**: checked by hand (this test is about a task without Verify)\n", &[]);
     let out = specrun(&bare, &["verify", "run", "--task", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(

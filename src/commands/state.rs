@@ -107,7 +107,10 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
-    check_plan(&spec.name, &loaded)?;
+    if let Some(refusal) = check_plan(&spec.name, &loaded) {
+        output::error(&format!("{}: {refusal}", loaded.path.display()));
+        return Ok(crate::EXIT_NO);
+    }
     let counts = loaded.list.counts();
     let params = InitParams {
         name: spec.name.clone(),
@@ -190,64 +193,66 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
 }
 
 /// A plan the format misreads is refused before any state is written (a box that is not
-/// read, a fence that hides the rest, a misspelled field, duplicate ids, no task at all).
-/// A task without Verify is named but not refused yet: see DESIGN-NOTES "Inbox: reading
-/// real task files". Warnings are counted.
-fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Result<()> {
+/// read, a fence that hides the rest, a misspelled field, duplicate ids, no task at all), and
+/// so is an unchecked task with neither `**Verify**` nor `**No verify**: reason`: nothing
+/// could show it done: the refusal (exit 1) names them and the fix. Warnings are counted.
+fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Option<String> {
     use crate::model::tasks::lint::{self, Severity};
     let findings = lint::lint(&loaded.text, &loaded.list);
     let see = format!(
         "`specrun tasks lint {}`",
         crate::support::shell::spec_flag(name)
     );
-    let refused = |f: &&lint::Finding| f.severity == Severity::Error && f.code != "missing-verify";
+    let mut refusals = Vec::new();
+    let unverified: Vec<String> = loaded
+        .list
+        .tasks
+        .iter()
+        .filter(|t| !t.checked && t.verify_command().is_none() && t.no_verify.is_none())
+        .map(|t| format!("{} (line {})", t.label(), t.line_start))
+        .collect();
+    if !unverified.is_empty() {
+        refusals.push(format!(
+            "{} task(s) have no **Verify**, so nothing can show them done: {}; add a line `  - **Verify**: <the command that shows it done, in backticks>` under each, or `  - **No verify**: <why no command can check it>`",
+            unverified.len(),
+            first_of(&unverified, 10, ", ")
+        ));
+    }
     let errors: Vec<String> = findings
         .iter()
-        .filter(refused)
+        .filter(|f| f.severity == Severity::Error && f.code != "missing-verify")
         .map(|f| format!("line {}: {} (fix: {})", f.line, f.message, f.fix))
         .collect();
     if !errors.is_empty() {
-        let shown = errors
-            .iter()
-            .take(3)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("; ");
-        let more = errors.len().saturating_sub(3);
-        let more = if more > 0 {
-            format!("; and {more} more")
-        } else {
-            String::new()
-        };
-        return Err(Error::Task {
-            path: loaded.path.clone(),
-            message: format!(
-                "state init refused: the plan has {} error(s), {see} lists them: {shown}{more}",
-                errors.len()
-            ),
-        });
-    }
-    let unverified: Vec<String> = findings
-        .iter()
-        .filter(|f| f.code == "missing-verify")
-        .map(|f| f.line.to_string())
-        .collect();
-    if !unverified.is_empty() {
-        output::warn(&format!(
-            "{}: {} unchecked task(s) have no **Verify** and no **No verify** reason (line {}): nothing but a hand-given command can show them done",
-            loaded.path.display(),
-            unverified.len(),
-            unverified.join(", ")
+        refusals.push(format!(
+            "{} error(s): {}",
+            errors.len(),
+            first_of(&errors, 3, "; ")
         ));
     }
-    let rest = findings.len() - unverified.len();
-    if rest > 0 {
+    if !refusals.is_empty() {
+        return Some(format!(
+            "state init refused: {}; {see} lists every finding",
+            refusals.join("; ")
+        ));
+    }
+    let warnings = findings.len();
+    if warnings > 0 {
         output::warn(&format!(
-            "{}: {rest} warning(s) in the plan, {see} lists them",
+            "{}: {warnings} warning(s) in the plan, {see} lists them",
             loaded.path.display()
         ));
     }
-    Ok(())
+    None
+}
+
+/// The first `n` of `items` joined by `sep`, then how many more there are.
+fn first_of(items: &[String], n: usize, sep: &str) -> String {
+    let shown = items[..items.len().min(n)].join(sep);
+    match items.len().saturating_sub(n) {
+        0 => shown,
+        more => format!("{shown}{sep}and {more} more"),
+    }
 }
 
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting
