@@ -295,6 +295,14 @@ struct NextPick<'a> {
 }
 
 impl<'a> NextPick<'a> {
+    /// Whether an unchecked task at `depth` seen now becomes the pick (its id is kept).
+    fn wants(&self, depth: usize) -> bool {
+        match self.cur {
+            None => true,
+            Some((_, cur_depth, _)) => self.descending && depth > cur_depth,
+        }
+    }
+
     fn see(
         &mut self,
         index: usize,
@@ -653,6 +661,11 @@ pub fn count(text: &str) -> Counts {
             if item.checked {
                 completed += 1;
                 pick.see(total, item.depth, true, None, None);
+            } else if !pick.wants(item.depth)
+                && memchr::memchr(b'[', item.rest.as_bytes()).is_none()
+            {
+                // No marker, so not a fix, and not the pick: its id is never asked for.
+                pick.see(total, item.depth, false, None, None);
             } else {
                 let (id, rest) = split_id_str(item.rest);
                 let fixes = split_marker_strs(rest)

@@ -74,7 +74,7 @@ impl<'a> Iterator for Lines<'a> {
         if self.start >= text.len() {
             return None;
         }
-        let end = line_end(text, self.start);
+        let end = next_line_end(text.as_bytes(), self.start);
         let raw = &text[self.start..end];
         let line_start = std::mem::replace(&mut self.start, end);
         let line = raw.strip_suffix('\n').unwrap_or(raw);
@@ -176,7 +176,7 @@ pub(super) fn checkbox(line: &str) -> Option<(usize, usize, bool, bool, &str)> {
 fn open_code_span(line: &str) -> Option<usize> {
     let b = line.as_bytes();
     let mut open: Option<usize> = None;
-    let mut i = memchr::memchr(b'`', b)?;
+    let mut i = find(b'`', b)?;
     loop {
         let run = b[i..].iter().take_while(|&&c| c == b'`').count();
         let escaped = i > 0 && b[i - 1] == b'\\';
@@ -187,7 +187,7 @@ fn open_code_span(line: &str) -> Option<usize> {
                 None => Some(run),
             };
         }
-        match memchr::memchr(b'`', &b[i + run..]) {
+        match find(b'`', &b[i + run..]) {
             Some(next) => i += run + next,
             None => return open,
         }
@@ -214,11 +214,52 @@ fn line_end(text: &str, at: usize) -> usize {
     memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |n| at + n + 1)
 }
 
+/// `line_end` for the line-by-line walk: a plan's lines are short (30 bytes is typical),
+/// where memchr's set-up costs more than the search: `find` reads them a word at a time.
+fn next_line_end(b: &[u8], at: usize) -> usize {
+    find(b'\n', &b[at..]).map_or(b.len(), |n| at + n + 1)
+}
+
+/// The first `needle` in `hay`. The first 64 bytes are read a word at a time (the zero-byte
+/// test of `word ^ needle`, exact for the lowest byte it marks), the rest by memchr: a plan's
+/// lines are short, where memchr's set-up costs more than the search.
+fn find(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let short = hay.len().min(64);
+    if short < 8 {
+        return hay.iter().position(|&c| c == needle);
+    }
+    let mut i = 0;
+    loop {
+        // The last word overlaps the one before it: those bytes hold no needle.
+        let at = i.min(short - 8);
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&hay[at..at + 8]);
+        let x = u64::from_le_bytes(word) ^ (ONES * u64::from(needle));
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+        if i >= short {
+            break;
+        }
+    }
+    if short == hay.len() {
+        return None;
+    }
+    memchr::memchr(needle, &hay[short..]).map(|n| short + n)
+}
+
 /// The delimiter of a heredoc `line` opens (`<<EOF`, `<<-'EOF'`, `<< "END"`) and does
 /// not close on the same line.
 fn heredoc_word(line: &str) -> Option<&str> {
     let b = line.as_bytes();
-    let at = memchr::memchr_iter(b'<', b).find(|&i| b.get(i + 1) == Some(&b'<'))?;
+    let mut at = find(b'<', b)?;
+    while b.get(at + 1) != Some(&b'<') {
+        at += 1 + find(b'<', &b[at + 1..])?;
+    }
     let rest = line[at + 2..].trim_start_matches('-').trim_start();
     let quoted = rest.starts_with(['\'', '"']);
     let body = if quoted { &rest[1..] } else { rest };
@@ -354,6 +395,8 @@ impl<'a> Scanner<'a> {
                 self.in_task = false;
                 return Kind::Heading(line);
             }
+            // A bullet's box is 2 bytes on (`- [`): most field lines (`- **Verify**`) stop here.
+            Some(b'-' | b'*' | b'+') if line.as_bytes().get(indent + 2) != Some(&b'[') => {}
             Some(b'-' | b'*' | b'+' | b'0'..=b'9') => {
                 if let Some((indent, mark, checked, optional, rest)) = checkbox(line) {
                     return Kind::Task(self.item(indent, offset + mark, checked, optional, rest));
@@ -416,5 +459,32 @@ impl<'a> Iterator for Scanner<'a> {
             offset += 3;
         }
         Some((number, self.classify(number, offset, line)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_agrees_with_memchr_at_every_length_and_place() {
+        for len in 0..150 {
+            for at in 0..=len {
+                let mut hay = vec![b'a'; len];
+                if at < len {
+                    hay[at] = b'\n';
+                    // A byte just above the needle and one equal to needle + 0x80 must not
+                    // be taken for it.
+                    if at + 1 < len {
+                        hay[at + 1] = b'\x0b';
+                    }
+                }
+                assert_eq!(find(b'\n', &hay), memchr::memchr(b'\n', &hay), "{len} {at}");
+                assert_eq!(find(b'\x8a', &hay), None);
+            }
+        }
+        let text = "a\r\nbb\n\nccc";
+        let lines: Vec<_> = lines_with_offsets(text).collect();
+        assert_eq!(lines, [(0, "a"), (3, "bb"), (6, ""), (7, "ccc")]);
     }
 }
