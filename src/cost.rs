@@ -303,7 +303,7 @@ fn project(
         low,
         high,
         level,
-        raise_to: (high.max(projected).ceil() as u64).max(spent.ceil() as u64 + 1),
+        raise_to: (high.max(projected).ceil() as u64).max((spent.ceil() as u64).saturating_add(1)),
     }
 }
 

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::protocol;
-use crate::state::time::parse as parse_time;
+use crate::state::time::{self, parse as parse_time};
 use crate::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -320,9 +320,9 @@ pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
                 None if a.get("status").and_then(Value::as_str) == Some("running") => now,
                 None => return None,
             };
-            Some((end - start).num_milliseconds().max(0) as u64)
+            Some(time::ms_between(start, end))
         })
-        .sum()
+        .fold(0, u64::saturating_add)
 }
 
 /// The running attempt of task `id`: (number, whole minutes since it started).
@@ -334,7 +334,7 @@ pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> O
     }
     let start = parse_time(last.get("startedAt")?.as_str()?)?;
     let n = last.get("n").and_then(Value::as_u64).unwrap_or(0);
-    Some((n, (now - start).num_minutes().max(0) as u64))
+    Some((n, time::minutes_between(start, now)))
 }
 
 fn ledger_error(e: serde_json::Error) -> String {

@@ -7,6 +7,7 @@
 //! I/O edges, and `facts`, `gates`, `tasks_file` gather what commands share from disk.
 
 pub mod acceptance;
+pub mod chars;
 pub mod claims;
 pub mod claude_code;
 pub mod cli;

@@ -21,6 +21,7 @@ mod task_helpers;
 
 // The tests, one module per area.
 mod acceptance_cli;
+mod battery;
 mod core_acceptance;
 mod core_bad_input;
 mod core_concurrency;
@@ -45,6 +46,7 @@ mod io_inputs;
 mod io_paths;
 mod last_mile_cli;
 mod learn_verb;
+mod panics;
 mod resume_cancel;
 mod shell_bad_input;
 mod shell_flow;

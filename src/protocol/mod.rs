@@ -196,8 +196,9 @@ fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
     }
 }
 
+/// A commit id as messages show it: its first 10 characters.
 pub fn short_commit(c: &str) -> &str {
-    &c[..c.len().min(10)]
+    crate::chars::prefix(c, 10)
 }
 
 /// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
@@ -258,6 +259,16 @@ mod test_support {
 
 #[cfg(test)]
 mod tests {
+    /// Regression (issue 21): a commit id from the state holding a multi-byte character
+    /// (`attempts.<id>[].endCommit`, `isolation.group.base`) was cut inside it and panicked.
+    #[test]
+    fn a_short_commit_never_cuts_a_character() {
+        assert_eq!(super::short_commit("aaaaaaaaaé"), "aaaaaaaaaé");
+        assert_eq!(super::short_commit("aaaaaaaaaéééé"), "aaaaaaaaaé");
+        assert_eq!(super::short_commit("0123456789abcdef"), "0123456789");
+        assert_eq!(super::short_commit("😀😀"), "😀😀");
+    }
+
     use super::*;
 
     #[test]
