@@ -310,7 +310,7 @@ fn project(
 fn elapsed_minutes(v: View<'_>, now: DateTime<Utc>) -> f64 {
     v.started_at()
         .and_then(crate::state::time::parse)
-        .map(|s| (now - s).num_seconds().max(0) as f64 / 60.0)
+        .map(|s| crate::state::time::ms_between(s, now) as f64 / 60_000.0)
         .unwrap_or(0.0)
 }
 

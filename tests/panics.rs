@@ -157,3 +157,15 @@ fn a_panic_in_a_gated_hook_blocks_naming_the_error() {
         ]
     );
 }
+
+/// The hooks' panic answer needs unwinding: `panic = "abort"` in a profile would turn
+/// every panic back into a crash (exit 134), which Claude Code takes as an allow.
+#[test]
+fn no_profile_aborts_on_panic() {
+    let manifest = include_str!("../Cargo.toml");
+    let aborts = manifest
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").replace(' ', ""))
+        .any(|l| l.starts_with("panic=") && l.contains("abort"));
+    assert!(!aborts, "Cargo.toml sets panic = \"abort\" in a profile");
+}
