@@ -10,9 +10,9 @@ use std::process::Command;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
-use specrun::facts;
-use specrun::project::Project;
-use specrun::{state, store, tasks};
+use specrun::io::project::Project;
+use specrun::next::facts;
+use specrun::{io::store, model::state, model::tasks};
 
 fn tasks_md(n: usize, checked_below: usize) -> String {
     let mut text = String::with_capacity(n * 64);

@@ -8,9 +8,9 @@ use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
-use specrun::project::Project;
-use specrun::verify;
-use specrun::worktree::{self, Step};
+use specrun::evidence::verify;
+use specrun::io::project::Project;
+use specrun::isolation::worktree::{self, Step};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use specrun::integrity::{self, FileDiff};
-use specrun::testlog;
+use specrun::evidence::integrity::{self, FileDiff};
+use specrun::evidence::testlog;
 
 /// 50,000 lines of real runner output: every capture, repeated.
 fn test_log(lines: usize) -> String {

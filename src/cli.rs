@@ -312,7 +312,7 @@ pub struct StateInitArgs {
 }
 
 /// `--driver`: the state's own `executionDriver` type.
-pub use crate::state::Driver;
+pub use crate::model::state::Driver;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {

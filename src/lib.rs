@@ -1,57 +1,24 @@
 //! specrun: the deterministic half of a spec-driven Claude Code plugin.
 //!
 //! `run` parses the command line and hands off to one module per subcommand under
-//! `commands/`; a command builds its context (`exec::Exec`: the project, the spec, the
-//! state lock) and never uses another command. Pure core modules (`tasks`, `state`, …)
-//! take data and return data; `store`, `project`, `git`, `events` and `output` are the
-//! I/O edges, and `facts`, `gates`, `tasks_file` gather what commands share from disk.
+//! `commands/`; a command builds its context (`commands::exec::Exec`: the project, the spec,
+//! the state lock) and never uses another command. The folders are layers, each importing
+//! only the ones below it (ARCHITECTURE.md; `tests/layers.rs` checks): support, io, model,
+//! claude, evidence, protocol, isolation, cost, next, hooks, commands.
 
-pub mod acceptance;
-pub mod chars;
-pub mod claims;
-pub mod claude_code;
+pub mod claude;
 pub mod cli;
 pub mod commands;
-pub mod completion;
 pub mod cost;
-pub mod criteria;
-pub mod critique;
 pub mod error;
-pub mod events;
-pub mod exec;
-pub mod facts;
-pub mod fault;
-pub mod followups;
-pub mod gates;
-pub mod git;
-pub mod glob;
-pub mod goal;
-pub mod hook;
-pub mod hook_cost;
-pub mod integrity;
+pub mod evidence;
+pub mod hooks;
+pub mod io;
 pub mod isolation;
-pub mod last_mile;
-pub mod ledger;
+pub mod model;
 pub mod next;
-pub mod notify;
-pub mod output;
-pub mod prices;
-pub mod probe;
-pub mod process;
-pub mod project;
-pub mod proof;
 pub mod protocol;
-pub mod report;
-pub mod saved_work;
-pub mod state;
-pub mod store;
-pub mod tasks;
-pub mod tasks_file;
-pub mod testlog;
-pub mod transcript;
-pub mod uncounted;
-pub mod verify;
-pub mod worktree;
+pub mod support;
 
 use clap::Parser;
 
@@ -84,7 +51,7 @@ pub fn run() -> i32 {
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            output::error(&err.to_string());
+            io::output::error(&err.to_string());
             EXIT_ERROR
         }
     }

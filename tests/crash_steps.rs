@@ -1,5 +1,5 @@
 //! Kill at every step of each transition that writes more than one file: the debug build
-//! aborts at `SPECRUN_FAULT=<point>` (src/fault.rs), the same verb is run again, and the
+//! aborts at `SPECRUN_FAULT=<point>` (src/support/fault.rs), the same verb is run again, and the
 //! files must end as one uninterrupted run leaves them.
 
 use serde_json::Value;

@@ -479,7 +479,7 @@ pub mod checker {
             } else {
                 "post-code"
             };
-            if let Err(problems) = specrun::critique::validate(stage, "1.1", &doc) {
+            if let Err(problems) = specrun::evidence::critique::validate(stage, "1.1", &doc) {
                 failures.push(format!(
                     "{label}:{line}: `specrun critique record --stage {stage}` would refuse it: {}",
                     problems.join("; ")
@@ -756,7 +756,7 @@ fn every_critique_record_example_is_one_the_binary_accepts() {
 /// tells the model to print and to delegate to.
 #[test]
 fn the_result_lines_and_agent_names_match_the_guard() {
-    use specrun::hook::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
+    use specrun::hooks::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
 
     let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
     let implement = read("skills/implement/SKILL.md");
@@ -828,7 +828,7 @@ fn references_agents_and_commands_stay_short() {
 #[test]
 fn the_tasks_template_parses_with_the_canonical_parser() {
     let text = fs::read_to_string(root().join("plugin/templates/tasks.md")).unwrap();
-    let list = specrun::tasks::parse(&text);
+    let list = specrun::model::tasks::parse(&text);
     let counts = list.counts();
     assert!(counts.total >= 4, "template has {} tasks", counts.total);
     assert_eq!(counts.completed, 0);
@@ -1233,7 +1233,7 @@ fn walk_failure_fix_task_and_retry() {
     fail("1.1");
     w.ok(RECOVERY, &insert, "");
     let text = w.p.read("specs/demo/tasks.md");
-    let order: Vec<String> = specrun::tasks::parse(&text)
+    let order: Vec<String> = specrun::model::tasks::parse(&text)
         .tasks
         .iter()
         .map(|t| t.label())
@@ -1696,4 +1696,321 @@ fn a_test_that_would_miss_its_per_client_runs_is_found() {
         tree(&[("tests/scenarios.rs", no_e2e.as_str())]),
         "no test named e2e_",
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Design citations: the documents the code cites are in the repository, and so are the
+// sections it names.
+
+pub mod citations {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// The spec's own files in a user's project (`specs/<name>/…`): named in comments as
+    /// formats, not as documents of this repository.
+    const SPEC_FILES: &[&str] = &[
+        "tasks.md",
+        ".progress.md",
+        "progress.md",
+        "requirements.md",
+        "design.md",
+        "research.md",
+    ];
+
+    /// The text of the whole-line `//` comments of a Rust source, one line each (numbered).
+    pub fn comments(text: &str) -> Vec<(usize, String)> {
+        text.lines()
+            .enumerate()
+            .filter_map(|(i, line)| {
+                let body = line.trim_start().strip_prefix("//")?;
+                let body = body.trim_start_matches(['/', '!']);
+                Some((i + 1, body.to_string()))
+            })
+            .collect()
+    }
+
+    /// The `*.md` paths a comment line names (an `#anchor` kept), placeholders and the
+    /// spec's own files left out.
+    pub fn md_paths(line: &str) -> Vec<String> {
+        line.split(|c: char| c.is_whitespace() || "()[],;\"'`".contains(c))
+            .map(|w| w.trim_end_matches(['.', ':']))
+            .filter(|w| {
+                let file = w.split('#').next().unwrap_or("");
+                file.ends_with(".md")
+                    && !file.starts_with("specs/")
+                    && !file.contains(['$', '*', '{', '<'])
+                    && !SPEC_FILES.contains(&file)
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// GitHub's anchor of a markdown heading: lower case, spaces to `-`, punctuation
+    /// other than `-` and `_` dropped.
+    pub fn anchor(heading: &str) -> String {
+        heading
+            .trim()
+            .to_lowercase()
+            .chars()
+            .filter_map(|c| match c {
+                ' ' => Some('-'),
+                c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The anchors of a markdown text's headings.
+    pub fn anchors(markdown: &str) -> BTreeSet<String> {
+        markdown
+            .lines()
+            .filter_map(|l| l.strip_prefix('#'))
+            .map(|l| anchor(l.trim_start_matches('#')))
+            .collect()
+    }
+
+    /// Why a cited `path` (from `file`, a repository path) does not resolve: not a file
+    /// of `repo` (by path, or by name when it has no directory), or a missing anchor.
+    pub fn unresolved(
+        file: &str,
+        path: &str,
+        repo: &BTreeSet<String>,
+        read: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<String> {
+        let (target, anchor) = match path.split_once('#') {
+            Some((t, a)) => (t, Some(a)),
+            None => (path, None),
+        };
+        let target = if target.starts_with("../") || target.starts_with("./") {
+            let dir = Path::new(file).parent().unwrap_or(Path::new(""));
+            normalise(&dir.join(target).display().to_string())
+        } else {
+            target.to_string()
+        };
+        let found = if target.contains('/') {
+            repo.contains(&target).then(|| target.clone())
+        } else {
+            repo.iter()
+                .find(|p| p.rsplit('/').next() == Some(target.as_str()))
+                .cloned()
+        };
+        let Some(found) = found else {
+            return Some(format!("`{path}` is not a file of this repository"));
+        };
+        let anchor = anchor?;
+        let text = read(&found).unwrap_or_default();
+        (!anchors(&text).contains(anchor))
+            .then(|| format!("`{path}`: {found} has no heading with the anchor #{anchor}"))
+    }
+
+    fn normalise(path: &str) -> String {
+        let mut parts: Vec<&str> = Vec::new();
+        for part in path.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                p => parts.push(p),
+            }
+        }
+        parts.join("/")
+    }
+
+    /// The section names cited as `DESIGN-NOTES "Name"` (also `DESIGN-NOTES, "Name"`,
+    /// `DESIGN-NOTES ("Name")`, `DESIGN-NOTES.md, "Name"`), across line breaks and comment
+    /// markers.
+    pub fn notes_sections(text: &str) -> Vec<String> {
+        let flat: String = text
+            .lines()
+            .map(|l| {
+                let t = l.trim_start();
+                let t = t
+                    .strip_prefix("//")
+                    .map_or(t, |r| r.trim_start_matches(['/', '!']));
+                t.strip_prefix('#')
+                    .filter(|_| !t.starts_with("##"))
+                    .unwrap_or(t)
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let flat = flat.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut found = Vec::new();
+        for (at, _) in flat.match_indices("DESIGN-NOTES") {
+            let rest = &flat[at + "DESIGN-NOTES".len()..];
+            let rest = rest.strip_prefix(".md").unwrap_or(rest);
+            let rest = rest.trim_start_matches([',', ' ', '(']);
+            if let Some(quoted) = rest.strip_prefix('"') {
+                if let Some(end) = quoted.find('"') {
+                    found.push(quoted[..end].to_string());
+                }
+            }
+        }
+        found
+    }
+
+    /// What a DESIGN-NOTES citation may name: an area (`## ` heading) or the bold lead of
+    /// one of its entries (`- **Lead.** …`), without the final period.
+    pub fn notes_names(notes: &str) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for line in notes.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                names.insert(h.trim().to_string());
+            } else if let Some(rest) = line.trim_start().strip_prefix("- **") {
+                if let Some(end) = rest.find("**") {
+                    names.insert(rest[..end].trim_end_matches(['.', ':']).to_string());
+                }
+            }
+        }
+        names
+    }
+}
+
+/// The file holding the citation patterns and their fixtures: not itself scanned.
+const CITATION_CHECKER: &str = "tests/docs_contract.rs";
+
+/// Files of the repository: tracked, or new and not ignored.
+fn repo_files(root: &Path) -> std::collections::BTreeSet<String> {
+    let out = std::process::Command::new("git")
+        .args(["ls-files", "--cached", "--others", "--exclude-standard"])
+        .current_dir(root)
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|p| root.join(p).is_file())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every `*.md` document a comment in src/ cites is a file of this repository (with the
+/// heading its `#anchor` names), and no source cites the design by `DESIGN §`: a design
+/// the code relies on lives here, in docs/design.md.
+#[test]
+fn every_document_the_code_cites_is_in_the_repository() {
+    let root = root();
+    let repo = repo_files(&root);
+    let read = |p: &str| fs::read_to_string(root.join(p)).ok();
+    let mut problems = Vec::new();
+    let mut cited = 0;
+    for file in repo
+        .iter()
+        .filter(|p| p.starts_with("src/") && p.ends_with(".rs"))
+    {
+        let text = read(file).unwrap();
+        for (line, comment) in citations::comments(&text) {
+            for path in citations::md_paths(&comment) {
+                cited += 1;
+                if let Some(why) = citations::unresolved(file, &path, &repo, &read) {
+                    problems.push(format!("{file}:{line}: {why}"));
+                }
+            }
+        }
+    }
+    let scanned = |p: &&String| p.as_str() != CITATION_CHECKER;
+    for file in repo
+        .iter()
+        .filter(|p| p.ends_with(".rs") || p.ends_with(".md"))
+        .filter(scanned)
+    {
+        let text = read(file).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains("DESIGN §") || line.contains("DESIGN.md") {
+                problems.push(format!(
+                    "{file}:{}: cites DESIGN, which is not in this repository (docs/design.md is)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        cited > 0,
+        "no document citations found: is the extractor broken?"
+    );
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// Every DESIGN-NOTES section the code, the tests, the manifest or the docs name exists.
+#[test]
+fn every_design_notes_section_cited_exists() {
+    let root = root();
+    let repo = repo_files(&root);
+    let names = citations::notes_names(&fs::read_to_string(root.join("DESIGN-NOTES.md")).unwrap());
+    let mut problems = Vec::new();
+    let mut cited = 0;
+    for file in repo.iter().filter(|p| {
+        let kind = [".rs", ".md", ".toml"].iter().any(|e| p.ends_with(e));
+        (kind || p.starts_with("scripts/")) && p.as_str() != CITATION_CHECKER
+    }) {
+        let text = fs::read_to_string(root.join(file)).unwrap_or_default();
+        for name in citations::notes_sections(&text) {
+            cited += 1;
+            if !names.contains(&name) {
+                problems.push(format!("{file}: DESIGN-NOTES has no section \"{name}\""));
+            }
+        }
+    }
+    assert!(
+        cited > 0,
+        "no DESIGN-NOTES citations found: is the extractor broken?"
+    );
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+/// The citation checks above find what they look for.
+#[test]
+fn a_citation_of_a_missing_document_or_section_is_found() {
+    use citations::*;
+    let repo: std::collections::BTreeSet<String> =
+        ["docs/design.md", "src/a.rs", "references/x.md"]
+            .map(String::from)
+            .into();
+    let read = |p: &str| (p == "docs/design.md").then(|| "# D\n\n## State file\n".to_string());
+    let text = "//! The state (docs/design.md#state-file), see x.md and DESIGN.md.\n\
+                let s = \"docs/guide.md\"; // not a whole-line comment\n\
+                /// tasks.md, specs/<name>/tasks.md and ../../references/x.md\n\
+                // docs/design.md#gone and docs/missing.md\n";
+    let cited: Vec<String> = comments(text)
+        .iter()
+        .flat_map(|(_, c)| md_paths(c))
+        .collect();
+    assert_eq!(
+        cited,
+        [
+            "docs/design.md#state-file",
+            "x.md",
+            "DESIGN.md",
+            "../../references/x.md",
+            "docs/design.md#gone",
+            "docs/missing.md"
+        ]
+    );
+    let bad: Vec<&String> = cited
+        .iter()
+        .filter(|p| unresolved("src/a/b.rs", p, &repo, &read).is_some())
+        .collect();
+    assert_eq!(bad, ["DESIGN.md", "docs/design.md#gone", "docs/missing.md"]);
+    assert_eq!(
+        anchor("Hooks: the contract (Stop)"),
+        "hooks-the-contract-stop"
+    );
+
+    let notes = "# Notes\n\n## Guard\n- **The Stop rules are one ordered list.** …\n";
+    let names = notes_names(notes);
+    let code = "// see DESIGN-NOTES \"Guard\" and (DESIGN-NOTES, \"The Stop\n// rules are one ordered list\"), DESIGN-NOTES.md, \"Gone\"; DESIGN-NOTES (\"Also gone\")\n# DESIGN-NOTES \"Toml\"\n";
+    let sections = notes_sections(code);
+    assert_eq!(
+        sections,
+        [
+            "Guard",
+            "The Stop rules are one ordered list",
+            "Gone",
+            "Also gone",
+            "Toml"
+        ]
+    );
+    let missing: Vec<&String> = sections.iter().filter(|s| !names.contains(*s)).collect();
+    assert_eq!(missing, ["Gone", "Also gone", "Toml"]);
 }

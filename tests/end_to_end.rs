@@ -1583,7 +1583,7 @@ fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
 }
 
 /// `scripts/install-claude-code` installs exactly the releases the binary states as its
-/// supported range (`specrun::claude_code::PINNED`), which are the ones this suite runs on.
+/// supported range (`specrun::claude::releases::PINNED`), which are the ones this suite runs on.
 #[test]
 fn the_install_script_pins_the_supported_releases() {
     let out = Command::new(plugin_root().join("scripts/install-claude-code"))
@@ -1595,10 +1595,10 @@ fn the_install_script_pins_the_supported_releases() {
         .lines()
         .map(str::to_string)
         .collect();
-    assert_eq!(listed, specrun::claude_code::PINNED);
+    assert_eq!(listed, specrun::claude::releases::PINNED);
     assert_eq!(
-        specrun::claude_code::OLDEST_SUPPORTED,
-        specrun::claude_code::PINNED[0]
+        specrun::claude::releases::OLDEST_SUPPORTED,
+        specrun::claude::releases::PINNED[0]
     );
 }
 

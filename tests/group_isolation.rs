@@ -92,7 +92,7 @@ fn start(p: &TempProject, id: &str) -> PathBuf {
 }
 
 fn critique_input(stage: &str) -> String {
-    let items: serde_json::Map<String, Value> = specrun::critique::checklist(stage)
+    let items: serde_json::Map<String, Value> = specrun::evidence::critique::checklist(stage)
         .unwrap()
         .iter()
         .map(|(id, _)| {

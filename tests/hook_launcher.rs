@@ -120,6 +120,6 @@ fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
     }
     // The matcher is AskUserQuestion plus every tool the guard denies once halted.
     let mut wanted = vec!["AskUserQuestion"];
-    wanted.extend(specrun::hook::WORK_TOOLS);
+    wanted.extend(specrun::hooks::WORK_TOOLS);
     assert_eq!(hooks["PreToolUse"][0]["matcher"], wanted.join("|"));
 }

@@ -1,5 +1,6 @@
-//! `specrun hook stop`: one test per row of the decision order (DESIGN §6), each asserting
-//! the exact stdout and exit 0, plus the 40-stops cap test.
+//! `specrun hook stop`: one test per rule of the Stop order
+//! (docs/design.md#what-specrun-does), each asserting the exact stdout and exit 0, plus the
+//! 40-stops cap test.
 
 use serde_json::{json, Value};
 

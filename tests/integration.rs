@@ -45,6 +45,7 @@ mod hook_subagent_stop;
 mod io_inputs;
 mod io_paths;
 mod last_mile_cli;
+mod layers;
 mod learn_verb;
 mod panics;
 mod resume_cancel;

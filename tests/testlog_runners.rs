@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use specrun::testlog::{parse, Outcome, Report, Runner};
+use specrun::evidence::testlog::{parse, Outcome, Report, Runner};
 
 use Outcome::{Failed, Passed, Skipped};
 

@@ -2,19 +2,19 @@
 //! (`specs/<name>/acceptance.json`, under its own lock) and the coverage matrix. The test
 //! results of each verify run sit in `specs/<name>/test-results/<slot>.json`.
 //!
-//! The files and the matrix are `crate::criteria`'s; this module parses and prints.
+//! The files and the matrix are `crate::evidence::criteria`'s; this module parses and prints.
 
 use serde_json::json;
 
-use crate::acceptance::{self, Criterion, Manual, Mapping};
 use crate::cli::AcCommand;
-use crate::criteria::{criteria, matrix_with, runs, update_store, Matrix};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::Exec;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::tasks::TaskList;
+use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
+use crate::evidence::criteria::{criteria, matrix_with, runs, update_store, Matrix};
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::model::tasks::TaskList;
 
 pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
     match cmd {
@@ -114,7 +114,7 @@ fn map(
         Ok(())
     })?;
     ex.record_event(json!({"event": "ac-map", "criterion": c.id, "tests": tests}));
-    let state = crate::facts::read_lenient(&spec.state_path())
+    let state = crate::next::facts::read_lenient(&spec.state_path())
         .ok()
         .flatten();
     let runs = state
@@ -196,7 +196,7 @@ fn status(
     if let Some(t) = task {
         loaded.find(t)?;
     }
-    let state = crate::facts::read_lenient(&spec.state_path())?;
+    let state = crate::next::facts::read_lenient(&spec.state_path())?;
     let mut m = matrix_with(project, spec, &loaded.list, state.as_ref())?;
     if let Some(t) = task {
         m.rows.retain(|r| r.task.as_deref() == Some(t));

@@ -5,13 +5,13 @@
 use serde_json::json;
 
 use crate::cli::CancelArgs;
+use crate::commands::exec::{report, Exec};
 use crate::error::Result;
-use crate::events::now_rfc3339;
-use crate::exec::{report, Exec};
+use crate::io::events::now_rfc3339;
+use crate::io::project::Project;
 use crate::isolation;
-use crate::project::Project;
+use crate::isolation::worktree::Isolation;
 use crate::protocol;
-use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;

@@ -5,7 +5,7 @@ use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, CompletionShell};
-use crate::output;
+use crate::io::output;
 
 pub fn run(shell: CompletionShell) -> i32 {
     let shell = match shell {

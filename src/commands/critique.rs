@@ -1,16 +1,17 @@
-//! `specrun critique record|status`: self-critique records (DESIGN §7), validated by the
-//! pure rules in `crate::critique` and written atomically under the spec's critique/.
+//! `specrun critique record|status`: self-critique records (docs/design.md#critique),
+//! validated by the pure rules in `crate::evidence::critique` and written atomically under
+//! the spec's critique/.
 
 use serde_json::{json, Value};
 
 use crate::cli::CritiqueCommand;
-use crate::critique::{self, PostTestOrder};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::store;
-use crate::verify::{self, Freshness, Slot};
+use crate::evidence::critique::{self, PostTestOrder};
+use crate::evidence::verify::{self, Freshness, Slot};
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
 
 pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
     match cmd {
@@ -71,7 +72,7 @@ fn record(
     let doc = read_input(project, file)?;
     let validated = critique::validate(stage, task, &doc)
         .map_err(|problems| Error::bad_input("critique record", problems.join("; ")))?;
-    let recorded_at = crate::events::now_rfc3339();
+    let recorded_at = crate::io::events::now_rfc3339();
     if stage == "post-test" {
         // The post-test critique reviews code whose tests passed: it must come after
         // passing evidence for this task.

@@ -12,14 +12,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::claude::probe::probe_readiness;
 use crate::cli::DoctorArgs;
 use crate::error::Result;
-use crate::facts::{read_typed, StateRead};
-use crate::output;
-use crate::probe::probe_readiness;
-use crate::project::{self, Project};
-use crate::state::Phase;
-use crate::store;
+use crate::io::output;
+use crate::io::project::{self, Project};
+use crate::io::store;
+use crate::model::state::Phase;
+use crate::next::facts::{read_typed, StateRead};
 
 /// How long a lock may stay held before doctor calls it stuck.
 const LOCK_GRACE: Duration = Duration::from_secs(3);
@@ -179,8 +179,8 @@ fn git_present() -> Check {
 /// Claude Code against the supported range (`claude_code`): not installed, too old for
 /// `/goal`, older than supported, tested, in range, or newer than tested. Each says what to
 /// do; none changes the driver choice, which `specrun goal` makes from the same probe.
-fn claude_code(r: &crate::goal::Readiness) -> Check {
-    use crate::claude_code::{self as cc, Support};
+fn claude_code(r: &crate::claude::goal::Readiness) -> Check {
+    use crate::claude::releases::{self as cc, Support};
     const ID: &str = "claude-code";
     let range = cc::supported_range();
     let install = cc::install_command();
@@ -239,7 +239,7 @@ fn claude_code(r: &crate::goal::Readiness) -> Check {
     }
 }
 
-fn hooks(r: &crate::goal::Readiness) -> Check {
+fn hooks(r: &crate::claude::goal::Readiness) -> Check {
     const ID: &str = "hooks";
     match r.hooks_restricted {
         Some(false) => Check::pass(ID, "no settings file disables hooks"),
@@ -345,13 +345,13 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
 }
 
 /// Whether the guard can count the active spec's stops: no stop missed since the last
-/// counted one (`crate::uncounted`), and a state lock path that is a file.
+/// counted one (`crate::hooks::uncounted`), and a state lock path that is a file.
 fn guard_counting(project: &Project, spec_arg: Option<&str>) -> Check {
     const ID: &str = "guard-counting";
     let Ok(Some(spec)) = project.spec(spec_arg) else {
         return Check::pass(ID, "no active spec");
     };
-    let lock = crate::store::lock_path(&spec.state_path());
+    let lock = crate::io::store::lock_path(&spec.state_path());
     if std::fs::symlink_metadata(&lock).is_ok_and(|m| !m.is_file()) {
         return Check::not(
             ID,
@@ -367,15 +367,15 @@ fn guard_counting(project: &Project, spec_arg: Option<&str>) -> Check {
         );
     }
     let offset = match read_typed(&spec.state_path()) {
-        StateRead::Valid(s) => crate::uncounted::offset(&s),
+        StateRead::Valid(s) => crate::hooks::uncounted::offset(&s),
         _ => return Check::pass(ID, format!("spec {}: no usable state", spec.name)),
     };
-    let missed = crate::uncounted::since(project, &spec.name, offset);
-    match crate::uncounted::summary(&missed) {
+    let missed = crate::hooks::uncounted::since(project, &spec.name, offset);
+    match crate::hooks::uncounted::summary(&missed) {
         None => Check::pass(ID, format!("spec {}: every stop counted", spec.name)),
         Some(text) => Check::not(
             ID,
-            if missed.count >= crate::uncounted::ALARM_AFTER {
+            if missed.count >= crate::hooks::uncounted::ALARM_AFTER {
                 Status::Fail
             } else {
                 Status::Warn
@@ -383,7 +383,7 @@ fn guard_counting(project: &Project, spec_arg: Option<&str>) -> Check {
             format!("spec {}: {text}", spec.name),
             format!(
                 "see {} for each cause (lock contention, a full or read-only disk, a directory at the lock path)",
-                crate::uncounted::path(project, &spec.name).display()
+                crate::hooks::uncounted::path(project, &spec.name).display()
             ),
         ),
     }
@@ -440,9 +440,11 @@ fn locks(project: &Project) -> Check {
 fn worktrees(project: &Project, spec_arg: Option<&str>) -> Check {
     const ID: &str = "worktrees";
     let spec = project.spec(spec_arg).ok().flatten();
-    let state = spec
-        .as_ref()
-        .and_then(|s| crate::facts::read_lenient(&s.state_path()).ok().flatten());
+    let state = spec.as_ref().and_then(|s| {
+        crate::next::facts::read_lenient(&s.state_path())
+            .ok()
+            .flatten()
+    });
     let stale = crate::isolation::stale_worktrees(project, state.as_ref(), spec.as_ref());
     if stale.is_empty() {
         return Check::pass(ID, "no stale specrun worktree");

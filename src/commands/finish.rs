@@ -5,22 +5,22 @@
 use serde_json::json;
 
 use crate::cli::FinishArgs;
-use crate::completion;
+use crate::commands::exec::Exec;
 use crate::error::Result;
-use crate::exec::Exec;
-use crate::gates::{completion_gates, completion_key};
-use crate::hook;
-use crate::notify;
-use crate::output;
-use crate::project::Project;
-use crate::state::Phase;
+use crate::hooks as hook;
+use crate::io::notify;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::model::state::Phase;
+use crate::next::completion;
+use crate::next::gates::{completion_gates, completion_key};
 
 pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
-    let early = match crate::facts::read_typed(&spec.state_path()) {
-        crate::facts::StateRead::Valid(seen) => {
+    let early = match crate::next::facts::read_typed(&spec.state_path()) {
+        crate::next::facts::StateRead::Valid(seen) => {
             let gates = completion_gates(project, spec, &seen);
             Some((seen, gates))
         }

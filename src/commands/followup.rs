@@ -4,13 +4,13 @@
 use serde_json::json;
 
 use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::Exec;
-use crate::followups::{self, Item, NewItem};
-use crate::output;
-use crate::project::Project;
-use crate::store;
+use crate::evidence::followups::{self, Item, NewItem};
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::io::store;
 
 fn category(c: FollowupCategory) -> &'static str {
     match c {

@@ -5,15 +5,15 @@
 
 use serde_json::{json, Value};
 
+use crate::claude::goal::{self, GoalFacts, LengthStatus};
+use crate::claude::probe;
 use crate::cli::GoalArgs;
+use crate::commands::exec::Exec;
 use crate::error::Result;
-use crate::exec::Exec;
-use crate::facts::{self, StateRead};
-use crate::goal::{self, GoalFacts, LengthStatus};
-use crate::output;
-use crate::probe;
-use crate::project::Project;
-use crate::state::{Phase, State};
+use crate::io::output;
+use crate::io::project::Project;
+use crate::model::state::{Phase, State};
+use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;

@@ -6,18 +6,18 @@
 use serde_json::{json, Value};
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::Exec;
-use crate::followups::{NewItem, Store};
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::state::{Nullable, State, Timestamp};
-use crate::store;
-use crate::tasks::TaskList;
-use crate::tasks_file;
-use crate::verify::{self, Slot};
-use crate::worktree::{self, Group, Isolation, Member, Step, Unavailable};
+use crate::evidence::followups::{NewItem, Store};
+use crate::evidence::verify::Slot;
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::isolation::worktree::{self, Group, Isolation, Member, Step, Unavailable};
+use crate::model::state::{Nullable, State, Timestamp};
+use crate::model::tasks::TaskList;
+use crate::model::tasks_file;
 
 pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
     match cmd {
@@ -142,7 +142,7 @@ fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
             ),
         });
     }
-    crate::git::run(root, &["merge", "--abort"], &[])?;
+    crate::io::git::run(root, &["merge", "--abort"], &[])?;
     output::warn("aborted a member merge an earlier run left half-done; merging it again");
     Ok(())
 }
@@ -307,7 +307,7 @@ impl Ctx<'_> {
 
 /// Paths the member's branch changed since its base.
 fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<String>> {
-    let out = crate::git::run(
+    let out = crate::io::git::run(
         &project.root,
         &[
             "diff",
@@ -412,8 +412,9 @@ fn verify_merged(
             ))
         }
     };
-    let plan = verify::run::plan_run(spec, &slot, command, None)?;
-    let (record, _) = verify::run::record_run(project, spec, &slot, &plan, args.timeout)?;
+    let plan = crate::evidence::verify_run::plan_run(spec, &slot, command, None)?;
+    let (record, _) =
+        crate::evidence::verify_run::record_run(project, spec, &slot, &plan, args.timeout)?;
     let command = record.command.clone();
     let unchanged = record.before.tree == record.after.tree;
     Ok(Verification {

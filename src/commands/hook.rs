@@ -18,20 +18,24 @@ use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
 use crate::error::{Error, Result};
-use crate::facts::{read_state, StateRead};
-use crate::gates::{self, completion_gates_json as completion_gates, evidence_fact};
-use crate::hook::{self, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead};
-use crate::hook_cost;
-use crate::project::{Project, Spec};
-use crate::state::{self, State, View};
-use crate::tasks::TaskList;
-use crate::tasks_file;
-use crate::verify::{self, Freshness, Slot};
+use crate::evidence::verify::{self, Freshness, Slot};
+use crate::hooks::hook_cost;
+use crate::hooks::{
+    self as hook, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead,
+};
+use crate::io::project::{Project, Spec};
+use crate::model::state::{self, State, View};
+use crate::model::tasks::TaskList;
+use crate::model::tasks_file;
+use crate::next::facts::{read_state, StateRead};
+use crate::next::gates::{self, completion_gates_json as completion_gates, evidence_fact};
 use crate::{
-    claims, criteria, critique, events, git, notify, output, proof, store, testlog, uncounted,
+    evidence::criteria, evidence::critique, evidence::proof, evidence::testlog, hooks::claims,
+    hooks::uncounted, io::events, io::git, io::notify, io::output, io::store,
 };
 
-/// How long a hook waits for the state lock before allowing (DESIGN §6: bounded, short).
+/// How long a hook waits for the state lock before allowing: bounded and short
+/// (docs/design.md#what-specrun-does).
 pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// The most of stdin a hook reads, and how long it waits for it. Past either bound the
@@ -60,7 +64,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
             .map(|l| format!(" at {}:{}", l.file(), l.line()));
         let text = format!(
             "{}{}",
-            crate::chars::clip(&what, 300, "…"),
+            crate::support::chars::clip(&what, 300, "…"),
             at.unwrap_or_default()
         );
         let _ = PANICKED.set(text);
@@ -205,7 +209,7 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
         }
     };
     GATING.store(true, std::sync::atomic::Ordering::SeqCst);
-    crate::fault::point("hook:decide");
+    crate::support::fault::point("hook:decide");
     match event {
         HookEvent::Stop => stop(&input, active),
         HookEvent::SubagentStop => subagent_stop(&input, active),
@@ -704,7 +708,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         return Vec::new();
     };
     // issue-12 boundary: facts reads the state as JSON.
-    let Ok(state) = crate::state::State::from_value(&active.state) else {
+    let Ok(state) = crate::model::state::State::from_value(&active.state) else {
         return Vec::new();
     };
     proof::complete_unmet(&active.project, &active.spec, &state, &list, task)
@@ -716,7 +720,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
 fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
     let list = load_tasks(&active.spec).ok();
     // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
-    let typed = crate::state::State::from_value(&active.state).ok()?;
+    let typed = crate::model::state::State::from_value(&active.state).ok()?;
     let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
     Some(
         json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),

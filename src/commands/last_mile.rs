@@ -1,24 +1,24 @@
 //! `specrun last-mile`: gather the facts (snapshot, evidence tree, git, PATH, optional
-//! helpers) and print the coordinator's autopilot contract decided by `crate::last_mile`.
+//! helpers) and print the coordinator's autopilot contract decided by `crate::next::last_mile`.
 //! `--record` appends the decision to .specrun/events.jsonl.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::claude::goal::SettingsContent;
+use crate::claude::probe::{find_on_path, read_settings};
 use crate::cli::LastMileArgs;
-use crate::criteria;
 use crate::error::Result;
-use crate::events;
-use crate::facts::{self, StateRead};
-use crate::gates;
-use crate::git;
-use crate::goal::SettingsContent;
-use crate::last_mile::{self, Availability, Capability, GitFacts, Inputs};
-use crate::output;
-use crate::probe::{find_on_path, read_settings};
-use crate::project::Project;
-use crate::verify;
+use crate::evidence::criteria;
+use crate::evidence::verify;
+use crate::io::events;
+use crate::io::git;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::next::facts::{self, StateRead};
+use crate::next::gates;
+use crate::next::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 
 pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
@@ -33,7 +33,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     // there are no tasks, so nothing is judged against it.
     let bookkeeping = spec
         .map(|spec| {
-            let mut paths = verify::bookkeeping_paths(project, spec);
+            let mut paths = crate::io::project::bookkeeping_paths(project, spec);
             if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
                 paths.push(rel.to_string_lossy().into_owned());
             }
@@ -221,11 +221,8 @@ fn capabilities(project: &Project, git_available: bool) -> Vec<Capability> {
 fn mcp_servers(project: &Project) -> Vec<Capability> {
     let mut sources: Vec<(String, Value)> = Vec::new();
     let mut problems = Vec::new();
-    let mut read =
-        |path: &Path, pick: &dyn Fn(&Value) -> Option<Value>| match crate::store::read_user_file(
-            path,
-            "MCP settings",
-        ) {
+    let mut read = |path: &Path, pick: &dyn Fn(&Value) -> Option<Value>| {
+        match crate::io::store::read_user_file(path, "MCP settings") {
             Err(_) => {}
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Ok(doc) => {
@@ -235,7 +232,8 @@ fn mcp_servers(project: &Project) -> Vec<Capability> {
                 }
                 Err(e) => problems.push(format!("{} is not valid JSON: {e}", path.display())),
             },
-        };
+        }
+    };
     let top = |doc: &Value| doc.get("mcpServers").cloned();
     read(&project.root.join(".mcp.json"), &top);
     if let Some(home) = std::env::var_os("HOME") {

@@ -4,12 +4,12 @@
 use serde_json::json;
 
 use crate::cli::LearnArgs;
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::output;
-use crate::project::Project;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::io::store;
 use crate::protocol::LEARNINGS_HEADING;
-use crate::store;
 
 pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;

@@ -3,9 +3,9 @@
 
 use crate::cli::NewArgs;
 use crate::error::{Error, Result};
-use crate::output;
-use crate::project::{validate_spec_name, Project, EVENTS_DIR, SPECS_DIR};
-use crate::store;
+use crate::io::output;
+use crate::io::project::{validate_spec_name, Project, EVENTS_DIR, SPECS_DIR};
+use crate::io::store;
 
 const TASKS_TEMPLATE: &str = include_str!("../../plugin/templates/tasks.md");
 const PROGRESS_TEMPLATE: &str = include_str!("../../plugin/templates/progress.md");
@@ -40,7 +40,7 @@ pub fn run(project: &Project, args: NewArgs) -> Result<i32> {
     std::fs::create_dir_all(&specs).map_err(|e| Error::io(&specs, "create directory", e))?;
     std::fs::create_dir(&dir).map_err(|e| Error::io(&dir, "create directory", e))?;
     store::write_atomic(
-        &dir.join(crate::project::TASKS_FILE),
+        &dir.join(crate::io::project::TASKS_FILE),
         tasks_text(name).as_bytes(),
     )?;
     let goal = args
@@ -48,7 +48,7 @@ pub fn run(project: &Project, args: NewArgs) -> Result<i32> {
         .as_deref()
         .unwrap_or("<the goal, in the user's words>");
     store::write_atomic(
-        &dir.join(crate::project::PROGRESS_FILE),
+        &dir.join(crate::io::project::PROGRESS_FILE),
         progress_text(name, goal).as_bytes(),
     )?;
     write_ignore_rules(project)?;
@@ -146,7 +146,7 @@ mod tests {
             text.contains("[VERIFY] tasks go to the qa-engineer"),
             "{text}"
         );
-        assert_eq!(crate::tasks::parse(&text).tasks.len(), 0);
+        assert_eq!(crate::model::tasks::parse(&text).tasks.len(), 0);
     }
 
     #[test]

@@ -3,16 +3,16 @@
 use serde_json::Value;
 
 use crate::cli::{ReportArgs, ReportFormat};
+use crate::commands::exec::Exec;
 use crate::cost;
-use crate::critique;
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::facts::{read_typed, StateRead};
-use crate::followups;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::report::{self, Inputs};
-use crate::store;
+use crate::evidence::critique;
+use crate::evidence::followups;
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::next::facts::{read_typed, StateRead};
+use crate::next::report::{self, Inputs};
 
 pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;

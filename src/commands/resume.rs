@@ -4,17 +4,17 @@
 use serde_json::json;
 
 use crate::cli::ResumeArgs;
+use crate::commands::exec::{refuse, report, Exec};
 use crate::error::Result;
-use crate::events::now_rfc3339;
-use crate::exec::{refuse, report, Exec};
-use crate::facts::shell_step;
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::Project;
 use crate::isolation;
+use crate::isolation::worktree::Isolation;
+use crate::model::state::State;
+use crate::next::facts::shell_step;
 use crate::next::Audience;
-use crate::output;
-use crate::project::Project;
 use crate::protocol::{self, Raises};
-use crate::state::State;
-use crate::worktree::Isolation;
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
@@ -77,8 +77,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
 
 /// The priced spend of the ledger (0 without a usable price table).
 fn usd_spent(project: &Project, state: &State) -> f64 {
-    let ledger = crate::ledger::Ledger::of_state(state).unwrap_or_default();
-    match crate::prices::load(&project.root) {
+    let ledger = crate::model::state::ledger::Ledger::of_state(state).unwrap_or_default();
+    match crate::cost::prices::load(&project.root) {
         Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
         _ => 0.0,
     }

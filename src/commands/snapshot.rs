@@ -3,9 +3,9 @@
 
 use crate::cli::SnapshotArgs;
 use crate::error::Result;
-use crate::facts;
-use crate::output;
-use crate::project::Project;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::next::facts;
 
 pub fn run(project: &Project, args: SnapshotArgs) -> Result<i32> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;

@@ -5,14 +5,14 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::cli::{StateCommand, StateInitArgs};
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::Exec;
-use crate::goal::shell_word;
-use crate::output;
-use crate::project::Project;
-use crate::state::{self, InitParams};
-use crate::store;
+use crate::io::events::now_rfc3339;
+use crate::io::output;
+use crate::io::project::Project;
+use crate::io::store;
+use crate::model::state::{self, InitParams};
+use crate::support::shell::shell_word;
 
 pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
     // Discovering the project first makes a missing --cwd an error and gives the root that
@@ -61,9 +61,9 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
 fn refuse_model_patch(path: &Path, patch: &Value) -> Result<()> {
     let is_state = path
         .file_name()
-        .is_some_and(|n| n == crate::project::STATE_FILE);
+        .is_some_and(|n| n == crate::io::project::STATE_FILE);
     let fields = state::guarded_fields(patch);
-    if !is_state || fields.is_empty() || !crate::claude_code::inside() {
+    if !is_state || fields.is_empty() || !crate::claude::releases::inside() {
         return Ok(());
     }
     Err(Error::Refused {
@@ -146,7 +146,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         // The existing document is not type-checked yet: a mistyped field is dropped, the
         // baseline kept (a garbled field must not launder hand-ticked boxes into it).
         let earlier = existing.as_ref().map(state::State::lenient);
-        let baseline = crate::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
+        let baseline = crate::next::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
         let mut continued = existing
             .as_ref()
             .is_some_and(|doc| !args.restart && state::is_resumable(doc));
@@ -170,7 +170,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         doc["checkedAtInit"] = serde_json::json!(baseline);
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
-        let ledger_end = crate::uncounted::end(project, &spec.name);
+        let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
         if ledger_end > 0 && !continued {
             doc["guard"]["uncountedOffset"] = serde_json::json!(ledger_end);
         }
@@ -191,7 +191,7 @@ fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitAr
     };
     let v = state::View(doc);
     let stopped = v.halt().is_some() || v.phase() == Some("cancelled");
-    if !stopped || !crate::claude_code::inside() {
+    if !stopped || !crate::claude::releases::inside() {
         return Ok(());
     }
     Err(Error::Refused {
@@ -203,7 +203,7 @@ fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitAr
     })
 }
 
-fn report_init(name: &str, v: &state::State, counts: crate::tasks::Counts, continued: bool) {
+fn report_init(name: &str, v: &state::State, counts: crate::model::tasks::Counts, continued: bool) {
     let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
     let what = if continued {
         format!(

@@ -12,16 +12,16 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
+use crate::commands::exec::Exec;
 use crate::cost::{self, CostReport, Level};
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::facts::{self, collect, Facts, StateRead};
+use crate::io::output;
+use crate::io::project::{Project, Spec};
 use crate::isolation;
-use crate::ledger::Tokens;
+use crate::model::state::ledger::Tokens;
+use crate::model::state::{Phase, State, Timestamp};
+use crate::next::facts::{self, collect, Facts, StateRead};
 use crate::next::{self, minutes_since};
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::state::{Phase, State, Timestamp};
 
 const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
@@ -121,10 +121,10 @@ pub struct Dashboard {
     pub group: Option<isolation::Standing>,
 }
 
-fn uncounted_of(project: &Project, facts: &Facts) -> crate::uncounted::Missed {
+fn uncounted_of(project: &Project, facts: &Facts) -> crate::hooks::uncounted::Missed {
     match (&facts.spec, facts.state_doc()) {
         (Some(spec), Some(s)) => {
-            crate::uncounted::since(project, &spec.name, crate::uncounted::offset(s))
+            crate::hooks::uncounted::since(project, &spec.name, crate::hooks::uncounted::offset(s))
         }
         _ => Default::default(),
     }
@@ -171,7 +171,7 @@ impl Dashboard {
         if let Some(problem) = time_cap_problem(facts) {
             self.notes.push(("time cap", problem));
         }
-        if let Some(text) = crate::uncounted::summary(&uncounted_of(project, facts)) {
+        if let Some(text) = crate::hooks::uncounted::summary(&uncounted_of(project, facts)) {
             self.notes.push(("guard", text));
         }
         for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
@@ -770,7 +770,7 @@ mod tests {
                 "run": {"byModel": {"m": {"output": 5}}}
             }
         });
-        let tasks = crate::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
+        let tasks = crate::model::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
         let mut b = board();
         b.cost = Some(cost::report(&state, &tasks, Ok(None), Utc::now()));
         for width in [40, 80] {

@@ -8,12 +8,12 @@ use std::path::Path;
 use chrono::Utc;
 use serde_json::Value;
 
+use crate::io::output;
+use crate::io::project::Project;
+use crate::io::store;
+use crate::model::state::View;
+use crate::model::tasks;
 use crate::next::minutes_since;
-use crate::output;
-use crate::project::Project;
-use crate::state::View;
-use crate::store;
-use crate::tasks;
 
 /// At most this many characters: it shares the line with Claude Code's own status.
 const MAX: usize = 72;
@@ -68,7 +68,7 @@ pub fn compose(
     let text = if let Some(kind) = v.halt_kind() {
         format!(
             "{head} HALTED ({kind}): {}",
-            crate::state::resume_command(name, v)
+            crate::model::state::resume_command(name, v)
         )
     } else if v.phase() == Some("completed") {
         format!("{head} complete")
@@ -124,7 +124,7 @@ fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    crate::chars::clip(text, max, "…")
+    crate::support::chars::clip(text, max, "…")
 }
 
 #[cfg(test)]

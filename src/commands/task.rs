@@ -6,27 +6,27 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::acceptance::Justification;
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::criteria;
-use crate::critique;
+use crate::commands::exec::{refuse, report, Exec};
 use crate::error::{Error, Result};
-use crate::events::now_rfc3339;
-use crate::exec::{refuse, report, Exec};
-use crate::gates;
-use crate::git;
+use crate::evidence::acceptance::Justification;
+use crate::evidence::criteria;
+use crate::evidence::critique;
+use crate::evidence::proof;
+use crate::evidence::verify::{self, Slot};
+use crate::io::events::now_rfc3339;
+use crate::io::git;
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
 use crate::isolation;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::proof;
+use crate::isolation::saved_work;
+use crate::isolation::worktree::Isolation;
+use crate::model::state::{Patch, State};
+use crate::model::tasks::Task;
+use crate::model::tasks_file::{self, LoadedTasks};
+use crate::next::gates;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
-use crate::saved_work;
-use crate::state::{Patch, State};
-use crate::store;
-use crate::tasks::Task;
-use crate::tasks_file::{self, LoadedTasks};
-use crate::verify::{self, Slot};
-use crate::worktree::Isolation;
 
 pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
     match cmd {
@@ -61,8 +61,8 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
             .iter()
             .find(|n| n.starts_with("halted"))
             .unwrap_or(&out.message);
-        let event = crate::notify::event("halt", &spec.name, text, json!({"task": id}));
-        crate::notify::send(project, &event);
+        let event = crate::io::notify::event("halt", &spec.name, text, json!({"task": id}));
+        crate::io::notify::send(project, &event);
     }
 }
 
@@ -147,7 +147,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     }
     let branch = iso_patch
         .as_ref()
-        .map(|_| crate::worktree::branch_name(&held.ex.spec.name, &id));
+        .map(|_| crate::isolation::worktree::branch_name(&held.ex.spec.name, &id));
     held.ex.record_event(
         json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
                "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
@@ -210,7 +210,8 @@ fn evidence_before_lock(
     args: &TaskVerbArgs,
 ) -> Option<(EvidenceKey, (EvidenceFact, EvidenceFact))> {
     let ex = Exec::new(project, args.spec.spec.as_deref()).ok()?;
-    let crate::facts::StateRead::Valid(state) = crate::facts::read_state(&ex.spec.state_path())
+    let crate::next::facts::StateRead::Valid(state) =
+        crate::next::facts::read_state(&ex.spec.state_path())
     else {
         return None;
     };
@@ -284,11 +285,11 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
     // the progress line added once (a rerun of a completed task adds it if it is missing).
     if out.check_box {
         tasks_file::check(&held.tasks.path, &id, true)?;
-        crate::fault::point("complete:box-checked");
+        crate::support::fault::point("complete:box-checked");
     }
     if let Some(patch) = &out.patch {
         held.write(patch)?;
-        crate::fault::point("complete:state-written");
+        crate::support::fault::point("complete:state-written");
     }
     if let Some(line) = &out.progress_line {
         // The completion is the box and the state, both written by now; the progress line
@@ -302,7 +303,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
                 "warning: task {id} is complete, but its .progress.md line was not written: {e}"
             ));
         }
-        crate::fault::point("complete:progress-written");
+        crate::support::fault::point("complete:progress-written");
     }
     held.ex.record_event(
         json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
@@ -347,11 +348,11 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
     // but not in the state; the rerun adopts it (protocol::plan_fix) instead of adding one.
     if let Some(fix) = out.fix.as_ref().filter(|f| insert && !f.adopted) {
         tasks_file::insert_fix(&held.tasks.path, &id, fix)?;
-        crate::fault::point("fail:tasks-written");
+        crate::support::fault::point("fail:tasks-written");
     }
     if let Some(patch) = &out.patch {
         held.write(patch)?;
-        crate::fault::point("fail:state-written");
+        crate::support::fault::point("fail:state-written");
     }
     held.ex.record_event(
         json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
@@ -468,11 +469,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = verify::bookkeeping_paths(project, &held.ex.spec);
+    let bookkeeping = crate::io::project::bookkeeping_paths(project, &held.ex.spec);
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {
-        (Some(_), Some(s)) => crate::worktree::changed_since(project, &held.ex.spec, root, s)?,
+        (Some(_), Some(s)) => {
+            crate::isolation::worktree::changed_since(project, &held.ex.spec, root, s)?
+        }
         _ => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {
@@ -505,12 +508,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
             (saved_work::create_ref(root, &base, &saved)?, saved)
         }
     };
-    crate::fault::point("rollback:work-saved");
+    crate::support::fault::point("rollback:work-saved");
     // 2. Return the tree, never touching the spec's bookkeeping: HEAD and index move, then
     // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
-    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES).
+    // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES
+    // "Multi-file transitions are safe to re-run").
     git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
-    crate::fault::point("rollback:head-moved");
+    crate::support::fault::point("rollback:head-moved");
     let mut excludes: Vec<String> = Vec::new();
     let spec_rel = held
         .ex
@@ -533,7 +537,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         args.extend(excludes.iter().map(String::as_str));
         git::run(root, &args, &[])?;
     }
-    crate::fault::point("rollback:tree-reset");
+    crate::support::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {
         held.write(patch)?;
@@ -560,7 +564,7 @@ fn rollback_isolated(
     held: &Held,
     task: &Task,
     force: bool,
-    member: &crate::worktree::Member,
+    member: &crate::isolation::worktree::Member,
     dir: &Path,
     json_out: bool,
 ) -> Result<i32> {
@@ -569,7 +573,7 @@ fn rollback_isolated(
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match &start {
-        Some(s) => crate::worktree::changed_since(project, &held.ex.spec, dir, s)?,
+        Some(s) => crate::isolation::worktree::changed_since(project, &held.ex.spec, dir, s)?,
         None => Vec::new(),
     };
     let plan = match protocol::plan_rollback(&held.state, task, head.as_deref(), &changed, force) {

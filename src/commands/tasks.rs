@@ -4,10 +4,10 @@ use serde_json::json;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::Result;
-use crate::output;
-use crate::project::Project;
-use crate::tasks::{self, Task, TaskList};
-use crate::tasks_file::{self, LoadedTasks};
+use crate::io::output;
+use crate::io::project::Project;
+use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {

@@ -1,6 +1,6 @@
-//! `specrun verify run|status` (DESIGN §7): run a verification command and record evidence
-//! bound to the working-tree fingerprint it started from; say whether that evidence still
-//! holds.
+//! `specrun verify run|status` (docs/design.md#evidence): run a verification command and
+//! record evidence bound to the working-tree fingerprint it started from; say whether that
+//! evidence still holds.
 //!
 //! The command's own output (stdout and stderr, interleaved as written) streams live to
 //! our stderr, so our stdout stays one JSON document a caller can parse.
@@ -8,14 +8,14 @@
 use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
+use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
-use crate::exec::Exec;
-use crate::output;
-use crate::project::{Project, Spec};
-use crate::store;
-use crate::tasks_file;
-use crate::verify::run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
-use crate::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
+use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
+use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
 
@@ -110,7 +110,7 @@ fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
 }
 
 fn short(tree: &str) -> &str {
-    crate::chars::prefix(tree, 12)
+    crate::support::chars::prefix(tree, 12)
 }
 
 fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<i32> {
@@ -189,7 +189,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             Slot::Task(id) if has_own_verify => format!(
                 "specrun verify run --spec {} --task {}",
                 spec.name,
-                crate::goal::shell_word(id)
+                crate::support::shell::shell_word(id)
             ),
             _ => rerun_command(spec, slot, c),
         });

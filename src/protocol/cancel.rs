@@ -3,7 +3,7 @@
 use serde_json::{json, Map};
 
 use super::{halt_record, unchanged, Transition};
-use crate::state::{self, Patch, Phase, State};
+use crate::model::state::{self, Patch, Phase, State};
 
 /// Nothing can refuse a cancel: a cancelled or completed execution is a repeat.
 pub fn cancel(state: &State, now: &str) -> Transition {

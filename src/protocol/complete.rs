@@ -4,10 +4,10 @@
 use super::{
     decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
-use crate::critique::Stored;
-use crate::state::{Attempt, Nullable, Patch, State};
-use crate::tasks::{Task, TaskList};
-use crate::verify::Freshness;
+use crate::evidence::critique::Stored;
+use crate::evidence::verify::Freshness;
+use crate::model::state::{Attempt, Nullable, Patch, State};
+use crate::model::tasks::{Task, TaskList};
 
 /// Freshness of one evidence slot and, when recorded, its `startedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +148,7 @@ fn critiques(input: &CompleteInput<'_>, id: &str, unmet: &mut Vec<Unmet>) {
     let in_order = ev
         .ended_at
         .as_deref()
-        .is_some_and(|ended| crate::critique::reviews_run(recorded, ended));
+        .is_some_and(|ended| crate::evidence::critique::reviews_run(recorded, ended));
     if !in_order {
         unmet.push(Unmet::new(
             "critique-post-test-newer",
@@ -214,7 +214,7 @@ mod tests {
     use super::super::start;
     use super::super::test_support::*;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
 
     fn usable(at: &str) -> Stored {
         Stored::Usable {

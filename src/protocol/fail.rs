@@ -3,10 +3,11 @@
 
 use serde_json::{json, Map};
 
-use super::fix::{fix_map_patch, plan_fix, FixTask};
+use super::fix::{fix_map_patch, plan_fix};
+use super::FixTask;
 use super::{count_failure, n_of, resume_command, stamp, status_of, unchanged, Transition, Unmet};
-use crate::state::{Attempt, Nullable, Patch, State};
-use crate::tasks::{Task, TaskList};
+use crate::model::state::{Attempt, Nullable, Patch, State};
+use crate::model::tasks::{Task, TaskList};
 
 pub struct FailInput<'a> {
     pub state: &'a State,
@@ -238,8 +239,8 @@ mod tests {
     use super::super::start;
     use super::super::test_support::*;
     use super::*;
-    use crate::state;
-    use crate::tasks::parse;
+    use crate::model::state;
+    use crate::model::tasks::parse;
     use serde_json::Value;
 
     #[test]

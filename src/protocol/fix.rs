@@ -1,21 +1,9 @@
 //! Fix-task planning for recovery mode: the `[FIX x]` block a failure adds after its
 //! task, within the limits on how many and how deep.
 
-use super::{Unmet, MAX_FIX_DEPTH, MAX_FIX_TASKS_PER_TASK, MAX_ID_PARTS};
-use crate::state::{FixEntry, Nullable, Patch, State};
-use crate::tasks::{Task, TaskList};
-
-/// A fix task to print or insert after its task's block.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FixTask {
-    pub id: String,
-    pub fixes: String,
-    /// The block's lines, without line endings.
-    pub lines: Vec<String>,
-    /// Already in tasks.md but not in the state (a `task fail --insert` killed between its
-    /// two writes): recorded, not inserted again.
-    pub adopted: bool,
-}
+use super::{FixTask, Unmet, MAX_FIX_DEPTH, MAX_FIX_TASKS_PER_TASK, MAX_ID_PARTS};
+use crate::model::state::{FixEntry, Nullable, Patch, State};
+use crate::model::tasks::{Task, TaskList};
 
 /// The ids a task's `[FIX x]` chain passes through: `fix_depth(1.2.1 fixing 1.2) = 1`.
 fn fix_depth(list: &TaskList, task: &Task) -> usize {
@@ -159,39 +147,11 @@ pub fn fix_map_patch(state: &State, fix: &FixTask, reason: &str, total_tasks: us
         .total_tasks(total_tasks as u64)
 }
 
-/// Where a new fix of `task` goes: after its block and after the fixes already below it
-/// (with their own fixes), so a file reads 1.2, 1.2.1, 1.2.1.1, 1.2.2 in the order they run.
-pub fn fix_anchor<'a>(list: &'a TaskList, task: &'a Task) -> &'a Task {
-    let target = task.label();
-    let reaches = |t: &Task| {
-        let mut cur = t.fixes();
-        for _ in 0..=MAX_FIX_DEPTH + 1 {
-            match cur {
-                Some(id) if id == target => return true,
-                Some(id) => {
-                    cur = list
-                        .tasks
-                        .iter()
-                        .find(|x| x.label() == id)
-                        .and_then(Task::fixes)
-                }
-                None => return false,
-            }
-        }
-        false
-    };
-    list.tasks[task.index + 1..]
-        .iter()
-        .take_while(|t| reaches(t))
-        .last()
-        .unwrap_or(task)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::test_support::typed;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
     use serde_json::json;
 
     #[test]
@@ -231,13 +191,5 @@ mod tests {
             patch["fixTaskMap"]["1.2"],
             json!({"attempts": 1, "fixTaskIds": ["1.2.1"], "lastError": "boom"})
         );
-    }
-
-    #[test]
-    fn a_new_fix_goes_below_the_fixes_already_there() {
-        let list = parse("- [ ] 1 A\n- [x] 1.1 [FIX 1] F\n- [x] 1.1.1 [FIX 1.1] G\n- [ ] 2 B\n- [ ] 2.1 [FIX 9] Other\n");
-        assert_eq!(fix_anchor(&list, &list.tasks[0]).label(), "1.1.1");
-        assert_eq!(fix_anchor(&list, &list.tasks[1]).label(), "1.1.1");
-        assert_eq!(fix_anchor(&list, &list.tasks[3]).label(), "2");
     }
 }

@@ -9,9 +9,9 @@
 //! before either (`changed: false`).
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
+use crate::model::state::{self, Attempt, Halt, Nullable, Patch, State, Timestamp};
 
 mod cancel;
 mod complete;
@@ -20,50 +20,28 @@ mod fix;
 mod resume;
 mod rollback;
 mod start;
-mod text;
 
+pub use crate::model::tasks::text::{
+    append_to_section, fix_anchor, insert_after_block, section_has, FixTask, COMPLETED_HEADING,
+    LEARNINGS_HEADING, MAX_FIX_DEPTH,
+};
 pub use cancel::cancel;
 pub use complete::{complete, CompleteInput, EvidenceFact};
 pub use fail::{fail, FailInput};
-pub use fix::{fix_anchor, fix_map_patch, plan_fix, FixTask};
+pub use fix::{fix_map_patch, plan_fix};
 pub use resume::{resume, Raises};
 pub use rollback::{plan_rollback, rollback_done, RollbackPlan};
 pub use start::{start, startable};
-pub use text::{append_to_section, insert_after_block, section_has};
+
+pub use crate::io::git::short_commit;
+pub use crate::model::state::attempts;
+pub use crate::model::unmet::Unmet;
+pub use crate::support::glob::path_in_files;
 
 /// Fix tasks one task may spawn, and how deep `[FIX [FIX …]]` chains may go.
 pub const MAX_FIX_TASKS_PER_TASK: u64 = 3;
-pub const MAX_FIX_DEPTH: usize = 3;
 /// The parser accepts ids of at most this many dot-separated parts.
-pub const MAX_ID_PARTS: usize = crate::tasks::MAX_ID_PARTS;
-pub const COMPLETED_HEADING: &str = "## Completed tasks";
-pub const LEARNINGS_HEADING: &str = "## Learnings";
-
-/// One precondition that does not hold: a stable name and what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unmet {
-    pub name: &'static str,
-    pub detail: String,
-}
-
-impl Unmet {
-    pub fn new(name: &'static str, detail: impl Into<String>) -> Self {
-        Unmet {
-            name,
-            detail: detail.into(),
-        }
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({"name": self.name, "detail": self.detail})
-    }
-}
-
-impl std::fmt::Display for Unmet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.name, self.detail)
-    }
-}
+pub const MAX_ID_PARTS: usize = crate::model::tasks::MAX_ID_PARTS;
 
 /// What a verb's transition is: the state patch (`None` = nothing to write) and what to
 /// say. (A hook's answer is `hook::Outcome`: a decision for Claude Code with its event.)
@@ -100,17 +78,6 @@ fn unchanged(message: String) -> Transition {
         message,
         ..Default::default()
     }
-}
-
-/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
-/// callers that still read the document; the verbs read `State::attempts_of`.
-pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
-    state
-        .get("attempts")
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
 }
 
 fn status_of(attempt: &Attempt) -> &str {
@@ -196,22 +163,12 @@ fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
     }
 }
 
-/// A commit id as messages show it: its first 10 characters.
-pub fn short_commit(c: &str) -> &str {
-    crate::chars::prefix(c, 10)
-}
-
-/// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
-/// listed directory, or matching a `*` / `**` pattern.
-pub fn path_in_files(path: &str, files: &[String]) -> bool {
-    crate::glob::FileEntries::new(files).covers(path)
-}
-
 /// What the verbs' tests share.
 #[cfg(test)]
 mod test_support {
     use super::*;
-    use crate::verify::Freshness;
+    use crate::evidence::verify::Freshness;
+    use serde_json::json;
 
     pub const NOW: &str = "2026-01-01T00:10:00.000Z";
     pub const TASKS: &str =
@@ -259,16 +216,6 @@ mod test_support {
 
 #[cfg(test)]
 mod tests {
-    /// Regression (issue 21): a commit id from the state holding a multi-byte character
-    /// (`attempts.<id>[].endCommit`, `isolation.group.base`) was cut inside it and panicked.
-    #[test]
-    fn a_short_commit_never_cuts_a_character() {
-        assert_eq!(super::short_commit("aaaaaaaaaé"), "aaaaaaaaaé");
-        assert_eq!(super::short_commit("aaaaaaaaaéééé"), "aaaaaaaaaé");
-        assert_eq!(super::short_commit("0123456789abcdef"), "0123456789");
-        assert_eq!(super::short_commit("😀😀"), "😀😀");
-    }
-
     use super::*;
 
     #[test]

@@ -4,7 +4,7 @@
 use serde::Deserialize;
 
 use super::{decide, resume_command, Transition, Unmet};
-use crate::state::{self, Patch, Phase, State};
+use crate::model::state::{self, Patch, Phase, State};
 
 /// `resume`'s cap raises.
 #[derive(Debug, Clone, Copy, Default)]

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use super::{count_failure, n_of, short_commit, stamp, status_of, Transition, Unmet};
-use crate::state::{Attempt, Nullable, Patch, State};
-use crate::tasks::Task;
+use crate::model::state::{Attempt, Nullable, Patch, State};
+use crate::model::tasks::Task;
 
 /// What `task rollback` will do, decided before touching the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,7 +83,7 @@ fn unmet(id: &str, last: &Attempt, head: Option<&str>) -> Vec<Unmet> {
 
 /// Changes outside the task's Files are rolled back only with `--force`.
 fn outside_files(task: &Task, changed: &[String]) -> Option<Unmet> {
-    let scope = crate::glob::FileEntries::new(&task.files);
+    let scope = crate::support::glob::FileEntries::new(&task.files);
     let outside: Vec<&String> = changed.iter().filter(|p| !scope.covers(p)).collect();
     if outside.is_empty() {
         return None;
@@ -151,7 +151,7 @@ mod tests {
     use super::super::start;
     use super::super::test_support::*;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
 
     #[test]
     fn rollback_preconditions() {

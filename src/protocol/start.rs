@@ -3,8 +3,8 @@
 use super::{
     decide, execution_gates, n_of, short_commit, stamp, status_of, unchanged, Transition, Unmet,
 };
-use crate::state::{Attempt, Nullable, Patch, State, Timestamp};
-use crate::tasks::{Task, TaskList};
+use crate::model::state::{Attempt, Nullable, Patch, State, Timestamp};
+use crate::model::tasks::{Task, TaskList};
 
 /// The tasks `task start` accepts now: the next task's parallel group. While a task has a
 /// pending `[FIX]` task, that fix is next (`TaskList::next_index`), not the task itself.
@@ -97,7 +97,7 @@ fn apply(task: &Task, mut history: Vec<Attempt>, head: Option<&str>, now: &str) 
 mod tests {
     use super::super::test_support::*;
     use super::*;
-    use crate::tasks::parse;
+    use crate::model::tasks::parse;
     use serde_json::json;
 
     #[test]

@@ -71,16 +71,17 @@ fn unquoted(line: &str) -> String {
 /// A review that passes every checklist item, as a person would pipe it to
 /// `critique record`.
 pub fn review_json(stage: &str) -> String {
-    let items: serde_json::Map<String, serde_json::Value> = specrun::critique::checklist(stage)
-        .unwrap()
-        .iter()
-        .map(|(id, _)| {
-            (
-                id.to_string(),
-                serde_json::json!({"result": "pass", "note": "checked by hand"}),
-            )
-        })
-        .collect();
+    let items: serde_json::Map<String, serde_json::Value> =
+        specrun::evidence::critique::checklist(stage)
+            .unwrap()
+            .iter()
+            .map(|(id, _)| {
+                (
+                    id.to_string(),
+                    serde_json::json!({"result": "pass", "note": "checked by hand"}),
+                )
+            })
+            .collect();
     serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []}).to_string()
 }
 

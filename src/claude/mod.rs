@@ -1,0 +1,8 @@
+//! What specrun knows of Claude Code: supported releases, the install probe, the `/goal`
+//! condition, transcripts, the plugin's agent names.
+
+pub mod agents;
+pub mod goal;
+pub mod probe;
+pub mod releases;
+pub mod transcript;

@@ -1,0 +1,273 @@
+//! The spec's acceptance files and the coverage matrix: the I/O around `acceptance`.
+//! `acceptance.json` (the criteria's mappings to tests and the justifications, under its
+//! own lock), the test results of each verify run (`test-results/<slot>.json`) and the
+//! matrix the `ac` verbs, `task complete`, the guard and last-mile judge.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::evidence::acceptance::{self, Criterion, Row, Run, Store};
+use crate::evidence::testlog::{self, Outcome, Report};
+use crate::evidence::verify::{self, Slot};
+use crate::io::output;
+use crate::io::project::{Project, Spec};
+use crate::io::store;
+use crate::model::state::State;
+use crate::model::tasks::TaskList;
+use crate::model::tasks_file;
+
+pub const STORE_FILE: &str = crate::io::project::ACCEPTANCE_FILE;
+pub const RESULTS_DIR: &str = crate::io::project::TEST_RESULTS_DIR;
+/// The state field that turns the criteria gates on (written by `state init`).
+pub const GATE_FIELD: &str = "acceptanceGate";
+
+// ---- files ----------------------------------------------------------------------------
+
+pub fn store_path(spec: &Spec) -> PathBuf {
+    spec.dir.join(STORE_FILE)
+}
+
+/// acceptance.json (absent = empty). A file that does not parse is an error naming it; it
+/// is never replaced.
+pub fn load_store(spec: &Spec) -> Result<Store> {
+    let path = store_path(spec);
+    match store::read_json(&path)? {
+        None => Ok(Store::default()),
+        Some(doc) => from_doc(&path, doc),
+    }
+}
+
+fn from_doc(path: &std::path::Path, doc: Value) -> Result<Store> {
+    serde_json::from_value(doc).map_err(|e| Error::Shape {
+        path: path.to_path_buf(),
+        message: format!("not an acceptance store ({e}); fix or remove it"),
+    })
+}
+
+/// Change acceptance.json under its lock.
+pub fn update_store<T>(spec: &Spec, change: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+    let path = store_path(spec);
+    store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
+        let mut s = match current {
+            None => Store::default(),
+            Some(doc) => from_doc(&path, doc)?,
+        };
+        let out = change(&mut s)?;
+        let doc = serde_json::to_value(&s).expect("a store serialises");
+        Ok((Some(doc), out))
+    })
+}
+
+fn results_path(spec: &Spec, slot: &Slot) -> PathBuf {
+    let name = match slot {
+        Slot::Phase(p) => format!("phase-{p}"),
+        Slot::Task(id) => format!("task-{id}"),
+    };
+    spec.dir.join(RESULTS_DIR).join(format!("{name}.json"))
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredResults {
+    started_at: String,
+    report: Report,
+}
+
+/// Write a run's test results beside the state; returns the record's `tests` summary.
+/// A write failure is warned about and leaves the run without results (never fails it).
+pub fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: &Report) -> Value {
+    let path = results_path(spec, slot);
+    let doc = StoredResults {
+        started_at: started_at.to_string(),
+        report: report.clone(),
+    };
+    let bytes = serde_json::to_vec(&doc).expect("results serialise");
+    let written = path
+        .parent()
+        .map(store::ensure_dir)
+        .unwrap_or(Ok(()))
+        .and_then(|_| store::write_atomic(&path, &bytes));
+    if let Err(e) = written {
+        output::warn(&format!("test results not kept: {e}"));
+        return Value::Null;
+    }
+    let runners: Vec<&str> = report.runners.iter().map(|r| r.as_str()).collect();
+    json!({
+        "runners": runners,
+        "passed": report.count(Outcome::Passed),
+        "failed": report.count(Outcome::Failed),
+        "skipped": report.count(Outcome::Skipped),
+        "truncated": report.truncated,
+    })
+}
+
+/// Say on stderr what the output told about tests (nothing recognised names the runners).
+pub fn note_results(report: &Report) {
+    if report.runners.is_empty() {
+        output::note(&format!(
+            "no test results recognised in the output; criteria can be traced only to tests of: {}",
+            testlog::SUPPORTED
+        ));
+        return;
+    }
+    output::note(&format!(
+        "tests: {} passed, {} failed, {} skipped",
+        report.count(Outcome::Passed),
+        report.count(Outcome::Failed),
+        report.count(Outcome::Skipped)
+    ));
+    for r in &report.unnamed {
+        output::warn(&format!(
+            "{} reported passing tests without naming them: run jest with --verbose, vitest with --reporter=verbose, so criteria can be traced",
+            r.as_str()
+        ));
+    }
+}
+
+/// The results stored for `slot`, when they belong to the record now in the state.
+fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
+    record.get("tests").filter(|t| t.is_object())?;
+    let started = record.get("startedAt").and_then(Value::as_str)?;
+    let bytes = store::read_optional(&results_path(spec, slot)).ok()??;
+    let stored: StoredResults = serde_json::from_slice(&bytes).ok()?;
+    (stored.started_at == started).then_some(stored.report)
+}
+
+// ---- facts ----------------------------------------------------------------------------
+
+/// Every evidence record of the state with its freshness and test results. The tree is
+/// fingerprinted once per distinct `excludedPaths`.
+pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
+    let mut trees: BTreeMap<Vec<String>, Option<String>> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (map, make) in [
+        (
+            &state.verification_blocks,
+            Slot::Phase as fn(String) -> Slot,
+        ),
+        (&state.task_evidence, Slot::Task as fn(String) -> Slot),
+    ] {
+        let Some(map) = map else {
+            continue;
+        };
+        for (name, record) in map {
+            if !record.is_object() {
+                continue;
+            }
+            let slot = make(name.clone());
+            let tree = if verify::passed(record) {
+                let excluded = verify::excluded_paths(Some(record));
+                trees
+                    .entry(excluded.clone())
+                    .or_insert_with(|| {
+                        verify::fingerprint_excluding(project, spec, &excluded)
+                            .ok()
+                            .map(|f| f.tree)
+                    })
+                    .clone()
+            } else {
+                None
+            };
+            out.push(Run {
+                slot: slot.describe(),
+                command: record
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                freshness: verify::assess(Some(record), tree.as_deref()),
+                report: read_results(spec, &slot, record),
+            });
+        }
+    }
+    out
+}
+
+/// `runs` over the JSON document (the hook's prose-claims check).
+// issue-12 boundary: goes when the hook passes its `State`.
+pub fn runs_json(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
+    runs(project, spec, &State::lenient(state))
+}
+
+/// The spec's criteria: tasks.md's Done when bullets and requirements.md's ACs.
+pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
+    let req = spec.artifact_path("requirements");
+    let text = match store::read_optional(&req)? {
+        None => None,
+        Some(bytes) => Some(String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: req })?),
+    };
+    Ok(acceptance::spec_criteria(list, text.as_deref()))
+}
+
+/// Whether the execution enforces criteria: `state init` of this version sets it; an
+/// execution started before keeps the old behaviour.
+pub fn enforced(state: Option<&State>) -> bool {
+    state.is_some_and(State::acceptance_gate)
+}
+
+/// The acceptance matrix of a spec, for `ac status`, `task complete`, the guard and reports.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Matrix {
+    pub spec: String,
+    /// Criteria gate `task complete` and the final completion of this execution.
+    pub enforced: bool,
+    pub rows: Vec<Row>,
+}
+
+impl Matrix {
+    pub fn uncovered(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| !r.status.is_covered())
+    }
+    pub fn for_task(&self, label: &str) -> impl Iterator<Item = &Row> {
+        let label = label.to_string();
+        self.rows
+            .iter()
+            .filter(move |r| r.task.as_deref() == Some(&label))
+    }
+}
+
+/// The matrix from the files as they are now (state read without its lock: a read-only view).
+pub fn matrix(project: &Project, spec: &Spec) -> Result<Matrix> {
+    let loaded = tasks_file::load(&spec.tasks_path())?;
+    let state = crate::model::state::read_lenient(&spec.state_path())?;
+    matrix_with(project, spec, &loaded.list, state.as_ref())
+}
+
+/// The matrix given tasks and state already read (under a lock the caller holds).
+pub fn matrix_with(
+    project: &Project,
+    spec: &Spec,
+    list: &TaskList,
+    state: Option<&State>,
+) -> Result<Matrix> {
+    let crit = criteria(spec, list)?;
+    let store = load_store(spec)?;
+    let runs = match state {
+        Some(s) if !crit.is_empty() => runs(project, spec, s),
+        _ => Vec::new(),
+    };
+    Ok(Matrix {
+        spec: spec.name.clone(),
+        enforced: enforced(state),
+        rows: acceptance::coverage(&crit, &store, &runs),
+    })
+}
+
+/// One line per uncovered row, for refusals.
+pub fn describe_uncovered<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
+    rows.map(|r| {
+        format!(
+            "{} ({}) is {}: {}",
+            r.id,
+            r.text,
+            r.status.as_str(),
+            r.why.as_deref().unwrap_or("")
+        )
+    })
+    .collect()
+}

@@ -1,0 +1,447 @@
+//! Where things are: the project root, the active spec, and the paths inside it. Every
+//! path the binary writes is derived here and checked to stay inside the project root.
+
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::io::store;
+
+pub const SPECS_DIR: &str = "specs";
+pub const CURRENT_SPEC_FILE: &str = ".current-spec";
+pub const STATE_FILE: &str = ".specrun-state.json";
+pub const TASKS_FILE: &str = "tasks.md";
+pub const PROGRESS_FILE: &str = ".progress.md";
+pub const FOLLOWUPS_FILE: &str = "followups.json";
+pub const CRITIQUE_DIR: &str = "critique";
+pub const ACCEPTANCE_FILE: &str = "acceptance.json";
+pub const TEST_RESULTS_DIR: &str = "test-results";
+pub const EVENTS_DIR: &str = ".specrun";
+pub const EVENTS_FILE: &str = "events.jsonl";
+/// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.
+pub const WORKTREES_DIR: &str = "worktrees";
+/// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.
+pub const CURRENT_SPEC_MAX: u64 = 4096;
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    /// Nearest ancestor of `cwd` holding `specs/` or `.git`; `cwd` itself when neither exists.
+    pub root: PathBuf,
+    pub cwd: PathBuf,
+    /// Whether a `specs/` or `.git` marker was found.
+    pub found: bool,
+    /// The work tree whose code the verbs run and fingerprint: `root`, or the member
+    /// worktree (`<root>/.specrun/worktrees/<spec>/<id>`) the command was started in, whose
+    /// bookkeeping still lives in `root` (one state, one lock, one tasks.md, one log).
+    pub tree: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    pub name: String,
+    pub dir: PathBuf,
+}
+
+impl Spec {
+    pub fn tasks_path(&self) -> PathBuf {
+        self.dir.join(TASKS_FILE)
+    }
+    pub fn state_path(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+    pub fn progress_path(&self) -> PathBuf {
+        self.dir.join(PROGRESS_FILE)
+    }
+    pub fn followups_path(&self) -> PathBuf {
+        self.dir.join(FOLLOWUPS_FILE)
+    }
+    pub fn critique_dir(&self) -> PathBuf {
+        self.dir.join(CRITIQUE_DIR)
+    }
+    pub fn artifact_path(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.md"))
+    }
+}
+
+/// Characters that change how text is shown without being seen: bidirectional overrides
+/// and isolates, zero-width characters, the BOM.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
+/// The one spec name rule, checked wherever a name enters (`--spec`, `.current-spec`,
+/// and through them `state init` and the rollback refs): one plain path segment that is
+/// also a valid git ref component. No `/` or `\`, no `..`, no leading `.`, no whitespace,
+/// control or invisible character, none of `~^:?*[` or `@{`, no trailing `.lock` or `.`,
+/// not empty, at most 255 bytes.
+pub fn validate_spec_name(name: &str) -> Result<()> {
+    let reason = if name.is_empty() {
+        Some("it is empty")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("it contains a path separator")
+    } else if name.contains("..") {
+        Some("it contains `..`")
+    } else if name.starts_with('.') {
+        Some("it starts with `.`")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else if name.chars().any(char::is_whitespace) {
+        Some("it contains whitespace")
+    } else if name.chars().any(is_invisible) {
+        Some("it contains an invisible or bidirectional-control character")
+    } else if name.contains(['~', '^', ':', '?', '*', '[']) || name.contains("@{") {
+        Some("it contains one of ~ ^ : ? * [ @{, which git refs cannot hold")
+    } else if name.ends_with(".lock") || name.ends_with('.') {
+        Some("it ends with `.lock` or `.`, which git refs cannot")
+    } else if name.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(Error::SpecName {
+            name: name.to_string(),
+            reason,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Resolve `.`/`..` lexically (the path need not exist).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Follow symlinks through the longest part of `path` that exists, so a link cannot lead
+/// outside the root, and a path whose tail does not exist yet still compares correctly.
+fn resolve_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut tail: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            let mut out = real;
+            out.extend(tail.iter().rev());
+            return out;
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                tail.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+/// `(main checkout, worktree)` when `cwd` lies in a member worktree
+/// `<main>/.specrun/worktrees/<spec>/<id>` (a linked git worktree: `.git` is a file).
+/// Pure path arithmetic plus two metadata reads, so every verb can afford it.
+fn member_worktree(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
+    cwd.ancestors().find_map(|dir| {
+        let worktrees = dir.parent()?.parent()?;
+        let events = worktrees.parent()?;
+        let main = events.parent()?;
+        let shaped = worktrees.file_name()? == WORKTREES_DIR && events.file_name()? == EVENTS_DIR;
+        (shaped && dir.join(".git").is_file() && main.join(".git").exists())
+            .then(|| (main.to_path_buf(), dir.to_path_buf()))
+    })
+}
+
+impl Project {
+    /// Find the project for `cwd` (the process's directory when `None`). A `cwd` that does
+    /// not exist is an error.
+    pub fn discover(cwd: Option<&Path>) -> Result<Project> {
+        let base = match cwd {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir()
+                .map_err(|e| Error::io(".", "read the current directory", e))?,
+        };
+        let cwd = std::fs::canonicalize(&base).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::missing("directory", &base)
+            } else {
+                Error::io(&base, "resolve", e)
+            }
+        })?;
+        if !cwd.is_dir() {
+            return Err(Error::missing("directory", &base));
+        }
+        Ok(Project::from_canonical(cwd))
+    }
+
+    fn from_canonical(cwd: PathBuf) -> Project {
+        if let Some((root, tree)) = member_worktree(&cwd) {
+            return Project {
+                root,
+                cwd,
+                found: true,
+                tree,
+            };
+        }
+        let found = cwd
+            .ancestors()
+            .find(|dir| dir.join(SPECS_DIR).is_dir() || dir.join(".git").exists());
+        match found {
+            Some(root) => Project {
+                root: root.to_path_buf(),
+                tree: root.to_path_buf(),
+                cwd,
+                found: true,
+            },
+            None => Project {
+                root: cwd.clone(),
+                tree: cwd.clone(),
+                cwd,
+                found: false,
+            },
+        }
+    }
+
+    /// Whether the command runs inside a member worktree rather than the main checkout.
+    pub fn in_worktree(&self) -> bool {
+        self.tree != self.root
+    }
+
+    pub fn specs_dir(&self) -> PathBuf {
+        self.root.join(SPECS_DIR)
+    }
+
+    pub fn events_path(&self) -> PathBuf {
+        self.root.join(EVENTS_DIR).join(EVENTS_FILE)
+    }
+
+    /// Where a spec's member worktrees live.
+    pub fn worktrees_dir(&self, spec: &str) -> PathBuf {
+        self.root.join(EVENTS_DIR).join(WORKTREES_DIR).join(spec)
+    }
+
+    pub fn current_spec_path(&self) -> PathBuf {
+        self.specs_dir().join(CURRENT_SPEC_FILE)
+    }
+
+    /// `path` (relative to the root, or absolute), normalised; an error if it leaves the root.
+    pub fn inside(&self, path: &Path) -> Result<PathBuf> {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        let normal = normalize(&joined);
+        let resolved = resolve_existing_prefix(&normal);
+        if resolved.starts_with(&self.root) {
+            Ok(resolved)
+        } else {
+            Err(Error::OutsideProject {
+                path: resolved,
+                root: self.root.clone(),
+            })
+        }
+    }
+
+    /// The spec named by `.current-spec`, if that file exists and is not empty.
+    pub fn current_spec_name(&self) -> Result<Option<String>> {
+        let path = self.current_spec_path();
+        // Only the first line matters: read a bounded head, never the whole file.
+        let Some(bytes) = store::read_prefix(&path, CURRENT_SPEC_MAX, false)? else {
+            return Ok(None);
+        };
+        let text = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let line = text.lines().next().unwrap_or("").trim();
+        Ok((!line.is_empty()).then(|| line.to_string()))
+    }
+
+    /// Resolve `--spec` (a name or a path) or, without it, `specs/.current-spec`.
+    /// `Ok(None)` when neither names a spec.
+    pub fn spec(&self, arg: Option<&str>) -> Result<Option<Spec>> {
+        let chosen = match arg {
+            Some(a) => Some((a.to_string(), true)),
+            None => self.current_spec_name()?.map(|n| (n, false)),
+        };
+        let Some((value, from_flag)) = chosen else {
+            return Ok(None);
+        };
+        let looks_like_path = value.contains('/') || value.contains('\\') || value == ".";
+        if !looks_like_path {
+            validate_spec_name(&value)?;
+            // A `specs/<name>` symlink must not carry writes outside the root either; one
+            // inside it is followed here, once, so bookkeeping paths hold no link.
+            let dir = self.inside(&self.specs_dir().join(&value))?;
+            return Ok(Some(Spec { dir, name: value }));
+        }
+        // A path: relative to the cwd for a flag, to the root for .current-spec.
+        let base = if from_flag { &self.cwd } else { &self.root };
+        let dir = self.inside(&base.join(&value))?;
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        validate_spec_name(&name)?;
+        Ok(Some(Spec { name, dir }))
+    }
+
+    /// Like `spec`, but a missing spec, or one whose directory does not exist, is an error
+    /// naming a step that works: the specs that do exist, else `specrun new`.
+    pub fn require_spec(&self, arg: Option<&str>) -> Result<Spec> {
+        let Some(spec) = self.spec(arg)? else {
+            return Err(Error::Usage(format!(
+                "no active spec: {}",
+                self.spec_choices(None)
+            )));
+        };
+        if !spec.dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "spec {:?} not found ({} does not exist): {}",
+                spec.name,
+                spec.dir.display(),
+                self.spec_choices(Some(&spec.name))
+            )));
+        }
+        Ok(spec)
+    }
+
+    /// The spec directories under specs/, sorted by name.
+    pub fn spec_names(&self) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.specs_dir()) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| validate_spec_name(n).is_ok())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// What to do without a usable spec: pass one that exists, or create one.
+    fn spec_choices(&self, wanted: Option<&str>) -> String {
+        let names = self.spec_names();
+        if names.is_empty() {
+            let name = wanted.unwrap_or("NAME");
+            return format!("create one with `specrun new {name}`");
+        }
+        let list: Vec<String> = names.iter().map(|n| format!("`--spec {n}`")).collect();
+        format!("pass one of the specs here: {}", list.join(", "))
+    }
+}
+
+/// Paths (relative to the project root) whose changes must not stale evidence: the spec's
+/// bookkeeping, which a task's own completion rewrites.
+pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
+    let spec_rel = spec
+        .dir
+        .strip_prefix(&project.root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| format!("{}/{}", SPECS_DIR, spec.name));
+    // Each bookkeeping file comes with its `.lock` sidecar, which the first locked write
+    // creates (`task complete` locks .progress.md, for one).
+    let files = [
+        STATE_FILE,
+        PROGRESS_FILE,
+        TASKS_FILE,
+        FOLLOWUPS_FILE,
+        ACCEPTANCE_FILE,
+    ];
+    let mut paths: Vec<String> = files
+        .iter()
+        .flat_map(|f| [format!("{spec_rel}/{f}"), format!("{spec_rel}/{f}.lock")])
+        .collect();
+    paths.push(format!("{spec_rel}/{}", CRITIQUE_DIR));
+    paths.push(format!("{spec_rel}/{}", TEST_RESULTS_DIR));
+    paths.push(EVENTS_DIR.to_string());
+    paths.push(format!("{}/{}", SPECS_DIR, CURRENT_SPEC_FILE));
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_names_are_validated() {
+        for bad in [
+            "",
+            "a/b",
+            "..",
+            "../x",
+            ".hidden",
+            "a\u{7}b",
+            "a\\b",
+            "x..y",
+            "my spec",
+            "tab\there",
+            "a\u{a0}b",
+            "evil\u{202e}txt",
+            "zero\u{200b}width",
+            "a:b",
+            "a~1",
+            "x.lock",
+            "end.",
+        ] {
+            assert!(validate_spec_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["demo", "my-feature_2", "v1.2"] {
+            validate_spec_name(good).unwrap();
+        }
+    }
+
+    #[test]
+    fn root_is_nearest_ancestor_with_specs_or_git() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("specs")).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        let p = Project::discover(Some(&root.join("a/b"))).unwrap();
+        assert_eq!(p.root, root);
+        assert!(p.found);
+    }
+
+    #[test]
+    fn a_member_worktree_resolves_to_the_main_checkout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let wt = root.join(".specrun/worktrees/demo/2.1");
+        std::fs::create_dir_all(wt.join("src/deep")).unwrap();
+        std::fs::create_dir_all(wt.join("specs")).unwrap();
+        std::fs::write(wt.join(".git"), "gitdir: x").unwrap();
+        let p = Project::discover(Some(&wt.join("src/deep"))).unwrap();
+        assert_eq!((p.root.clone(), p.tree.clone()), (root.clone(), wt.clone()));
+        assert!(p.in_worktree());
+        // Shaped like one but not a linked worktree: an ordinary directory.
+        std::fs::remove_file(wt.join(".git")).unwrap();
+        let p = Project::discover(Some(&wt)).unwrap();
+        assert_eq!(p.root, wt);
+        assert!(!p.in_worktree());
+    }
+
+    #[test]
+    fn spec_path_outside_root_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("specs/demo")).unwrap();
+        let p = Project::discover(Some(&root)).unwrap();
+        assert!(matches!(
+            p.spec(Some("../../etc")),
+            Err(Error::OutsideProject { .. })
+        ));
+        assert_eq!(p.spec(Some("specs/demo")).unwrap().unwrap().name, "demo");
+        assert_eq!(
+            p.spec(Some("demo")).unwrap().unwrap().dir,
+            root.join("specs/demo")
+        );
+    }
+}

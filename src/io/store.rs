@@ -1,0 +1,530 @@
+//! Crash-safe files: an exclusive lock on a sidecar `<file>.lock`, then read, change,
+//! write a temp file in the same directory, fsync, rename. A reader never sees a torn
+//! file, no writer loses another's update, and a crash leaves the old or the new file.
+//!
+//! Every bookkeeping path is opened here, under two rules (DESIGN-NOTES "I/O hardening"):
+//! no symbolic link on the path (a link could carry a write outside the project), and
+//! only regular files, opened non-blocking (a FIFO or a device could hang or never end),
+//! read up to a size bound.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// How long a command waits for a lock before giving up. Hooks use a shorter bound.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// An exclusive lock on `<file>.lock`, released when dropped.
+#[derive(Debug)]
+pub struct Lock {
+    file: File,
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
+}
+
+pub fn lock_path(file: &Path) -> PathBuf {
+    let mut name = file.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    file.with_file_name(name)
+}
+
+/// The most specrun reads of one bookkeeping file (state, tasks.md, followups, records).
+pub const MAX_READ: u64 = 256 << 20;
+
+fn kind_name(t: fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "device"
+    } else if t.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The directory `path` lives in ("." for a bare name).
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuse `dir` when it passes through a symbolic link: its real path must be itself. A
+/// directory that does not exist yet passes (nothing can be opened in it).
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let abs = absolute(dir);
+    match fs::canonicalize(&abs) {
+        Ok(real) if real == abs => Ok(()),
+        Ok(_) => Err(Error::Link { path: abs }),
+        Err(e) if e.kind() == ErrorKind::NotFound => match abs.parent() {
+            // A dangling link is "not found" too: name it, not its missing target.
+            _ if fs::symlink_metadata(&abs).is_ok() => Err(Error::Link { path: abs }),
+            Some(parent) => check_dir(parent),
+            None => Ok(()),
+        },
+        Err(e) => Err(Error::io(&abs, "resolve", e)),
+    }
+}
+
+/// Create `dir` and its missing parents, refusing any link on the way.
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(Error::Link {
+            path: absolute(dir),
+        }),
+        Ok(m) if m.is_dir() => check_dir(dir),
+        Ok(m) => Err(Error::NotRegular {
+            path: dir.to_path_buf(),
+            kind: kind_name(m.file_type()),
+        }),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            ensure_dir(parent_dir(dir))?;
+            match fs::create_dir(dir) {
+                Err(e) if e.kind() != ErrorKind::AlreadyExists => {
+                    Err(Error::io(dir, "create directory", e))
+                }
+                _ => check_dir(dir),
+            }
+        }
+        Err(e) => Err(Error::io(dir, "stat", e)),
+    }
+}
+
+/// Open a bookkeeping file: no link on its path, never blocking, a regular file only.
+/// `opts` says how (read, append, create…).
+fn open_plain(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    check_dir(parent_dir(path))?;
+    open_regular(path, opts, action)
+}
+
+/// Open `path` with O_NONBLOCK (a FIFO cannot hang the open) and O_NOFOLLOW (a link at
+/// the last step is refused by the kernel), and keep it only if it is a regular file.
+fn open_regular(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    let file = opts
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Error::Link {
+                path: absolute(path),
+            },
+            // A FIFO opened for writing with no reader.
+            Some(libc::ENXIO) => Error::NotRegular {
+                path: path.to_path_buf(),
+                kind: "FIFO",
+            },
+            _ => Error::io(path, action, e),
+        })?;
+    regular(file, path)
+}
+
+/// `file` if it is a regular file; what it is otherwise.
+fn regular(file: File, path: &Path) -> Result<File> {
+    let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
+    if !meta.is_file() {
+        return Err(Error::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_name(meta.file_type()),
+        });
+    }
+    Ok(file)
+}
+
+/// Read an open file up to `limit` bytes; more is an error naming the file.
+fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
+    // Sized from the file's length, so a large file is read without regrowing the buffer.
+    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
+    let mut bytes = Vec::with_capacity(hint as usize + 1);
+    (&mut file)
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Open a bookkeeping file for reading (no link, never blocking, regular only), to read
+/// from an offset; `Ok(None)` when it does not exist.
+pub fn open_read(path: &Path) -> Result<Option<File>> {
+    match open_plain(path, OpenOptions::new().read(true), "read") {
+        Ok(file) => Ok(Some(file)),
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Read a file the user named on the command line (`--file`, a record file): it may be
+/// anywhere and may be reached through links (the user chose it), but it must be a
+/// regular file within `MAX_READ`. Bookkeeping goes through `read_optional`.
+pub fn read_user_file(path: &Path, what: &'static str) -> Result<Vec<u8>> {
+    let mut opts = OpenOptions::new();
+    opts.read(true).custom_flags(libc::O_NONBLOCK);
+    let file = opts.open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => Error::missing(what, path),
+        _ => Error::io(path, "read", e),
+    })?;
+    read_bounded(regular(file, path)?, path, MAX_READ)
+}
+
+/// Standard input up to `limit` bytes (patches and records given as `-`).
+pub fn read_stdin(what: &'static str, limit: u64) -> Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io("<stdin>", "read", e))?;
+    if bytes.len() as u64 > limit {
+        return Err(Error::bad_input(
+            what,
+            format!("standard input is larger than {} MiB", limit >> 20),
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Error::bad_input(what, "standard input is not valid UTF-8"))
+}
+
+/// Stdin within `limit` bytes and `wait` (a hook's or the status line's input); empty past
+/// either bound, or on any error: the caller then takes its fast path.
+/// `poll` on the main thread: a reader thread cost the idle hook a third of its time
+/// (its stack and malloc arena), and every turn of every session pays for the idle hook.
+pub fn read_stdin_within(limit: u64, wait: Duration) -> Vec<u8> {
+    use std::os::fd::FromRawFd;
+    let deadline = Instant::now() + wait;
+    // fd 0 borrowed, never closed; unbuffered, so `poll` sees every byte not yet read.
+    let stdin = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(0) });
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 8 << 10];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut fd = libc::pollfd {
+            fd: 0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd for the duration of the call.
+        let ready = unsafe { libc::poll(&mut fd, 1, ms) };
+        if ready == 0
+            || (ready < 0
+                && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted)
+        {
+            return Vec::new();
+        }
+        if ready < 0 {
+            continue;
+        }
+        // Readable, hung up or an error: this read does not block.
+        match (&*stdin).read(&mut chunk) {
+            Ok(0) => return bytes,
+            Ok(n) if (bytes.len() + n) as u64 <= limit => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return Vec::new(),
+        }
+    }
+}
+
+/// Take the sidecar lock of `file`, polling for at most `wait`.
+pub fn lock(file: &Path, wait: Duration) -> Result<Lock> {
+    let path = lock_path(file);
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            return Err(Error::missing("directory", dir));
+        }
+    }
+    let handle = open_plain(
+        &path,
+        OpenOptions::new().create(true).truncate(false).write(true),
+        "open lock file",
+    )?;
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match handle.try_lock() {
+            Ok(()) => {
+                remove_stale_temps(file);
+                return Ok(Lock { file: handle });
+            }
+            Err(TryLockError::WouldBlock) => {
+                let waited = start.elapsed();
+                if waited >= wait {
+                    return Err(Error::LockTimeout {
+                        path,
+                        waited_ms: waited.as_millis() as u64,
+                    });
+                }
+                std::thread::sleep(pause.min(wait - waited));
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(TryLockError::Error(e)) => return Err(Error::io(&path, "lock", e)),
+        }
+    }
+}
+
+/// Read a whole bookkeeping file as bytes; `Ok(None)` when it does not exist.
+pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
+    read_prefix(path, MAX_READ, true)
+}
+
+/// Read at most `limit` bytes of a bookkeeping file; past it, an error when `whole` is
+/// asked for, else the first `limit` bytes. `Ok(None)` when it does not exist.
+pub fn read_prefix(path: &Path, limit: u64, whole: bool) -> Result<Option<Vec<u8>>> {
+    let file = match open_plain(path, OpenOptions::new().read(true), "read") {
+        Ok(file) => file,
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if whole {
+        return read_bounded(file, path, limit).map(Some);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(Some(bytes))
+}
+
+/// Read a UTF-8 text file (a leading BOM is kept; callers that care strip it).
+pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
+    match read_optional(path)? {
+        None => Err(Error::missing(what, path)),
+        Some(bytes) => String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+/// `read_user_file` as UTF-8 text.
+pub fn read_user_text(path: &Path, what: &'static str) -> Result<String> {
+    String::from_utf8(read_user_file(path, what)?).map_err(|_| Error::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+/// Parse JSON bytes from `path`, accepting a UTF-8 BOM.
+pub fn parse_json(path: &Path, bytes: &[u8]) -> Result<Value> {
+    let text = std::str::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
+        path: path.to_path_buf(),
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str(text).map_err(|source| Error::Json {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Read and parse a JSON file; `Ok(None)` when it does not exist.
+pub fn read_json(path: &Path) -> Result<Option<Value>> {
+    match read_optional(path)? {
+        None => Ok(None),
+        Some(bytes) => parse_json(path, &bytes).map(Some),
+    }
+}
+
+/// What every temp file's name holds (`.<file name>.specrun-tmp-…`).
+pub const TEMP_MARK: &str = ".specrun-tmp-";
+
+/// Temp files for `path` are named `.<file name>.specrun-tmp-…`, so the holder of the file's
+/// lock knows which leftovers (from a writer killed mid-write) are its own to remove.
+fn temp_prefix(path: &Path) -> String {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    format!(".{name}{TEMP_MARK}")
+}
+
+/// Whether a file name is one of the store's temp files (never part of the evidence).
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with('.') && name.contains(TEMP_MARK)
+}
+
+/// Remove temp files a killed writer of `file` left behind. Only called with the file's
+/// lock held: no live writer of this file can own one.
+fn remove_stale_temps(file: &Path) {
+    let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return;
+    };
+    let prefix = temp_prefix(file);
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Replace `path` with `bytes` atomically: temp file in the same directory, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent_dir(path);
+    check_dir(dir)?;
+    // The rename would replace a link rather than follow it, but a link here means
+    // something other than specrun put it there: say so instead of silently undoing it.
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Error::Link {
+                path: absolute(path),
+            })
+        }
+        Ok(m) if !m.is_file() => {
+            return Err(Error::NotRegular {
+                path: path.to_path_buf(),
+                kind: kind_name(m.file_type()),
+            })
+        }
+        _ => {}
+    }
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&temp_prefix(path))
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, "create a temp file in", e))?;
+    tmp.write_all(bytes)
+        .map_err(|e| Error::io(tmp.path(), "write", e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(tmp.path(), "fsync", e))?;
+    // Keep the file's permissions when replacing it.
+    if let Ok(meta) = fs::metadata(path) {
+        let _ = fs::set_permissions(tmp.path(), meta.permissions());
+    }
+    tmp.persist(path)
+        .map_err(|e| Error::io(path, "rename a temp file onto", e.error))?;
+    // No fsync of the directory: the data fsync above is what makes a crash leave the old or
+    // the new content; syncing the rename too would only make the new one survive a power
+    // cut sooner, and on a busy disk it doubles the cost of every state write (DESIGN-NOTES
+    // "Temp files").
+    Ok(())
+}
+
+/// Serialise a JSON document the way state files are written: indented, newline-terminated.
+pub fn to_pretty_bytes(value: &Value) -> Vec<u8> {
+    let mut bytes =
+        serde_json::to_vec_pretty(value).expect("a serde_json::Value always serialises");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Under the lock of `path`: read the JSON document (None if absent), let `change` produce
+/// the new one, write it atomically. Nothing is written when `change` fails or returns
+/// `None`. A corrupt file is an error and is never overwritten here.
+pub fn update_json<T>(
+    path: &Path,
+    wait: Duration,
+    change: impl FnOnce(Option<Value>) -> Result<(Option<Value>, T)>,
+) -> Result<T> {
+    let _lock = lock(path, wait)?;
+    let current = read_json(path)?;
+    let (next, out) = change(current)?;
+    if let Some(next) = next {
+        write_atomic(path, &to_pretty_bytes(&next))?;
+    }
+    Ok(out)
+}
+
+/// Under the lock of `path`: read the text file, let `change` produce the new text, write it.
+pub fn update_text<T>(
+    path: &Path,
+    what: &'static str,
+    wait: Duration,
+    change: impl FnOnce(String) -> Result<(Option<String>, T)>,
+) -> Result<T> {
+    // Name a missing file before taking the lock, so no stray lock file is left beside it.
+    if fs::symlink_metadata(path).is_err() {
+        return Err(Error::missing(what, path));
+    }
+    let _lock = lock(path, wait)?;
+    let current = read_text(path, what)?;
+    let (next, out) = change(current)?;
+    if let Some(next) = next {
+        write_atomic(path, next.as_bytes())?;
+    }
+    Ok(out)
+}
+
+/// Append one line to a file (created with its directory if needed). Appends of a single
+/// short line are atomic with O_APPEND, so concurrent writers interleave whole lines.
+pub fn append_line(path: &Path, line: &str) -> Result<()> {
+    ensure_dir(parent_dir(path))?;
+    let mut file = open_plain(
+        path,
+        OpenOptions::new().create(true).append(true),
+        "open for append",
+    )?;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    buf.push('\n');
+    file.write_all(buf.as_bytes())
+        .map_err(|e| Error::io(path, "append to", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_atomic_replaces_and_keeps_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn lock_times_out_while_held_and_succeeds_after_release() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let held = lock(&path, Duration::from_millis(10)).unwrap();
+        // flock locks belong to the open file description, so a second open conflicts.
+        let err = lock(&path, Duration::from_millis(30)).unwrap_err();
+        assert!(matches!(err, Error::LockTimeout { .. }), "{err}");
+        drop(held);
+        lock(&path, Duration::from_millis(10)).unwrap();
+    }
+
+    #[test]
+    fn update_json_writes_nothing_when_change_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        fs::write(&path, "{\"a\":1}").unwrap();
+        let r: Result<()> = update_json(&path, DEFAULT_LOCK_WAIT, |_| {
+            Err(Error::bad_input("patch", "no"))
+        });
+        assert!(r.is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"a\":1}");
+    }
+
+    #[test]
+    fn parse_json_accepts_bom() {
+        let v = parse_json(Path::new("x"), "\u{feff}{\"a\":1}".as_bytes()).unwrap();
+        assert_eq!(v["a"], 1);
+    }
+}

@@ -1,0 +1,1055 @@
+//! The execution state document (docs/design.md#state), as pure functions over JSON: merge
+//! a patch, type-check known fields, seed an execution, and read fields with their defaults.
+//! Unknown fields are carried through untouched. `State` (typed.rs) is the typed reading
+//! of the same document, `Patch` (patch.rs) the typed writing, `Timestamp` (time.rs) its
+//! times.
+
+mod caps;
+pub mod group;
+pub mod ledger;
+mod patch;
+pub mod time;
+mod typed;
+
+pub use crate::support::json::merge_into;
+pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
+pub use patch::Patch;
+pub use time::Timestamp;
+pub use typed::{
+    Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable, Phase, State,
+    Usage,
+};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+use time::parse as parse_time;
+
+use crate::error::{Error, Result};
+
+pub const STATE_VERSION: u64 = 1;
+pub const DEFAULT_MAX_TASK_ITERATIONS: u64 = 5;
+pub const DEFAULT_MAX_GLOBAL_ITERATIONS: u64 = 30;
+pub const DEFAULT_MAX_STALL_STOPS: u64 = 5;
+pub const PHASES: &[&str] = &["planning", "execution", "completed", "cancelled"];
+pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
+
+#[derive(Clone, Copy)]
+pub(crate) enum Kind {
+    UInt,
+    OptUInt,
+    /// A non-negative number (fractions allowed: dollars) or null.
+    OptNumber,
+    Str,
+    OptStr,
+    Bool,
+    Object,
+    OptObject,
+    Array,
+    StrArray,
+    OneOf(&'static [&'static str]),
+}
+
+impl Kind {
+    fn accepts(self, v: &Value) -> bool {
+        match self {
+            Kind::UInt => v.is_u64(),
+            Kind::OptUInt => v.is_u64() || v.is_null(),
+            Kind::OptNumber => v.is_null() || v.as_f64().is_some_and(|x| x >= 0.0),
+            Kind::Str => v.is_string(),
+            Kind::OptStr => v.is_string() || v.is_null(),
+            Kind::Bool => v.is_boolean(),
+            Kind::Object => v.is_object(),
+            Kind::OptObject => v.is_object() || v.is_null(),
+            Kind::Array => v.is_array(),
+            Kind::StrArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            Kind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Kind::UInt => "a non-negative integer",
+            Kind::OptUInt => "a non-negative integer or null",
+            Kind::OptNumber => "a non-negative number or null",
+            Kind::Str => "a string",
+            Kind::OptStr => "a string or null",
+            Kind::Bool => "true or false",
+            Kind::Object => "an object",
+            Kind::OptObject => "an object or null",
+            Kind::Array => "an array",
+            Kind::StrArray => "an array of strings",
+            Kind::OneOf(options) if options == PHASES => {
+                "one of \"planning\", \"execution\", \"completed\", \"cancelled\""
+            }
+            Kind::OneOf(_) => "one of \"native-goal\", \"stop-hook\", \"manual\"",
+        }
+    }
+}
+
+/// The known fields and their types; everything else is the user's and passes through.
+pub(crate) const KNOWN: &[(&str, Kind)] = &[
+    ("version", Kind::UInt),
+    ("name", Kind::Str),
+    ("phase", Kind::OneOf(PHASES)),
+    ("sessionId", Kind::OptStr),
+    ("taskIndex", Kind::UInt),
+    ("totalTasks", Kind::UInt),
+    ("taskIteration", Kind::UInt),
+    ("maxTaskIterations", Kind::UInt),
+    ("globalIteration", Kind::UInt),
+    ("maxGlobalIterations", Kind::UInt),
+    ("budget", Kind::Object),
+    ("budget.maxOutputTokens", Kind::OptUInt),
+    ("budget.maxMinutes", Kind::OptUInt),
+    ("budget.maxStallStops", Kind::OptUInt),
+    ("budget.maxTaskTokens", Kind::OptUInt),
+    ("budget.maxTaskMinutes", Kind::OptUInt),
+    ("budget.maxUsd", Kind::OptNumber),
+    ("budget.forecastWarn", Kind::OptUInt),
+    ("budget.forecastHalt", Kind::OptUInt),
+    ("ledger", Kind::OptObject),
+    ("usage", Kind::Object),
+    ("usage.outputTokens", Kind::UInt),
+    ("usage.inputTokens", Kind::UInt),
+    ("usage.transcriptOffset", Kind::OptUInt),
+    ("usage.transcriptPath", Kind::OptStr),
+    // `startedAt` is not type-checked here: a garbled one must not make the whole state
+    // unreadable (the guard would enforce nothing); `check_times` refuses writing one and
+    // the time cap falls back to another origin (`time_origin`).
+    ("executionDriver", Kind::OneOf(DRIVERS)),
+    ("quickMode", Kind::Bool),
+    ("recoveryMode", Kind::Bool),
+    ("awaitingApproval", Kind::Bool),
+    ("verificationBlocks", Kind::Object),
+    ("taskEvidence", Kind::Object),
+    ("attempts", Kind::Object),
+    ("fixTaskMap", Kind::Object),
+    ("modificationMap", Kind::Object),
+    ("halt", Kind::OptObject),
+    ("halt.kind", Kind::Str),
+    ("halt.reason", Kind::Str),
+    ("completed", Kind::Bool),
+    ("completedAt", Kind::OptStr),
+    ("guard", Kind::Object),
+    ("unverifiedClaims", Kind::Array),
+    ("isolation", Kind::Object),
+    ("isolation.sequential", Kind::Bool),
+    ("acceptanceGate", Kind::Bool),
+    ("checkedAtInit", Kind::Array),
+];
+
+/// The fields of one attempt (`attempts.<id>.<i>`), which the task verbs rewrite.
+const ATTEMPT: &[(&str, Kind)] = &[
+    ("n", Kind::UInt),
+    ("status", Kind::Str),
+    ("startedAt", Kind::OptStr),
+    ("endedAt", Kind::OptStr),
+    ("startCommit", Kind::OptStr),
+    ("endCommit", Kind::OptStr),
+    ("reason", Kind::OptStr),
+    ("fixTaskId", Kind::OptStr),
+    ("rollbackRef", Kind::OptStr),
+    ("rolledBackAt", Kind::OptStr),
+];
+
+/// The fields of one `fixTaskMap.<id>` entry.
+const FIX_ENTRY: &[(&str, Kind)] = &[
+    ("attempts", Kind::UInt),
+    ("fixTaskIds", Kind::StrArray),
+    ("lastError", Kind::OptStr),
+];
+
+/// Every field the type check and the typed records know, as dot paths with `*` for each task id or list
+/// index (`attempts.*.*.endCommit`): what the whole-process battery mutates
+/// (tests/battery.rs), so a field added to the tables is mutated too.
+pub fn known_fields() -> Vec<String> {
+    let top = KNOWN.iter().map(|(path, _)| path.to_string());
+    let attempt = ATTEMPT.iter().map(|(key, _)| format!("attempts.*.*.{key}"));
+    let fix = FIX_ENTRY
+        .iter()
+        .map(|(key, _)| format!("fixTaskMap.*.{key}"));
+    let records: [(&str, &[&str]); 7] = [
+        ("", State::KEYS),
+        ("budget.", typed::Budget::KEYS),
+        ("usage.", typed::Usage::KEYS),
+        ("halt.", typed::Halt::KEYS),
+        ("isolation.", typed::Isolation::KEYS),
+        ("guard.", typed::GuardRecord::KEYS),
+        ("attempts.*.*.", typed::Attempt::KEYS),
+    ];
+    let typed = records
+        .into_iter()
+        .flat_map(|(at, keys)| keys.iter().map(move |key| format!("{at}{key}")));
+    top.chain(attempt).chain(fix).chain(typed).collect()
+}
+
+/// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
+/// as `1.2` under `taskEvidence`): each segment is matched first alone, then joined with the
+/// following ones, so `taskEvidence.1.2.exitCode` finds `{"taskEvidence":{"1.2":{…}}}`.
+pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    if path.is_empty() {
+        return Some(doc);
+    }
+    lookup(doc, path)
+}
+
+/// `get_path` on the slices of `path` itself: no allocation (the type check runs it for
+/// every known field on every read and write of the state).
+fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
+    match doc {
+        Value::Object(map) => {
+            // Each prefix that ends at a dot, or the whole path, may be a key.
+            let ends = path.match_indices('.').map(|(i, _)| i);
+            ends.chain(std::iter::once(path.len()))
+                .find_map(|end| map.get(&path[..end]).and_then(|v| below(v, path, end)))
+        }
+        Value::Array(items) => {
+            let end = path.find('.').unwrap_or(path.len());
+            let item = path[..end].parse::<usize>().ok().and_then(|i| items.get(i));
+            item.and_then(|v| below(v, path, end))
+        }
+        _ => None,
+    }
+}
+
+/// What the rest of `path` after the key ending at `end` names inside `v`.
+fn below<'a>(v: &'a Value, path: &str, end: usize) -> Option<&'a Value> {
+    match path.get(end + 1..) {
+        None => Some(v),
+        Some(rest) => lookup(v, rest),
+    }
+}
+
+/// The one state field the model may set with `state merge` inside Claude Code (the
+/// implement skill's driver choice). Everything else is the binary's record of what was
+/// earned — phase, halts, attempts, evidence, claims, counters, budgets — and a model that
+/// patches it could forge a completion or lift a cap.
+pub const MODEL_MERGEABLE: [&str; 1] = ["executionDriver"];
+
+/// The top-level fields of `patch` the model may not set (see `MODEL_MERGEABLE`).
+pub fn guarded_fields(patch: &Value) -> Vec<String> {
+    patch
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .filter(|k| !MODEL_MERGEABLE.contains(&k.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Check every known field present in `doc`. `source_name` names the file or patch.
+pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
+    if !doc.is_object() {
+        return Err(Error::FieldType {
+            source_name: source_name.to_string(),
+            field: "(top level)".into(),
+            expected: "an object",
+        });
+    }
+    for (path, kind) in KNOWN {
+        if let Some(v) = get_path(doc, path) {
+            if !kind.accepts(v) {
+                return Err(field_error(source_name, path.to_string(), kind.describe()));
+            }
+        }
+    }
+    if let Err(e) = crate::model::state::ledger::Ledger::of(doc) {
+        return Err(Error::FieldType {
+            source_name: source_name.to_string(),
+            field: e.trim_start_matches("field `ledger`: ").to_string(),
+            expected: "a ledger: tasks/run accounts of non-negative integer token counts",
+        });
+    }
+    check_entries(doc, source_name)
+}
+
+fn field_error(source_name: &str, field: String, expected: &'static str) -> Error {
+    Error::FieldType {
+        source_name: source_name.to_string(),
+        field,
+        expected,
+    }
+}
+
+/// Check the known `fields` present in `entry` (named `at` in errors).
+fn check_fields(entry: &Value, at: &str, fields: &[(&str, Kind)], source: &str) -> Result<()> {
+    let Some(map) = entry.as_object() else {
+        return Err(field_error(source, at.to_string(), "an object"));
+    };
+    for (key, kind) in fields {
+        if map.get(*key).is_some_and(|v| !kind.accepts(v)) {
+            return Err(field_error(source, format!("{at}.{key}"), kind.describe()));
+        }
+    }
+    Ok(())
+}
+
+/// One level into the per-task maps the verbs index into: every `attempts.<id>` a list of
+/// attempt objects, every `fixTaskMap.<id>`, evidence record and subagent entry an object.
+fn check_entries(doc: &Value, source: &str) -> Result<()> {
+    let entries = |key: &str| {
+        doc.get(key)
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+    };
+    for (id, list) in entries("attempts") {
+        let Some(items) = list.as_array() else {
+            return Err(field_error(source, format!("attempts.{id}"), "an array"));
+        };
+        for (i, attempt) in items.iter().enumerate() {
+            check_fields(attempt, &format!("attempts.{id}.{i}"), ATTEMPT, source)?;
+        }
+    }
+    for (id, entry) in entries("fixTaskMap") {
+        check_fields(entry, &format!("fixTaskMap.{id}"), FIX_ENTRY, source)?;
+    }
+    for key in ["taskEvidence", "verificationBlocks"] {
+        for (id, record) in entries(key) {
+            check_fields(record, &format!("{key}.{id}"), &[], source)?;
+        }
+    }
+    let agents = doc.get("usage").and_then(|u| u.get("agents"));
+    for (key, entry) in agents.and_then(Value::as_object).into_iter().flatten() {
+        check_fields(entry, &format!("usage.agents.{key}"), &[], source)?;
+    }
+    Ok(())
+}
+
+/// Delete a dot path; missing paths are ignored. Dotted keys resolve as in `get_path`.
+pub fn unset_path(doc: &mut Value, path: &str) {
+    let segments: Vec<&str> = path.split('.').collect();
+    remove(doc, &segments);
+}
+
+fn remove(doc: &mut Value, segments: &[&str]) -> bool {
+    let Value::Object(map) = doc else {
+        return false;
+    };
+    for n in 1..=segments.len() {
+        let key = segments[..n].join(".");
+        if n == segments.len() {
+            if map.shift_remove(&key).is_some() {
+                return true;
+            }
+        } else if let Some(child) = map.get_mut(&key) {
+            if remove(child, &segments[n..]) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Apply a patch (`{..., "$unset": ["a.b"]}`) to a state document, type-checking the
+/// result. `base` is `None` for a file that does not exist yet.
+pub fn apply_patch(base: Option<Value>, patch: &Value, file_name: &str) -> Result<Value> {
+    let Value::Object(patch_map) = patch else {
+        return Err(Error::bad_input("patch", "the patch must be a JSON object"));
+    };
+    let mut patch_map = patch_map.clone();
+    let unset = match patch_map.shift_remove("$unset") {
+        None => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::bad_input("patch", "`$unset` must be an array of strings"))?,
+        Some(_) => {
+            return Err(Error::bad_input(
+                "patch",
+                "`$unset` must be an array of strings",
+            ));
+        }
+    };
+    let patch = Value::Object(patch_map);
+    typecheck(&patch, "patch")?;
+    check_times(&patch, Utc::now())?;
+    let mut doc = base.unwrap_or_else(|| Value::Object(Map::new()));
+    if !doc.is_object() {
+        return Err(Error::FieldType {
+            source_name: file_name.to_string(),
+            field: "(top level)".into(),
+            expected: "an object",
+        });
+    }
+    merge_into(&mut doc, &patch);
+    for path in &unset {
+        unset_path(&mut doc, path);
+    }
+    typecheck(&doc, file_name)?;
+    Ok(doc)
+}
+
+/// What `state init` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct InitParams {
+    pub name: String,
+    pub max_task_iterations: Option<u64>,
+    pub max_global_iterations: Option<u64>,
+    pub max_output_tokens: Option<u64>,
+    pub max_minutes: Option<u64>,
+    pub max_stall_stops: Option<u64>,
+    pub max_task_tokens: Option<u64>,
+    pub max_task_minutes: Option<u64>,
+    pub max_usd: Option<f64>,
+    pub forecast_warn: Option<u64>,
+    pub forecast_halt: Option<u64>,
+    pub session_id: Option<String>,
+    pub quick: bool,
+    pub recovery_mode: bool,
+    pub driver: Option<&'static str>,
+}
+
+/// Write the execution fields onto `existing`, keeping every other field.
+pub fn init_execution(
+    existing: Option<Value>,
+    params: &InitParams,
+    task_index: usize,
+    total_tasks: usize,
+    now: &str,
+) -> Value {
+    let mut doc = match existing {
+        Some(Value::Object(map)) => Value::Object(map),
+        _ => Value::Object(Map::new()),
+    };
+    let old_budget = doc.get("budget").cloned();
+    let old_usage = doc.get("usage").cloned();
+    let fields = json!({
+        "version": STATE_VERSION,
+        "name": params.name,
+        "phase": "execution",
+        "sessionId": params.session_id,
+        "taskIndex": task_index,
+        "totalTasks": total_tasks,
+        "taskIteration": 0,
+        "maxTaskIterations": params.max_task_iterations.unwrap_or(DEFAULT_MAX_TASK_ITERATIONS),
+        "globalIteration": 0,
+        "maxGlobalIterations": params.max_global_iterations.unwrap_or(DEFAULT_MAX_GLOBAL_ITERATIONS),
+        "startedAt": now,
+        "executionDriver": params.driver.unwrap_or("manual"),
+        "quickMode": params.quick,
+        "recoveryMode": params.recovery_mode,
+        "awaitingApproval": false,
+        "halt": null,
+        "completed": false,
+        "completedAt": null,
+        "guard": {},
+        // Criteria gates apply to executions started by this version (DESIGN-NOTES "When
+        // criteria are enforced").
+        "acceptanceGate": true,
+    });
+    merge_into(&mut doc, &fields);
+    // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;
+    // other keys the user put in them are kept.
+    let mut budget = old_budget
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    merge_into(
+        &mut budget,
+        &json!({
+            "maxOutputTokens": params.max_output_tokens,
+            "maxMinutes": params.max_minutes,
+            "maxStallStops": params.max_stall_stops.unwrap_or(DEFAULT_MAX_STALL_STOPS),
+            "maxTaskTokens": params.max_task_tokens,
+            "maxTaskMinutes": params.max_task_minutes,
+            "maxUsd": params.max_usd,
+            "forecastWarn": params.forecast_warn.unwrap_or(DEFAULT_FORECAST_WARN),
+            "forecastHalt": params.forecast_halt.unwrap_or(DEFAULT_FORECAST_HALT),
+        }),
+    );
+    doc["budget"] = budget;
+    // The ledger is this execution's, like the usage counters.
+    doc["ledger"] = json!({});
+    let mut usage = old_usage
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    merge_into(&mut usage, &json!({"outputTokens": 0, "inputTokens": 0}));
+    unset_path(&mut usage, "transcriptOffset");
+    unset_path(&mut usage, "transcriptPath");
+    unset_path(&mut usage, "agents");
+    doc["usage"] = usage;
+    // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
+    // merging `{}` would keep it all, so a re-init could halt on the old stall count.
+    doc["guard"] = json!({});
+    doc
+}
+
+/// Whether `state init` continues `doc` rather than starting over: an execution that is
+/// running, halted or cancelled. Re-initialising it would reset the counters and put back
+/// caps that `specrun resume` raised.
+pub fn is_resumable(doc: &Value) -> bool {
+    let view = View(doc);
+    // A cancel is recorded as a halt, which `resume` lifts; a cancelled phase without
+    // one (edited by hand) has nothing to resume and starts over.
+    let resumable = match view.phase() {
+        Some("execution") => true,
+        Some("cancelled") => view.halt().is_some(),
+        _ => false,
+    };
+    resumable && !view.completed()
+}
+
+/// `state init` on a resumable execution: bind the session and apply the flags that were
+/// given; counters, usage, the cost ledger, attempts, evidence and any halt are kept (a halt is lifted by
+/// `specrun resume` only). The stall count restarts, as on resume.
+pub fn continue_execution(
+    mut doc: Value,
+    params: &InitParams,
+    task_index: usize,
+    total_tasks: usize,
+) -> Value {
+    let mut patch = json!({
+        "taskIndex": task_index,
+        "totalTasks": total_tasks,
+        "guard": {"stallStops": 0},
+    });
+    let fields = [
+        ("sessionId", params.session_id.clone().map(Value::from)),
+        ("executionDriver", params.driver.map(Value::from)),
+        ("quickMode", params.quick.then_some(Value::Bool(true))),
+        (
+            "recoveryMode",
+            params.recovery_mode.then_some(Value::Bool(true)),
+        ),
+        (
+            "maxTaskIterations",
+            params.max_task_iterations.map(Value::from),
+        ),
+        (
+            "maxGlobalIterations",
+            params.max_global_iterations.map(Value::from),
+        ),
+    ];
+    for (key, value) in fields {
+        if let Some(v) = value {
+            patch[key] = v;
+        }
+    }
+    let budget = [
+        ("maxOutputTokens", params.max_output_tokens),
+        ("maxMinutes", params.max_minutes),
+        ("maxStallStops", params.max_stall_stops),
+        ("maxTaskTokens", params.max_task_tokens),
+        ("maxTaskMinutes", params.max_task_minutes),
+        ("forecastWarn", params.forecast_warn),
+        ("forecastHalt", params.forecast_halt),
+    ];
+    for (key, value) in budget {
+        if let Some(v) = value {
+            patch["budget"][key] = Value::from(v);
+        }
+    }
+    if let Some(v) = params.max_usd {
+        patch["budget"]["maxUsd"] = Value::from(v);
+    }
+    merge_into(&mut doc, &patch);
+    doc
+}
+
+/// Typed, defaulting reads over a state document.
+#[derive(Debug, Clone, Copy)]
+pub struct View<'a>(pub &'a Value);
+
+impl<'a> View<'a> {
+    fn u64_or(&self, path: &str, default: u64) -> u64 {
+        get_path(self.0, path)
+            .and_then(Value::as_u64)
+            .unwrap_or(default)
+    }
+
+    fn opt_u64(&self, path: &str) -> Option<u64> {
+        get_path(self.0, path).and_then(Value::as_u64)
+    }
+
+    pub fn str_at(&self, path: &str) -> Option<&'a str> {
+        get_path(self.0, path).and_then(Value::as_str)
+    }
+
+    fn bool_at(&self, path: &str) -> bool {
+        get_path(self.0, path)
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    pub fn phase(&self) -> Option<&'a str> {
+        self.str_at("phase")
+    }
+    pub fn name(&self) -> Option<&'a str> {
+        self.str_at("name")
+    }
+    pub fn session_id(&self) -> Option<&'a str> {
+        self.str_at("sessionId")
+    }
+    pub fn task_index(&self) -> u64 {
+        self.u64_or("taskIndex", 0)
+    }
+    pub fn total_tasks(&self) -> u64 {
+        self.u64_or("totalTasks", 0)
+    }
+    pub fn task_iteration(&self) -> u64 {
+        self.u64_or("taskIteration", 0)
+    }
+    pub fn max_task_iterations(&self) -> u64 {
+        self.u64_or("maxTaskIterations", DEFAULT_MAX_TASK_ITERATIONS)
+    }
+    pub fn global_iteration(&self) -> u64 {
+        self.u64_or("globalIteration", 0)
+    }
+    pub fn max_global_iterations(&self) -> u64 {
+        self.u64_or("maxGlobalIterations", DEFAULT_MAX_GLOBAL_ITERATIONS)
+    }
+    pub fn max_output_tokens(&self) -> Option<u64> {
+        self.opt_u64("budget.maxOutputTokens")
+    }
+    pub fn max_minutes(&self) -> Option<u64> {
+        self.opt_u64("budget.maxMinutes")
+    }
+    pub fn max_stall_stops(&self) -> u64 {
+        self.u64_or("budget.maxStallStops", DEFAULT_MAX_STALL_STOPS)
+    }
+    pub fn output_tokens(&self) -> u64 {
+        self.u64_or("usage.outputTokens", 0)
+    }
+    pub fn input_tokens(&self) -> u64 {
+        self.u64_or("usage.inputTokens", 0)
+    }
+    pub fn transcript_offset(&self) -> Option<u64> {
+        self.opt_u64("usage.transcriptOffset")
+    }
+    pub fn started_at(&self) -> Option<&'a str> {
+        self.str_at("startedAt")
+    }
+    pub fn driver(&self) -> &'a str {
+        self.str_at("executionDriver").unwrap_or("manual")
+    }
+    pub fn quick_mode(&self) -> bool {
+        self.bool_at("quickMode")
+    }
+    pub fn recovery_mode(&self) -> bool {
+        self.bool_at("recoveryMode")
+    }
+    pub fn awaiting_approval(&self) -> bool {
+        self.bool_at("awaitingApproval")
+    }
+    pub fn completed(&self) -> bool {
+        self.bool_at("completed")
+    }
+    /// `halt` when set: `{kind, reason, at}`.
+    pub fn halt(&self) -> Option<&'a Value> {
+        get_path(self.0, "halt").filter(|v| !v.is_null())
+    }
+    pub fn halt_kind(&self) -> Option<&'a str> {
+        self.str_at("halt.kind")
+    }
+    pub fn halt_reason(&self) -> Option<&'a str> {
+        self.str_at("halt.reason")
+    }
+    pub fn get(&self, path: &str) -> Option<&'a Value> {
+        get_path(self.0, path)
+    }
+}
+
+/// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
+pub const HALT_GLOBAL: &str = "global-cap";
+pub const HALT_TASK: &str = "task-cap";
+pub const HALT_TOKENS: &str = "token-cap";
+pub const HALT_MINUTES: &str = "time-cap";
+pub const HALT_STALL: &str = "stall";
+/// The projected total passes a budget by more than `forecastHalt` %.
+pub const HALT_FORECAST: &str = "forecast-cap";
+/// The priced spend reached `budget.maxUsd`.
+pub const HALT_USD: &str = "usd-cap";
+/// Why the guard failed a task (not halts: the task takes the normal failure path).
+pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
+pub const FAIL_TASK_TIME: &str = "task-time-cap";
+pub const HALT_CANCELLED: &str = "cancelled";
+
+/// `State::resume_command` over a `View`, for the modules still on JSON.
+pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
+    // issue-12 boundary: goes when guard, protocol, facts and next read a `State`.
+    State::lenient(view.0).resume_command(spec_name)
+}
+
+/// `State::time_origin` over a `View` (the Stop hook asks every turn: no conversion).
+pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
+    let attempts = view
+        .get("attempts")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter_map(|a| a.get("startedAt").and_then(Value::as_str));
+    let clock = view.str_at("guard.clockStartedAt");
+    caps::origin(view.started_at(), clock, attempts, now)
+}
+
+/// Whole minutes from the time cap's origin to `now`, and the origin.
+pub fn minutes_since(view: View<'_>, now: DateTime<Utc>) -> (u64, TimeOrigin) {
+    caps::minutes_from(time_origin(view, now), now)
+}
+
+/// Timestamp fields a patch may only set to a readable RFC 3339 time (or null).
+const TIME_FIELDS: &[&str] = &[
+    "startedAt",
+    "completedAt",
+    "halt.at",
+    "guard.clockStartedAt",
+];
+
+/// Refuse a patch that writes an unreadable time into a known timestamp field, or a
+/// `startedAt` in the future: either would leave the time cap without an origin.
+pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
+    for field in TIME_FIELDS {
+        let Some(value) = get_path(patch, field).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let parsed = value.as_str().and_then(parse_time);
+        let problem = match parsed {
+            None => "an RFC 3339 time such as 2026-01-01T00:00:00Z (or null)",
+            Some(t) if *field == "startedAt" && !time::not_after(t, now, CLOCK_SKEW_MINUTES) => {
+                "a time that is not in the future"
+            }
+            Some(_) => continue,
+        };
+        return Err(Error::FieldType {
+            source_name: "patch".into(),
+            field: (*field).to_string(),
+            expected: problem,
+        });
+    }
+    Ok(())
+}
+
+/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
+/// callers that still read the document; the verbs read `State::attempts_of`.
+pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
+    state
+        .get("attempts")
+        .and_then(|a| a.get(id))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Ids of the tasks whose latest attempt is still running.
+pub fn running_attempts(state: &Value) -> Vec<String> {
+    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    attempts
+        .iter()
+        .filter(|(_, list)| {
+            list.as_array()
+                .and_then(|l| l.last())
+                .and_then(|a| a.get("status"))
+                .and_then(Value::as_str)
+                == Some("running")
+        })
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// The state file for a read-only view that never type-checked it (the acceptance matrix,
+/// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
+pub fn read_lenient(path: &std::path::Path) -> crate::error::Result<Option<State>> {
+    Ok(crate::io::store::read_json(path)?.map(|doc| State::lenient(&doc)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_recurses_objects_and_replaces_arrays_and_scalars() {
+        let base = json!({"a": {"b": 1, "c": [1, 2]}, "keep": true});
+        let out =
+            apply_patch(Some(base), &json!({"a": {"c": [3], "d": 4}, "x": "y"}), "f").unwrap();
+        assert_eq!(
+            out,
+            json!({"a": {"b": 1, "c": [3], "d": 4}, "keep": true, "x": "y"})
+        );
+    }
+
+    #[test]
+    fn unset_runs_after_merge() {
+        let out = apply_patch(
+            Some(json!({"a": {"b": 1, "c": 2}})),
+            &json!({"a": {"b": 5}, "$unset": ["a.c", "missing.path"]}),
+            "f",
+        )
+        .unwrap();
+        assert_eq!(out, json!({"a": {"b": 5}}));
+    }
+
+    #[test]
+    fn bad_patches_name_the_problem() {
+        let err = apply_patch(None, &json!([1]), "f").unwrap_err().to_string();
+        assert!(err.contains("must be a JSON object"), "{err}");
+        let err = apply_patch(None, &json!({"$unset": "a"}), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("$unset"), "{err}");
+        let err = apply_patch(None, &json!({"$unset": [1]}), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("$unset"), "{err}");
+        let err = apply_patch(None, &json!({"taskIndex": "3"}), "f")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "patch: field `taskIndex` must be a non-negative integer"
+        );
+        let err = apply_patch(None, &json!({"budget": {"maxMinutes": -1}}), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("budget.maxMinutes"), "{err}");
+        let err = apply_patch(None, &json!({"phase": "done"}), "f")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`phase`"), "{err}");
+    }
+
+    #[test]
+    fn lenient_drops_only_the_mistyped_fields() {
+        let doc = json!({"phase": "execution", "quickMode": "yes", "taskIndex": -1,
+                         "checkedAtInit": ["1.1"], "mine": 1});
+        let s = State::lenient(&doc);
+        assert_eq!(s.phase(), Some(Phase::Execution));
+        assert!(!s.quick_mode());
+        assert_eq!(s.task_index(), 0);
+        assert_eq!(s.to_value()["checkedAtInit"], json!(["1.1"]));
+        assert_eq!(s.to_value()["mine"], json!(1));
+        assert_eq!(State::lenient(&json!([1])).to_value(), json!({}));
+    }
+
+    #[test]
+    fn dot_paths_reach_keys_that_contain_dots() {
+        let doc = json!({"taskEvidence": {"1.2": {"exitCode": 0}}, "a": {"b": [10, 20]}});
+        assert_eq!(get_path(&doc, "taskEvidence.1.2.exitCode"), Some(&json!(0)));
+        assert_eq!(get_path(&doc, "a.b.1"), Some(&json!(20)));
+        assert_eq!(get_path(&doc, "a.c"), None);
+        // A shorter key that leads nowhere does not hide a longer one that matches.
+        let both = json!({"x": {"y": 1}, "x.z": {"w": 2}, "1.2": 3});
+        assert_eq!(get_path(&both, "x.z.w"), Some(&json!(2)));
+        assert_eq!(get_path(&both, "x.y"), Some(&json!(1)));
+        assert_eq!(get_path(&both, "1.2"), Some(&json!(3)));
+        assert_eq!(get_path(&both, "x."), None);
+        let mut doc = doc;
+        unset_path(&mut doc, "taskEvidence.1.2");
+        unset_path(&mut doc, "a.b.0");
+        assert_eq!(doc, json!({"taskEvidence": {}, "a": {"b": [10, 20]}}));
+    }
+
+    #[test]
+    fn resume_command_raises_above_what_was_used() {
+        let cmd = |doc: Value| resume_command("demo", View(&doc));
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_GLOBAL}, "globalIteration": 31, "maxGlobalIterations": 30})
+            ),
+            "specrun resume --spec demo --raise-global 60"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_TASK}, "taskIteration": 12, "maxTaskIterations": 5})),
+            "specrun resume --spec demo --raise-task 13"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_TOKENS}, "usage": {"outputTokens": 310}, "budget": {"maxOutputTokens": 100}})
+            ),
+            "specrun resume --spec demo --raise-tokens 410"
+        );
+        assert_eq!(
+            cmd(
+                json!({"halt": {"kind": HALT_MINUTES, "at": "2026-01-01T05:00:30Z"},
+                       "startedAt": "2026-01-01T00:00:00Z", "budget": {"maxMinutes": 60}})
+            ),
+            "specrun resume --spec demo --raise-minutes 360"
+        );
+        assert_eq!(
+            cmd(json!({"halt": {"kind": HALT_STALL}})),
+            "specrun resume --spec demo"
+        );
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_time(s).unwrap()
+    }
+
+    #[test]
+    fn the_time_cap_origin_fails_closed() {
+        let now = at("2026-01-01T02:00:00Z");
+        let ok = json!({"startedAt": "2026-01-01T00:00:00Z"});
+        assert_eq!(minutes_since(View(&ok), now).0, 120);
+        assert_eq!(time_origin(View(&ok), now).problem, None);
+        let fallback = json!({"guard": {"clockStartedAt": "2026-01-01T01:00:00Z"},
+            "attempts": {"1": [{"startedAt": "2026-01-01T00:30:00Z"}, {"startedAt": "2099-01-01T00:00:00Z"}]}});
+        for (bad, says) in [
+            (json!(null), "startedAt is missing"),
+            (
+                json!("yesterday"),
+                "startedAt \"yesterday\" is not an RFC 3339 time",
+            ),
+            (
+                json!("2027-01-01T00:00:00Z"),
+                "startedAt 2027-01-01T00:00:00Z lies in the future",
+            ),
+        ] {
+            let mut doc = fallback.clone();
+            doc["startedAt"] = bad;
+            let (minutes, origin) = minutes_since(View(&doc), now);
+            let typed = State::from_value(&doc).unwrap().minutes_since(now);
+            assert_eq!(
+                typed,
+                (minutes, origin.clone()),
+                "State reads it as View does"
+            );
+            assert_eq!(minutes, 90, "the earliest sound recorded time counts");
+            let problem = origin.problem.unwrap();
+            assert!(problem.starts_with(says), "{problem}");
+            assert!(
+                problem.contains("the first attempt's startedAt (2026-01-01T00:30:00Z)"),
+                "{problem}"
+            );
+        }
+        // Nothing recorded at all: the cap counts from now, never not at all.
+        let (minutes, origin) = minutes_since(View(&json!({"startedAt": 5})), now);
+        assert_eq!((minutes, origin.source), (0, "this stop"));
+        let typed = State::from_value(&json!({"startedAt": 5})).unwrap();
+        assert_eq!(typed.minutes_since(now).1.source, "this stop");
+        // A few minutes ahead is clock skew, not an error.
+        let skew = json!({"startedAt": "2026-01-01T02:03:00Z"});
+        assert_eq!(time_origin(View(&skew), now).problem, None);
+    }
+
+    #[test]
+    fn patches_must_write_readable_times() {
+        let now = at("2026-01-01T02:00:00Z");
+        assert!(check_times(
+            &json!({"startedAt": "2026-01-01T00:00:00Z", "completedAt": null}),
+            now
+        )
+        .is_ok());
+        for patch in [
+            json!({"startedAt": "soon"}),
+            json!({"startedAt": "2027-01-01T00:00:00Z"}),
+            json!({"completedAt": 7}),
+            json!({"halt": {"at": "x"}}),
+            json!({"guard": {"clockStartedAt": ""}}),
+        ] {
+            let err = check_times(&patch, now).unwrap_err().to_string();
+            assert!(err.starts_with("patch: field `"), "{err}");
+        }
+        let err = apply_patch(Some(json!({})), &json!({"startedAt": "garbage"}), "s")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`startedAt` must be an RFC 3339 time"),
+            "{err}"
+        );
+        // A garbled value already in the file does not block other writes.
+        assert!(apply_patch(
+            Some(json!({"startedAt": "garbage"})),
+            &json!({"taskIndex": 1}),
+            "s"
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn typecheck_rejects_non_objects() {
+        assert!(typecheck(&json!([]), "s.json").is_err());
+        assert!(typecheck(&json!({"halt": null, "budget": {"maxMinutes": null}}), "s").is_ok());
+    }
+
+    #[test]
+    fn init_keeps_unknown_fields_and_resets_counters() {
+        let existing = json!({
+            "name": "old", "custom": {"x": 1}, "globalIteration": 12, "halt": {"kind": "k", "reason": "r"},
+            "guard": {"stallStops": 4, "lastFingerprint": "f"},
+            "usage": {"outputTokens": 99, "transcriptOffset": 500, "note": "mine"},
+            "attempts": {"1": []}
+        });
+        let params = InitParams {
+            name: "demo".into(),
+            max_global_iterations: Some(40),
+            session_id: Some("s1".into()),
+            quick: true,
+            driver: Some("stop-hook"),
+            ..Default::default()
+        };
+        let doc = init_execution(Some(existing), &params, 2, 7, "2026-01-01T00:00:00Z");
+        let v = View(&doc);
+        assert_eq!(doc["custom"], json!({"x": 1}));
+        assert_eq!(doc["attempts"], json!({"1": []}));
+        assert_eq!(v.name(), Some("demo"));
+        assert_eq!(v.phase(), Some("execution"));
+        assert_eq!(
+            (v.task_index(), v.total_tasks(), v.global_iteration()),
+            (2, 7, 0)
+        );
+        assert_eq!(
+            (v.max_global_iterations(), v.max_task_iterations()),
+            (40, 5)
+        );
+        assert_eq!(v.session_id(), Some("s1"));
+        assert!(v.halt().is_none() && v.quick_mode() && !v.recovery_mode());
+        assert_eq!(v.driver(), "stop-hook");
+        assert_eq!(
+            doc["usage"],
+            json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
+        );
+        assert_eq!(v.max_stall_stops(), 5);
+        assert_eq!(doc["guard"], json!({}));
+        typecheck(&doc, "s").unwrap();
+    }
+
+    #[test]
+    fn continuing_keeps_counters_caps_and_halt_and_applies_given_flags() {
+        let running = json!({
+            "name": "demo", "phase": "execution", "globalIteration": 31, "maxGlobalIterations": 60,
+            "taskIteration": 2, "maxTaskIterations": 5, "sessionId": "old", "quickMode": true,
+            "startedAt": "2026-01-01T00:00:00Z", "budget": {"maxMinutes": 90, "maxStallStops": 5},
+            "usage": {"outputTokens": 99}, "guard": {"stallStops": 3, "lastFingerprint": "f"},
+            "halt": {"kind": HALT_STALL}, "attempts": {"1": [{"n": 1}]}
+        });
+        assert!(is_resumable(&running));
+        assert!(!is_resumable(&json!({"phase": "completed"})));
+        assert!(!is_resumable(&json!({"phase": "planning"})));
+        assert!(!is_resumable(&json!({"phase": "cancelled", "halt": null})));
+        assert!(is_resumable(
+            &json!({"phase": "cancelled", "halt": {"kind": HALT_CANCELLED}})
+        ));
+        let params = InitParams {
+            name: "demo".into(),
+            max_minutes: Some(120),
+            session_id: Some("new".into()),
+            ..Default::default()
+        };
+        let doc = continue_execution(running.clone(), &params, 3, 9);
+        let v = View(&doc);
+        assert_eq!(
+            (
+                v.global_iteration(),
+                v.max_global_iterations(),
+                v.task_iteration()
+            ),
+            (31, 60, 2)
+        );
+        assert_eq!((v.task_index(), v.total_tasks()), (3, 9));
+        assert_eq!((v.session_id(), v.max_minutes()), (Some("new"), Some(120)));
+        assert!(v.quick_mode() && v.halt_kind() == Some(HALT_STALL));
+        assert_eq!(
+            doc["guard"],
+            json!({"stallStops": 0, "lastFingerprint": "f"})
+        );
+        for key in ["usage", "attempts", "startedAt"] {
+            assert_eq!(doc[key], running[key], "{key}");
+        }
+        typecheck(&doc, "s").unwrap();
+    }
+}

@@ -1,0 +1,901 @@
+//! The typed execution state (docs/design.md#state): every known field typed, every unknown
+//! one kept in a flattened map in its order, at the top level and in each known sub-object.
+//!
+//! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
+//! `Error::FieldType` text as before; the document that passed is then moved into the
+//! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
+//! guard's record) are read leniently: a garbled value is kept as it was and reads as
+//! unknown, as `View` read it.
+//!
+//! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
+//! that was read, with known fields in this file's order and unknown ones after them.
+
+use indexmap::IndexMap;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+
+use super::time::Timestamp;
+use super::{
+    typecheck, DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS,
+};
+use crate::error::{Error, Result};
+
+/// A field that may be absent, `null`, or set; absent and `null` read the same but are
+/// written back as they were.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Nullable<T> {
+    #[default]
+    Absent,
+    Null,
+    Set(T),
+}
+
+impl<T> Nullable<T> {
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Nullable::Set(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Nullable::Absent)
+    }
+}
+
+impl<T> From<Option<T>> for Nullable<T> {
+    fn from(v: Option<T>) -> Nullable<T> {
+        v.map_or(Nullable::Null, Nullable::Set)
+    }
+}
+
+impl<T: Serialize> Serialize for Nullable<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.get().serialize(s)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Nullable<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        Option::<T>::deserialize(d).map(Nullable::from)
+    }
+}
+
+/// A field nothing type-checks (the guard's record): a value of the wrong type is kept as
+/// it was and reads as absent, so a hand edit never makes the state unreadable.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Loose<T> {
+    #[default]
+    Absent,
+    Typed(T),
+    Raw(Value),
+}
+
+impl<T> Loose<T> {
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Loose::Typed(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Loose::Absent)
+    }
+}
+
+impl<T: Serialize> Serialize for Loose<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Loose::Typed(v) => v.serialize(s),
+            Loose::Raw(v) => v.serialize(s),
+            Loose::Absent => s.serialize_none(),
+        }
+    }
+}
+
+impl<'de, T: for<'a> Deserialize<'a>> Deserialize<'de> for Loose<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let raw = Value::deserialize(d)?;
+        Ok(match T::deserialize(&raw) {
+            Ok(v) => Loose::Typed(v),
+            Err(_) => Loose::Raw(raw),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    Planning,
+    Execution,
+    Completed,
+    Cancelled,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Planning => "planning",
+            Phase::Execution => "execution",
+            Phase::Completed => "completed",
+            Phase::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Who drives the loop (`executionDriver`); `manual` when unset. Also `--driver`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Driver {
+    NativeGoal,
+    StopHook,
+    #[default]
+    Manual,
+}
+
+impl Driver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Driver::NativeGoal => "native-goal",
+            Driver::StopHook => "stop-hook",
+            Driver::Manual => "manual",
+        }
+    }
+}
+
+/// An owned JSON value turned into a field's type, moving what it can (serde's
+/// `Deserialize` from a `Value` rebuilds every object and array it passes through).
+trait Owned: Sized {
+    fn from_owned(v: Value) -> serde_json::Result<Self>;
+}
+
+/// Scalars (and the enums and `Timestamp`): serde reads them from a `Value` without copying
+/// much.
+macro_rules! owned_via_serde {
+    ($($t:ty),*) => {
+        $(impl Owned for $t {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                <$t>::deserialize(v)
+            }
+        })*
+    };
+}
+owned_via_serde!(u64, bool, String, Number, Phase, Driver, Timestamp);
+
+fn expected(what: &str) -> serde_json::Error {
+    serde::de::Error::custom(format!("expected {what}"))
+}
+
+impl Owned for Value {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        Ok(v)
+    }
+}
+
+impl Owned for Map<String, Value> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Object(map) => Ok(map),
+            _ => Err(expected("an object")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for Vec<T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Array(items) => items.into_iter().map(T::from_owned).collect(),
+            _ => Err(expected("an array")),
+        }
+    }
+}
+
+impl<T: Owned> Owned for IndexMap<String, T> {
+    fn from_owned(v: Value) -> serde_json::Result<Self> {
+        let map = Map::from_owned(v)?;
+        map.into_iter()
+            .map(|(k, v)| Ok((k, T::from_owned(v)?)))
+            .collect()
+    }
+}
+
+/// A field of a record: how it reads from its JSON value and says it is absent (and so
+/// is not written).
+trait Field: Sized + Default {
+    fn from_json(v: Value) -> serde_json::Result<Self>;
+    fn absent(&self) -> bool;
+}
+
+impl<T: Owned> Field for Option<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(None),
+            v => T::from_owned(v).map(Some),
+        }
+    }
+    fn absent(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T: Owned> Field for Nullable<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        match v {
+            Value::Null => Ok(Nullable::Null),
+            v => T::from_owned(v).map(Nullable::Set),
+        }
+    }
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+impl<T: DeserializeOwned> Field for Loose<T> {
+    fn from_json(v: Value) -> serde_json::Result<Self> {
+        Ok(match T::deserialize(&v) {
+            Ok(t) => Loose::Typed(t),
+            Err(_) => Loose::Raw(v),
+        })
+    }
+    fn absent(&self) -> bool {
+        self.is_absent()
+    }
+}
+
+/// Known field `key` out of `map` (absent when it is not there), its value moved.
+fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
+    map.shift_remove(key)
+        .map_or_else(|| Ok(T::default()), T::from_json)
+}
+
+/// A record of the state: its known fields, each with its JSON key, and the unknown ones in
+/// `other` in their order. Reading takes each known key out of the object and moves its
+/// value (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
+/// intermediate tree first, about twice the cost of the parse); writing puts the known
+/// fields first, then `other`.
+macro_rules! record {
+    ($(#[$meta:meta])* pub struct $name:ident {
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Default, Serialize)]
+        pub struct $name {
+            $(
+                $(#[$fmeta])*
+                #[serde(rename = $key, skip_serializing_if = "Field::absent")]
+                pub $field: $ty,
+            )*
+            #[serde(flatten)]
+            pub other: Map<String, Value>,
+        }
+
+        impl $name {
+            /// The JSON keys of the known fields, in order.
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+
+            fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
+                Ok($name {
+                    $($field: take(&mut map, $key)?,)*
+                    other: map,
+                })
+            }
+        }
+
+        impl Owned for $name {
+            fn from_owned(v: Value) -> serde_json::Result<Self> {
+                $name::from_map(Map::from_owned(v)?)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let map = Map::deserialize(d)?;
+                $name::from_map(map).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+record! {
+/// `budget`: the caps `state init` and `resume` set.
+pub struct Budget {
+    max_output_tokens: Nullable<u64> = "maxOutputTokens",
+    max_minutes: Nullable<u64> = "maxMinutes",
+    max_stall_stops: Nullable<u64> = "maxStallStops",
+    max_task_tokens: Nullable<u64> = "maxTaskTokens",
+    max_task_minutes: Nullable<u64> = "maxTaskMinutes",
+    /// Dollars; a `Number` so `5` is written back as `5`, not `5.0`.
+    max_usd: Nullable<Number> = "maxUsd",
+    forecast_warn: Nullable<u64> = "forecastWarn",
+    forecast_halt: Nullable<u64> = "forecastHalt",
+}
+}
+
+record! {
+/// `usage`: the token counters and how far the transcript was read; `agents` (per-subagent
+/// counters) stays in `other`: hook_cost owns its shape.
+pub struct Usage {
+    output_tokens: Option<u64> = "outputTokens",
+    input_tokens: Option<u64> = "inputTokens",
+    transcript_offset: Nullable<u64> = "transcriptOffset",
+    transcript_path: Nullable<String> = "transcriptPath",
+}
+}
+
+record! {
+/// `halt`: why the execution stopped (`{kind, reason, at}`); other keys are the kind's
+/// details (`spentUsd`, `raiseFlag`, `raiseTo`).
+pub struct Halt {
+    kind: Option<String> = "kind",
+    reason: Option<String> = "reason",
+    at: Nullable<Timestamp> = "at",
+}
+}
+
+record! {
+pub struct Isolation {
+    sequential: Option<bool> = "sequential",
+}
+}
+
+record! {
+/// One attempt of a task (`attempts.<id>.<i>`), which the task verbs write.
+pub struct Attempt {
+    n: Option<u64> = "n",
+    status: Option<String> = "status",
+    started_at: Nullable<Timestamp> = "startedAt",
+    ended_at: Nullable<Timestamp> = "endedAt",
+    start_commit: Nullable<String> = "startCommit",
+    end_commit: Nullable<String> = "endCommit",
+    reason: Nullable<String> = "reason",
+    fix_task_id: Nullable<String> = "fixTaskId",
+    rollback_ref: Nullable<String> = "rollbackRef",
+    rolled_back_at: Nullable<Timestamp> = "rolledBackAt",
+}
+}
+
+record! {
+/// One `fixTaskMap.<id>` entry: the fix tasks a failing task spawned.
+pub struct FixEntry {
+    attempts: Option<u64> = "attempts",
+    fix_task_ids: Option<Vec<String>> = "fixTaskIds",
+    last_error: Nullable<String> = "lastError",
+}
+}
+
+record! {
+/// `guard`: the Stop hook's own record. Nothing type-checks it (only the hook writes it),
+/// so each field is `Loose`: a hand-garbled value reads as absent and is kept.
+pub struct GuardRecord {
+    last_fingerprint: Loose<String> = "lastFingerprint",
+    stall_stops: Loose<u64> = "stallStops",
+    blocks: Loose<u64> = "blocks",
+    last_block_fingerprint: Loose<String> = "lastBlockFingerprint",
+    clock_started_at: Nullable<Timestamp> = "clockStartedAt",
+    uncounted_stops: Loose<u64> = "uncountedStops",
+    uncounted_offset: Loose<u64> = "uncountedOffset",
+    last_message_id: Loose<String> = "lastMessageId",
+}
+}
+
+record! {
+/// The whole state document. Fields are `Option`/`Nullable` so a round trip writes back
+/// exactly what was read; the accessors below give `View`'s defaults.
+pub struct State {
+    version: Option<u64> = "version",
+    name: Option<String> = "name",
+    phase: Option<Phase> = "phase",
+    session_id: Nullable<String> = "sessionId",
+    task_index: Option<u64> = "taskIndex",
+    total_tasks: Option<u64> = "totalTasks",
+    task_iteration: Option<u64> = "taskIteration",
+    max_task_iterations: Option<u64> = "maxTaskIterations",
+    global_iteration: Option<u64> = "globalIteration",
+    max_global_iterations: Option<u64> = "maxGlobalIterations",
+    budget: Option<Budget> = "budget",
+    /// The cost ledger: `ledger::Ledger::of` owns its shape (and `typecheck` checks it).
+    ledger: Nullable<Map<String, Value>> = "ledger",
+    usage: Option<Usage> = "usage",
+    started_at: Nullable<Timestamp> = "startedAt",
+    execution_driver: Option<Driver> = "executionDriver",
+    quick_mode: Option<bool> = "quickMode",
+    recovery_mode: Option<bool> = "recoveryMode",
+    awaiting_approval: Option<bool> = "awaitingApproval",
+    /// Per task, the verify gate's block record: an object whose fields the verify verb
+    /// and the guard each add to; open so either can grow it.
+    verification_blocks: Option<Map<String, Value>> = "verificationBlocks",
+    /// Per task, the evidence record (`evidence.rs` owns its varied body).
+    task_evidence: Option<Map<String, Value>> = "taskEvidence",
+    attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
+    fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
+    /// Per task, the files a task may touch: `tasks.rs` owns its shape.
+    modification_map: Option<Map<String, Value>> = "modificationMap",
+    halt: Nullable<Halt> = "halt",
+    completed: Option<bool> = "completed",
+    completed_at: Nullable<Timestamp> = "completedAt",
+    guard: Option<GuardRecord> = "guard",
+    /// The claims the guard could not verify: `claims.rs` owns their shape.
+    unverified_claims: Option<Vec<Value>> = "unverifiedClaims",
+    isolation: Option<Isolation> = "isolation",
+    acceptance_gate: Option<bool> = "acceptanceGate",
+    /// Task ids whose box was already ticked at `state init` (any JSON: only strings count).
+    checked_at_init: Option<Vec<Value>> = "checkedAtInit",
+}
+}
+
+impl State {
+    /// Read a state document, type-checking it first so a mistyped known field is named
+    /// exactly as `typecheck` names it (errors say `state`; see `parse` for a file name).
+    pub fn from_value(doc: &Value) -> Result<State> {
+        State::parse(doc, "state")
+    }
+
+    /// `from_value` with errors naming `source_name` (the file or patch).
+    pub fn parse(doc: &Value, source_name: &str) -> Result<State> {
+        typecheck(doc, source_name)?;
+        State::from_checked(doc.clone(), source_name)
+    }
+
+    /// The document with each mistyped known field dropped (the type check names them one
+    /// at a time), the rest read as it is: for readers of an unchecked file that must keep
+    /// what is readable — `state init`'s baseline of boxes ticked before the execution,
+    /// which a garbled unrelated field must not reset — and for messages built from a
+    /// document checked elsewhere. Not an object: empty.
+    pub fn lenient(doc: &Value) -> State {
+        let mut doc = doc.clone();
+        let fields = doc.as_object().map_or(0, Map::len);
+        for _ in 0..=fields {
+            let field = match typecheck(&doc, "state") {
+                Ok(()) => return State::from_owned(doc).unwrap_or_default(),
+                Err(Error::FieldType { field, .. }) => field,
+                Err(_) => break,
+            };
+            let top = field.split('.').next().unwrap_or_default();
+            if doc.as_object_mut().and_then(|m| m.remove(top)).is_none() {
+                break;
+            }
+        }
+        State::default()
+    }
+
+    /// The hot path: the parsed document is moved into the typed state, not copied.
+    pub fn from_json(doc: Value, source_name: &str) -> Result<State> {
+        typecheck(&doc, source_name)?;
+        State::from_checked(doc, source_name)
+    }
+
+    /// A document `typecheck` (or `apply_patch`) has just passed.
+    pub(crate) fn from_checked(doc: Value, source_name: &str) -> Result<State> {
+        State::from_owned(doc).map_err(|e| shape_error(source_name, e))
+    }
+
+    /// Parse the state file's bytes (a UTF-8 BOM is accepted) and read them once.
+    pub fn from_slice(path: &std::path::Path, bytes: &[u8]) -> Result<State> {
+        let doc = crate::io::store::parse_json(path, bytes)?;
+        State::from_json(doc, &path.display().to_string())
+    }
+
+    /// The document: known fields in this struct's order, unknown ones after them in
+    /// theirs.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| Value::Object(Map::new()))
+    }
+
+    pub fn phase(&self) -> Option<Phase> {
+        self.phase
+    }
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.get().map(String::as_str)
+    }
+    pub fn task_index(&self) -> u64 {
+        self.task_index.unwrap_or(0)
+    }
+    pub fn total_tasks(&self) -> u64 {
+        self.total_tasks.unwrap_or(0)
+    }
+    pub fn task_iteration(&self) -> u64 {
+        self.task_iteration.unwrap_or(0)
+    }
+    pub fn max_task_iterations(&self) -> u64 {
+        self.max_task_iterations
+            .unwrap_or(DEFAULT_MAX_TASK_ITERATIONS)
+    }
+    pub fn global_iteration(&self) -> u64 {
+        self.global_iteration.unwrap_or(0)
+    }
+    pub fn max_global_iterations(&self) -> u64 {
+        self.max_global_iterations
+            .unwrap_or(DEFAULT_MAX_GLOBAL_ITERATIONS)
+    }
+    fn budget_cap(&self, cap: impl Fn(&Budget) -> &Nullable<u64>) -> Option<u64> {
+        self.budget.as_ref().and_then(|b| cap(b).get().copied())
+    }
+    pub fn max_output_tokens(&self) -> Option<u64> {
+        self.budget_cap(|b| &b.max_output_tokens)
+    }
+    pub fn max_minutes(&self) -> Option<u64> {
+        self.budget_cap(|b| &b.max_minutes)
+    }
+    pub fn max_stall_stops(&self) -> u64 {
+        self.budget_cap(|b| &b.max_stall_stops)
+            .unwrap_or(DEFAULT_MAX_STALL_STOPS)
+    }
+    pub fn max_task_tokens(&self) -> Option<u64> {
+        self.budget_cap(|b| &b.max_task_tokens)
+    }
+    pub fn max_task_minutes(&self) -> Option<u64> {
+        self.budget_cap(|b| &b.max_task_minutes)
+    }
+    /// `budget.maxUsd` in dollars.
+    pub fn max_usd(&self) -> Option<f64> {
+        let b = self.budget.as_ref()?;
+        b.max_usd.get().and_then(Number::as_f64)
+    }
+    pub fn output_tokens(&self) -> u64 {
+        self.usage
+            .as_ref()
+            .and_then(|u| u.output_tokens)
+            .unwrap_or(0)
+    }
+    pub fn input_tokens(&self) -> u64 {
+        self.usage
+            .as_ref()
+            .and_then(|u| u.input_tokens)
+            .unwrap_or(0)
+    }
+    pub fn transcript_offset(&self) -> Option<u64> {
+        let u = self.usage.as_ref()?;
+        u.transcript_offset.get().copied()
+    }
+    pub fn transcript_path(&self) -> Option<&str> {
+        let u = self.usage.as_ref()?;
+        u.transcript_path.get().map(String::as_str)
+    }
+    /// `startedAt` as stored (it may be garbled: `time_origin` decides what counts).
+    pub fn started_at(&self) -> Option<&Timestamp> {
+        self.started_at.get()
+    }
+    pub fn completed_at(&self) -> Option<&Timestamp> {
+        self.completed_at.get()
+    }
+    pub fn driver(&self) -> Driver {
+        self.execution_driver.unwrap_or_default()
+    }
+    pub fn quick_mode(&self) -> bool {
+        self.quick_mode.unwrap_or(false)
+    }
+    pub fn recovery_mode(&self) -> bool {
+        self.recovery_mode.unwrap_or(false)
+    }
+    pub fn awaiting_approval(&self) -> bool {
+        self.awaiting_approval.unwrap_or(false)
+    }
+    pub fn completed(&self) -> bool {
+        self.completed.unwrap_or(false)
+    }
+    pub fn acceptance_gate(&self) -> bool {
+        self.acceptance_gate.unwrap_or(false)
+    }
+    /// `halt` when set: `{kind, reason, at}`.
+    pub fn halt(&self) -> Option<&Halt> {
+        self.halt.get()
+    }
+    pub fn halt_kind(&self) -> Option<&str> {
+        self.halt()?.kind.as_deref()
+    }
+    pub fn halt_reason(&self) -> Option<&str> {
+        self.halt()?.reason.as_deref()
+    }
+    /// The guard's record; empty when there is none.
+    pub fn guard(&self) -> &GuardRecord {
+        static EMPTY: std::sync::OnceLock<GuardRecord> = std::sync::OnceLock::new();
+        self.guard
+            .as_ref()
+            .unwrap_or_else(|| EMPTY.get_or_init(GuardRecord::default))
+    }
+    /// The attempts recorded for task `id`, oldest first.
+    pub fn attempts_of(&self, id: &str) -> &[Attempt] {
+        let list = self.attempts.as_ref().and_then(|m| m.get(id));
+        list.map_or(&[], Vec::as_slice)
+    }
+    pub fn fix_entry(&self, id: &str) -> Option<&FixEntry> {
+        self.fix_task_map.as_ref()?.get(id)
+    }
+    pub fn task_evidence(&self, id: &str) -> Option<&Value> {
+        self.task_evidence.as_ref()?.get(id)
+    }
+    pub fn verification_block(&self, id: &str) -> Option<&Value> {
+        self.verification_blocks.as_ref()?.get(id)
+    }
+    pub fn sequential(&self) -> bool {
+        let iso = self.isolation.as_ref();
+        iso.and_then(|i| i.sequential).unwrap_or(false)
+    }
+}
+
+/// Serde refusing a document `typecheck` passed is a bug in this file's types; say so
+/// rather than guess a field.
+fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
+    Error::FieldType {
+        source_name: source_name.to_string(),
+        field: e.to_string(),
+        expected: "the state schema of docs/design.md#state",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Patch, View, KNOWN};
+    use super::*;
+    use serde_json::json;
+
+    fn keys(v: &Value) -> Vec<&str> {
+        v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    fn full() -> Value {
+        json!({
+            "mine": 1, "version": 1, "name": "demo", "phase": "execution", "sessionId": null,
+            "zeta": [1], "taskIndex": 2, "totalTasks": 3, "taskIteration": 1,
+            "budget": {"x": 1, "maxMinutes": null, "maxUsd": 5, "a": 2, "maxStallStops": 4},
+            "ledger": {"tasks": {}}, "usage": {"agents": {"a1": {}}, "outputTokens": 7,
+                "transcriptOffset": null},
+            "startedAt": "2026-01-01T00:00:00+01:00", "executionDriver": "stop-hook",
+            "attempts": {"1.2": [{"b": 1, "n": 1, "status": "failed", "startedAt": null,
+                "reason": "r", "a": 2}]},
+            "fixTaskMap": {"1.2": {"z": 0, "attempts": 1, "fixTaskIds": ["1.2.1"], "y": 0}},
+            "taskEvidence": {"1.2": {"exitCode": 0}}, "halt": {"why": "w", "kind": "stall",
+                "at": "later", "raiseTo": 9},
+            "guard": {"q": 1, "stallStops": "3", "clockStartedAt": 7, "lastFingerprint": "f"},
+            "isolation": {"sequential": true, "group": {"g": 1}}, "checkedAtInit": ["1.1", 2],
+            "completedAt": null, "alpha": {"b": 1, "a": 2}
+        })
+    }
+
+    #[test]
+    fn a_round_trip_keeps_every_field_and_the_order_of_unknown_ones() {
+        let doc = full();
+        let state = State::from_value(&doc).unwrap();
+        let back = state.to_value();
+        assert_eq!(back, doc);
+        let unknown = |v: &Value, known: &[&str]| -> Vec<String> {
+            keys(v)
+                .into_iter()
+                .filter(|k| !known.contains(k))
+                .map(str::to_string)
+                .collect()
+        };
+        let mut top: Vec<&str> = KNOWN.iter().map(|(k, _)| *k).collect();
+        top.push("startedAt");
+        assert_eq!(unknown(&back, &top), ["mine", "zeta", "alpha"]);
+        assert_eq!(keys(&back["alpha"]), ["b", "a"]);
+        assert_eq!(
+            unknown(&back["budget"], &["maxMinutes", "maxUsd", "maxStallStops"]),
+            ["x", "a"]
+        );
+        assert_eq!(back["budget"]["maxUsd"], json!(5), "an integer stays one");
+        assert_eq!(
+            unknown(
+                &back["attempts"]["1.2"][0],
+                &["n", "status", "startedAt", "reason"]
+            ),
+            ["b", "a"]
+        );
+        assert_eq!(
+            unknown(&back["fixTaskMap"]["1.2"], &["attempts", "fixTaskIds"]),
+            ["z", "y"]
+        );
+        assert_eq!(unknown(&back["halt"], &["kind", "at"]), ["why", "raiseTo"]);
+        assert_eq!(keys(&back["guard"])[3], "q");
+        // Every known field is written in the struct's order, then the unknown ones.
+        assert_eq!(keys(&back)[..3], ["version", "name", "phase"]);
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let read = State::from_slice(std::path::Path::new("s.json"), &bytes).unwrap();
+        assert_eq!(read, state);
+    }
+
+    #[test]
+    fn accessors_default_as_view_does() {
+        for doc in [
+            json!({}),
+            json!({"budget": {"maxStallStops": null}, "halt": null,
+            "usage": {}, "sessionId": null}),
+            full(),
+        ] {
+            let (s, v) = (State::from_value(&doc).unwrap(), View(&doc));
+            assert_eq!(s.phase().map(Phase::as_str), v.phase());
+            assert_eq!((s.name(), s.session_id()), (v.name(), v.session_id()));
+            let counters = |s: &State| {
+                (
+                    s.task_index(),
+                    s.total_tasks(),
+                    s.task_iteration(),
+                    s.max_task_iterations(),
+                    s.global_iteration(),
+                    s.max_global_iterations(),
+                )
+            };
+            assert_eq!(
+                counters(&s),
+                (
+                    v.task_index(),
+                    v.total_tasks(),
+                    v.task_iteration(),
+                    v.max_task_iterations(),
+                    v.global_iteration(),
+                    v.max_global_iterations()
+                )
+            );
+            assert_eq!(
+                (s.max_output_tokens(), s.max_minutes(), s.max_stall_stops()),
+                (v.max_output_tokens(), v.max_minutes(), v.max_stall_stops())
+            );
+            assert_eq!(
+                (s.output_tokens(), s.input_tokens(), s.transcript_offset()),
+                (v.output_tokens(), v.input_tokens(), v.transcript_offset())
+            );
+            assert_eq!(s.started_at().and_then(Timestamp::text), v.started_at());
+            assert_eq!(s.driver().as_str(), v.driver());
+            assert_eq!(
+                (
+                    s.quick_mode(),
+                    s.recovery_mode(),
+                    s.awaiting_approval(),
+                    s.completed()
+                ),
+                (
+                    v.quick_mode(),
+                    v.recovery_mode(),
+                    v.awaiting_approval(),
+                    v.completed()
+                )
+            );
+            assert_eq!(s.halt().is_some(), v.halt().is_some());
+            assert_eq!(
+                (s.halt_kind(), s.halt_reason()),
+                (v.halt_kind(), v.halt_reason())
+            );
+        }
+    }
+
+    /// A value of the wrong kind for each known field, nested as its path says.
+    fn mistyped(path: &str, bad: Value) -> Value {
+        path.rsplit('.').fold(bad, |v, key| json!({ key: v }))
+    }
+
+    #[test]
+    fn a_mistyped_known_field_is_named_as_typecheck_names_it() {
+        let bad = [
+            json!("x"),
+            json!(-1),
+            json!(1.5),
+            json!(5),
+            json!([1]),
+            json!(null),
+            json!({}),
+        ];
+        let mut refused = 0;
+        for (path, _) in KNOWN {
+            for value in &bad {
+                let doc = mistyped(path, value.clone());
+                let Err(want) = typecheck(&doc, "s.json") else {
+                    // What typecheck passes, serde reads and writes back unchanged.
+                    let read = State::parse(&doc, "s.json").unwrap();
+                    assert_eq!(read.to_value(), doc, "{path}");
+                    continue;
+                };
+                let got = State::parse(&doc, "s.json").unwrap_err();
+                assert_eq!(got.to_string(), want.to_string());
+                assert!(
+                    want.to_string()
+                        .starts_with(&format!("s.json: field `{path}`")),
+                    "{want}"
+                );
+                refused += 1;
+            }
+        }
+        assert!(
+            refused > KNOWN.len(),
+            "every known field refuses some value"
+        );
+        for (doc, field) in [
+            (json!({"attempts": {"1": [{"n": "one"}]}}), "attempts.1.0.n"),
+            (json!({"attempts": {"1": {}}}), "attempts.1"),
+            (
+                json!({"fixTaskMap": {"1": {"fixTaskIds": [1]}}}),
+                "fixTaskMap.1.fixTaskIds",
+            ),
+            (json!({"taskEvidence": {"1": 2}}), "taskEvidence.1"),
+            (json!({"ledger": {"tasks": 1}}), "a ledger"),
+        ] {
+            let got = State::parse(&doc, "s").unwrap_err().to_string();
+            assert_eq!(got, typecheck(&doc, "s").unwrap_err().to_string());
+            assert!(got.contains(field), "{got}");
+        }
+        let err = State::from_value(&json!({"taskIndex": "3"}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "state: field `taskIndex` must be a non-negative integer"
+        );
+    }
+
+    #[test]
+    fn garbled_times_and_guard_fields_read_as_unknown_and_round_trip() {
+        let doc = json!({"startedAt": "yesterday", "halt": {"at": 5}, "completedAt": "soon",
+            "guard": {"clockStartedAt": "", "stallStops": -1, "blocks": 2},
+            "attempts": {"1": [{"startedAt": "x", "endedAt": "2026-01-01T00:00:00Z"}]}});
+        let s = State::from_value(&doc).unwrap();
+        assert_eq!(s.to_value(), doc);
+        assert_eq!(s.started_at().map(Timestamp::at), Some(None));
+        assert_eq!(s.started_at().and_then(Timestamp::text), Some("yesterday"));
+        assert_eq!(s.halt().unwrap().at.get().unwrap().at(), None);
+        assert_eq!(s.completed_at().unwrap().at(), None);
+        let g = s.guard();
+        assert_eq!(
+            (g.clock_started_at.get().unwrap().at(), g.stall_stops.get()),
+            (None, None)
+        );
+        assert_eq!(g.blocks.get(), Some(&2));
+        let attempt = &s.attempts_of("1")[0];
+        assert_eq!(attempt.started_at.get().unwrap().at(), None);
+        let ended = attempt.ended_at.get().unwrap().at().unwrap();
+        assert_eq!(
+            Timestamp::from(ended).text(),
+            Some("2026-01-01T00:00:00.000Z")
+        );
+    }
+
+    #[test]
+    fn a_patch_is_the_merge_patch_writers_wrote() {
+        let halt = Halt {
+            kind: Some("stall".into()),
+            reason: Some("r".into()),
+            ..Halt::default()
+        };
+        let attempt = Attempt {
+            n: Some(1),
+            status: Some("running".into()),
+            ..Attempt::default()
+        };
+        let patch = Patch::new()
+            .phase(Phase::Execution)
+            .task_index(2)
+            .max_minutes(None)
+            .max_stall_stops(Some(3))
+            .stall_stops(0)
+            .halt(Some(&halt))
+            .attempts("1.2", &[attempt])
+            .field("mine", json!(true))
+            .unset("guard.lastFingerprint");
+        assert_eq!(
+            patch.to_value(),
+            json!({
+                "phase": "execution", "taskIndex": 2,
+                "budget": {"maxMinutes": null, "maxStallStops": 3},
+                "guard": {"stallStops": 0}, "halt": {"kind": "stall", "reason": "r"},
+                "attempts": {"1.2": [{"n": 1, "status": "running"}]}, "mine": true,
+                "$unset": ["guard.lastFingerprint"]
+            })
+        );
+        assert_eq!(
+            Patch::from_value(patch.to_value()),
+            patch,
+            "JSON patches convert losslessly"
+        );
+        let base = json!({"guard": {"lastFingerprint": "f", "blocks": 1}, "halt": null});
+        let doc = super::super::apply_patch(Some(base), &patch.to_value(), "s").unwrap();
+        let s = State::from_value(&doc).unwrap();
+        assert_eq!(
+            (s.halt_kind(), s.task_index(), s.max_stall_stops()),
+            (Some("stall"), 2, 3)
+        );
+        assert_eq!(doc["guard"], json!({"blocks": 1, "stallStops": 0}));
+        let lifted = Patch::new().halt(None).merge(Patch::new().completed(true));
+        assert_eq!(lifted.to_value(), json!({"halt": null, "completed": true}));
+    }
+}

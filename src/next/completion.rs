@@ -1,0 +1,524 @@
+//! When an execution may be called complete: every gate in one pure function, so the Stop
+//! hook's `ALL_TASKS_COMPLETE` check, last-mile and a shell `finish` judge the same way.
+//! The edge gathers the facts (evidence freshness runs git; follow-ups are a file read).
+//!
+//! Beyond "every box is ticked and the full check is fresh", a completion must be earned:
+//! every box ticked during this execution went through `task complete` (a box ticked with
+//! `sed` has no finished attempt), no attempt is still running, and no executor claim that
+//! SubagentStop recorded as unverified is left open.
+
+use serde_json::Value;
+
+use crate::evidence::verify::Freshness;
+use crate::model::state::time::parse as parse_time;
+use crate::model::state::{Attempt, Phase, State};
+use crate::model::tasks::TaskList;
+use crate::protocol::Unmet;
+use crate::support::shell::shell_word;
+
+/// A follow-up that blocks completion (open, VERIFY, high).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub id: String,
+    pub title: String,
+}
+
+/// The facts a completion is judged on that cost I/O.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gates {
+    /// `verificationBlocks.execution` against the current tree.
+    pub evidence: Freshness,
+    /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
+    pub blockers: Result<Vec<Blocker>, String>,
+    /// Acceptance criteria not covered, each described with its fix
+    /// (`criteria::describe_uncovered`); empty when the execution does not enforce them.
+    pub criteria: Vec<String>,
+}
+
+/// Every unmet completion gate of spec `name`, each with a stable name and the command
+/// that satisfies it. `gates: None` (not computed) counts as missing evidence.
+pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+    let mut out = Vec::new();
+    if state.halt().is_some() {
+        out.push(Unmet::new(
+            "not-halted",
+            format!(
+                "the execution is halted ({}): a person runs `{}` first.",
+                state.halt_reason().unwrap_or("no reason recorded"),
+                state.resume_command(name)
+            ),
+        ));
+    } else if state.phase() != Some(Phase::Execution) {
+        out.push(Unmet::new(
+            "phase",
+            format!(
+                "the execution is {}, not running: `specrun state init --spec {name}` starts it.",
+                state.phase().map_or("not started", Phase::as_str)
+            ),
+        ));
+    }
+    if tasks.tasks.is_empty() {
+        out.push(Unmet::new(
+            "tasks",
+            format!("specs/{name}/tasks.md has no tasks: there is nothing to complete."),
+        ));
+    }
+    let unchecked: Vec<String> = tasks
+        .tasks
+        .iter()
+        .filter(|t| !t.checked)
+        .map(|t| t.label())
+        .collect();
+    if !unchecked.is_empty() {
+        out.push(Unmet::new(
+            "unchecked",
+            format!(
+                "{} of {} tasks unchecked ({}): delegate each to {} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete {} --check --spec {name}` (then the next).",
+                unchecked.len(),
+                tasks.tasks.len(),
+                unchecked.join(", "),
+                crate::claude::agents::EXECUTOR_AGENT,
+                unchecked[0]
+            ),
+        ));
+    }
+    out.extend(unearned(name, state, tasks));
+    out.extend(costly(name, state, tasks, gates));
+    out
+}
+
+/// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
+/// the order the Stop hook names them: what stands between ticked boxes and a completion
+/// the protocol earned.
+pub fn unearned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
+    let mut out = earned(name, state, tasks);
+    out.extend(unmerged(name, state));
+    out
+}
+
+/// An isolated group whose members are ticked but not all merged and verified: their work
+/// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
+fn unmerged(name: &str, state: &State) -> Option<Unmet> {
+    let iso = crate::isolation::worktree::Isolation::of(state);
+    let open: Vec<String> = iso
+        .members
+        .iter()
+        .filter(|(_, m)| m.is_open())
+        .map(|(id, m)| format!("{id} {}", m.status))
+        .collect();
+    let group = iso.open_group();
+    if group.is_none() && open.is_empty() {
+        return None;
+    }
+    let status = group.map_or("done", |g| g.status.as_str());
+    let members = if open.is_empty() {
+        "every member merged, the merged tree not yet verified".to_string()
+    } else {
+        format!("not merged: {}", open.join(", "))
+    };
+    Some(Unmet::new(
+        "group-unmerged",
+        format!(
+            "the isolated group is {status} ({members}): `specrun group merge --spec {name}` merges the members and verifies the merged tree; it prints the next step."
+        ),
+    ))
+}
+
+/// The gates that need no I/O beyond the state and tasks.md: boxes ticked without
+/// `task complete`, attempts still running, open unverified claims. Last-mile reports
+/// these as verification gaps.
+pub fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
+    earned_by_task(name, state, tasks)
+        .into_iter()
+        .map(|(_, u)| u)
+        .collect()
+}
+
+/// `earned`, each gate with the task it is about.
+pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(String, Unmet)> {
+    let mut out = Vec::new();
+    let baseline = checked_at_init(state);
+    for task in &tasks.tasks {
+        let id = task.label();
+        let arg = shell_word(&id);
+        let history = state.attempts_of(&id);
+        let last = history.last();
+        if let Some(n) = history
+            .iter()
+            .rev()
+            .find(|a| status_of(a) == "running")
+            .map(n_of)
+        {
+            let detail = if task.checked {
+                format!(
+                    "task {id} is checked but attempt {n} is still running (the box was not ticked by `specrun task complete`): once its evidence and critiques are in, `specrun task complete {arg} --spec {name}`; if it failed, untick it (`specrun tasks check {arg} --undo --spec {name}`) and `specrun task fail {arg} --reason \"<why>\" --spec {name}`."
+                )
+            } else {
+                format!(
+                    "attempt {n} of task {id} is still running: wait for its executor's result, then confirm it (`specrun task complete {arg} --check --spec {name}`) or record the failure (`specrun task fail {arg} --reason \"<why>\" --spec {name}`)."
+                )
+            };
+            out.push((id, Unmet::new("attempt-running", detail)));
+            continue;
+        }
+        if !task.checked || baseline.contains(&id) {
+            continue;
+        }
+        let why = match last {
+            Some(a) if status_of(a) == "done" => continue,
+            Some(a) => format!("its last attempt ({}) is {}", n_of(a), status_of(a)),
+            None => "it was never started".to_string(),
+        };
+        let detail = format!(
+            "task {id} was ticked during this execution without `specrun task complete` ({why}): untick it (`specrun tasks check {arg} --undo --spec {name}`) and delegate it again."
+        );
+        out.push((id, Unmet::new("checked-without-complete", detail)));
+    }
+    for (id, at) in open_claims(state, tasks) {
+        let arg = shell_word(&id);
+        let detail = format!(
+            "the executor's TASK_COMPLETE {id} ({at}) was recorded as unverified and nothing has settled it since: confirm it with `specrun tasks show {arg} --json --spec {name}` and `specrun verify status --task {arg} --spec {name}`, then `specrun task complete {arg} --spec {name}` once it holds, or `specrun task fail {arg} --reason \"<why>\" --spec {name}` (untick it first if it is checked)."
+        );
+        out.push((id, Unmet::new("unverified-claim", detail)));
+    }
+    out
+}
+
+/// The gates computed from the costly facts: execution evidence and follow-ups.
+/// The full check to name when none was recorded: the last [VERIFY] task's Verify line,
+/// else the last task's.
+fn full_check(tasks: &TaskList) -> Option<&str> {
+    let with_verify = || tasks.tasks.iter().rev().filter(|t| t.verify.is_some());
+    with_verify()
+        .find(|t| t.is_verify())
+        .or_else(|| with_verify().next())
+        .and_then(|t| t.verify.as_deref())
+}
+
+fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+    let mut out = Vec::new();
+    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
+    if evidence != Freshness::Fresh {
+        let command = state
+            .verification_block("execution")
+            .and_then(|b| b.get("command"))
+            .and_then(Value::as_str)
+            .or_else(|| full_check(tasks))
+            .unwrap_or("<full test command>");
+        let why = match evidence {
+            Freshness::Stale => "stale (the code changed since it ran)",
+            Freshness::Failed => "failed",
+            _ => "missing",
+        };
+        out.push(Unmet::new(
+            "execution-evidence",
+            format!(
+                "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
+                shell_word(command)
+            ),
+        ));
+    }
+    match gates.map(|g| &g.blockers) {
+        Some(Ok(blockers)) => {
+            for b in blockers {
+                out.push(Unmet::new(
+                    "followup",
+                    format!(
+                        "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" --spec {name}`.",
+                        b.id, b.title, b.id
+                    ),
+                ));
+            }
+        }
+        Some(Err(e)) => out.push(Unmet::new(
+            "followups-unreadable",
+            format!(
+                "follow-ups cannot be read ({e}): fix specs/{name}/followups.json so open VERIFY/high items can be checked."
+            ),
+        )),
+        None => {}
+    }
+    for c in gates.map(|g| g.criteria.as_slice()).unwrap_or_default() {
+        out.push(Unmet::new(
+            "acceptance-criteria",
+            format!("acceptance criterion {c}"),
+        ));
+    }
+    out
+}
+
+/// The labels of the tasks that were checked when `state init` started this execution
+/// (`checkedAtInit`); none when the field is absent.
+pub fn checked_at_init(state: &State) -> Vec<String> {
+    state
+        .checked_at_init
+        .as_ref()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `checkedAtInit` to write at `state init`: the boxes checked now. Re-initialising an
+/// unfinished execution keeps the earlier baseline (a box ticked by hand since then is not
+/// laundered by running `state init` again); tasks finished through `task complete` count
+/// either way.
+pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<String> {
+    let checked = tasks.tasks.iter().filter(|t| t.checked).map(|t| t.label());
+    let earlier = existing.filter(|s| {
+        matches!(s.phase(), Some(Phase::Execution | Phase::Cancelled)) && !s.completed()
+    });
+    match earlier.filter(|s| s.checked_at_init.is_some()) {
+        None => checked.collect(),
+        Some(old) => {
+            let kept = checked_at_init(old);
+            checked
+                .filter(|id| {
+                    kept.contains(id) || old.attempts_of(id).last().map(status_of) == Some("done")
+                })
+                .collect()
+        }
+    }
+}
+
+/// Unverified claims about tasks of this tasks.md that no attempt has settled since: an
+/// attempt of that task that ended (done or failed) at or after the claim settles it. A
+/// claim whose time cannot be read stays open.
+pub fn open_claims(state: &State, tasks: &TaskList) -> Vec<(String, String)> {
+    let Some(claims) = &state.unverified_claims else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for claim in claims {
+        let Some(id) = claim.get("taskId").and_then(Value::as_str) else {
+            continue;
+        };
+        if tasks.find(id).is_err() || out.iter().any(|(seen, _)| seen == id) {
+            continue;
+        }
+        let at_text = claim.get("at").and_then(Value::as_str).unwrap_or("?");
+        let settled = parse_time(at_text).is_some_and(|at| {
+            state.attempts_of(id).iter().any(|a| {
+                a.ended_at
+                    .get()
+                    .and_then(|t| t.at())
+                    .is_some_and(|ended| ended >= at)
+            })
+        });
+        if !settled {
+            out.push((id.to_string(), at_text.to_string()));
+        }
+    }
+    out
+}
+
+fn status_of(attempt: &Attempt) -> &str {
+    attempt.status.as_deref().unwrap_or("")
+}
+
+fn n_of(attempt: &Attempt) -> u64 {
+    attempt.n.unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tasks::parse;
+    use serde_json::json;
+
+    const TWO: &str = "- [x] 1.1 First\n- [x] 1.2 Second\n";
+
+    fn state(extra: Value) -> Value {
+        let mut s = json!({"name": "demo", "phase": "execution", "halt": null});
+        crate::model::state::merge_into(&mut s, &extra);
+        s
+    }
+
+    fn typed(doc: &Value) -> State {
+        State::from_value(doc).unwrap()
+    }
+
+    fn good() -> Gates {
+        Gates {
+            evidence: Freshness::Fresh,
+            blockers: Ok(vec![]),
+            criteria: vec![],
+        }
+    }
+
+    fn names(u: &[Unmet]) -> Vec<&str> {
+        u.iter().map(|u| u.name).collect()
+    }
+
+    fn done(id: &str) -> Value {
+        json!({id: [{"n": 1, "status": "done", "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:10:00Z"}]})
+    }
+
+    #[test]
+    fn boxes_ticked_before_init_or_through_task_complete_pass() {
+        let s = state(json!({"checkedAtInit": ["1.1"], "attempts": done("1.2")}));
+        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
+    }
+
+    #[test]
+    fn a_hand_ticked_box_is_named_with_a_fix_that_works() {
+        let s = state(json!({"checkedAtInit": [], "attempts": done("1.2")}));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["checked-without-complete"]);
+        assert!(u[0].detail.contains("task 1.1 was ticked"), "{}", u[0]);
+        assert!(
+            u[0].detail
+                .contains("`specrun tasks check 1.1 --undo --spec demo`"),
+            "{}",
+            u[0]
+        );
+        // No baseline recorded: nothing is excepted.
+        let s = state(json!({"attempts": done("1.2")}));
+        assert_eq!(
+            names(&unmet("demo", &typed(&s), &parse(TWO), Some(&good()))),
+            ["checked-without-complete"]
+        );
+    }
+
+    #[test]
+    fn running_attempts_and_failed_last_attempts_block() {
+        let s = state(json!({"checkedAtInit": [], "attempts": {
+            "1.1": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:00:00Z"}],
+            "1.2": [{"n": 1, "status": "failed"}]}}));
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["attempt-running", "checked-without-complete"]);
+        assert!(
+            u[0].detail.contains("attempt 1 is still running"),
+            "{}",
+            u[0]
+        );
+        assert!(u[1].detail.contains("is failed"), "{}", u[1]);
+        // A running attempt of an unchecked task blocks as well.
+        let s = state(json!({"attempts": {"1.2": [{"n": 2, "status": "running"}]}}));
+        let u = earned("demo", &typed(&s), &parse("- [ ] 1.2 Second\n"));
+        assert_eq!(names(&u), ["attempt-running"]);
+        assert!(u[0].detail.contains("attempt 2 of task 1.2"), "{}", u[0]);
+    }
+
+    #[test]
+    fn an_unverified_claim_stays_open_until_an_attempt_ends_after_it() {
+        let claim = json!([{"taskId": "1.2", "at": "2026-01-01T00:20:00Z", "missing": []},
+                           {"taskId": "9.9", "at": "2026-01-01T00:20:00Z"}]);
+        let s = state(
+            json!({"checkedAtInit": ["1.1", "1.2"], "unverifiedClaims": claim,
+                             "attempts": done("1.2")}),
+        );
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["unverified-claim"], "{u:?}");
+        assert!(u[0].detail.contains("TASK_COMPLETE 1.2"), "{}", u[0]);
+        let mut settled = s.clone();
+        settled["attempts"]["1.2"][0]["endedAt"] = json!("2026-01-01T00:30:00Z");
+        assert!(unmet("demo", &typed(&settled), &parse(TWO), Some(&good())).is_empty());
+        let mut garbled = settled.clone();
+        garbled["unverifiedClaims"][0]["at"] = json!("yesterday");
+        assert_eq!(
+            names(&unmet("demo", &typed(&garbled), &parse(TWO), Some(&good()))),
+            ["unverified-claim"]
+        );
+    }
+
+    #[test]
+    fn the_costly_gates_and_the_phase() {
+        let s = state(json!({"checkedAtInit": ["1.1", "1.2"]}));
+        let list = parse(TWO);
+        let u = unmet("demo", &typed(&s), &list, None);
+        assert_eq!(names(&u), ["execution-evidence"]);
+        let g = Gates {
+            evidence: Freshness::Stale,
+            blockers: Err("bad json".into()),
+            criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
+        };
+        assert_eq!(
+            names(&unmet("demo", &typed(&s), &list, Some(&g))),
+            [
+                "execution-evidence",
+                "followups-unreadable",
+                "acceptance-criteria"
+            ]
+        );
+        let mut cancelled = s.clone();
+        cancelled["phase"] = json!("cancelled");
+        assert_eq!(
+            names(&unmet("demo", &typed(&cancelled), &list, Some(&good()))),
+            ["phase"]
+        );
+        let mut halted = s;
+        halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
+        assert_eq!(
+            names(&unmet("demo", &typed(&halted), &list, Some(&good()))),
+            ["not-halted"]
+        );
+        assert_eq!(
+            names(&unmet(
+                "demo",
+                &typed(&state(json!({}))),
+                &parse(""),
+                Some(&good())
+            )),
+            ["tasks"]
+        );
+    }
+
+    #[test]
+    fn reinit_keeps_the_earlier_baseline() {
+        let list = parse("- [x] 1.1 First\n- [x] 1.2 Second\n- [x] 1.3 Third\n");
+        assert_eq!(baseline_at_init(None, &list), ["1.1", "1.2", "1.3"]);
+        let running = state(json!({"checkedAtInit": ["1.1"], "attempts": done("1.2")}));
+        assert_eq!(
+            baseline_at_init(Some(&typed(&running)), &list),
+            ["1.1", "1.2"]
+        );
+        let mut finished = running.clone();
+        finished["phase"] = json!("completed");
+        assert_eq!(
+            baseline_at_init(Some(&typed(&finished)), &list),
+            ["1.1", "1.2", "1.3"]
+        );
+        let planning = state(json!({"phase": "planning", "checkedAtInit": []}));
+        assert_eq!(baseline_at_init(Some(&typed(&planning)), &list).len(), 3);
+    }
+
+    #[test]
+    fn an_isolated_group_not_merged_and_verified_blocks() {
+        let member = |status: &str| json!({"branch": "specrun/demo/x", "worktree": "x", "base": "abc", "status": status});
+        let group = |status: &str| json!({"members": ["1.1", "1.2"], "baseBranch": "main", "base": "abc", "status": status});
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("running"),
+                          "members": {"1.1": member("merged"), "1.2": member("ready")}}}),
+        );
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["group-unmerged"]);
+        assert!(u[0].detail.contains("not merged: 1.2 ready"), "{}", u[0]);
+        assert!(
+            u[0].detail.contains("`specrun group merge --spec demo`"),
+            "{}",
+            u[0]
+        );
+        // All merged but the merged tree's verification failed: still open.
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("verify-failed"),
+                          "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
+        );
+        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        assert_eq!(names(&u), ["group-unmerged"]);
+        assert!(u[0].detail.contains("not yet verified"), "{}", u[0]);
+        // Complete: nothing to say.
+        let s = state(
+            json!({"attempts": {"1.1": done("1.1")["1.1"], "1.2": done("1.2")["1.2"]},
+            "isolation": {"group": group("complete"),
+                          "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
+        );
+        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
+    }
+}
