@@ -9,7 +9,8 @@ use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
 use crate::evidence::followups::{NewItem, Store};
-use crate::evidence::verify::Slot;
+use crate::evidence::verify::{self, Slot};
+use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
@@ -100,7 +101,7 @@ fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
     }
     // The merge commits reach the base branch together; a crash before the records below
     // leaves branches whose tips are in HEAD, which the re-run records as merged.
-    merger.land()?;
+    bookkeeping::guarded(project, Some(spec), || merger.land())?;
     for (id, m, commit) in pending {
         state = ctx.merged(state, &id, &m, Some(commit), &mut tally)?;
     }
@@ -142,7 +143,9 @@ fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
             ),
         });
     }
-    crate::io::git::run(root, &["merge", "--abort"], &[])?;
+    bookkeeping::guarded(project, None, || {
+        crate::io::git::run(root, &["merge", "--abort"], &[])
+    })?;
     output::warn("aborted a member merge an earlier run left half-done; merging it again");
     Ok(())
 }
@@ -204,7 +207,7 @@ impl Ctx<'_> {
             "specrun: merge task {id} {} (spec {})",
             task.title, spec.name
         );
-        match merger.step(&m.branch, &message)? {
+        match bookkeeping::guarded(project, Some(spec), || merger.step(&m.branch, &message))? {
             Step::Pending(commit) => {
                 pending.push((id.to_string(), m.clone(), commit));
                 Ok(state)
@@ -238,13 +241,18 @@ impl Ctx<'_> {
             conflicts: Vec::new(),
             ..m.clone()
         };
-        let patch = worktree::member_patch(id, &done);
+        let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
+        let mut patch = worktree::member_patch(id, &done);
+        if let Some(record) = self.moved_evidence(&state, id, m, &dir, commit.as_deref()) {
+            patch = patch.task_evidence(id, record);
+        }
         let next = self.ex.write_state(&state, &patch)?;
         self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
-        let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
-        if let Err(e) = worktree::remove_worktree(root, &dir) {
+        if let Err(e) = bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        }) {
             output::warn(&format!("merged task {id}, but its worktree stays: {e}"));
         }
         worktree::delete_branch(root, &m.branch);
@@ -252,6 +260,40 @@ impl Ctx<'_> {
         tally.merged.push(id.to_string());
         tally.merged_total += 1;
         Ok(next)
+    }
+
+    /// The member's evidence record, taken from its worktree (about to go) to the merged
+    /// tree (`verify::merged_record`); `None` when there is none to take, or it was stale.
+    fn moved_evidence(
+        &self,
+        state: &State,
+        id: &str,
+        m: &Member,
+        dir: &std::path::Path,
+        commit: Option<&str>,
+    ) -> Option<Value> {
+        let record = state
+            .task_evidence(id)
+            .filter(|r| r.get("worktree").and_then(Value::as_str) == Some(m.worktree.as_str()))?;
+        let members = Isolation::of(state)
+            .group
+            .map(|g| g.members)
+            .unwrap_or_default();
+        let tasks: Vec<&crate::model::tasks::Task> = members
+            .iter()
+            .filter_map(|t| self.list.find(t).ok())
+            .collect();
+        let others = verify::others_files(&tasks, id);
+        let (project, spec) = (self.ex.project, &self.ex.spec);
+        match verify::merged_record(project, spec, record, dir, &others, commit) {
+            Ok(moved) => moved,
+            Err(e) => {
+                output::warn(&format!(
+                    "merged task {id}; its evidence stays bound to its worktree: {e}"
+                ));
+                None
+            }
+        }
     }
 
     /// A member that cannot be merged: its branch and worktree kept, its attempt failed with
@@ -331,11 +373,12 @@ fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<Stri
 const FOLLOWUP_PREFIX: &str = "isolated member";
 
 fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<String>) {
+    let id_q = crate::support::shell::word(id);
     let new = NewItem {
         category: "VERIFY".into(),
         priority: "high".into(),
         title: format!(
-            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
+            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id_q} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
         ),
         task: Some(id.to_string()),
         files,
@@ -406,11 +449,7 @@ fn verify_merged(
         (Some(t), _, _) => (Slot::Task(t.label()), None),
         (None, Some(c), _) => (Slot::Phase("execution".into()), Some(c.clone())),
         (None, None, Some(c)) => (Slot::Phase("execution".into()), Some(c)),
-        (None, None, None) => {
-            return Err(Error::Usage(
-                "no [VERIFY] task follows the group and no command is recorded for the execution phase: re-run with `specrun group merge --command '…'` (the merges are kept)".into(),
-            ))
-        }
+        (None, None, None) => members_check(spec, &list, group)?,
     };
     let plan = crate::evidence::verify_run::plan_run(spec, &slot, command, None)?;
     let (record, _) =
@@ -424,6 +463,35 @@ fn verify_merged(
         slot,
         command,
     })
+}
+
+/// The slot of a merged tree checked with its members' own Verify commands: not the
+/// execution phase's, which stands for the full check (and vouches for a task's claim).
+pub const MEMBERS_SLOT: &str = "isolated-group";
+
+/// No `[VERIFY]` task after the group and no check recorded: the members' own Verify
+/// commands, each in task order, checked together on the merged tree.
+fn members_check(spec: &Spec, list: &TaskList, group: &Group) -> Result<(Slot, Option<String>)> {
+    let commands: Vec<String> = group
+        .members
+        .iter()
+        .filter_map(|id| list.find(id).ok()?.verify_command())
+        // A list or a pipeline keeps its own exit status: `a; b && c` would drop a's.
+        .map(|c| match c.contains([';', '|', '&', '\n']) {
+            true => format!("( {c} )"),
+            false => c.to_string(),
+        })
+        .collect();
+    if commands.is_empty() {
+        return Err(Error::Usage(format!(
+            "no [VERIFY] task follows the group, no check is recorded for the execution phase and no member has a Verify command: re-run with `specrun group merge --spec {} --command '<the command that checks the merged tree>'` (the merges are kept)",
+            spec.name
+        )));
+    }
+    Ok((
+        Slot::Phase(MEMBERS_SLOT.into()),
+        Some(commands.join(" && ")),
+    ))
 }
 
 /// Phase 3: the group is complete only when every member merged and the merged tree's
@@ -515,14 +583,16 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         .find(|(_, s)| s == worktree::CONFLICT || s == worktree::OUTSIDE_FILES)
         .or_else(|| tally.remaining.iter().find(|(_, s)| s != worktree::RUNNING))
     {
+        let id_q = crate::support::shell::word(id);
         return format!(
-            "retry {id} on the merged base: `specrun task start {id} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id} --check`, then `specrun group merge` again",
+            "retry {id} on the merged base: `specrun task start {id_q} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id_q} --check`, then `specrun group merge` again",
             group.base_branch,
             worktree::branch_name(&spec.name, id)
         );
     }
     if let Some((id, _)) = tally.remaining.first() {
-        return format!("wait for {id} to complete (`specrun task complete {id} --check` in its worktree), then `specrun group merge` again");
+        let id_q = crate::support::shell::word(id);
+        return format!("wait for {id} to complete (`specrun task complete {id_q} --check` in its worktree), then `specrun group merge` again");
     }
     match v {
         Some(v) if !v.passed => format!(
@@ -530,7 +600,10 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
             v.command
         ),
         _ if group.is_complete() => match &group.verify_task {
-            Some(t) => format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)"),
+            Some(t) => {
+                let t = crate::support::shell::word(t);
+                format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)")
+            }
             None => "continue with the next task".into(),
         },
         _ => "`specrun group merge` again".into(),

@@ -72,7 +72,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let answer = std::panic::catch_unwind(|| handle(event, &read_stdin(), cwd))
         .unwrap_or_else(|_| Some(after_panic(event, cwd)));
     if let Some(value) = answer {
-        output::line(&value.to_string());
+        output::json_line(&value);
     }
     0
 }
@@ -281,9 +281,9 @@ fn unreadable_state(
         return None;
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init --spec {} --force`, which keeps a copy).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
         spec.state_path().display(),
-        spec.name
+        crate::support::shell::spec_flag(&spec.name)
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -629,8 +629,8 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         None => "--phase <check>".to_string(),
     };
     let hint = format!(
-        "specrun verify run {slot} --spec {} --command '<command>'",
-        spec.name
+        "specrun verify run {slot} {} --command '<command>'",
+        crate::support::shell::spec_flag(&spec.name)
     );
     claims::unsupported(message, &fresh, &hint)
 }
@@ -672,8 +672,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             evidence_mismatch: None,
             evidence: verify::Freshness::Missing,
             evidence_ended_at: None,
-            post_code_at: None,
-            post_test_at: None,
+            post_code: critique::Stored::Missing,
+            post_test: critique::Stored::Missing,
             extra: Vec::new(),
         };
     }
@@ -692,8 +692,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         evidence_mismatch: evidence.mismatch.clone(),
         evidence: evidence.freshness,
         evidence_ended_at: evidence.ended_at,
-        post_code_at: critique::recorded_at(spec, id, "post-code"),
-        post_test_at: critique::recorded_at(spec, id, "post-test"),
+        post_code: critique::load(spec, id, "post-code"),
+        post_test: critique::load(spec, id, "post-test"),
         extra: proof_unmet(active, id),
     }
 }
@@ -760,6 +760,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 

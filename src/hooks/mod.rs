@@ -12,10 +12,11 @@ pub mod uncounted;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
 use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
 use crate::model::tasks::{Task, TaskList};
-use crate::support::shell::shell_word;
+use crate::support::shell::word as shell_word;
 
 /// The coordinator's completion claim: the last line of its final message.
 pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
@@ -165,6 +166,7 @@ pub fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
 
 /// What the coordinator is told while agents work in the background.
 fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
+    let spec_flag = crate::support::shell::spec_flag(name);
     // `running_attempts`, read from the typed state.
     let tasks: Vec<&str> = (state.attempts.iter().flatten())
         .filter(|(_, list)| list.last().and_then(|a| a.status.as_deref()) == Some("running"))
@@ -176,7 +178,7 @@ fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
         format!("; running attempt(s): {}", tasks.join(", "))
     };
     format!(
-        "specrun: {} agent(s) of spec '{name}' still working in the background ({}{tasks}). Do not delegate those tasks again and do not claim {COMPLETION_TOKEN}: end your turn and wait. Each result arrives as a task-notification turn; confirm it then (`specrun tasks show <id> --json --spec {name}`, `specrun verify status --task <id> --spec {name}`).",
+        "specrun: {} agent(s) of spec '{name}' still working in the background ({}{tasks}). Do not delegate those tasks again and do not claim {COMPLETION_TOKEN}: end your turn and wait. Each result arrives as a task-notification turn; confirm it then (`specrun tasks show <id> --json {spec_flag}`, `specrun verify status --task <id> {spec_flag}`).",
         agents.len(),
         agents.join(", ")
     )
@@ -412,7 +414,8 @@ fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
 fn time_cap_notice(name: &str, minutes: Option<&Minutes>) -> Option<String> {
     let problem = minutes?.1.problem.as_deref()?;
     Some(format!(
-        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
+        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge {} '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`.",
+        crate::support::shell::word(&format!("specs/{name}/.specrun-state.json"))
     ))
 }
 
@@ -599,14 +602,27 @@ fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     if v.driver() != Driver::StopHook || v.awaiting_approval() {
         return None;
     }
-    let tasks = stop.facts.tasks;
-    let task = tasks.next()?;
+    let (name, tasks) = (stop.facts.spec_name, stop.facts.tasks);
+    // The one "what next": an isolated group waiting for its merge is merged before the
+    // next task, whose start refuses until then.
+    let standing = crate::next::standing_of(name, tasks, v);
+    let (open, prompt, rule) = match standing.merge_step() {
+        Some(merge) => (
+            "the isolated group is not merged".to_string(),
+            format!("Spec '{name}': {merge}"),
+            "next-task-group-merge",
+        ),
+        None => {
+            let task = tasks.next()?;
+            let open = format!("task {} is still open", task.label());
+            (open, task_brief(name, tasks, task), "next-task")
+        }
+    };
     if stop.no_progress_since_block() {
-        let m = stop.stall_note(&format!("task {} is still open", task.label()));
+        let m = stop.stall_note(&open);
         return Some((Decision::Allow(Some(m)), "next-task-no-progress".into()));
     }
-    let brief = task_brief(stop.facts.spec_name, tasks, task);
-    Some((Decision::Block(brief), "next-task".into()))
+    Some((Decision::Block(prompt), rule.into()))
 }
 
 fn allow(_: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
@@ -687,6 +703,7 @@ pub fn completion_message(name: &str, tasks: &TaskList) -> String {
 
 /// The re-prompt of the stop-hook driver: the next task only.
 fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let c = tasks.counts();
     let agent = if task.is_verify() {
         "specrun:qa-engineer"
@@ -710,7 +727,7 @@ fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
         r.push_str(&format!("Verify: `{verify}`\n"));
     }
     r.push_str(&format!(
-        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution --spec {name} --command '<full test command>'` passed."
+        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution {spec_flag} --command '<full test command>'` passed."
     ));
     r
 }
@@ -727,8 +744,9 @@ pub struct ClaimFacts {
     /// `startedAt` of that evidence.
     /// When the evidence run ended (`startedAt + durationMs`).
     pub evidence_ended_at: Option<String>,
-    pub post_code_at: Option<String>,
-    pub post_test_at: Option<String>,
+    /// The two self-critique records, judged (`critique::load`).
+    pub post_code: Stored,
+    pub post_test: Stored,
     /// More missing items, each with its fix: claims of the final message no fresh verify
     /// run supports (`claims::describe`), and an unchecked task's unmet proof gates
     /// (uncovered criteria, unjustified integrity findings).
@@ -737,6 +755,8 @@ pub struct ClaimFacts {
 
 /// What is missing before a task claim can be accepted, each with its command.
 pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
+    let id_q = shell_word(id);
     let mut missing = Vec::new();
     let verify = match &facts.task {
         None => {
@@ -746,7 +766,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         Some((checked, verify)) => {
             if !checked {
                 missing.push(format!(
-                    "task {id} is unchecked: once its evidence and both critique records are in, `specrun task complete {id} --check --spec {name}`."
+                    "task {id} is unchecked: once its evidence and both critique records are in, `specrun task complete {id_q} --check {spec_flag}`."
                 ));
             }
             verify.clone()
@@ -759,48 +779,63 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             None => " --command '<a command that proves it>'".into(),
         };
         missing.push(format!(
-            "evidence for task {id} is {}: `specrun verify run --task {} --spec {name}{command}` must pass on the current code.",
+            "evidence for task {id} is {}: `specrun verify run --task {id_q} {spec_flag}{command}` must pass on the current code.",
             facts.evidence.as_str(),
-            shell_word(id)
         ));
     } else if let Some(why) = &facts.evidence_mismatch {
         missing.push(format!("evidence for task {id} does not count: {why}."));
     }
-    for (stage, at) in [
-        ("post-code", &facts.post_code_at),
-        ("post-test", &facts.post_test_at),
+    for (stage, stored) in [
+        ("post-code", &facts.post_code),
+        ("post-test", &facts.post_test),
     ] {
-        if at.is_none() {
-            missing.push(format!(
-                "self-critique record {stage} is missing: `specrun critique record --task {id} --stage {stage} --spec {name} --file <record.json>`."
-            ));
+        let record = format!("`specrun critique record --task {id_q} --stage {stage} {spec_flag} --file <record.json>`");
+        // A record that is there but does not count is named as such, with its fault: the
+        // executor fixes what it wrote rather than looking for a file that exists.
+        match stored {
+            Stored::Usable { .. } => {}
+            Stored::Missing => missing.push(format!(
+                "self-critique record {stage} is missing: {record}."
+            )),
+            Stored::Unusable(why) => missing.push(format!(
+                "self-critique record {stage} is {}: record it again with {record}.",
+                unusable_text(why)
+            )),
         }
     }
     // The post-test review must look at the passing run, so it must come after it; a run
     // whose end cannot be computed cannot be shown to come first.
     if let (Some(_), None, Freshness::Fresh) = (
-        &facts.post_test_at,
+        facts.post_test.recorded_at(),
         &facts.evidence_ended_at,
         facts.evidence,
     ) {
         missing.push(format!(
-            "the passing evidence run's end is unknown (taskEvidence.{id}.startedAt plus taskEvidence.{id}.durationMs is not a time), so the post-test self-critique cannot be shown to follow it: run `specrun verify run --task {} --spec {name}` again, then record the critique.",
-            shell_word(id)
+            "the passing evidence run's end is unknown (taskEvidence.{id}.startedAt plus taskEvidence.{id}.durationMs is not a time), so the post-test self-critique cannot be shown to follow it: run `specrun verify run --task {id_q} {spec_flag}` again, then record the critique."
         ));
     }
     if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
-        &facts.post_test_at,
+        facts.post_test.recorded_at(),
         &facts.evidence_ended_at,
         facts.evidence,
     ) {
         if !crate::evidence::critique::reviews_run(test_at, ev_at) {
             missing.push(format!(
-                "the post-test self-critique ({test_at}) predates the end of the passing evidence run ({ev_at}): record it again: `specrun critique record --task {id} --stage post-test --spec {name} --file <record.json>`."
+                "the post-test self-critique ({test_at}) predates the end of the passing evidence run ({ev_at}): record it again: `specrun critique record --task {id_q} --stage post-test {spec_flag} --file <record.json>`."
             ));
         }
     }
     missing.extend(facts.extra.iter().cloned());
     missing
+}
+
+/// "invalid: <fault>" as `critique::judge` words it, or "invalid (<why>)" for the rest
+/// (open issues, no `recordedAt`, unreadable).
+fn unusable_text(why: &str) -> String {
+    match why.strip_prefix("invalid: ") {
+        Some(fault) => format!("invalid ({fault})"),
+        None => format!("invalid ({why})"),
+    }
 }
 
 /// Decide an executor's SubagentStop that claims task `id`.
@@ -1001,11 +1036,12 @@ fn deny_native_isolation(
     tool: ToolCall,
     session: Option<&str>,
 ) -> Option<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let isolation = tool.isolation.filter(|i| !i.is_empty())?;
     let applies =
         matches!(tool.name, Some("Agent" | "Task")) && is_executing(state) && owns(state, session);
     applies.then(|| format!(
-        "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree --spec {name}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
+        "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree {spec_flag}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
     ))
 }
 
@@ -1051,6 +1087,7 @@ pub fn session_context(
     tasks: Option<&TaskList>,
     session: Option<&str>,
 ) -> Option<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     if v.phase() != Some(state::Phase::Execution) {
         return None;
     }
@@ -1081,7 +1118,14 @@ pub fn session_context(
             "Halted: {}. A person continues it with `{}`.",
             h.reason, h.resume
         )),
-        None => lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details).")),
+        None => {
+            // The merge comes before the next task (the engine's step, as snapshot says).
+            let merge = tasks.and_then(|l| crate::next::standing_of(name, l, v).merge_step());
+            if let Some(merge) = merge {
+                lines.push(format!("Next: {merge}"));
+            }
+            lines.push(format!("Continue with /specrun:implement {name} (`specrun status {spec_flag}` shows the details)."));
+        }
     }
     Some(lines.join("\n"))
 }
@@ -1592,6 +1636,31 @@ mod tests {
         assert!(running_agents(Some(&json!("not a list"))).is_empty());
     }
 
+    /// The stop-hook driver re-prompted "Next task … Delegate it now" while an isolated
+    /// group waited for its merge, and that task's start refused: the merge comes first.
+    #[test]
+    fn the_stop_hook_driver_prompts_the_merge_of_a_finished_group() {
+        let mut s = state();
+        s["executionDriver"] = json!("stop-hook");
+        let member = json!({"branch": "b", "worktree": "1.1", "base": "c", "status": "ready"});
+        s["isolation"] = json!({"group": {"members": ["1.1"], "baseBranch": "main", "base": "c",
+            "status": "running"}, "members": {"1.1": member}});
+        let o = decide(&s, TASKS, Some("The member reported."), false, None);
+        assert_eq!(o.rule, "next-task-group-merge");
+        let r = block_text(&o);
+        assert!(r.contains("run `specrun group merge --spec demo`"), "{r}");
+        assert!(!r.contains("Delegate it"), "{r}");
+        // Every box ticked, the group still unmerged: the merge too, not an allow.
+        let o = decide(&s, DONE, Some("All done."), false, None);
+        assert_eq!(o.rule, "next-task-group-merge", "{o:?}");
+        // Once merged and verified, the next task.
+        s["isolation"]["group"]["status"] = json!("complete");
+        s["isolation"]["members"]["1.1"]["status"] = json!("merged");
+        let o = decide(&s, TASKS, None, false, None);
+        assert_eq!(o.rule, "next-task");
+        assert!(block_text(&o).contains("Next task 1.2"));
+    }
+
     #[test]
     fn a_stop_while_agents_run_is_no_stall_and_no_redelegation() {
         let mut s = state();
@@ -1810,6 +1879,16 @@ mod tests {
         assert_eq!(o.decision.to_hook_json(), None);
     }
 
+    /// A usable record at `when`, else a missing one.
+    fn at(usable: bool, when: &str) -> Stored {
+        match usable {
+            true => Stored::Usable {
+                recorded_at: when.into(),
+            },
+            false => Stored::Missing,
+        }
+    }
+
     fn claim(
         task: Option<(bool, Option<String>)>,
         ev: Freshness,
@@ -1821,8 +1900,8 @@ mod tests {
             evidence_mismatch: None,
             evidence: ev,
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
-            post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
-            post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
+            post_code: at(code, "2026-01-01T00:05:00Z"),
+            post_test: at(test, "2026-01-01T00:20:00Z"),
             extra: vec![],
         }
     }
@@ -1895,9 +1974,22 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_critique_record_is_named_invalid_not_missing() {
+        let mut f = claim(Some((true, None)), Freshness::Fresh, true, false);
+        f.post_code = Stored::Unusable("invalid: `checklist.SC-5.5.2` is missing".into());
+        let missing = claim_missing("demo", "1", &f);
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(missing[0].starts_with("self-critique record post-code is invalid (`checklist.SC-5.5.2` is missing): record it again"), "{missing:?}");
+        assert!(
+            missing[1].starts_with("self-critique record post-test is missing"),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
     fn post_test_critique_must_follow_the_evidence() {
         let mut f = claim(Some((true, None)), Freshness::Fresh, true, true);
-        f.post_test_at = Some("2026-01-01T00:01:00Z".into());
+        f.post_test = at(true, "2026-01-01T00:01:00Z");
         let missing = claim_missing("demo", "1", &f);
         assert_eq!(missing.len(), 1);
         assert!(missing[0].contains("predates"), "{missing:?}");

@@ -236,7 +236,9 @@ pub fn rollback_member(
         &format!("refs/heads/specrun/rollback/{}/{id}-{n}", spec.name),
         &saved,
     )?;
-    worktree::remove_worktree(&project.root, dir)?;
+    crate::io::bookkeeping::guarded(project, Some(spec), || {
+        worktree::remove_worktree(&project.root, dir)
+    })?;
     worktree::delete_branch(&project.root, &member.branch);
     let gone = Member {
         status: worktree::ROLLED_BACK.into(),
@@ -244,6 +246,22 @@ pub fn rollback_member(
         ..member.clone()
     };
     Ok((saved, ref_name, worktree::member_patch(id, &gone)))
+}
+
+/// Why a record made in the worktree `name` is judged in the main checkout: the member
+/// that owned it is merged (at its merge commit) or gone otherwise.
+pub fn gone_note(iso: &Isolation, name: &str) -> String {
+    let owner = iso.members.iter().find(|(_, m)| m.worktree == name);
+    let what = match owner {
+        Some((id, m)) => match (&m.merge_commit, m.status.as_str()) {
+            (Some(c), worktree::MERGED) => {
+                format!("task {id} merged at {}", crate::protocol::short_commit(c))
+            }
+            (_, status) => format!("task {id} {status}"),
+        },
+        None => "no member owns it now".into(),
+    };
+    format!("recorded in worktree {name}, which is gone ({what}): judged on the main checkout")
 }
 
 /// The JSON a verb adds about a member (`--json` output and events).
@@ -338,7 +356,9 @@ pub fn cancel_members(
             &format!("refs/heads/specrun/cancelled/{}/{id}", spec.name),
             &tip,
         )?;
-        worktree::remove_worktree(root, &dir)?;
+        crate::io::bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        })?;
         worktree::delete_branch(root, &member.branch);
         let gone = Member {
             status: worktree::CANCELLED.into(),

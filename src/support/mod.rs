@@ -1,5 +1,6 @@
 //! The bottom layer: helpers that know nothing of specrun's files (globs, shell quoting,
-//! message text, cuts by characters, JSON merge, SHA-256, fault points for the crash tests).
+//! message text, cuts by characters, JSON merge, SHA-256, fault points for the crash tests,
+//! control characters made visible).
 
 pub mod chars;
 pub mod fault;
@@ -8,3 +9,4 @@ pub mod json;
 pub mod sha256;
 pub mod shell;
 pub mod text;
+pub mod visible;

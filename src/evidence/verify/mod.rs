@@ -116,8 +116,9 @@ impl CommandFit {
             return None;
         };
         Some(format!(
-            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} --spec {spec}` (without --command it runs the Verify command)",
-            crate::support::shell::shell_word(id)
+            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} {}` (without --command it runs the Verify command)",
+            crate::support::shell::word(id),
+            crate::support::shell::spec_flag(spec)
         ))
     }
 }
@@ -228,17 +229,79 @@ pub fn fingerprint_for(
     fingerprint_in(project, spec, &dir, &excluded_paths(record))
 }
 
-/// The work tree a record was bound to: its member worktree (`worktree`, which must name
-/// one of this spec's worktree directories, so a hand-edit cannot point elsewhere), else
-/// the tree the command stands in.
+/// The work tree a record is judged in: its member worktree while that is on disk; once
+/// it is gone (merged, rolled back, cancelled) the main checkout, where a merged member's
+/// work now lives; a record made outside a worktree, the tree the command stands in.
 pub fn record_tree(project: &Project, spec: &Spec, record: Option<&Value>) -> std::path::PathBuf {
-    let named = record
-        .and_then(|r| r.get("worktree"))
-        .and_then(Value::as_str);
-    match named {
-        Some(name) if is_plain_segment(name) => project.worktrees_dir(&spec.name).join(name),
-        _ => project.tree.clone(),
+    match recorded_worktree(project, spec, record) {
+        Some(dir) if dir.join(".git").is_file() => dir,
+        Some(_) => project.root.clone(),
+        None => project.tree.clone(),
     }
+}
+
+/// The member worktree a record was made in (`worktree`, which must name one of this
+/// spec's worktree directories, so a hand-edit cannot point elsewhere), on disk or not.
+pub fn recorded_worktree(
+    project: &Project,
+    spec: &Spec,
+    record: Option<&Value>,
+) -> Option<std::path::PathBuf> {
+    let name = record?.get("worktree")?.as_str()?;
+    is_plain_segment(name).then(|| project.worktrees_dir(&spec.name).join(name))
+}
+
+/// A member's evidence record taken to the main checkout by its merge: bound to its
+/// worktree's tree without the other members' Files (`others`), as a `[P]` task's evidence
+/// is in the shared tree, so it is judged on the merged tree where its work now lives.
+/// `None` when the record was not fresh in the worktree (it stays stale, judged there no
+/// more). `mergedFrom` keeps where it was recorded.
+pub fn merged_record(
+    project: &Project,
+    spec: &Spec,
+    record: &Value,
+    dir: &Path,
+    others: &[String],
+    merge_commit: Option<&str>,
+) -> Result<Option<Value>> {
+    let here = fingerprint_in(project, spec, dir, &excluded_paths(Some(record)))?;
+    if assess(Some(record), Some(&here.tree)) != Freshness::Fresh {
+        return Ok(None);
+    }
+    let mut excluded = excluded_paths(Some(record));
+    excluded.extend(others.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let portable = fingerprint_in(project, spec, dir, &excluded)?;
+    let mut moved = record.clone();
+    moved["mergedFrom"] = serde_json::json!({"worktree": record.get("worktree"),
+        "tree": record.get("tree"), "mergeCommit": merge_commit});
+    moved["tree"] = Value::String(portable.tree);
+    moved["excludedPaths"] = serde_json::json!(excluded);
+    // Null, not removed: the state patch merges into the record that is there.
+    moved["worktree"] = Value::Null;
+    Ok(Some(moved))
+}
+
+/// Where a record taken to the merged tree by `merged_record` was made, for a reason.
+pub fn merged_note(record: Option<&Value>) -> Option<String> {
+    let from = record?.get("mergedFrom")?;
+    let worktree = from.get("worktree").and_then(Value::as_str).unwrap_or("?");
+    let commit = from
+        .get("mergeCommit")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    Some(format!(
+        "recorded in worktree {worktree}, merged at {}: judged on the main checkout without the other members' Files",
+        crate::io::git::short_commit(commit)
+    ))
+}
+
+/// The worktree name of a record whose worktree is gone, so it is judged in the main
+/// checkout instead (see [`record_tree`]).
+pub fn worktree_gone(project: &Project, spec: &Spec, record: Option<&Value>) -> Option<String> {
+    let dir = recorded_worktree(project, spec, record)?;
+    (!dir.join(".git").is_file()).then(|| dir.file_name()?.to_str().map(str::to_string))?
 }
 
 /// The `worktree` value a record made in `project.tree` carries: the member worktree's
@@ -286,7 +349,12 @@ fn is_plain_relative(path: &str) -> bool {
 /// parallel group (declared independent), minus the task's own Files. Empty when the task
 /// is not in the current group or the group has one member.
 pub fn sibling_files(list: &crate::model::tasks::TaskList, task_id: &str) -> Vec<String> {
-    let group = list.parallel_group(list.next_index());
+    others_files(&list.parallel_group(list.next_index()), task_id)
+}
+
+/// The Files of the tasks in `group` other than `task_id`, minus its own Files (empty when
+/// it is not in `group`).
+pub fn others_files(group: &[&crate::model::tasks::Task], task_id: &str) -> Vec<String> {
     let Some(own) = group.iter().find(|t| t.label() == task_id) else {
         return Vec::new();
     };
@@ -371,23 +439,18 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         .prefix("specrun-index-")
         .tempfile_in(&repo.git_dir)
         .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(repo.git_dir.join("index"), temp_index.path()) {
+    if crate::io::store::copy_into(&repo.git_dir.join("index"), temp_index.as_file())? {
         // Keep the real index's mtime: git treats entries modified at or after it as
         // racily clean and re-hashes them; a fresh mtime would hide a same-size edit made
         // in the same timestamp tick as the last index write.
-        Ok(_) => {
-            if let Ok(mtime) =
-                std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
-            {
-                let _ = temp_index.as_file().set_modified(mtime);
-            }
+        if let Ok(mtime) = std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
+        {
+            let _ = temp_index.as_file().set_modified(mtime);
         }
+    } else {
         // No index yet (no commit, nothing staged): git starts from an empty one, but it
         // refuses an existing empty file, so remove ours and let git create it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let _ = std::fs::remove_file(temp_index.path());
-        }
-        Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
+        let _ = std::fs::remove_file(temp_index.path());
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
     // Add everything, then take the excluded paths out again. An `:(exclude)` pathspec
@@ -766,6 +829,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tree_tests {
     use super::*;
     use std::process::Command;
