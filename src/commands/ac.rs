@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::cli::AcCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
 use crate::evidence::criteria::{criteria, matrix_with, runs, update_store, Matrix};
 use crate::io::events::now_rfc3339;
@@ -16,7 +16,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::model::tasks::TaskList;
 
-pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
     match cmd {
         AcCommand::List { task, spec, json } => {
             list(project, spec.spec.as_deref(), task.as_deref(), json)
@@ -41,7 +41,12 @@ pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
 
 // ---- verbs ----------------------------------------------------------------------------
 
-fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: bool) -> Result<i32> {
+fn list(
+    project: &Project,
+    spec: Option<&str>,
+    task: Option<&str>,
+    json_out: bool,
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
@@ -61,7 +66,7 @@ fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: boo
             output::line(&format!("{}\t{}\t{}", c.id, owner, c.text));
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// The criterion with this id, or an error listing the ids there are.
@@ -88,7 +93,7 @@ fn map(
     id: &str,
     tests: &[String],
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let c = find_criterion(spec, &loaded.list, id)?;
@@ -139,7 +144,7 @@ fn map(
     } else {
         output::line(&format!("{} mapped to {}", c.id, tests.join(", ")));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn confirm(
@@ -148,7 +153,7 @@ fn confirm(
     id: &str,
     reason: &str,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let reason = reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
@@ -182,7 +187,7 @@ fn confirm(
             c.id
         ));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn status(
@@ -190,7 +195,7 @@ fn status(
     spec: Option<&str>,
     task: Option<&str>,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
@@ -207,7 +212,7 @@ fn status(
     } else {
         print_matrix(&m);
     }
-    Ok(if all_covered { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(all_covered))
 }
 
 fn print_matrix(m: &Matrix) {

@@ -6,14 +6,14 @@ use serde_json::json;
 
 use crate::cli::CancelArgs;
 use crate::commands::exec::{report, Exec};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::events::now_rfc3339;
 use crate::io::project::Project;
 use crate::isolation;
 use crate::isolation::worktree::Isolation;
 use crate::protocol;
 
-pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
+pub fn run(project: &Project, args: CancelArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
@@ -36,5 +36,5 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
         args.json,
         json!({"savedRefs": saved}),
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -6,14 +6,14 @@ use serde_json::{json, Value};
 
 use crate::cli::CritiqueCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::critique::{self, PostTestOrder};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
 
-pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
     match cmd {
         CritiqueCommand::Record {
             task,
@@ -68,7 +68,7 @@ fn record(
     task: &str,
     stage: &str,
     file: Option<&str>,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let doc = read_input(project, file)?;
     let validated = critique::validate(stage, task, &doc)
         .map_err(|problems| Error::bad_input("critique record", problems.join("; ")))?;
@@ -130,10 +130,10 @@ fn record(
         "openIssues": validated.open_issues,
         "passed": validated.open_issues == 0,
     }));
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
+fn status(spec: &Spec, task: &str, json_out: bool) -> Result<ExitStatus> {
     let (_, evidence_record) = task_evidence(spec, task)?;
     let mut complete = true;
     let mut stages = serde_json::Map::new();
@@ -204,5 +204,5 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
             output::line(&format!("  {line}"));
         }
     }
-    Ok(if complete { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(complete))
 }

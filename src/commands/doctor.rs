@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::claude::probe::probe_readiness;
 use crate::cli::DoctorArgs;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::{self, Project};
 use crate::io::store;
@@ -69,7 +69,7 @@ impl Check {
     }
 }
 
-pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
+pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
     let readiness = probe_readiness(project);
     let checks = vec![
         binary_version(),
@@ -88,7 +88,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
     } else {
         output::raw(&table(&checks));
     }
-    Ok(if ok { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(ok))
 }
 
 /// The plugin root: `CLAUDE_PLUGIN_ROOT`, else the nearest ancestor of the binary holding

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::events;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
@@ -149,7 +149,7 @@ pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra
 }
 
 /// Print the unmet preconditions and return exit 1.
-pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32 {
+pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     if json_out {
         let list: Vec<Value> = unmet.iter().map(Unmet::to_json).collect();
         output::json_line(&json!({"ok": false, "verb": verb, "subject": subject, "unmet": list}));
@@ -159,5 +159,5 @@ pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32
             output::line(&format!("  - {u}"));
         }
     }
-    1
+    ExitStatus::No
 }

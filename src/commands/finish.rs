@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::cli::FinishArgs;
 use crate::commands::exec::Exec;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::hooks as hook;
 use crate::io::notify;
 use crate::io::output;
@@ -15,7 +15,7 @@ use crate::model::state::Phase;
 use crate::next::completion;
 use crate::next::gates::{completion_gates, completion_key};
 
-pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
+pub fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
@@ -62,7 +62,13 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
 }
 
 /// Print the verdict; exit 0 when complete, 1 with each unmet gate named.
-fn answer(json_out: bool, name: &str, ok: bool, unmet: &[String], message: &str) -> Result<i32> {
+fn answer(
+    json_out: bool,
+    name: &str,
+    ok: bool,
+    unmet: &[String],
+    message: &str,
+) -> Result<ExitStatus> {
     if json_out {
         output::json_line(&json!({"ok": ok, "spec": name, "message": message, "unmet": unmet}));
     } else if ok {
@@ -73,5 +79,5 @@ fn answer(json_out: bool, name: &str, ok: bool, unmet: &[String], message: &str)
             output::line(&format!("  - {item}"));
         }
     }
-    Ok(if ok { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(ok))
 }

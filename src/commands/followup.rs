@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::followups::{self, Item, NewItem};
 use crate::io::events::now_rfc3339;
 use crate::io::output;
@@ -28,7 +28,7 @@ fn priority(p: FollowupPriority) -> &'static str {
     }
 }
 
-pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: FollowupCommand) -> Result<ExitStatus> {
     match cmd {
         FollowupCommand::Add {
             category: cat,
@@ -74,7 +74,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     } else {
                         output::line(&format!("followup add refused: {why}"));
                     }
-                    Ok(1)
+                    Ok(ExitStatus::No)
                 }
                 Ok(item) => {
                     ex.record_event(
@@ -85,7 +85,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     } else {
                         output::line(&format!("added {}", item.summary()));
                     }
-                    Ok(0)
+                    Ok(ExitStatus::Success)
                 }
             }
         }
@@ -124,7 +124,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     output::line(&format!("{}{mark}", i.summary()));
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         FollowupCommand::Resolve {
             fid,
@@ -158,7 +158,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             } else {
                 output::line(&message);
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }

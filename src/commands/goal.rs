@@ -9,13 +9,13 @@ use crate::claude::goal::{self, GoalFacts, LengthStatus};
 use crate::claude::probe;
 use crate::cli::GoalArgs;
 use crate::commands::exec::Exec;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::state::{Phase, State};
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
+pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let state = facts::read_typed(&spec.state_path());
@@ -103,5 +103,5 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
         "evidenceProtocol": goal::evidence_protocol(&spec.name),
         "warnings": warnings,
     }));
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::followups::{NewItem, Store};
 use crate::evidence::verify::Slot;
 use crate::io::events::now_rfc3339;
@@ -19,7 +19,7 @@ use crate::model::state::{Nullable, State, Timestamp};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 
-pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: GroupCommand) -> Result<ExitStatus> {
     match cmd {
         GroupCommand::Merge(args) => merge(project, &args),
     }
@@ -36,7 +36,7 @@ struct Tally {
     merged_total: usize,
 }
 
-fn merge(project: &Project, args: &GroupMergeArgs) -> Result<i32> {
+fn merge(project: &Project, args: &GroupMergeArgs) -> Result<ExitStatus> {
     if project.in_worktree() {
         return Err(Error::Usage(format!(
             "run `specrun group merge` from the main checkout {}, not from a member's worktree",
@@ -453,7 +453,7 @@ fn finish(
     tally: &Tally,
     v: Option<&Verification>,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let next = next_step(spec, group, tally, v);
     if json_out {
         let pairs = |items: &[(String, Vec<String>)]| -> Value {
@@ -504,7 +504,7 @@ fn finish(
         ));
         output::line(&format!("next: {next}"));
     }
-    Ok(if group.is_complete() { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(group.is_complete()))
 }
 
 /// The one next step for the coordinator.

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::cli::HookEvent;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::hooks::hook_cost;
 use crate::hooks::{
@@ -46,7 +46,7 @@ fn read_stdin() -> Vec<u8> {
     store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
-pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
+pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
     let stdin = read_stdin();
     // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
     std::panic::set_hook(Box::new(|_| {}));
@@ -55,7 +55,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     if let Some(value) = answer {
         output::line(&value.to_string());
     }
-    0
+    ExitStatus::Success
 }
 
 const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook allowed the action.";

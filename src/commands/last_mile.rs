@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::claude::goal::SettingsContent;
 use crate::claude::probe::{find_on_path, read_settings};
 use crate::cli::LastMileArgs;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::evidence::criteria;
 use crate::evidence::verify;
 use crate::io::events;
@@ -20,7 +20,7 @@ use crate::next::facts::{self, StateRead};
 use crate::next::gates;
 use crate::next::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 
-pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
+pub fn run(project: &Project, args: LastMileArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let spec = facts.spec.as_ref();
     let current_tree = match (spec, &facts.state) {
@@ -79,7 +79,7 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         events::append(project, record)?;
     }
     output::json_pretty(&value);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// A program named in a Verify command: a path relative to the project root, or a name on

@@ -5,13 +5,13 @@ use serde_json::json;
 
 use crate::cli::LearnArgs;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
 use crate::protocol::LEARNINGS_HEADING;
 
-pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
+pub fn run(project: &Project, args: LearnArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // One line: a learning that spans lines would break the bullet list.
@@ -39,5 +39,5 @@ pub fn run(project: &Project, args: LearnArgs) -> Result<i32> {
     } else {
         "learning already recorded; nothing added"
     });
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

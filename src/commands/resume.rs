@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::ResumeArgs;
 use crate::commands::exec::{refuse, report, Exec};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::Project;
@@ -16,7 +16,7 @@ use crate::next::facts::shell_step;
 use crate::next::Audience;
 use crate::protocol::{self, Raises};
 
-pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
+pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
@@ -70,7 +70,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }

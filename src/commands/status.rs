@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::cli::StatusArgs;
 use crate::commands::exec::Exec;
 use crate::cost::{self, CostReport, Level};
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::isolation;
@@ -27,7 +27,7 @@ const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
 const WATCH_POLL: Duration = Duration::from_millis(300);
 
-pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
+pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
     let spec_arg = args.spec.spec.as_deref();
     if args.watch {
         return watch(project, spec_arg);
@@ -56,7 +56,7 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
     } else {
         output::raw(&render(&board, width(), colour()));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// The terminal width: `$COLUMNS`, else 80 (never under 40).
@@ -669,7 +669,7 @@ fn files_signature(spec: &Spec) -> Vec<Option<(SystemTime, u64)>> {
     ]
 }
 
-fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
+fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
     let ex = Exec::new(project, spec_arg)?;
     let spec = &ex.spec;
     let arg = Some(spec.dir.to_string_lossy().into_owned());
@@ -698,7 +698,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
             last = Some(now_sig);
         }
         if board.done {
-            return Ok(0);
+            return Ok(ExitStatus::Success);
         }
         std::thread::sleep(WATCH_POLL);
     }

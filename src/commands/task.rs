@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
 use crate::commands::exec::{refuse, report, Exec};
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::Justification;
 use crate::evidence::criteria;
 use crate::evidence::critique;
@@ -28,7 +28,7 @@ use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next::gates;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 
-pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: TaskCommand) -> Result<ExitStatus> {
     match cmd {
         TaskCommand::Start { verb, worktree } => start(project, &verb, worktree),
         TaskCommand::Complete { verb, check } => complete(project, &verb, check),
@@ -47,7 +47,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
 }
 
 /// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
-fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> i32 {
+fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
     ex.record_event(json!({"event": format!("task-{verb}"), "task": id, "refused": names}));
     refuse(&format!("task {verb}"), id, unmet, json_out)
@@ -94,7 +94,7 @@ fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
     })
 }
 
-fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> {
+fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -163,7 +163,7 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
         // Last line: the directory to work in.
         output::line(&p.display().to_string());
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// What the evidence facts of a task are judged from: its Verify command and the two
@@ -221,7 +221,7 @@ fn evidence_before_lock(
     Some((evidence_key(&state, task), facts))
 }
 
-fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
+fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitStatus> {
     let early = evidence_before_lock(project, args);
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
@@ -315,10 +315,10 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         args.json,
         json!({"branch": branch}),
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<i32> {
+fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -367,13 +367,18 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         args.json,
         json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 // ---- justify --------------------------------------------------------------------------
 
 /// `specrun task justify ID --finding F --reason TEXT`.
-fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) -> Result<i32> {
+fn justify(
+    project: &Project,
+    args: &TaskVerbArgs,
+    finding: &str,
+    reason: &str,
+) -> Result<ExitStatus> {
     let reason = reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
@@ -442,12 +447,12 @@ fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) 
     } else {
         output::line(&format!("{} justified for task {id}: {reason}", f.id));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 // ---- rollback -------------------------------------------------------------------------
 
-fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
+fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -554,7 +559,7 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         args.json,
         json!({"savedRef": ref_name, "savedCommit": saved}),
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// Rollback of an isolated member: its worktree's work (commits and uncommitted changes)
@@ -567,7 +572,7 @@ fn rollback_isolated(
     member: &crate::isolation::worktree::Member,
     dir: &Path,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let id = task.label();
     let head = git::head(dir);
     let start = held.state.attempts_of(&id).last();
@@ -596,5 +601,5 @@ fn rollback_isolated(
         json_out,
         json!({"savedRef": ref_name, "savedCommit": saved, "branch": member.branch}),
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -3,19 +3,19 @@
 use serde_json::json;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::tasks::{self, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
 
-pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
     match cmd {
         TasksCommand::Count { file, spec } => {
             // Counting needs no task structs: the fast path of the same line scanner.
             let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
             output::json_line(&json!(tasks::count(&text)));
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::List(args) => {
             let list = read(project, &args)?;
@@ -28,7 +28,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 let c = list.counts();
                 output::line(&format!("{}/{} done", c.completed, c.total));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Next(args) => {
             let loaded = load(project, &args)?;
@@ -57,7 +57,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 }
             }
             // No next task is a well-formed "no".
-            Ok(if list.next().is_some() { 0 } else { 1 })
+            Ok(ExitStatus::yes_no(list.next().is_some()))
         }
         TasksCommand::Show { id, read: args } => {
             let loaded = load(project, &args)?;
@@ -67,7 +67,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             } else {
                 output::line(&detail(task));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Check {
             id,
@@ -82,7 +82,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             let mark = if undo { "[ ]" } else { "[x]" };
             let verb = if changed { "now" } else { "already" };
             output::line(&format!("{label} {title}: {verb} {mark}"));
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }

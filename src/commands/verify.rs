@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::cli::VerifyCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
@@ -19,7 +19,7 @@ use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
 
-pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
     match cmd {
         VerifyCommand::Run {
             command,
@@ -72,18 +72,18 @@ fn run_and_record(
     slot: &Slot,
     plan: &RunPlan,
     timeout: Option<u64>,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let (record, stored) = record_run(project, spec, slot, plan, timeout)?;
     report_run(spec, slot, &record);
     let mut out = stored;
     out["spec"] = Value::String(spec.name.clone());
     out["slot"] = Value::String(slot.describe());
     output::json_line(&out);
-    Ok(if record.timed_out {
+    Ok(ExitStatus::Passed(if record.timed_out {
         TIMEOUT_EXIT
     } else {
         record.exit_code
-    })
+    }))
 }
 
 fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
@@ -113,7 +113,7 @@ fn short(tree: &str) -> &str {
     &tree[..tree.len().min(12)]
 }
 
-fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<i32> {
+fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<ExitStatus> {
     let state = store::read_json(&spec.state_path())?;
     let record = state.as_ref().and_then(|s| slot.record_in(s));
     // Only a passing record needs the current tree.
@@ -228,11 +228,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             output::line(&format!("re-run: {r}"));
         }
     }
-    Ok(if freshness.is_ok() && mismatch.is_none() {
-        0
-    } else {
-        1
-    })
+    Ok(ExitStatus::yes_no(freshness.is_ok() && mismatch.is_none()))
 }
 
 /// The command line that records fresh evidence for `slot` again.

@@ -6,6 +6,7 @@
 //! returns without waiting. `notify-run` runs the command and kills its process group
 //! after the time bound, so a hanging command neither blocks a hook's answer nor lives on.
 
+use crate::error::ExitStatus;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -90,7 +91,7 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
 
 /// `specrun notify-run`: run `cmd` with stdin's event, kill its group after `timeout`,
 /// and record in events.jsonl how it ended.
-pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
+pub fn run(project: &Project, cmd: &str, timeout: Duration) -> ExitStatus {
     let mut input = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut input);
     let started = Instant::now();
@@ -107,7 +108,7 @@ pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
         "durationMs": started.elapsed().as_millis() as u64});
     crate::support::json::merge_into(&mut line, &fields);
     let _ = events::append(project, line);
-    i32::from(!ok)
+    ExitStatus::yes_no(ok)
 }
 
 /// `cmd` to run in `root` with stdin piped and output discarded (nothing may hold a hook's
