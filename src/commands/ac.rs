@@ -4,7 +4,7 @@
 //!
 //! The files and the matrix are `crate::evidence::criteria`'s; this module parses and prints.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::AcCommand;
 use crate::commands::exec::Exec;
@@ -12,6 +12,7 @@ use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
 use crate::evidence::criteria::{criteria, matrix_with, runs, update_store, Matrix};
 use crate::io::events::now_rfc3339;
+use crate::io::events::Event;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::model::tasks::TaskList;
@@ -57,7 +58,10 @@ fn list(
         .filter(|c| task.is_none() || c.task.as_deref() == task)
         .collect();
     if json_out {
-        output::json_line(&json!({"spec": spec.name, "criteria": crit}));
+        output::json_line(&Listed {
+            spec: &spec.name,
+            criteria: &crit,
+        });
     } else if crit.is_empty() {
         output::line("no acceptance criteria (no Done when bullets, no AC-… in requirements.md)");
     } else {
@@ -118,7 +122,10 @@ fn map(
         );
         Ok(())
     })?;
-    ex.record_event(json!({"event": "ac-map", "criterion": c.id, "tests": tests}));
+    ex.record_event(&Event::AcMap {
+        criterion: &c.id,
+        tests: &tests,
+    });
     let state = crate::next::facts::read_lenient(&spec.state_path())
         .ok()
         .flatten();
@@ -140,7 +147,11 @@ fn map(
         ));
     }
     if json_out {
-        output::json_line(&json!({"ok": true, "criterion": c.id, "tests": states}));
+        output::json_line(&Mapped {
+            ok: true,
+            criterion: &c.id,
+            tests: &states,
+        });
     } else {
         output::line(&format!("{} mapped to {}", c.id, tests.join(", ")));
     }
@@ -174,13 +185,18 @@ fn confirm(
         });
         Ok(())
     })?;
-    ex.record_event(
-        json!({"event": "ac-confirm", "criterion": c.id, "manual": true, "reason": reason}),
-    );
+    ex.record_event(&Event::AcConfirm {
+        criterion: &c.id,
+        manual: true,
+        reason,
+    });
     if json_out {
-        output::json_line(
-            &json!({"ok": true, "criterion": c.id, "manual": true, "reason": reason}),
-        );
+        output::json_line(&Confirmed {
+            ok: true,
+            criterion: &c.id,
+            manual: true,
+            reason,
+        });
     } else {
         output::line(&format!(
             "{} confirmed by hand (manual, not a test): {reason}",
@@ -275,4 +291,28 @@ fn state_word(s: acceptance::TestState) -> &'static str {
         acceptance::TestState::Stale => "stale",
         acceptance::TestState::Missing => "missing",
     }
+}
+
+/// `ac list --json`.
+#[derive(Serialize)]
+struct Listed<'a> {
+    spec: &'a str,
+    criteria: &'a [Criterion],
+}
+
+/// `ac map --json`.
+#[derive(Serialize)]
+struct Mapped<'a> {
+    ok: bool,
+    criterion: &'a str,
+    tests: &'a [acceptance::TestCoverage],
+}
+
+/// `ac confirm --json`.
+#[derive(Serialize)]
+struct Confirmed<'a> {
+    ok: bool,
+    criterion: &'a str,
+    manual: bool,
+    reason: &'a str,
 }

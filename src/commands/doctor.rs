@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::claude::probe::probe_readiness;
 use crate::cli::DoctorArgs;
@@ -84,7 +84,10 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
     ];
     let ok = checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
-        output::json_pretty(&json!({"ok": ok, "checks": checks}));
+        output::json_pretty(&Answer {
+            ok,
+            checks: &checks,
+        });
     } else {
         output::raw(&table(&checks));
     }
@@ -579,6 +582,13 @@ fn table(checks: &[Check]) -> String {
         count(Status::Fail)
     ));
     out
+}
+
+/// `doctor --json`.
+#[derive(Serialize)]
+struct Answer<'a> {
+    ok: bool,
+    checks: &'a [Check],
 }
 
 #[cfg(test)]

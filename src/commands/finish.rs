@@ -2,13 +2,14 @@
 //! the Stop hook's ALL_TASKS_COMPLETE — `completion::unmet` on the facts
 //! `gates::completion_gates` gathers — so a gate added there binds both.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::FinishArgs;
 use crate::commands::exec::Exec;
 use crate::error::{ExitStatus, Result};
 use crate::hooks as hook;
-use crate::io::notify;
+use crate::io::events::{Event, Refusal};
+use crate::io::notify::{self, About};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::state::Phase;
@@ -47,16 +48,20 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
         .map(|u| u.to_string())
         .collect();
     if !unmet.is_empty() {
-        ex.record_event(json!({"event": "finish", "refused": unmet}));
+        ex.record_event(&Event::Refused {
+            event: "finish",
+            task: None,
+            refused: Refusal::Unmet(unmet.iter().map(String::as_str).collect()),
+        });
         return answer(args.json, name, false, &unmet, "");
     }
     let patch = hook::completion_patch(chrono::Utc::now());
     ex.write_state(&state, &patch)?;
     let message = hook::completion_message(name, &tasks);
-    ex.record_event(json!({"event": "finish", "completed": true}));
+    ex.record_event(&Event::Finish { completed: true });
     notify::send(
         project,
-        &notify::event("completed", name, &message, json!({"rule": "finish"})),
+        &notify::event("completed", name, &message, About::Rule { rule: "finish" }),
     );
     answer(args.json, name, true, &[], &message)
 }
@@ -70,7 +75,12 @@ fn answer(
     message: &str,
 ) -> Result<ExitStatus> {
     if json_out {
-        output::json_line(&json!({"ok": ok, "spec": name, "message": message, "unmet": unmet}));
+        output::json_line(&Answer {
+            ok,
+            spec: name,
+            message,
+            unmet,
+        });
     } else if ok {
         output::line(message);
     } else {
@@ -80,4 +90,13 @@ fn answer(
         }
     }
     Ok(ExitStatus::yes_no(ok))
+}
+
+/// `finish --json`.
+#[derive(Serialize)]
+struct Answer<'a> {
+    ok: bool,
+    spec: &'a str,
+    message: &'a str,
+    unmet: &'a [String],
 }

@@ -3,7 +3,8 @@
 //! length against the limit, readiness and the recommended driver. Readiness is data:
 //! the exit code is 0 whatever it says.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::claude::goal::{self, GoalFacts, LengthStatus};
 use crate::claude::probe;
@@ -94,14 +95,27 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
             loaded.path.display()
         ));
     }
-    output::json_pretty(&json!({
-        "slashCommand": format!("/goal {}", condition.text),
-        "condition": condition.text,
-        "conditionLength": condition.length,
-        "readiness": readiness,
-        "recommendedDriver": driver,
-        "evidenceProtocol": goal::evidence_protocol(&spec.name),
-        "warnings": warnings,
-    }));
+    output::json_pretty(&Answer {
+        slash_command: format!("/goal {}", condition.text),
+        condition: &condition.text,
+        condition_length: &condition.length,
+        readiness: &readiness,
+        recommended_driver: driver,
+        evidence_protocol: goal::evidence_protocol(&spec.name),
+        warnings,
+    });
     Ok(ExitStatus::Success)
+}
+
+/// `goal`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    slash_command: String,
+    condition: &'a str,
+    condition_length: &'a goal::ConditionLength,
+    readiness: &'a goal::Readiness,
+    recommended_driver: goal::DriverChoice,
+    evidence_protocol: Vec<String>,
+    warnings: Vec<String>,
 }

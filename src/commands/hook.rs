@@ -12,15 +12,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::cli::HookEvent;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::hooks::hook_cost;
 use crate::hooks::{
-    self as hook, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead,
+    self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
+    SubagentInput, UsageRead,
 };
+use crate::io::events::{By, Event, Tag};
 use crate::io::project::{Project, Spec};
 use crate::model::state::{self, State, View};
 use crate::model::tasks::TaskList;
@@ -52,8 +54,8 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
     std::panic::set_hook(Box::new(|_| {}));
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
         .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
-    if let Some(value) = answer {
-        output::line(&value.to_string());
+    if let Some(answer) = answer {
+        output::line(&answer.to_line());
     }
     ExitStatus::Success
 }
@@ -62,14 +64,14 @@ const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook al
 
 /// The answer to a panic: allow with a message, and (best effort, itself guarded) the
 /// events.jsonl line every internal error leaves in the project the hook ran for.
-fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
+fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> HookAnswer {
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
         let project = input.project(cwd).filter(|p| p.found)?;
         let _ = record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
         Some(())
     });
-    json!({ "systemMessage": PANIC_MESSAGE })
+    HookAnswer::message(PANIC_MESSAGE)
 }
 
 /// The hook's stdin, parsed. Every field is optional.
@@ -126,7 +128,7 @@ enum Located {
     },
 }
 
-fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
+fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
     let input = HookInput::parse(stdin)?;
     let located = locate(&input, cwd);
     let active = match located {
@@ -211,7 +213,7 @@ fn unreadable_state(
     project: &Project,
     spec: &Spec,
     error: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     // A question in quick mode is not worth a warning per call; the other hooks say it.
     if event == HookEvent::PreToolUse {
         return None;
@@ -231,8 +233,8 @@ fn trouble(
     input: &HookInput,
     rule: &str,
     message: String,
-) -> Option<Value> {
-    let answer = Some(json!({"systemMessage": message}));
+) -> Option<HookAnswer> {
+    let answer = Some(HookAnswer::message(message.as_str()));
     match record(project, event, input, "allow", rule, &message) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
@@ -252,7 +254,13 @@ fn record(
 ) -> Result<()> {
     events::append(
         project,
-        json!({"session": input.session(), "event": event_name(event), "decision": decision, "rule": rule, "reason": reason}),
+        By::Session(input.session()),
+        &Event::HookTrouble {
+            event: event_name(event),
+            decision,
+            rule,
+            reason,
+        },
     )
 }
 
@@ -263,7 +271,7 @@ fn under_lock(
     input: &HookInput,
     active: &Active,
     change: impl FnOnce(&Value) -> Result<Option<Outcome>>,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let (project, spec) = (&active.project, &active.spec);
     let path = spec.state_path();
     let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
@@ -301,7 +309,13 @@ fn under_lock(
         Ok(Some(outcome)) => {
             let answer = outcome.to_hook_json();
             notify_outcome(project, spec, &outcome);
-            match events::append(project, outcome.event.clone()) {
+            let empty = Map::new();
+            let fields = outcome.event.as_object().unwrap_or(&empty);
+            let line = match event {
+                HookEvent::SubagentStop => Event::SubagentStop(fields),
+                _ => Event::Stop(fields),
+            };
+            match events::append(project, By::Session(input.session()), &line) {
                 Ok(()) => answer,
                 Err(e) => Some(hook::with_message(
                     answer,
@@ -322,7 +336,7 @@ fn not_counted(
     active: &Active,
     rule: &str,
     cause: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let project = &active.project;
     if event != HookEvent::Stop {
         let m = format!(
@@ -351,9 +365,17 @@ fn not_counted(
     );
     let logged = events::append(
         project,
-        json!({"session": input.session(), "event": "stop", "spec": name,
-               "decision": decision.name(), "rule": rule, "outcome": outcome_rule,
-               "uncounted": true, "missedInARow": missed.max(1), "reason": cause}),
+        By::Session(input.session()),
+        &Event::StopUncounted {
+            event: Tag("stop"),
+            spec: name,
+            decision: decision.name(),
+            rule,
+            outcome: &outcome_rule,
+            uncounted: true,
+            missed_in_a_row: missed.max(1),
+            reason: cause,
+        },
     );
     match logged {
         Ok(()) => decision.to_hook_json(),
@@ -377,7 +399,14 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
         }
         hook::Decision::Allow(None) => "",
     };
-    let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
+    let event = notify::event(
+        kind,
+        &spec.name,
+        text,
+        notify::About::Rule {
+            rule: &outcome.rule,
+        },
+    );
     notify::send(project, &event);
 }
 
@@ -392,7 +421,7 @@ fn load_tasks(spec: &Spec) -> Result<TaskList> {
     tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
-fn stop(input: &HookInput, active: Active) -> Option<Value> {
+fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -460,7 +489,7 @@ fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
     hook_cost::read(path, offset, last_id)
 }
 
-fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
+fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -512,7 +541,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
                 let patch = hook::subagent_usage_patch(state, key, usage);
                 let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
                 state::merge_into(&mut outcome.patch, &patch);
-                outcome.event["outputTokens"] = json!(usage.output_tokens);
+                outcome.event["outputTokens"] = Value::from(usage.output_tokens);
                 let list = load_tasks(&active.spec)?;
                 let head = git::head_fast(&active.project.root);
                 let ctx = hook_cost::Ctx {
@@ -582,17 +611,26 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
     Outcome::new(
         hook::Decision::Allow(None),
         "usage",
-        json!({}),
-        json!({
-            "session": input.session(),
-            "event": "subagent-stop",
-            "decision": "allow",
-            "rule": "usage",
-            "agentId": key,
-            "agentType": input.str("agent_type"),
-            "outputTokens": usage.output_tokens,
+        hook::no_patch(),
+        hook::record(&UsageRecord {
+            decision: "allow",
+            rule: "usage",
+            agent_id: key,
+            agent_type: input.str("agent_type"),
+            output_tokens: usage.output_tokens,
         }),
     )
+}
+
+/// A SubagentStop that only adds usage: its fields (no spec: the line names the session).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageRecord<'a> {
+    decision: &'static str,
+    rule: &'static str,
+    agent_id: &'a str,
+    agent_type: Option<&'a str>,
+    output_tokens: u64,
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
@@ -653,17 +691,17 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
+fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let list = load_tasks(&active.spec).ok();
     // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
     let typed = crate::model::state::State::from_value(&active.state).ok()?;
     let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
-    Some(
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
-    )
+    Some(HookAnswer::specific(HookSpecific::SessionStart {
+        additional_context: context,
+    }))
 }
 
-fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
@@ -679,14 +717,14 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
         input.session(),
         chrono::Utc::now(),
     )?;
-    let answer = decision.deny.map(|reason| {
-        json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }})
+    let answer = decision.deny.as_ref().map(|reason| {
+        HookAnswer::specific(HookSpecific::PreToolUse {
+            permission_decision: "deny",
+            permission_decision_reason: reason.clone(),
+        })
     });
-    match events::append(&active.project, decision.event) {
+    let line = decision.event(&active.spec.name);
+    match events::append(&active.project, By::Session(input.session()), &line) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
             answer,
@@ -698,6 +736,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_panic_allows_with_a_message_and_an_events_line() {
@@ -705,7 +744,10 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("specs")).unwrap();
         let stdin = json!({"session_id": "s1", "cwd": dir.path()}).to_string();
         let answer = after_panic(HookEvent::Stop, stdin.as_bytes(), None);
-        assert_eq!(answer, json!({"systemMessage": PANIC_MESSAGE}));
+        assert_eq!(
+            answer.to_line(),
+            json!({"systemMessage": PANIC_MESSAGE}).to_string()
+        );
         let log = std::fs::read_to_string(dir.path().join(".specrun/events.jsonl")).unwrap();
         let line: Value = serde_json::from_str(log.trim()).unwrap();
         assert_eq!(

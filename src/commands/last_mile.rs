@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::claude::goal::SettingsContent;
 use crate::claude::probe::{find_on_path, read_settings};
@@ -13,6 +13,7 @@ use crate::error::{ExitStatus, Result};
 use crate::evidence::criteria;
 use crate::evidence::verify;
 use crate::io::events;
+use crate::io::events::{By, Event, Tag};
 use crate::io::git;
 use crate::io::output;
 use crate::io::project::Project;
@@ -72,11 +73,12 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<ExitStatus> {
     });
     let value = serde_json::to_value(&decision).unwrap_or(Value::Null);
     if args.record {
-        let mut record = json!({"type": "last-mile"});
-        if let (Value::Object(rec), Value::Object(fields)) = (&mut record, &value) {
-            rec.extend(fields.clone());
-        }
-        events::append(project, record)?;
+        let empty = Map::new();
+        let line = Event::LastMile {
+            kind: Tag("last-mile"),
+            decision: value.as_object().unwrap_or(&empty),
+        };
+        events::append(project, By::Nobody, &line)?;
     }
     output::json_pretty(&value);
     Ok(ExitStatus::Success)

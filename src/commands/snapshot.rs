@@ -9,6 +9,6 @@ use crate::next::facts;
 
 pub fn run(project: &Project, args: SnapshotArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
-    output::json_pretty(&facts.to_json(project));
+    output::json_pretty(&facts.snapshot(project));
     Ok(ExitStatus::Success)
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::StatusArgs;
 use crate::commands::exec::Exec;
@@ -35,28 +35,60 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
     let facts = collect(project, spec_arg)?;
     let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
     if args.json {
-        let mut doc = facts.to_json(project);
-        doc["resumeCommand"] = json!(board.halt.as_ref().map(|h| h.resume.clone()));
-        doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
-        doc["dashboard"] = serde_json::to_value(&board).unwrap_or(Value::Null);
-        doc["cost"] = json!(board.cost);
-        doc["isolation"] = board.group.as_ref().map_or(Value::Null, |g| g.doc.clone());
-        let state = facts.state_doc();
-        doc["acceptedOther"] = json!(state
-            .map(accepted_other)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(task, reason)| json!({"task": task, "reason": reason}))
-            .collect::<Vec<_>>());
         let missed = uncounted_of(project, &facts);
-        doc["uncountedStops"] = json!({"inARow": missed.count, "lastCause": missed.last_cause,
-                                       "lastAt": missed.last_at});
-        doc["timeCapProblem"] = json!(time_cap_problem(&facts));
-        output::json_pretty(&doc);
+        let accepted = facts.state_doc().map(accepted_other).unwrap_or_default();
+        output::json_pretty(&Answer {
+            snapshot: facts.snapshot(project),
+            resume_command: board.halt.as_ref().map(|h| h.resume.as_str()),
+            last_evidence: last_evidence(&facts),
+            dashboard: &board,
+            cost: board.cost.as_ref(),
+            isolation: board.group.as_ref().map(|g| &g.doc),
+            accepted_other: accepted
+                .iter()
+                .map(|(task, reason)| AcceptedOther { task, reason })
+                .collect(),
+            uncounted_stops: UncountedStops {
+                in_a_row: missed.count,
+                last_cause: missed.last_cause.as_deref(),
+                last_at: missed.last_at.as_deref(),
+            },
+            time_cap_problem: time_cap_problem(&facts),
+        });
     } else {
         output::raw(&render(&board, width(), colour()));
     }
     Ok(ExitStatus::Success)
+}
+
+/// `status --json`: the snapshot, then what the dashboard adds.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    #[serde(flatten)]
+    snapshot: facts::Snapshot<'a>,
+    resume_command: Option<&'a str>,
+    last_evidence: Option<&'a Value>,
+    dashboard: &'a Dashboard,
+    cost: Option<&'a CostReport>,
+    isolation: Option<&'a Value>,
+    accepted_other: Vec<AcceptedOther<'a>>,
+    uncounted_stops: UncountedStops<'a>,
+    time_cap_problem: Option<String>,
+}
+
+#[derive(Serialize)]
+struct AcceptedOther<'a> {
+    task: &'a str,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UncountedStops<'a> {
+    in_a_row: u64,
+    last_cause: Option<&'a str>,
+    last_at: Option<&'a str>,
 }
 
 /// The terminal width: `$COLUMNS`, else 80 (never under 40).
@@ -707,6 +739,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn board() -> Dashboard {
         Dashboard {

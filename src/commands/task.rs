@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::exec::{refuse, report, Exec};
+use crate::commands::exec::{refuse, report, Exec, Extra};
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::Justification;
 use crate::evidence::criteria;
@@ -15,7 +16,9 @@ use crate::evidence::critique;
 use crate::evidence::proof;
 use crate::evidence::verify::{self, Slot};
 use crate::io::events::now_rfc3339;
+use crate::io::events::{Event, Refusal, Rollback};
 use crate::io::git;
+use crate::io::notify::{self, About};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
@@ -49,8 +52,21 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<ExitStatus> {
 /// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
 fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-    ex.record_event(json!({"event": format!("task-{verb}"), "task": id, "refused": names}));
+    ex.record_event(&Event::Refused {
+        event: &format!("task-{verb}"),
+        task: Some(id),
+        refused: Refusal::Unmet(names),
+    });
     refuse(&format!("task {verb}"), id, unmet, json_out)
+}
+
+/// `task justify --json`.
+#[derive(Serialize)]
+struct Justified<'a> {
+    ok: bool,
+    task: &'a str,
+    finding: &'a crate::evidence::integrity::Finding,
+    reason: &'a str,
 }
 
 /// A verb that halted the execution starts the user's notify command (detached).
@@ -61,7 +77,7 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
             .iter()
             .find(|n| n.starts_with("halted"))
             .unwrap_or(&out.message);
-        let event = crate::io::notify::event("halt", &spec.name, text, json!({"task": id}));
+        let event = notify::event("halt", &spec.name, text, About::Task { task: id });
         crate::io::notify::send(project, &event);
     }
 }
@@ -148,16 +164,22 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<ExitS
     let branch = iso_patch
         .as_ref()
         .map(|_| crate::isolation::worktree::branch_name(&held.ex.spec.name, &id));
-    held.ex.record_event(
-        json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
-               "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskStart {
+        task: &id,
+        changed: out.changed,
+        start_commit: head.as_deref(),
+        worktree: path.as_deref().filter(|_| branch.is_some()),
+        branch: branch.as_deref(),
+    });
     report(
         "task start",
         &id,
         &out,
         args.json,
-        json!({"worktree": path, "branch": branch}),
+        Extra::Started {
+            worktree: path.as_deref(),
+            branch: branch.as_deref(),
+        },
     );
     if let (Some(p), false) = (&path, args.json) {
         // Last line: the directory to work in.
@@ -305,15 +327,20 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
         }
         crate::support::fault::point("complete:progress-written");
     }
-    held.ex.record_event(
-        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskComplete {
+        task: &id,
+        changed: out.changed,
+        end_commit: head.as_deref(),
+        branch: branch.as_deref(),
+    });
     report(
         "task complete",
         &id,
         &out,
         args.json,
-        json!({"branch": branch}),
+        Extra::Branch {
+            branch: branch.as_deref(),
+        },
     );
     Ok(ExitStatus::Success)
 }
@@ -354,18 +381,23 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         held.write(patch)?;
         crate::support::fault::point("fail:state-written");
     }
-    held.ex.record_event(
-        json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
-               "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone()),
-               "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskFail {
+        task: &id,
+        changed: out.changed,
+        reason: reason.trim(),
+        halted: out.halted,
+        fix_task: out.fix.as_ref().map(|f| f.id.as_str()),
+        branch: branch.as_deref(),
+    });
     notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task fail",
         &id,
         &out,
         args.json,
-        json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+        Extra::Failed {
+            fix_task: out.fix.as_ref().map(|f| f.id.as_str()),
+        },
     );
     Ok(ExitStatus::Success)
 }
@@ -440,10 +472,21 @@ fn justify(
             f.id
         ));
     }
-    ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
-    );
+    ex.record_event(&Event::TaskJustify {
+        task: &id,
+        finding: &f.id,
+        kind: f.kind.as_str(),
+        file: &f.file,
+        line: f.line,
+        reason,
+    });
     if args.json {
-        output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));
+        output::json_line(&Justified {
+            ok: true,
+            task: &id,
+            finding: f,
+            reason,
+        });
     } else {
         output::line(&format!("{} justified for task {id}: {reason}", f.id));
     }
@@ -547,17 +590,26 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<ExitS
     if let Some(patch) = &out.patch {
         held.write(patch)?;
     }
-    held.ex.record_event(
-        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
-               "from": head, "to": plan.start_commit, "halted": out.halted}),
-    );
+    held.ex
+        .record_event(&Event::TaskRollback(Rollback::InPlace {
+            task: &id,
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            from: &head,
+            to: &plan.start_commit,
+            halted: out.halted,
+        }));
     notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task rollback",
         &id,
         &out,
         args.json,
-        json!({"savedRef": ref_name, "savedCommit": saved}),
+        Extra::Saved {
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            branch: None,
+        },
     );
     Ok(ExitStatus::Success)
 }
@@ -590,16 +642,25 @@ fn rollback_isolated(
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     let patch = out.patch.clone().unwrap_or_default();
     held.write(&patch.merge(member_patch))?;
-    held.ex.record_event(
-        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
-               "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),
-    );
+    held.ex.record_event(&Event::TaskRollback(Rollback::Member {
+        task: &id,
+        saved_ref: &ref_name,
+        saved_commit: &saved,
+        from: head.as_deref(),
+        branch: &member.branch,
+        worktree_removed: dir,
+        halted: out.halted,
+    }));
     report(
         "task rollback",
         &id,
         &out,
         json_out,
-        json!({"savedRef": ref_name, "savedCommit": saved, "branch": member.branch}),
+        Extra::Saved {
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            branch: Some(&member.branch),
+        },
     );
     Ok(ExitStatus::Success)
 }

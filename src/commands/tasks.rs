@@ -1,12 +1,12 @@
 //! `specrun tasks count|list|next|show|check`.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
@@ -14,13 +14,13 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
         TasksCommand::Count { file, spec } => {
             // Counting needs no task structs: the fast path of the same line scanner.
             let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            output::json_line(&json!(tasks::count(&text)));
+            output::json_line(&tasks::count(&text));
             Ok(ExitStatus::Success)
         }
         TasksCommand::List(args) => {
             let list = read(project, &args)?;
             if args.json {
-                output::json_stream("counts", &json!(list.counts()), "tasks", &list.tasks);
+                output::json_stream("counts", &list.counts(), "tasks", &list.tasks);
             } else {
                 for t in &list.tasks {
                     output::line(&summary_line(t));
@@ -37,9 +37,11 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
             if args.json {
                 let next = list.next();
                 let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
-                output::json_pretty(
-                    &json!({"next": next, "parallelGroup": ids, "counts": list.counts()}),
-                );
+                output::json_pretty(&NextAnswer {
+                    next,
+                    parallel_group: ids,
+                    counts: list.counts(),
+                });
             } else {
                 match list.next() {
                     None if list.tasks.is_empty() => output::line(&format!(
@@ -63,7 +65,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
             let loaded = load(project, &args)?;
             let task = loaded.find(&id)?;
             if args.json {
-                output::json_pretty(&json!(task));
+                output::json_pretty(task);
             } else {
                 output::line(&detail(task));
             }
@@ -122,4 +124,13 @@ pub fn detail(t: &Task) -> String {
     }
     out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
     out.join("\n")
+}
+
+/// `tasks next --json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NextAnswer<'a> {
+    next: Option<&'a Task>,
+    parallel_group: Vec<String>,
+    counts: Counts,
 }

@@ -60,7 +60,7 @@ fn resolve_slot(ex: &Exec, phase: Option<String>, task: Option<String>) -> Resul
         }
         (phase, None) => {
             let phase = phase.unwrap_or_else(|| DEFAULT_PHASE.to_string());
-            verify::validate_phase(&phase).map_err(|m| Error::bad_input("--phase", m))?;
+            verify::validate_phase(&phase)?;
             Ok(Slot::Phase(phase))
         }
     }

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::evidence::criteria;
 use crate::evidence::verify::{self, OutputTail, RunRecord, Slot, TreeMethod};
+use crate::io::events::{self, By, Event};
 use crate::io::output;
 use crate::io::process::{self, Group, KILL_GRACE};
 use crate::io::project::{Project, Spec};
@@ -187,17 +188,16 @@ pub fn record_run(
         verify::put_record(&mut doc, slot, stored.clone());
         Ok((Some(doc), ()))
     })?;
-    let event = json!({
-        "event": "verify",
-        "spec": spec.name,
-        "slot": slot.describe(),
-        "exitCode": record.exit_code,
-        "timedOut": record.timed_out,
-        "tree": record.before.tree,
-        "ownVerify": own,
-        "acceptedOther": plan.accepted_other,
-    });
-    if let Err(e) = crate::io::events::append(project, event) {
+    let event = Event::Verify {
+        spec: &spec.name,
+        slot: &slot.describe(),
+        exit_code: record.exit_code,
+        timed_out: record.timed_out,
+        tree: &record.before.tree,
+        own_verify: own,
+        accepted_other: plan.accepted_other.as_deref(),
+    };
+    if let Err(e) = events::append(project, By::Nobody, &event) {
         output::warn(&format!(
             "evidence recorded, but the event log was not: {e}"
         ));

@@ -6,15 +6,17 @@
 //! returns without waiting. `notify-run` runs the command and kills its process group
 //! after the time bound, so a hanging command neither blocks a hook's answer nor lives on.
 
-use crate::error::ExitStatus;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::io::events;
+use crate::error::ExitStatus;
+
+use crate::io::events::{self, By, Event, Notify};
 use crate::io::process::Group;
 use crate::io::project::{Project, EVENTS_DIR};
 
@@ -49,29 +51,54 @@ pub fn command(project: &Project) -> Option<String> {
         .map(str::to_string)
 }
 
+/// The event a notify command receives on stdin (docs/design.md#config).
+#[derive(Debug, Serialize)]
+pub struct Message<'a> {
+    /// `halt` or `completed`.
+    pub event: &'a str,
+    pub spec: &'a str,
+    pub message: &'a str,
+    pub at: String,
+    #[serde(flatten)]
+    pub about: About<'a>,
+}
+
+/// What the notify event names last: the rule that decided, or the task whose verb halted.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum About<'a> {
+    Rule { rule: &'a str },
+    Task { task: &'a str },
+}
+
 /// The event a notify command receives: `{"event": "halt"|"completed", "spec", …}`.
-pub fn event(kind: &str, spec: &str, message: &str, extra: Value) -> Value {
-    let mut doc =
-        json!({"event": kind, "spec": spec, "message": message, "at": events::now_rfc3339()});
-    crate::support::json::merge_into(&mut doc, &extra);
-    doc
+pub fn event<'a>(kind: &'a str, spec: &'a str, message: &'a str, about: About<'a>) -> Message<'a> {
+    Message {
+        event: kind,
+        spec,
+        message,
+        at: events::now_rfc3339(),
+        about,
+    }
 }
 
 /// Start the notify command for `event` and return at once; trouble starting it is
 /// recorded in events.jsonl, never raised.
-pub fn send(project: &Project, event: &Value) {
+pub fn send(project: &Project, event: &Message<'_>) {
     let Some(cmd) = command(project) else {
         return;
     };
     if let Err(e) = spawn_runner(&project.root, &cmd, event) {
-        let _ = events::append(
-            project,
-            json!({"event": "notify", "ok": false, "error": e.to_string()}),
-        );
+        let error = e.to_string();
+        let line = Event::Notify(Notify::NotStarted {
+            ok: false,
+            error: &error,
+        });
+        let _ = events::append(project, By::Nobody, &line);
     }
 }
 
-fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
+fn spawn_runner(root: &Path, cmd: &str, event: &Message<'_>) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut runner = Command::new(exe);
     runner
@@ -84,7 +111,7 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
     let mut runner = Group::spawn(quiet(runner, root))?;
     // An event is far smaller than a pipe's buffer: this write does not wait for the runner.
     if let Some(mut stdin) = runner.stdin.take() {
-        stdin.write_all(event.to_string().as_bytes())?;
+        stdin.write_all(serde_json::to_string(event)?.as_bytes())?;
     }
     Ok(())
 }
@@ -96,18 +123,31 @@ pub fn run(project: &Project, cmd: &str, timeout: Duration) -> ExitStatus {
     let _ = std::io::stdin().read_to_end(&mut input);
     let started = Instant::now();
     let outcome = run_bounded(&project.root, cmd, &input, timeout);
-    let (ok, fields) = match outcome {
-        Ok(Ended::Exited(code)) => (
-            code == Some(0),
-            json!({"exitCode": code, "timedOut": false}),
-        ),
-        Ok(Ended::Killed) => (false, json!({"timedOut": true})),
-        Err(e) => (false, json!({"error": e.to_string()})),
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    let line = match (&outcome, &error) {
+        (Ok(Ended::Exited(code)), _) => Notify::Exited {
+            ok: *code == Some(0),
+            command: cmd,
+            duration_ms,
+            exit_code: *code,
+            timed_out: false,
+        },
+        (Ok(Ended::Killed), _) => Notify::Killed {
+            ok: false,
+            command: cmd,
+            duration_ms,
+            timed_out: true,
+        },
+        (Err(_), e) => Notify::Failed {
+            ok: false,
+            command: cmd,
+            duration_ms,
+            error: e.as_deref().unwrap_or_default(),
+        },
     };
-    let mut line = json!({"event": "notify", "ok": ok, "command": cmd,
-        "durationMs": started.elapsed().as_millis() as u64});
-    crate::support::json::merge_into(&mut line, &fields);
-    let _ = events::append(project, line);
+    let ok = matches!(line, Notify::Exited { ok: true, .. });
+    let _ = events::append(project, By::Nobody, &Event::Notify(line));
     ExitStatus::yes_no(ok)
 }
 

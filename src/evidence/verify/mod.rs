@@ -527,16 +527,17 @@ impl OutputTail {
 }
 
 /// A phase name is a key under `verificationBlocks`: letters, digits, `-` and `_`.
-pub fn validate_phase(phase: &str) -> std::result::Result<(), String> {
+pub fn validate_phase(phase: &str) -> Result<()> {
     if phase.is_empty() {
-        return Err("the phase is empty".into());
+        return Err(Error::bad_input("--phase", "the phase is empty"));
     }
     if let Some(c) = phase
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
     {
-        return Err(format!(
-            "phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"
+        return Err(Error::bad_input(
+            "--phase",
+            format!("phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"),
         ));
     }
     Ok(())
@@ -688,7 +689,10 @@ mod tests {
         validate_phase("execution").unwrap();
         validate_phase("post-merge_2").unwrap();
         assert!(validate_phase("").is_err());
-        assert!(validate_phase("a.b").unwrap_err().contains("'.'"));
+        assert!(validate_phase("a.b")
+            .unwrap_err()
+            .to_string()
+            .contains("'.'"));
     }
 
     #[test]
