@@ -646,8 +646,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             evidence_mismatch: None,
             evidence: verify::Freshness::Missing,
             evidence_ended_at: None,
-            post_code_at: None,
-            post_test_at: None,
+            post_code: critique::Stored::Missing,
+            post_test: critique::Stored::Missing,
             extra: Vec::new(),
         };
     }
@@ -666,8 +666,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         evidence_mismatch: evidence.mismatch.clone(),
         evidence: evidence.freshness,
         evidence_ended_at: evidence.ended_at,
-        post_code_at: critique::recorded_at(spec, id, "post-code"),
-        post_test_at: critique::recorded_at(spec, id, "post-test"),
+        post_code: critique::load(spec, id, "post-code"),
+        post_test: critique::load(spec, id, "post-test"),
         extra: proof_unmet(active, id),
     }
 }
