@@ -10,7 +10,6 @@
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{Error, ExitStatus, Result};
 use crate::io::events;
@@ -167,7 +166,9 @@ pub enum Extra<'a> {
     /// `cancel`: the refs members' work was saved to.
     SavedRefs { saved_refs: &'a [String] },
     /// `resume`: the group's standing after a crash mid-group.
-    Isolation { isolation: Option<&'a Value> },
+    Isolation {
+        isolation: Option<&'a crate::isolation::GroupDoc>,
+    },
 }
 
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.

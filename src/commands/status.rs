@@ -71,7 +71,7 @@ struct Answer<'a> {
     last_evidence: Option<&'a Value>,
     dashboard: &'a Dashboard,
     cost: Option<&'a CostReport>,
-    isolation: Option<&'a Value>,
+    isolation: Option<&'a isolation::GroupDoc>,
     accepted_other: Vec<AcceptedOther<'a>>,
     uncounted_stops: UncountedStops<'a>,
     time_cap_problem: Option<String>,

@@ -5,7 +5,8 @@
 //! The command's own output (stdout and stderr, interleaved as written) streams live to
 //! our stderr, so our stdout stays one JSON document a caller can parse.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::VerifyCommand;
 use crate::commands::exec::Exec;
@@ -145,6 +146,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             .cloned()
             .unwrap_or(Value::Null)
     };
+    // The record's own fields, as recorded (null when absent).
+    let kept = |k: &str| record.and_then(|r| r.get(k));
     let reason = match freshness {
         _ if mismatch.is_some() => format!(
             "{} but does not count for the task: {}",
@@ -206,22 +209,23 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             _ => rerun_command(spec, slot, c),
         });
     if json_out {
-        output::json_line(&json!({
-            "spec": spec.name,
-            "slot": slot.describe(),
-            "status": freshness.as_str(),
-            "reason": reason,
-            "command": field("command"),
-            "exitCode": field("exitCode"),
-            "timedOut": field("timedOut"),
-            "startedAt": field("startedAt"),
-            "recordedTree": field("tree"),
-            "currentTree": current.as_ref().map(|c| c.tree.clone()),
-            "treeMethod": current.as_ref().map(|c| c.method.as_str()).map(Value::from).unwrap_or_else(|| field("treeMethod")),
-            "rerun": rerun,
-            "counts": freshness.is_ok() && mismatch.is_none(),
-            "acceptedOther": field("acceptedOther"),
-        }));
+        let method = current.as_ref().map(|c| Value::from(c.method.as_str()));
+        output::json_line(&Status {
+            spec: &spec.name,
+            slot: slot.describe(),
+            status: freshness.as_str(),
+            reason: &reason,
+            command: kept("command"),
+            exit_code: kept("exitCode"),
+            timed_out: kept("timedOut"),
+            started_at: kept("startedAt"),
+            recorded_tree: kept("tree"),
+            current_tree: current.as_ref().map(|c| c.tree.as_str()),
+            tree_method: method.as_ref().or_else(|| kept("treeMethod")),
+            rerun: rerun.as_deref(),
+            counts: freshness.is_ok() && mismatch.is_none(),
+            accepted_other: kept("acceptedOther"),
+        });
     } else {
         let mut line = format!(
             "{}: {} of {} — {reason}",
@@ -241,6 +245,27 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         }
     }
     Ok(ExitStatus::yes_no(freshness.is_ok() && mismatch.is_none()))
+}
+
+/// `verify status --json`: the verdict, then the record's own fields as recorded (null
+/// when absent).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Status<'a> {
+    spec: &'a str,
+    slot: String,
+    status: &'static str,
+    reason: &'a str,
+    command: Option<&'a Value>,
+    exit_code: Option<&'a Value>,
+    timed_out: Option<&'a Value>,
+    started_at: Option<&'a Value>,
+    recorded_tree: Option<&'a Value>,
+    current_tree: Option<&'a str>,
+    tree_method: Option<&'a Value>,
+    rerun: Option<&'a str>,
+    counts: bool,
+    accepted_other: Option<&'a Value>,
 }
 
 /// The command line that records fresh evidence for `slot` again.
