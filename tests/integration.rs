@@ -47,6 +47,7 @@ mod io_paths;
 mod last_mile_cli;
 mod layers;
 mod learn_verb;
+mod printed_commands;
 mod resume_cancel;
 mod shell_bad_input;
 mod shell_flow;

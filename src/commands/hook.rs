@@ -219,9 +219,9 @@ fn unreadable_state(
         return None;
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init --spec {} --force`, which keeps a copy).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
         spec.state_path().display(),
-        spec.name
+        crate::support::shell::spec_flag(&spec.name)
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -594,8 +594,8 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         None => "--phase <check>".to_string(),
     };
     let hint = format!(
-        "specrun verify run {slot} --spec {} --command '<command>'",
-        spec.name
+        "specrun verify run {slot} {} --command '<command>'",
+        crate::support::shell::spec_flag(&spec.name)
     );
     claims::unsupported(message, &fresh, &hint)
 }

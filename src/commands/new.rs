@@ -32,8 +32,9 @@ pub fn run(project: &Project, args: NewArgs) -> Result<ExitStatus> {
     if dir.exists() || dir.is_symlink() {
         return Err(Error::Refused {
             message: format!(
-                "{} already exists: see it with `specrun status --spec {name}`",
-                dir.display()
+                "{} already exists: see it with `specrun status {}`",
+                dir.display(),
+                crate::support::shell::spec_flag(name)
             ),
         });
     }

@@ -331,9 +331,15 @@ impl Project {
         let names = self.spec_names();
         if names.is_empty() {
             let name = wanted.unwrap_or("NAME");
-            return format!("create one with `specrun new {name}`");
+            return format!(
+                "create one with `specrun new {}`",
+                crate::support::shell::word(name)
+            );
         }
-        let list: Vec<String> = names.iter().map(|n| format!("`--spec {n}`")).collect();
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| format!("`{}`", crate::support::shell::spec_flag(n)))
+            .collect();
         format!("pass one of the specs here: {}", list.join(", "))
     }
 }

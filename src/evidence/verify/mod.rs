@@ -116,8 +116,9 @@ impl CommandFit {
             return None;
         };
         Some(format!(
-            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} --spec {spec}` (without --command it runs the Verify command)",
-            crate::support::shell::shell_word(id)
+            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} {}` (without --command it runs the Verify command)",
+            crate::support::shell::word(id),
+            crate::support::shell::spec_flag(spec)
         ))
     }
 }
