@@ -55,7 +55,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
         .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(answer) = answer {
-        output::line(&answer.to_line());
+        output::json_line(&answer);
     }
     ExitStatus::Success
 }
@@ -734,6 +734,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
     use serde_json::json;

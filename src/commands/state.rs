@@ -261,13 +261,7 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
     name.push(format!(".corrupt-{stamp}"));
     let backup = path.with_file_name(name);
     let bytes = store::read_optional(path)?.unwrap_or_default();
-    // A new name: create_new refuses anything (a link included) already there.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&backup)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
-        .map_err(|e| Error::io(&backup, "back up the unusable state to", e))?;
+    store::write_new(&backup, &bytes)?;
     output::warn(&format!("kept the unusable state as {}", backup.display()));
     Ok(())
 }

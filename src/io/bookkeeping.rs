@@ -160,6 +160,7 @@ pub fn git_outside(project: &Project, spec: Option<&Spec>, args: &[&str]) -> Res
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 

@@ -17,6 +17,15 @@ pub const ACCEPTANCE_FILE: &str = "acceptance.json";
 pub const TEST_RESULTS_DIR: &str = "test-results";
 pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// The per-machine configuration (notify command, prices), beside the events log.
+pub const CONFIG_FILE: &str = "config.json";
+/// A config larger than this is refused rather than read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// `.specrun/config.json` of a project root.
+pub fn config_path(root: &Path) -> PathBuf {
+    root.join(EVENTS_DIR).join(CONFIG_FILE)
+}
 /// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.
 pub const WORKTREES_DIR: &str = "worktrees";
 /// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.
@@ -373,6 +382,7 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 
