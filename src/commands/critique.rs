@@ -100,6 +100,13 @@ fn record(
                     ),
                 })
             }
+            PostTestOrder::EvidenceEndUnknown => {
+                return Err(Error::Refused {
+                    message: format!(
+                        "taskEvidence[{task}] has no readable end (taskEvidence.{task}.startedAt plus taskEvidence.{task}.durationMs is not a time): run `{rerun}` again"
+                    ),
+                })
+            }
             other => {
                 return Err(Error::Refused {
                     message: format!(

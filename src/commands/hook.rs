@@ -2,8 +2,10 @@
 //! Reads the hook JSON on stdin, gathers facts, asks `guard` for the decision, writes the
 //! state patch and the event, prints at most one JSON object. Never exits non-zero, never
 //! sleeps (the state lock is polled for at most `HOOK_LOCK_WAIT`), and turns any internal
-//! trouble — a panic included — into "allow" with a systemMessage: a hook must never trap
-//! a session.
+//! trouble into "allow" with a systemMessage: a hook must never trap a session. A panic
+//! during a gated decision is the exception: it blocks or denies, naming the error (a
+//! guard that cannot decide does not let the step through; Claude Code ends a turn after
+//! 8 blocks in a row, so even a panic every time cannot trap the session).
 //!
 //! The fast path (stdin unparseable, no spec, no state, not executing, another session's
 //! execution) stats and reads a few small files and writes nothing: no git process, no
@@ -49,30 +51,93 @@ fn read_stdin() -> Vec<u8> {
 }
 
 pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
-    let stdin = read_stdin();
-    // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
-    std::panic::set_hook(Box::new(|_| {}));
-    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
-        .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
+    // A panic must not reach stderr as a crash report nor exit 101 (which Claude Code
+    // takes as a non-blocking error: the gated action would go through). The panic hook
+    // keeps its message for the answer.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()));
+        let text = format!(
+            "{}{}",
+            crate::support::chars::clip(&what, 300, "…"),
+            at.unwrap_or_default()
+        );
+        let _ = PANICKED.set(text);
+    }));
+    let answer = std::panic::catch_unwind(|| handle(event, &read_stdin(), cwd))
+        .unwrap_or_else(|_| Some(after_panic(event, cwd)));
     if let Some(answer) = answer {
         output::json_line(&answer);
     }
     ExitStatus::Success
 }
 
-const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook allowed the action.";
+/// The panic's message and place, set by the panic hook.
+static PANICKED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// The answer to a panic: allow with a message, and (best effort, itself guarded) the
+/// Whether the hook had found an execution it gates when it panicked: a panic after that
+/// point blocks (Stop, SubagentStop) or denies (PreToolUse) instead of allowing, since the
+/// guard could not decide; before it (no spec, another session's), nothing is gated.
+static GATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The stdin a panic answer records its event from (set before the decision starts).
+static STDIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// The answer to a panic: a block or deny naming the internal error when a gated decision
+/// was under way, else an allow with a message; and (best effort, itself guarded) the
 /// events.jsonl line every internal error leaves in the project the hook ran for.
-fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> HookAnswer {
+fn after_panic(event: HookEvent, cwd: Option<&Path>) -> HookAnswer {
+    let what = PANICKED.get().map_or("unknown", String::as_str);
+    let gating = GATING.load(std::sync::atomic::Ordering::SeqCst);
+    let (answer, decision, message) = panic_answer(event, gating, what);
+    let stdin = STDIN.get().map_or(&[][..], Vec::as_slice);
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
         let project = input.project(cwd).filter(|p| p.found)?;
-        let _ = record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
+        let _ = record(&project, event, &input, decision, "panic", &message);
         Some(())
     });
-    HookAnswer::message(PANIC_MESSAGE)
+    answer
 }
+
+/// What a hook answers after a panic (`what`: its message), the decision word for the
+/// events line, and the message.
+fn panic_answer(event: HookEvent, gating: bool, what: &str) -> (HookAnswer, &'static str, String) {
+    if !gating || event == HookEvent::SessionStart {
+        let message = format!("{PANIC_MESSAGE} ({what}); this hook allowed the action.");
+        return (HookAnswer::message(message.as_str()), "allow", message);
+    }
+    let message = format!(
+        "{PANIC_MESSAGE} ({what}); the guard could not decide, so it refuses rather than let an unchecked step through. Run `specrun doctor` and `specrun state get specs/<spec>/.specrun-state.json` to find the value it could not handle, and report the error."
+    );
+    let (answer, decision) = match event {
+        HookEvent::PreToolUse => (
+            HookAnswer::specific(HookSpecific::PreToolUse {
+                permission_decision: "deny",
+                permission_decision_reason: message.clone(),
+            }),
+            "deny",
+        ),
+        _ => (
+            HookAnswer {
+                decision: Some("block"),
+                reason: Some(message.clone()),
+                ..HookAnswer::default()
+            },
+            "block",
+        ),
+    };
+    (answer, decision, message)
+}
+
+const PANIC_MESSAGE: &str = "specrun guard: internal error (panic)";
 
 /// The hook's stdin, parsed. Every field is optional.
 struct HookInput {
@@ -129,6 +194,7 @@ enum Located {
 }
 
 fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
+    let _ = STDIN.set(stdin.to_vec());
     let input = HookInput::parse(stdin)?;
     let located = locate(&input, cwd);
     let active = match located {
@@ -148,6 +214,8 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
             return trouble(&project, event, &input, "unusable-path", message);
         }
     };
+    GATING.store(true, std::sync::atomic::Ordering::SeqCst);
+    crate::support::fault::point("hook:decide");
     match event {
         HookEvent::Stop => stop(&input, active),
         HookEvent::SubagentStop => subagent_stop(&input, active),
@@ -740,35 +808,40 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_panic_allows_with_a_message_and_an_events_line() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("specs")).unwrap();
-        let stdin = json!({"session_id": "s1", "cwd": dir.path()}).to_string();
-        let answer = after_panic(HookEvent::Stop, stdin.as_bytes(), None);
-        assert_eq!(
-            answer.to_line(),
-            json!({"systemMessage": PANIC_MESSAGE}).to_string()
-        );
-        let log = std::fs::read_to_string(dir.path().join(".specrun/events.jsonl")).unwrap();
-        let line: Value = serde_json::from_str(log.trim()).unwrap();
-        assert_eq!(
-            (
-                &line["event"],
-                &line["decision"],
-                &line["rule"],
-                &line["session"]
-            ),
-            (
-                &json!("stop"),
-                &json!("allow"),
-                &json!("panic"),
-                &json!("s1")
-            )
-        );
-        // No project found: nothing is written anywhere.
-        let bare = tempfile::tempdir().unwrap();
-        let stdin = json!({"cwd": bare.path()}).to_string();
-        after_panic(HookEvent::Stop, stdin.as_bytes(), None);
-        assert_eq!(std::fs::read_dir(bare.path()).unwrap().count(), 0);
+    fn a_panic_outside_a_gated_decision_allows_with_a_message() {
+        for event in [
+            HookEvent::Stop,
+            HookEvent::PreToolUse,
+            HookEvent::SubagentStop,
+        ] {
+            let (answer, decision, message) = panic_answer(event, false, "boom at x.rs:1");
+            let answer = serde_json::to_value(answer).unwrap();
+            assert_eq!(answer, json!({ "systemMessage": message }));
+            assert_eq!(decision, "allow");
+            assert!(message.contains("boom at x.rs:1"), "{message}");
+        }
+    }
+
+    /// A panic inside a gated decision must never turn into an allow (issue 21).
+    #[test]
+    fn a_panic_in_a_gated_decision_blocks_or_denies_naming_it() {
+        for event in [HookEvent::Stop, HookEvent::SubagentStop] {
+            let (answer, decision, _) = panic_answer(event, true, "boom");
+            let answer = serde_json::to_value(answer).unwrap();
+            assert_eq!(answer["decision"], "block");
+            assert!(answer["reason"]
+                .as_str()
+                .unwrap()
+                .contains("internal error (panic) (boom)"));
+            assert_eq!(decision, "block");
+        }
+        let (answer, decision, _) = panic_answer(HookEvent::PreToolUse, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(decision, "deny");
+        // SessionStart gates nothing: it still allows.
+        let (answer, ..) = panic_answer(HookEvent::SessionStart, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
+        assert!(answer["systemMessage"].is_string());
     }
 }

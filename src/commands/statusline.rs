@@ -99,7 +99,11 @@ pub fn compose(
 /// The caps' headroom: task attempts, stops, and tokens and minutes when capped.
 fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
     let mut parts = vec![
-        format!("try {}/{}", v.task_iteration() + 1, v.max_task_iterations()),
+        format!(
+            "try {}/{}",
+            v.task_iteration().saturating_add(1),
+            v.max_task_iterations()
+        ),
         format!(
             "stops {}/{}",
             v.global_iteration(),
@@ -121,12 +125,7 @@ fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-    s.push('…');
-    s
+    crate::support::chars::clip(text, max, "…")
 }
 
 #[cfg(test)]

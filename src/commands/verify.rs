@@ -113,7 +113,7 @@ fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
 }
 
 fn short(tree: &str) -> &str {
-    &tree[..tree.len().min(12)]
+    crate::support::chars::prefix(tree, 12)
 }
 
 fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<ExitStatus> {

@@ -376,8 +376,11 @@ pub enum PostTestOrder {
     NoEvidence,
     EvidenceFailed,
     NoRecord,
-    /// Recorded before the evidence ended (or a timestamp does not parse).
+    /// Recorded before the evidence ended (or the record's time does not parse).
     RecordOlder,
+    /// The evidence's end is not a time (its `startedAt` unreadable, or `startedAt` plus
+    /// `durationMs` past the calendar): the order cannot be shown.
+    EvidenceEndUnknown,
 }
 
 impl PostTestOrder {
@@ -388,6 +391,7 @@ impl PostTestOrder {
             PostTestOrder::EvidenceFailed => "evidence-failed",
             PostTestOrder::NoRecord => "no-record",
             PostTestOrder::RecordOlder => "record-older-than-evidence",
+            PostTestOrder::EvidenceEndUnknown => "evidence-end-unknown",
         }
     }
 }
@@ -407,8 +411,9 @@ pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> P
         return PostTestOrder::NoRecord;
     };
     match crate::evidence::verify::ended_at(evidence) {
+        None => PostTestOrder::EvidenceEndUnknown,
         Some(ended) if reviews_run(recorded_at, &ended) => PostTestOrder::InOrder,
-        _ => PostTestOrder::RecordOlder,
+        Some(_) => PostTestOrder::RecordOlder,
     }
 }
 

@@ -145,7 +145,7 @@ impl Store {
             .filter_map(|i| i.id.strip_prefix('F')?.parse::<u64>().ok())
             .max()
             .unwrap_or(0);
-        format!("F{}", max + 1)
+        format!("F{}", max.saturating_add(1))
     }
 
     /// Add an open item; refused when its task already has `MAX_OPEN_PER_TASK` open items.

@@ -189,12 +189,7 @@ fn count_claim(lower: &str) -> Option<u64> {
 }
 
 fn clip(s: &str) -> String {
-    if s.chars().count() <= 160 {
-        return s.to_string();
-    }
-    let mut c: String = s.chars().take(157).collect();
-    c.push_str("...");
-    c
+    crate::support::chars::clip(s, 160, "...")
 }
 
 fn is_test_command(c: &str) -> bool {

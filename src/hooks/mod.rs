@@ -824,7 +824,17 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             )),
         }
     }
-    // The post-test review must look at the passing run, so it must come after it.
+    // The post-test review must look at the passing run, so it must come after it; a run
+    // whose end cannot be computed cannot be shown to come first.
+    if let (Some(_), None, Freshness::Fresh) = (
+        facts.post_test.recorded_at(),
+        &facts.evidence_ended_at,
+        facts.evidence,
+    ) {
+        missing.push(format!(
+            "the passing evidence run's end is unknown (taskEvidence.{id}.startedAt plus taskEvidence.{id}.durationMs is not a time), so the post-test self-critique cannot be shown to follow it: run `specrun verify run --task {id_q} {spec_flag}` again, then record the critique."
+        ));
+    }
     if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
         facts.post_test.recorded_at(),
         &facts.evidence_ended_at,
@@ -1937,6 +1947,16 @@ mod tests {
             post_test: at(test, "2026-01-01T00:20:00Z"),
             extra: vec![],
         }
+    }
+
+    /// Regression (issue 21): fresh evidence whose end cannot be computed (a `durationMs`
+    /// past the calendar) skipped the post-test ordering check, so the claim went through.
+    #[test]
+    fn a_claim_whose_evidence_end_is_unknown_is_refused() {
+        let mut facts = claim(Some((true, None)), Freshness::Fresh, true, true);
+        facts.evidence_ended_at = None;
+        let r = block_text(&decide_claim(&facts, false)).to_string();
+        assert!(r.contains("taskEvidence.1.2.durationMs"), "{r}");
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
         .rposition(|b| *b == b'\n')
         .map_or(&bytes[..0], |i| &bytes[..=i]);
     let mut missed = Missed {
-        end: start + whole.len() as u64,
+        end: start.saturating_add(whole.len() as u64),
         ..Default::default()
     };
     // A garbled line is still a missed stop.

@@ -156,13 +156,12 @@ pub fn command_fit(record: &Value, own_verify: Option<&str>) -> CommandFit {
 /// readable `startedAt`. A review of the run must come no earlier than this.
 pub fn ended_at(record: &Value) -> Option<String> {
     let started = record.get("startedAt").and_then(Value::as_str)?;
-    let started = chrono::DateTime::parse_from_rfc3339(started).ok()?;
+    let started = crate::model::state::time::parse(started)?;
     let ms = record
         .get("durationMs")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let ended = started + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
-    Some(ended.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    crate::model::state::time::plus_ms(started, ms).map(crate::model::state::time::format)
 }
 
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
@@ -707,6 +706,20 @@ pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 21): a `durationMs` the store accepts (any u64) past the calendar's
+    /// end panicked in `DateTime + TimeDelta` (`task complete`, `critique status`,
+    /// SubagentStop); the end of such a run is unknown.
+    #[test]
+    fn an_end_past_the_calendar_is_unknown_not_a_panic() {
+        for ms in [9_000_000_000_000_000u64, i64::MAX as u64, u64::MAX] {
+            let run = serde_json::json!({"startedAt": "2026-01-01T00:00:00Z", "durationMs": ms});
+            assert_eq!(ended_at(&run), None, "{ms}");
+        }
+        let late = serde_json::json!({"startedAt": "+262143-12-31T23:59:59Z", "durationMs": 1000});
+        assert_eq!(ended_at(&late), None);
+    }
+
     use serde_json::json;
 
     #[test]

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::state::time::parse as parse_time;
+use crate::model::state::time::{self, parse as parse_time};
 use crate::model::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -319,9 +319,9 @@ pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
                 None if a.get("status").and_then(Value::as_str) == Some("running") => now,
                 None => return None,
             };
-            Some((end - start).num_milliseconds().max(0) as u64)
+            Some(time::ms_between(start, end))
         })
-        .sum()
+        .fold(0, u64::saturating_add)
 }
 
 /// The running attempt of task `id`: (number, whole minutes since it started).
@@ -333,7 +333,7 @@ pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> O
     }
     let start = parse_time(last.get("startedAt")?.as_str()?)?;
     let n = last.get("n").and_then(Value::as_u64).unwrap_or(0);
-    Some((n, (now - start).num_minutes().max(0) as u64))
+    Some((n, time::minutes_between(start, now)))
 }
 
 fn ledger_error(e: serde_json::Error) -> String {

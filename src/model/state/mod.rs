@@ -159,6 +159,30 @@ const FIX_ENTRY: &[(&str, Kind)] = &[
     ("lastError", Kind::OptStr),
 ];
 
+/// Every field the type check and the typed records know, as dot paths with `*` for each task id or list
+/// index (`attempts.*.*.endCommit`): what the whole-process battery mutates
+/// (tests/battery.rs), so a field added to the tables is mutated too.
+pub fn known_fields() -> Vec<String> {
+    let top = KNOWN.iter().map(|(path, _)| path.to_string());
+    let attempt = ATTEMPT.iter().map(|(key, _)| format!("attempts.*.*.{key}"));
+    let fix = FIX_ENTRY
+        .iter()
+        .map(|(key, _)| format!("fixTaskMap.*.{key}"));
+    let records: [(&str, &[&str]); 7] = [
+        ("", State::KEYS),
+        ("budget.", typed::Budget::KEYS),
+        ("usage.", typed::Usage::KEYS),
+        ("halt.", typed::Halt::KEYS),
+        ("isolation.", typed::Isolation::KEYS),
+        ("guard.", typed::GuardRecord::KEYS),
+        ("attempts.*.*.", typed::Attempt::KEYS),
+    ];
+    let typed = records
+        .into_iter()
+        .flat_map(|(at, keys)| keys.iter().map(move |key| format!("{at}{key}")));
+    top.chain(attempt).chain(fix).chain(typed).collect()
+}
+
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
 /// as `1.2` under `taskEvidence`): each segment is matched first alone, then joined with the
 /// following ones, so `taskEvidence.1.2.exitCode` finds `{"taskEvidence":{"1.2":{…}}}`.
@@ -685,10 +709,7 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
         let parsed = value.as_str().and_then(parse_time);
         let problem = match parsed {
             None => "an RFC 3339 time such as 2026-01-01T00:00:00Z (or null)",
-            Some(t)
-                if *field == "startedAt"
-                    && t > now + chrono::Duration::minutes(CLOCK_SKEW_MINUTES) =>
-            {
+            Some(t) if *field == "startedAt" && !time::not_after(t, now, CLOCK_SKEW_MINUTES) => {
                 "a time that is not in the future"
             }
             Some(_) => continue,

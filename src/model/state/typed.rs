@@ -270,6 +270,9 @@ macro_rules! record {
         }
 
         impl $name {
+            /// The JSON keys of the known fields, in order.
+            pub const KEYS: &'static [&'static str] = &[$($key),*];
+
             fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
                 Ok($name {
                     $($field: take(&mut map, $key)?,)*
