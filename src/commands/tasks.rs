@@ -1,29 +1,29 @@
 //! `specrun tasks count|lint|list|next|show|check`.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::tasks::lint::{self, Finding, Severity};
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next;
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
     match cmd {
         TasksCommand::Count { file, spec, .. } => {
             // Counting needs no task structs: the fast path of the same line scanner.
             let (path, text) =
                 tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
             let counts = tasks::count(&text);
-            output::json_line(&json!(counts));
+            output::json_line(&counts);
             if counts.unread > 0 {
                 output::warn(&unread_note(&path, &text, counts.unread));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Lint { file, spec, json } => {
             let (path, text) =
@@ -35,13 +35,13 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                     .iter()
                     .filter(|f| f.severity == Severity::Error)
                     .count();
-                output::json_pretty(&json!({
-                    "file": path,
-                    "errors": errors,
-                    "warnings": findings.len() - errors,
-                    "counts": list.counts(),
-                    "findings": findings,
-                }));
+                output::json_pretty(&LintAnswer {
+                    file: &path,
+                    errors,
+                    warnings: findings.len() - errors,
+                    counts: list.counts(),
+                    findings: &findings,
+                });
             } else {
                 for f in &findings {
                     output::line(&finding_line(&path, f));
@@ -49,11 +49,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 output::line(&lint_summary(&path, &findings));
             }
             // Errors are the verb's well-formed "no".
-            Ok(if lint::has_errors(&findings) {
-                crate::EXIT_NO
-            } else {
-                crate::EXIT_OK
-            })
+            Ok(ExitStatus::yes_no(!lint::has_errors(&findings)))
         }
         TasksCommand::List(args) => {
             // Streamed: the counts first (the fast scan), then each task as it is read, so
@@ -62,14 +58,14 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
             let c = tasks::count(&text);
             if args.json {
-                output::json_stream("counts", &json!(c), "tasks", tasks::iter(&text));
+                output::json_stream("counts", &c, "tasks", tasks::iter(&text));
             } else {
                 for t in tasks::iter(&text) {
                     output::line(&summary_line(&t));
                 }
                 output::line(&format!("{}/{} done", c.completed, c.total));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Next(args) => {
             let loaded = load(project, &args)?;
@@ -83,11 +79,14 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             if args.json {
                 let next = list.next();
                 let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
-                let mut doc = json!({"next": next, "parallelGroup": ids, "counts": list.counts()});
-                if let Some((command, why)) = &first {
-                    doc["runFirst"] = json!({"command": command, "why": why});
-                }
-                output::json_pretty(&doc);
+                output::json_pretty(&NextAnswer {
+                    next,
+                    parallel_group: ids,
+                    counts: list.counts(),
+                    run_first: first
+                        .as_ref()
+                        .map(|(command, why)| RunFirst { command, why }),
+                });
             } else {
                 if let Some((_, why)) = &first {
                     output::line(&format!("first: {why}"));
@@ -108,17 +107,17 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 }
             }
             // No next task is a well-formed "no".
-            Ok(if list.next().is_some() { 0 } else { 1 })
+            Ok(ExitStatus::yes_no(list.next().is_some()))
         }
         TasksCommand::Show { id, read: args } => {
             let loaded = load(project, &args)?;
             let task = loaded.find(&id)?;
             if args.json {
-                output::json_pretty(&json!(task));
+                output::json_pretty(task);
             } else {
                 output::line(&detail(task));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Check {
             id,
@@ -133,7 +132,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             let mark = if undo { "[ ]" } else { "[x]" };
             let verb = if changed { "now" } else { "already" };
             output::line(&format!("{label} {title}: {verb} {mark}"));
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }
@@ -230,4 +229,32 @@ pub fn lint_summary(path: &std::path::Path, findings: &[Finding]) -> String {
         path.display(),
         findings.len() - errors
     )
+}
+
+/// `tasks next --json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NextAnswer<'a> {
+    next: Option<&'a Task>,
+    parallel_group: Vec<String>,
+    counts: Counts,
+    /// The step to run before the next task can start, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_first: Option<RunFirst<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunFirst<'a> {
+    command: &'a str,
+    why: &'a str,
+}
+
+/// `tasks lint --json`.
+#[derive(Serialize)]
+struct LintAnswer<'a> {
+    file: &'a std::path::Path,
+    errors: usize,
+    warnings: usize,
+    counts: Counts,
+    findings: &'a [Finding],
 }
