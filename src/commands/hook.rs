@@ -14,15 +14,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::cli::HookEvent;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::hooks::hook_cost;
 use crate::hooks::{
-    self as hook, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead,
+    self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
+    SubagentInput, UsageRead,
 };
+use crate::io::events::{By, Event, Tag};
 use crate::io::project::{Project, Spec};
 use crate::model::state::{self, State, View};
 use crate::model::tasks::TaskList;
@@ -48,7 +50,7 @@ fn read_stdin() -> Vec<u8> {
     store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
-pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
+pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
     // A panic must not reach stderr as a crash report nor exit 101 (which Claude Code
     // takes as a non-blocking error: the gated action would go through). The panic hook
     // keeps its message for the answer.
@@ -71,10 +73,10 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     }));
     let answer = std::panic::catch_unwind(|| handle(event, &read_stdin(), cwd))
         .unwrap_or_else(|_| Some(after_panic(event, cwd)));
-    if let Some(value) = answer {
-        output::json_line(&value);
+    if let Some(answer) = answer {
+        output::json_line(&answer);
     }
-    0
+    ExitStatus::Success
 }
 
 /// The panic's message and place, set by the panic hook.
@@ -91,7 +93,7 @@ static STDIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
 /// The answer to a panic: a block or deny naming the internal error when a gated decision
 /// was under way, else an allow with a message; and (best effort, itself guarded) the
 /// events.jsonl line every internal error leaves in the project the hook ran for.
-fn after_panic(event: HookEvent, cwd: Option<&Path>) -> Value {
+fn after_panic(event: HookEvent, cwd: Option<&Path>) -> HookAnswer {
     let what = PANICKED.get().map_or("unknown", String::as_str);
     let gating = GATING.load(std::sync::atomic::Ordering::SeqCst);
     let (answer, decision, message) = panic_answer(event, gating, what);
@@ -107,26 +109,30 @@ fn after_panic(event: HookEvent, cwd: Option<&Path>) -> Value {
 
 /// What a hook answers after a panic (`what`: its message), the decision word for the
 /// events line, and the message.
-fn panic_answer(event: HookEvent, gating: bool, what: &str) -> (Value, &'static str, String) {
+fn panic_answer(event: HookEvent, gating: bool, what: &str) -> (HookAnswer, &'static str, String) {
     if !gating || event == HookEvent::SessionStart {
         let message = format!("{PANIC_MESSAGE} ({what}); this hook allowed the action.");
-        return (json!({ "systemMessage": message }), "allow", message);
+        return (HookAnswer::message(message.as_str()), "allow", message);
     }
     let message = format!(
         "{PANIC_MESSAGE} ({what}); the guard could not decide, so it refuses rather than let an unchecked step through. Run `specrun doctor` and `specrun state get specs/<spec>/.specrun-state.json` to find the value it could not handle, and report the error."
     );
-    let answer = match event {
-        HookEvent::PreToolUse => json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": message,
-        }}),
-        _ => json!({"decision": "block", "reason": message}),
-    };
-    let decision = if event == HookEvent::PreToolUse {
-        "deny"
-    } else {
-        "block"
+    let (answer, decision) = match event {
+        HookEvent::PreToolUse => (
+            HookAnswer::specific(HookSpecific::PreToolUse {
+                permission_decision: "deny",
+                permission_decision_reason: message.clone(),
+            }),
+            "deny",
+        ),
+        _ => (
+            HookAnswer {
+                decision: Some("block"),
+                reason: Some(message.clone()),
+                ..HookAnswer::default()
+            },
+            "block",
+        ),
     };
     (answer, decision, message)
 }
@@ -187,7 +193,7 @@ enum Located {
     },
 }
 
-fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
+fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
     let _ = STDIN.set(stdin.to_vec());
     let input = HookInput::parse(stdin)?;
     let located = locate(&input, cwd);
@@ -275,7 +281,7 @@ fn unreadable_state(
     project: &Project,
     spec: &Spec,
     error: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     // A question in quick mode is not worth a warning per call; the other hooks say it.
     if event == HookEvent::PreToolUse {
         return None;
@@ -295,8 +301,8 @@ fn trouble(
     input: &HookInput,
     rule: &str,
     message: String,
-) -> Option<Value> {
-    let answer = Some(json!({"systemMessage": message}));
+) -> Option<HookAnswer> {
+    let answer = Some(HookAnswer::message(message.as_str()));
     match record(project, event, input, "allow", rule, &message) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
@@ -316,7 +322,13 @@ fn record(
 ) -> Result<()> {
     events::append(
         project,
-        json!({"session": input.session(), "event": event_name(event), "decision": decision, "rule": rule, "reason": reason}),
+        By::Session(input.session()),
+        &Event::HookTrouble {
+            event: event_name(event),
+            decision,
+            rule,
+            reason,
+        },
     )
 }
 
@@ -327,7 +339,7 @@ fn under_lock(
     input: &HookInput,
     active: &Active,
     change: impl FnOnce(&Value) -> Result<Option<Outcome>>,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let (project, spec) = (&active.project, &active.spec);
     let path = spec.state_path();
     let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
@@ -365,7 +377,13 @@ fn under_lock(
         Ok(Some(outcome)) => {
             let answer = outcome.to_hook_json();
             notify_outcome(project, spec, &outcome);
-            match events::append(project, outcome.event.clone()) {
+            let empty = Map::new();
+            let fields = outcome.event.as_object().unwrap_or(&empty);
+            let line = match event {
+                HookEvent::SubagentStop => Event::SubagentStop(fields),
+                _ => Event::Stop(fields),
+            };
+            match events::append(project, By::Session(input.session()), &line) {
                 Ok(()) => answer,
                 Err(e) => Some(hook::with_message(
                     answer,
@@ -386,7 +404,7 @@ fn not_counted(
     active: &Active,
     rule: &str,
     cause: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let project = &active.project;
     if event != HookEvent::Stop {
         let m = format!(
@@ -415,9 +433,17 @@ fn not_counted(
     );
     let logged = events::append(
         project,
-        json!({"session": input.session(), "event": "stop", "spec": name,
-               "decision": decision.name(), "rule": rule, "outcome": outcome_rule,
-               "uncounted": true, "missedInARow": missed.max(1), "reason": cause}),
+        By::Session(input.session()),
+        &Event::StopUncounted {
+            event: Tag("stop"),
+            spec: name,
+            decision: decision.name(),
+            rule,
+            outcome: &outcome_rule,
+            uncounted: true,
+            missed_in_a_row: missed.max(1),
+            reason: cause,
+        },
     );
     match logged {
         Ok(()) => decision.to_hook_json(),
@@ -441,7 +467,14 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
         }
         hook::Decision::Allow(None) => "",
     };
-    let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
+    let event = notify::event(
+        kind,
+        &spec.name,
+        text,
+        notify::About::Rule {
+            rule: &outcome.rule,
+        },
+    );
     notify::send(project, &event);
 }
 
@@ -456,7 +489,7 @@ fn load_tasks(spec: &Spec) -> Result<TaskList> {
     tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
-fn stop(input: &HookInput, active: Active) -> Option<Value> {
+fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -524,7 +557,7 @@ fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
     hook_cost::read(path, offset, last_id)
 }
 
-fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
+fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -576,7 +609,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
                 let patch = hook::subagent_usage_patch(state, key, usage);
                 let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
                 state::merge_into(&mut outcome.patch, &patch);
-                outcome.event["outputTokens"] = json!(usage.output_tokens);
+                outcome.event["outputTokens"] = Value::from(usage.output_tokens);
                 let list = load_tasks(&active.spec)?;
                 let head = git::head_fast(&active.project.root);
                 let ctx = hook_cost::Ctx {
@@ -646,17 +679,26 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
     Outcome::new(
         hook::Decision::Allow(None),
         "usage",
-        json!({}),
-        json!({
-            "session": input.session(),
-            "event": "subagent-stop",
-            "decision": "allow",
-            "rule": "usage",
-            "agentId": key,
-            "agentType": input.str("agent_type"),
-            "outputTokens": usage.output_tokens,
+        hook::no_patch(),
+        hook::record(&UsageRecord {
+            decision: "allow",
+            rule: "usage",
+            agent_id: key,
+            agent_type: input.str("agent_type"),
+            output_tokens: usage.output_tokens,
         }),
     )
+}
+
+/// A SubagentStop that only adds usage: its fields (no spec: the line names the session).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageRecord<'a> {
+    decision: &'static str,
+    rule: &'static str,
+    agent_id: &'a str,
+    agent_type: Option<&'a str>,
+    output_tokens: u64,
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
@@ -717,17 +759,17 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
+fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let list = load_tasks(&active.spec).ok();
     // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
     let typed = crate::model::state::State::from_value(&active.state).ok()?;
     let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
-    Some(
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
-    )
+    Some(HookAnswer::specific(HookSpecific::SessionStart {
+        additional_context: context,
+    }))
 }
 
-fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
@@ -743,14 +785,14 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
         input.session(),
         chrono::Utc::now(),
     )?;
-    let answer = decision.deny.map(|reason| {
-        json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }})
+    let answer = decision.deny.as_ref().map(|reason| {
+        HookAnswer::specific(HookSpecific::PreToolUse {
+            permission_decision: "deny",
+            permission_decision_reason: reason.clone(),
+        })
     });
-    match events::append(&active.project, decision.event) {
+    let line = decision.event(&active.spec.name);
+    match events::append(&active.project, By::Session(input.session()), &line) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
             answer,
@@ -763,6 +805,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_panic_outside_a_gated_decision_allows_with_a_message() {
@@ -772,6 +815,7 @@ mod tests {
             HookEvent::SubagentStop,
         ] {
             let (answer, decision, message) = panic_answer(event, false, "boom at x.rs:1");
+            let answer = serde_json::to_value(answer).unwrap();
             assert_eq!(answer, json!({ "systemMessage": message }));
             assert_eq!(decision, "allow");
             assert!(message.contains("boom at x.rs:1"), "{message}");
@@ -783,6 +827,7 @@ mod tests {
     fn a_panic_in_a_gated_decision_blocks_or_denies_naming_it() {
         for event in [HookEvent::Stop, HookEvent::SubagentStop] {
             let (answer, decision, _) = panic_answer(event, true, "boom");
+            let answer = serde_json::to_value(answer).unwrap();
             assert_eq!(answer["decision"], "block");
             assert!(answer["reason"]
                 .as_str()
@@ -791,10 +836,12 @@ mod tests {
             assert_eq!(decision, "block");
         }
         let (answer, decision, _) = panic_answer(HookEvent::PreToolUse, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
         assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
         assert_eq!(decision, "deny");
         // SessionStart gates nothing: it still allows.
         let (answer, ..) = panic_answer(HookEvent::SessionStart, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
         assert!(answer["systemMessage"].is_string());
     }
 }

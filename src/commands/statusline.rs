@@ -3,6 +3,7 @@
 //! active spec's small files: no git, no lock, no transcript. Prints nothing without an
 //! execution; never fails (a status line must not show an error box).
 
+use crate::error::ExitStatus;
 use std::path::Path;
 
 use chrono::Utc;
@@ -18,13 +19,13 @@ use crate::next::minutes_since;
 /// At most this many characters: it shares the line with Claude Code's own status.
 const MAX: usize = 72;
 
-pub fn run(cwd: Option<&Path>) -> i32 {
+pub fn run(cwd: Option<&Path>) -> ExitStatus {
     // Bounded like a hook's: a status line must never hang Claude Code's prompt.
     let stdin = store::read_stdin_within(1 << 20, std::time::Duration::from_secs(2));
     if let Some(text) = line_for(&stdin, cwd) {
         output::line(&text);
     }
-    0
+    ExitStatus::Success
 }
 
 fn project_of(stdin: &[u8], cwd: Option<&Path>) -> Option<Project> {
