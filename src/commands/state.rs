@@ -11,7 +11,7 @@ use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
-use crate::model::state::{self, InitParams};
+use crate::model::state::{self, InitParams, State};
 use crate::support::shell::shell_word;
 
 pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
@@ -142,14 +142,14 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             Err(e) => return Err(e),
         };
-        refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
         // The existing document is not type-checked yet: a mistyped field is dropped, the
-        // baseline kept (a garbled field must not launder hand-ticked boxes into it).
-        let earlier = existing.as_ref().map(state::State::lenient);
+        // rest read (a garbled field must not launder hand-ticked boxes into the baseline).
+        let earlier = existing.as_ref().map(State::lenient);
+        refuse_model_restart(&spec.name, earlier.as_ref(), &args)?;
         let baseline = crate::next::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
-        let mut continued = existing
+        let mut continued = earlier
             .as_ref()
-            .is_some_and(|doc| !args.restart && state::is_resumable(doc));
+            .is_some_and(|s| !args.restart && state::is_resumable(s));
         let mut doc = match existing {
             Some(doc) if continued => {
                 state::continue_execution(doc, &params, counts.next_index, counts.total)
@@ -177,7 +177,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    let typed = state::State::from_json(doc, &path.display().to_string())?;
+    let typed = State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
     Ok(0)
 }
@@ -185,20 +185,20 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting
 /// over clears the caps' counters, which is a person's decision (`specrun resume` names the
 /// raise it needs).
-fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitArgs) -> Result<()> {
-    let Some(doc) = existing.filter(|_| args.restart || args.force) else {
+fn refuse_model_restart(name: &str, existing: Option<&State>, args: &StateInitArgs) -> Result<()> {
+    let Some(v) = existing.filter(|_| args.restart || args.force) else {
         return Ok(());
     };
-    let v = state::View(doc);
-    let stopped = v.halt().is_some() || v.phase() == Some("cancelled");
+    let cancelled = v.phase() == Some(state::Phase::Cancelled);
+    let stopped = v.halt().is_some() || cancelled;
     if !stopped || !crate::claude::releases::inside() {
         return Ok(());
     }
     Err(Error::Refused {
         message: format!(
             "state init --restart refused inside Claude Code: the execution is {} and starting over would clear its counters; a person runs `{}` (or restarts it from their own shell)",
-            if v.phase() == Some("cancelled") { "cancelled" } else { "halted" },
-            state::resume_command(name, v)
+            if cancelled { "cancelled" } else { "halted" },
+            v.resume_command(name)
         ),
     })
 }

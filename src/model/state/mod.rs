@@ -230,7 +230,8 @@ pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
             }
         }
     }
-    if let Err(e) = crate::model::state::ledger::Ledger::of(doc) {
+    let ledger = doc.get("ledger").map(ledger::Ledger::parse);
+    if let Some(Err(e)) = ledger {
         return Err(Error::FieldType {
             source_name: source_name.to_string(),
             field: e.trim_start_matches("field `ledger`: ").to_string(),
@@ -455,16 +456,15 @@ pub fn init_execution(
 /// Whether `state init` continues `doc` rather than starting over: an execution that is
 /// running, halted or cancelled. Re-initialising it would reset the counters and put back
 /// caps that `specrun resume` raised.
-pub fn is_resumable(doc: &Value) -> bool {
-    let view = View(doc);
+pub fn is_resumable(state: &State) -> bool {
     // A cancel is recorded as a halt, which `resume` lifts; a cancelled phase without
     // one (edited by hand) has nothing to resume and starts over.
-    let resumable = match view.phase() {
-        Some("execution") => true,
-        Some("cancelled") => view.halt().is_some(),
+    let resumable = match state.phase() {
+        Some(Phase::Execution) => true,
+        Some(Phase::Cancelled) => state.halt().is_some(),
         _ => false,
     };
-    resumable && !view.completed()
+    resumable && !state.completed()
 }
 
 /// `state init` on a resumable execution: bind the session and apply the flags that were
@@ -524,109 +524,6 @@ pub fn continue_execution(
     doc
 }
 
-/// Typed, defaulting reads over a state document.
-#[derive(Debug, Clone, Copy)]
-pub struct View<'a>(pub &'a Value);
-
-impl<'a> View<'a> {
-    fn u64_or(&self, path: &str, default: u64) -> u64 {
-        get_path(self.0, path)
-            .and_then(Value::as_u64)
-            .unwrap_or(default)
-    }
-
-    fn opt_u64(&self, path: &str) -> Option<u64> {
-        get_path(self.0, path).and_then(Value::as_u64)
-    }
-
-    pub fn str_at(&self, path: &str) -> Option<&'a str> {
-        get_path(self.0, path).and_then(Value::as_str)
-    }
-
-    fn bool_at(&self, path: &str) -> bool {
-        get_path(self.0, path)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    }
-
-    pub fn phase(&self) -> Option<&'a str> {
-        self.str_at("phase")
-    }
-    pub fn name(&self) -> Option<&'a str> {
-        self.str_at("name")
-    }
-    pub fn session_id(&self) -> Option<&'a str> {
-        self.str_at("sessionId")
-    }
-    pub fn task_index(&self) -> u64 {
-        self.u64_or("taskIndex", 0)
-    }
-    pub fn total_tasks(&self) -> u64 {
-        self.u64_or("totalTasks", 0)
-    }
-    pub fn task_iteration(&self) -> u64 {
-        self.u64_or("taskIteration", 0)
-    }
-    pub fn max_task_iterations(&self) -> u64 {
-        self.u64_or("maxTaskIterations", DEFAULT_MAX_TASK_ITERATIONS)
-    }
-    pub fn global_iteration(&self) -> u64 {
-        self.u64_or("globalIteration", 0)
-    }
-    pub fn max_global_iterations(&self) -> u64 {
-        self.u64_or("maxGlobalIterations", DEFAULT_MAX_GLOBAL_ITERATIONS)
-    }
-    pub fn max_output_tokens(&self) -> Option<u64> {
-        self.opt_u64("budget.maxOutputTokens")
-    }
-    pub fn max_minutes(&self) -> Option<u64> {
-        self.opt_u64("budget.maxMinutes")
-    }
-    pub fn max_stall_stops(&self) -> u64 {
-        self.u64_or("budget.maxStallStops", DEFAULT_MAX_STALL_STOPS)
-    }
-    pub fn output_tokens(&self) -> u64 {
-        self.u64_or("usage.outputTokens", 0)
-    }
-    pub fn input_tokens(&self) -> u64 {
-        self.u64_or("usage.inputTokens", 0)
-    }
-    pub fn transcript_offset(&self) -> Option<u64> {
-        self.opt_u64("usage.transcriptOffset")
-    }
-    pub fn started_at(&self) -> Option<&'a str> {
-        self.str_at("startedAt")
-    }
-    pub fn driver(&self) -> &'a str {
-        self.str_at("executionDriver").unwrap_or("manual")
-    }
-    pub fn quick_mode(&self) -> bool {
-        self.bool_at("quickMode")
-    }
-    pub fn recovery_mode(&self) -> bool {
-        self.bool_at("recoveryMode")
-    }
-    pub fn awaiting_approval(&self) -> bool {
-        self.bool_at("awaitingApproval")
-    }
-    pub fn completed(&self) -> bool {
-        self.bool_at("completed")
-    }
-    /// `halt` when set: `{kind, reason, at}`.
-    pub fn halt(&self) -> Option<&'a Value> {
-        get_path(self.0, "halt").filter(|v| !v.is_null())
-    }
-    pub fn halt_kind(&self) -> Option<&'a str> {
-        self.str_at("halt.kind")
-    }
-    pub fn halt_reason(&self) -> Option<&'a str> {
-        self.str_at("halt.reason")
-    }
-    pub fn get(&self, path: &str) -> Option<&'a Value> {
-        get_path(self.0, path)
-    }
-}
-
 /// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
 pub const HALT_GLOBAL: &str = "global-cap";
 pub const HALT_TASK: &str = "task-cap";
@@ -641,31 +538,6 @@ pub const HALT_USD: &str = "usd-cap";
 pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
 pub const FAIL_TASK_TIME: &str = "task-time-cap";
 pub const HALT_CANCELLED: &str = "cancelled";
-
-/// `State::resume_command` over a `View`, for the modules still on JSON.
-pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    // issue-12 boundary: goes when guard, protocol, facts and next read a `State`.
-    State::lenient(view.0).resume_command(spec_name)
-}
-
-/// `State::time_origin` over a `View` (the Stop hook asks every turn: no conversion).
-pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
-    let attempts = view
-        .get("attempts")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|m| m.values())
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|a| a.get("startedAt").and_then(Value::as_str));
-    let clock = view.str_at("guard.clockStartedAt");
-    caps::origin(view.started_at(), clock, attempts, now)
-}
-
-/// Whole minutes from the time cap's origin to `now`, and the origin.
-pub fn minutes_since(view: View<'_>, now: DateTime<Utc>) -> (u64, TimeOrigin) {
-    caps::minutes_from(time_origin(view, now), now)
-}
 
 /// Timestamp fields a patch may only set to a readable RFC 3339 time (or null).
 const TIME_FIELDS: &[&str] = &[
@@ -700,35 +572,6 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
-/// callers that still read the document; the verbs read `State::attempts_of`.
-pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
-    state
-        .get("attempts")
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// Ids of the tasks whose latest attempt is still running.
-pub fn running_attempts(state: &Value) -> Vec<String> {
-    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    attempts
-        .iter()
-        .filter(|(_, list)| {
-            list.as_array()
-                .and_then(|l| l.last())
-                .and_then(|a| a.get("status"))
-                .and_then(Value::as_str)
-                == Some("running")
-        })
-        .map(|(id, _)| id.clone())
-        .collect()
 }
 
 /// The state file for a read-only view that never type-checked it (the acceptance matrix,
@@ -825,7 +668,7 @@ mod tests {
 
     #[test]
     fn resume_command_raises_above_what_was_used() {
-        let cmd = |doc: Value| resume_command("demo", View(&doc));
+        let cmd = |doc: Value| State::from_value(&doc).unwrap().resume_command("demo");
         assert_eq!(
             cmd(
                 json!({"halt": {"kind": HALT_GLOBAL}, "globalIteration": 31, "maxGlobalIterations": 30})
@@ -863,8 +706,8 @@ mod tests {
     fn the_time_cap_origin_fails_closed() {
         let now = at("2026-01-01T02:00:00Z");
         let ok = json!({"startedAt": "2026-01-01T00:00:00Z"});
-        assert_eq!(minutes_since(View(&ok), now).0, 120);
-        assert_eq!(time_origin(View(&ok), now).problem, None);
+        assert_eq!(State::lenient(&ok).minutes_since(now).0, 120);
+        assert_eq!(State::lenient(&ok).time_origin(now).problem, None);
         let fallback = json!({"guard": {"clockStartedAt": "2026-01-01T01:00:00Z"},
             "attempts": {"1": [{"startedAt": "2026-01-01T00:30:00Z"}, {"startedAt": "2099-01-01T00:00:00Z"}]}});
         for (bad, says) in [
@@ -880,7 +723,7 @@ mod tests {
         ] {
             let mut doc = fallback.clone();
             doc["startedAt"] = bad;
-            let (minutes, origin) = minutes_since(View(&doc), now);
+            let (minutes, origin) = State::lenient(&doc).minutes_since(now);
             let typed = State::from_value(&doc).unwrap().minutes_since(now);
             assert_eq!(
                 typed,
@@ -896,13 +739,13 @@ mod tests {
             );
         }
         // Nothing recorded at all: the cap counts from now, never not at all.
-        let (minutes, origin) = minutes_since(View(&json!({"startedAt": 5})), now);
+        let (minutes, origin) = State::lenient(&json!({"startedAt": 5})).minutes_since(now);
         assert_eq!((minutes, origin.source), (0, "this stop"));
         let typed = State::from_value(&json!({"startedAt": 5})).unwrap();
         assert_eq!(typed.minutes_since(now).1.source, "this stop");
         // A few minutes ahead is clock skew, not an error.
         let skew = json!({"startedAt": "2026-01-01T02:03:00Z"});
-        assert_eq!(time_origin(View(&skew), now).problem, None);
+        assert_eq!(State::lenient(&skew).time_origin(now).problem, None);
     }
 
     #[test]
@@ -962,11 +805,11 @@ mod tests {
             ..Default::default()
         };
         let doc = init_execution(Some(existing), &params, 2, 7, "2026-01-01T00:00:00Z");
-        let v = View(&doc);
+        let v = State::from_value(&doc).unwrap();
         assert_eq!(doc["custom"], json!({"x": 1}));
         assert_eq!(doc["attempts"], json!({"1": []}));
         assert_eq!(v.name(), Some("demo"));
-        assert_eq!(v.phase(), Some("execution"));
+        assert_eq!(v.phase(), Some(Phase::Execution));
         assert_eq!(
             (v.task_index(), v.total_tasks(), v.global_iteration()),
             (2, 7, 0)
@@ -977,7 +820,7 @@ mod tests {
         );
         assert_eq!(v.session_id(), Some("s1"));
         assert!(v.halt().is_none() && v.quick_mode() && !v.recovery_mode());
-        assert_eq!(v.driver(), "stop-hook");
+        assert_eq!(v.driver(), Driver::StopHook);
         assert_eq!(
             doc["usage"],
             json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
@@ -996,13 +839,19 @@ mod tests {
             "usage": {"outputTokens": 99}, "guard": {"stallStops": 3, "lastFingerprint": "f"},
             "halt": {"kind": HALT_STALL}, "attempts": {"1": [{"n": 1}]}
         });
-        assert!(is_resumable(&running));
-        assert!(!is_resumable(&json!({"phase": "completed"})));
-        assert!(!is_resumable(&json!({"phase": "planning"})));
-        assert!(!is_resumable(&json!({"phase": "cancelled", "halt": null})));
-        assert!(is_resumable(
+        assert!(is_resumable(&State::lenient(&running)));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "completed"})
+        )));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "planning"})
+        )));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "cancelled", "halt": null})
+        )));
+        assert!(is_resumable(&State::lenient(
             &json!({"phase": "cancelled", "halt": {"kind": HALT_CANCELLED}})
-        ));
+        )));
         let params = InitParams {
             name: "demo".into(),
             max_minutes: Some(120),
@@ -1010,7 +859,7 @@ mod tests {
             ..Default::default()
         };
         let doc = continue_execution(running.clone(), &params, 3, 9);
-        let v = View(&doc);
+        let v = State::from_value(&doc).unwrap();
         assert_eq!(
             (
                 v.global_iteration(),

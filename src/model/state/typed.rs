@@ -5,7 +5,7 @@
 //! `Error::FieldType` text as before; the document that passed is then moved into the
 //! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
 //! guard's record) are read leniently: a garbled value is kept as it was and reads as
-//! unknown, as `View` read it.
+//! unknown.
 //!
 //! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
 //! that was read, with known fields in this file's order and unknown ones after them.
@@ -20,6 +20,7 @@ use super::{
     typecheck, DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS,
 };
 use crate::error::{Error, Result};
+use crate::support::json::merge_into;
 
 /// A field that may be absent, `null`, or set; absent and `null` read the same but are
 /// written back as they were.
@@ -242,6 +243,16 @@ impl<T: DeserializeOwned> Field for Loose<T> {
     }
 }
 
+/// `merge_into` of one key of a patch into `map`.
+fn merge_key(map: &mut Map<String, Value>, key: &str, pv: &Value) {
+    match map.get_mut(key) {
+        Some(tv) if tv.is_object() && pv.is_object() => merge_into(tv, pv),
+        _ => {
+            map.insert(key.to_string(), pv.clone());
+        }
+    }
+}
+
 /// Known field `key` out of `map` (absent when it is not there), its value moved.
 fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
     map.shift_remove(key)
@@ -284,6 +295,25 @@ macro_rules! record {
             }
         }
 
+        impl $name {
+            /// `merge_into` of a JSON merge patch, field by field: only the fields the
+            /// patch names are written out, merged and read back.
+            #[allow(dead_code)]
+            fn merge_map(&mut self, patch: &Map<String, Value>) -> serde_json::Result<()> {
+                for (key, pv) in patch {
+                    match key.as_str() {
+                        $($key => {
+                            let mut cur = serde_json::to_value(&self.$field)?;
+                            merge_into(&mut cur, pv);
+                            self.$field = <$ty as Field>::from_json(cur)?;
+                        })*
+                        _ => merge_key(&mut self.other, key, pv),
+                    }
+                }
+                Ok(())
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
                 let map = Map::deserialize(d)?;
@@ -309,13 +339,25 @@ pub struct Budget {
 }
 
 record! {
-/// `usage`: the token counters and how far the transcript was read; `agents` (per-subagent
-/// counters) stays in `other`: hook_cost owns its shape.
+/// `usage`: the token counters, how far the transcript was read, and per subagent
+/// (`agents`, keyed by agent id or transcript path) how far its transcript was read.
 pub struct Usage {
     output_tokens: Option<u64> = "outputTokens",
     input_tokens: Option<u64> = "inputTokens",
     transcript_offset: Nullable<u64> = "transcriptOffset",
     transcript_path: Nullable<String> = "transcriptPath",
+    /// Nothing type-checks `agents` as a whole (only the hooks write it): `Loose`.
+    agents: Loose<IndexMap<String, AgentUsage>> = "agents",
+}
+}
+
+record! {
+/// `usage.agents.<key>`: one subagent's counted output and where its transcript was read
+/// to. Only the hook writes it, so a hand-garbled value reads as absent and is kept.
+pub struct AgentUsage {
+    output_tokens: Loose<u64> = "outputTokens",
+    offset: Loose<u64> = "offset",
+    last_message_id: Loose<String> = "lastMessageId",
 }
 }
 
@@ -377,7 +419,7 @@ pub struct GuardRecord {
 
 record! {
 /// The whole state document. Fields are `Option`/`Nullable` so a round trip writes back
-/// exactly what was read; the accessors below give `View`'s defaults.
+/// exactly what was read; the accessors below give the defaults.
 pub struct State {
     version: Option<u64> = "version",
     name: Option<String> = "name",
@@ -439,7 +481,11 @@ impl State {
     /// which a garbled unrelated field must not reset — and for messages built from a
     /// document checked elsewhere. Not an object: empty.
     pub fn lenient(doc: &Value) -> State {
-        let mut doc = doc.clone();
+        State::lenient_owned(doc.clone())
+    }
+
+    /// `lenient` on a document the caller no longer needs (no copy).
+    pub fn lenient_owned(mut doc: Value) -> State {
         let fields = doc.as_object().map_or(0, Map::len);
         for _ in 0..=fields {
             let field = match typecheck(&doc, "state") {
@@ -607,9 +653,69 @@ impl State {
     pub fn verification_block(&self, id: &str) -> Option<&Value> {
         self.verification_blocks.as_ref()?.get(id)
     }
+    /// Ids of the tasks whose latest attempt is still running.
+    pub fn running_attempts(&self) -> Vec<String> {
+        let all = self.attempts.iter().flatten();
+        all.filter(|(_, list)| list.last().is_some_and(Attempt::is_running))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+    /// The latest attempt number of task `id` (0 before any).
+    pub fn latest_attempt(&self, id: &str) -> u64 {
+        self.attempts_of(id).last().and_then(|a| a.n).unwrap_or(0)
+    }
+    /// `usage.agents.<key>`: what is stored of one subagent's usage. Looked up key by key,
+    /// as a key without an agent id is the transcript path, dots and all.
+    pub fn agent_usage(&self, key: &str) -> Option<&AgentUsage> {
+        self.usage.as_ref()?.agents.get()?.get(key)
+    }
+    /// The typed cost ledger (`ledger`; absent or null = empty).
+    pub fn ledger(&self) -> std::result::Result<super::ledger::Ledger, String> {
+        super::ledger::Ledger::of_state(self)
+    }
+
+    /// A merge patch applied as `apply_patch` applies it: the patch is checked as `state
+    /// merge` checks one, then merged field by field, so only the fields it names are
+    /// written out and read back. (A checked patch merged into a checked state stays
+    /// checked: every check is a value's type at a path, and merging keeps it.)
+    pub fn merge(&mut self, patch: &Value, file_name: &str) -> Result<()> {
+        let Some(map) = patch.as_object().filter(|m| !m.contains_key("$unset")) else {
+            let doc = super::apply_patch(Some(self.to_value()), patch, file_name)?;
+            *self = State::from_checked(doc, file_name)?;
+            return Ok(());
+        };
+        typecheck(patch, "patch")?;
+        super::check_times(patch, chrono::Utc::now())?;
+        self.merge_map(map).map_err(|e| shape_error(file_name, e))
+    }
+
+    /// `merge` of a patch this binary built (the hooks' own records): not checked again.
+    pub fn apply(&mut self, patch: &Value) -> Result<()> {
+        match patch.as_object() {
+            Some(map) => self.merge_map(map).map_err(|e| shape_error("patch", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Store task `id`'s evidence record, replacing the one there.
+    pub fn put_task_evidence(&mut self, id: &str, record: Value) {
+        let map = self.task_evidence.get_or_insert_with(Map::new);
+        map.insert(id.to_string(), record);
+    }
+    /// Store phase `phase`'s verification record, replacing the one there.
+    pub fn put_verification_block(&mut self, phase: &str, record: Value) {
+        let map = self.verification_blocks.get_or_insert_with(Map::new);
+        map.insert(phase.to_string(), record);
+    }
     pub fn sequential(&self) -> bool {
         let iso = self.isolation.as_ref();
         iso.and_then(|i| i.sequential).unwrap_or(false)
+    }
+}
+
+impl Attempt {
+    pub fn is_running(&self) -> bool {
+        self.status.as_deref() == Some("running")
     }
 }
 
@@ -625,7 +731,7 @@ fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Patch, View, KNOWN};
+    use super::super::{Patch, KNOWN};
     use super::*;
     use serde_json::json;
 
@@ -695,67 +801,52 @@ mod tests {
     }
 
     #[test]
-    fn accessors_default_as_view_does() {
+    fn accessors_give_the_documented_defaults() {
         for doc in [
             json!({}),
             json!({"budget": {"maxStallStops": null}, "halt": null,
             "usage": {}, "sessionId": null}),
-            full(),
         ] {
-            let (s, v) = (State::from_value(&doc).unwrap(), View(&doc));
-            assert_eq!(s.phase().map(Phase::as_str), v.phase());
-            assert_eq!((s.name(), s.session_id()), (v.name(), v.session_id()));
-            let counters = |s: &State| {
-                (
-                    s.task_index(),
-                    s.total_tasks(),
-                    s.task_iteration(),
-                    s.max_task_iterations(),
-                    s.global_iteration(),
-                    s.max_global_iterations(),
-                )
-            };
+            let s = State::from_value(&doc).unwrap();
+            assert_eq!((s.phase(), s.name(), s.session_id()), (None, None, None));
+            let counters = (s.task_index(), s.total_tasks(), s.task_iteration());
+            assert_eq!(counters, (0, 0, 0));
             assert_eq!(
-                counters(&s),
-                (
-                    v.task_index(),
-                    v.total_tasks(),
-                    v.task_iteration(),
-                    v.max_task_iterations(),
-                    v.global_iteration(),
-                    v.max_global_iterations()
-                )
+                (s.max_task_iterations(), s.max_global_iterations()),
+                (5, 30)
             );
             assert_eq!(
                 (s.max_output_tokens(), s.max_minutes(), s.max_stall_stops()),
-                (v.max_output_tokens(), v.max_minutes(), v.max_stall_stops())
+                (None, None, 5)
             );
             assert_eq!(
                 (s.output_tokens(), s.input_tokens(), s.transcript_offset()),
-                (v.output_tokens(), v.input_tokens(), v.transcript_offset())
+                (0, 0, None)
             );
-            assert_eq!(s.started_at().and_then(Timestamp::text), v.started_at());
-            assert_eq!(s.driver().as_str(), v.driver());
-            assert_eq!(
-                (
-                    s.quick_mode(),
-                    s.recovery_mode(),
-                    s.awaiting_approval(),
-                    s.completed()
-                ),
-                (
-                    v.quick_mode(),
-                    v.recovery_mode(),
-                    v.awaiting_approval(),
-                    v.completed()
-                )
+            assert_eq!(s.driver(), Driver::Manual);
+            assert!(
+                !(s.quick_mode() || s.recovery_mode() || s.awaiting_approval() || s.completed())
             );
-            assert_eq!(s.halt().is_some(), v.halt().is_some());
-            assert_eq!(
-                (s.halt_kind(), s.halt_reason()),
-                (v.halt_kind(), v.halt_reason())
-            );
+            assert!(s.halt().is_none() && s.halt_kind().is_none());
         }
+        let s = State::from_value(&full()).unwrap();
+        assert_eq!(
+            (s.phase(), s.name()),
+            (Some(Phase::Execution), Some("demo"))
+        );
+        assert_eq!(
+            (s.task_index(), s.total_tasks(), s.task_iteration()),
+            (2, 3, 1)
+        );
+        assert_eq!((s.max_stall_stops(), s.output_tokens()), (4, 7));
+        assert_eq!(
+            s.started_at().and_then(Timestamp::text),
+            Some("2026-01-01T00:00:00+01:00")
+        );
+        assert_eq!(
+            (s.driver(), s.halt_kind()),
+            (Driver::StopHook, Some("stall"))
+        );
     }
 
     /// A value of the wrong kind for each known field, nested as its path says.
@@ -828,6 +919,18 @@ mod tests {
             "attempts": {"1": [{"startedAt": "x", "endedAt": "2026-01-01T00:00:00Z"}]}});
         let s = State::from_value(&doc).unwrap();
         assert_eq!(s.to_value(), doc);
+        // `usage.agents` is the hooks' own record: garbled, it reads as absent and is kept.
+        for agents in [json!(5), json!({"a": {"offset": "x"}})] {
+            let doc = json!({"usage": {"agents": agents}});
+            let read = State::from_value(&doc).unwrap();
+            assert_eq!(
+                (
+                    read.to_value(),
+                    read.agent_usage("a").and_then(|a| a.offset.get())
+                ),
+                (doc, None)
+            );
+        }
         assert_eq!(s.started_at().map(Timestamp::at), Some(None));
         assert_eq!(s.started_at().and_then(Timestamp::text), Some("yesterday"));
         assert_eq!(s.halt().unwrap().at.get().unwrap().at(), None);
@@ -894,5 +997,38 @@ mod tests {
         assert_eq!(doc["guard"], json!({"blocks": 1, "stallStops": 0}));
         let lifted = Patch::new().halt(None).merge(Patch::new().completed(true));
         assert_eq!(lifted.to_value(), json!({"halt": null, "completed": true}));
+    }
+
+    #[test]
+    fn a_typed_merge_writes_what_the_json_merge_writes() {
+        let patches = [
+            json!({"usage": {"outputTokens": 9, "agents": {"a1": {"offset": 5}}}}),
+            json!({"halt": {"kind": "stall", "reason": "r"}, "taskIndex": 1, "new": {"x": 1}}),
+            json!({"halt": null, "ledger": {"run": {"attempt": 0}}, "mine": 2}),
+            json!({"attempts": {"1.2": [{"n": 2, "status": "running"}]}, "guard": {"blocks": 1}}),
+            json!({"sessionId": "s2", "budget": {"maxUsd": 7}, "$unset": ["zeta"]}),
+        ];
+        for patch in patches {
+            let want = super::super::apply_patch(Some(full()), &patch, "s").unwrap();
+            let mut typed = State::from_value(&full()).unwrap();
+            typed.merge(&patch, "s").unwrap();
+            assert_eq!(typed, State::from_value(&want).unwrap(), "{patch}");
+            let mut applied = State::from_value(&full()).unwrap();
+            if patch.get("$unset").is_none() {
+                applied.apply(&patch).unwrap();
+                assert_eq!(applied, typed, "{patch}");
+            }
+        }
+        let mut s = State::from_value(&full()).unwrap();
+        let err = s.merge(&json!({"taskIndex": "3"}), "s").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "patch: field `taskIndex` must be a non-negative integer"
+        );
+        assert_eq!(
+            s,
+            State::from_value(&full()).unwrap(),
+            "a refused patch changes nothing"
+        );
     }
 }
