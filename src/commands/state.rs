@@ -129,7 +129,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     let now = now_rfc3339();
     let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-        let existing = match store::read_json(&path) {
+        let existing = match state::read_document(&path) {
             Ok(Some(v)) if !v.is_object() => {
                 let problem = format!("{} is not a JSON object", path.display());
                 set_aside(&path, &problem, args.force)?;

@@ -43,8 +43,7 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
     let project = project_of(stdin, cwd)?;
     let spec = project.spec(None).ok()??;
     // Read leniently: a mistyped field reads as absent, the line still shows the rest.
-    let doc = store::read_json(&spec.state_path()).ok().flatten();
-    let state = doc.filter(Value::is_object).map(State::lenient_owned)?;
+    let state = crate::model::state::read_lenient(&spec.state_path()).ok()??;
     let text = store::read_text(&spec.tasks_path(), "tasks file").ok()?;
     // Counts and the next task only: a full parse was most of the line's cost.
     let (counts, next) = tasks::headline(&text);

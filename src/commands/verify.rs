@@ -14,7 +14,6 @@ use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
-use crate::io::store;
 use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
@@ -114,8 +113,8 @@ fn short(tree: &str) -> &str {
 }
 
 fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<i32> {
-    let state = store::read_json(&spec.state_path())?;
-    let record = state.as_ref().and_then(|s| slot.record_in(s));
+    let state = crate::model::state::read_lenient(&spec.state_path())?;
+    let record = state.as_ref().and_then(|s| slot.record_of(s));
     // Only a passing record needs the current tree.
     let passed = record.is_some_and(verify::passed);
     let current: Option<Fingerprint> = if passed {

@@ -574,10 +574,53 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
     Ok(())
 }
 
-/// The state file for a read-only view that never type-checked it (the acceptance matrix,
-/// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
-pub fn read_lenient(path: &std::path::Path) -> crate::error::Result<Option<State>> {
-    Ok(crate::io::store::read_json(path)?.map(|doc| State::lenient(&doc)))
+/// How the one reader takes a mistyped known field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// An error naming the field: what the verbs and the hooks act on.
+    Checked,
+    /// The field reads as absent, the rest as it is: for read-only views that must show
+    /// what is readable (the status line, the acceptance matrix, doctor, evidence lookups).
+    /// A document that is not an object reads as no state.
+    Lenient,
+}
+
+/// The one reader of a state file: `None` when it does not exist. The bytes are parsed
+/// once and moved into the typed state (a UTF-8 BOM is accepted).
+pub fn read(path: &std::path::Path, reading: Reading) -> Result<Option<State>> {
+    let Some(doc) = read_document(path)? else {
+        return Ok(None);
+    };
+    match reading {
+        Reading::Checked => State::from_json(doc, &path.display().to_string()).map(Some),
+        Reading::Lenient => Ok(doc.is_object().then(|| State::lenient_owned(doc))),
+    }
+}
+
+/// The state file's parsed document, not yet read as a `State`: for `read`, and for
+/// `state init`, which must see a broken file to set it aside.
+pub fn read_document(path: &std::path::Path) -> Result<Option<Value>> {
+    crate::io::store::read_json(path)
+}
+
+/// `read` leniently.
+pub fn read_lenient(path: &std::path::Path) -> Result<Option<State>> {
+    read(path, Reading::Lenient)
+}
+
+/// Under the state file's lock: read it (checked), let `change` produce the new state,
+/// write it atomically. Nothing is written when `change` fails or returns `None`.
+pub fn update<T>(
+    path: &std::path::Path,
+    wait: std::time::Duration,
+    change: impl FnOnce(Option<State>) -> Result<(Option<State>, T)>,
+) -> Result<T> {
+    let _lock = crate::io::store::lock(path, wait)?;
+    let (next, out) = change(read(path, Reading::Checked)?)?;
+    if let Some(next) = next {
+        crate::io::store::write_atomic(path, &crate::io::store::to_pretty_bytes(&next))?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
