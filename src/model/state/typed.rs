@@ -3,7 +3,7 @@
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
 //! `Error::FieldType` text as before; the document that passed is then moved into the
-//! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
+//! records (`Owned`, `read_map`). Fields the table does not check (`startedAt`, `halt.at`, the
 //! guard's record) are read leniently: a garbled value is kept as it was and reads as
 //! unknown.
 //!
@@ -253,15 +253,9 @@ fn merge_key(map: &mut Map<String, Value>, key: &str, pv: &Value) {
     }
 }
 
-/// Known field `key` out of `map` (absent when it is not there), its value moved.
-fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
-    map.shift_remove(key)
-        .map_or_else(|| Ok(T::default()), T::from_json)
-}
-
 /// A record of the state: its known fields, each with its JSON key, and the unknown ones in
-/// `other` in their order. Reading takes each known key out of the object and moves its
-/// value (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
+/// `other` in their order. Reading walks the object once and moves each known value into
+/// its field (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
 /// intermediate tree first, about twice the cost of the parse); writing puts the known
 /// fields first, then `other`.
 macro_rules! record {
@@ -281,11 +275,33 @@ macro_rules! record {
         }
 
         impl $name {
-            fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
-                Ok($name {
-                    $($field: take(&mut map, $key)?,)*
-                    other: map,
-                })
+            fn from_map(map: Map<String, Value>) -> serde_json::Result<Self> {
+                $name::read_map(map, false)
+            }
+
+            /// `from_map` with each field that does not read dropped (absent).
+            #[allow(dead_code)]
+            fn from_map_lenient(map: Map<String, Value>) -> Self {
+                $name::read_map(map, true).unwrap_or_default()
+            }
+
+            /// One pass over the object, each value moved to its field (a removal per known
+            /// key would shift the map's entries once per field).
+            fn read_map(map: Map<String, Value>, lenient: bool) -> serde_json::Result<Self> {
+                let mut out = $name::default();
+                for (key, value) in map {
+                    match key.as_str() {
+                        $($key => match Field::from_json(value) {
+                            Ok(v) => out.$field = v,
+                            Err(_) if lenient => {}
+                            Err(e) => return Err(e),
+                        },)*
+                        _ => {
+                            out.other.insert(key, value);
+                        }
+                    }
+                }
+                Ok(out)
             }
         }
 
@@ -475,8 +491,8 @@ impl State {
         State::from_checked(doc.clone(), source_name)
     }
 
-    /// The document with each mistyped known field dropped (the type check names them one
-    /// at a time), the rest read as it is: for readers of an unchecked file that must keep
+    /// The document with each top-level known field that does not read dropped, the rest
+    /// read as it is: for readers of an unchecked file that must keep
     /// what is readable — `state init`'s baseline of boxes ticked before the execution,
     /// which a garbled unrelated field must not reset — and for messages built from a
     /// document checked elsewhere. Not an object: empty.
@@ -485,20 +501,16 @@ impl State {
     }
 
     /// `lenient` on a document the caller no longer needs (no copy).
-    pub fn lenient_owned(mut doc: Value) -> State {
-        let fields = doc.as_object().map_or(0, Map::len);
-        for _ in 0..=fields {
-            let field = match typecheck(&doc, "state") {
-                Ok(()) => return State::from_owned(doc).unwrap_or_default(),
-                Err(Error::FieldType { field, .. }) => field,
-                Err(_) => break,
-            };
-            let top = field.split('.').next().unwrap_or_default();
-            if doc.as_object_mut().and_then(|m| m.remove(top)).is_none() {
-                break;
-            }
+    /// Each top-level field is read as the checked read reads it, and dropped when it does
+    /// not read; the checks beyond the types (`maxUsd`'s sign, the ledger's and the
+    /// evidence maps' inner shapes) are the accessors' to meet (`ledger()` names a bad
+    /// ledger, `Slot::record_of` skips a record that is not an object). No type check runs
+    /// first: the status line reads this way on every refresh.
+    pub fn lenient_owned(doc: Value) -> State {
+        match doc {
+            Value::Object(map) => State::from_map_lenient(map),
+            _ => State::default(),
         }
-        State::default()
     }
 
     /// The hot path: the parsed document is moved into the typed state, not copied.
