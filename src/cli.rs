@@ -101,7 +101,7 @@ pub struct GroupMergeArgs {
     #[command(flatten)]
     pub spec: SpecArg,
     /// Verification command when no [VERIFY] task follows the group (default: the
-    /// command of verificationBlocks.execution).
+    /// command of verificationBlocks.execution, else the members' Verify commands).
     #[arg(long, value_name = "C")]
     pub command: Option<String>,
     /// Kill the verification command after SECS seconds; default: no limit.

@@ -6,10 +6,10 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::e2e;
-use crate::e2e::fake_model::{bash, tool, Block, Rule};
+use crate::e2e::fake_model::{bash, text, tool, Agent, Block, Rule};
 use crate::e2e::runner::Session;
 use crate::e2e::{critique_command, marked_subagent_rules, subagent_rules, Harness, SESSION};
 
@@ -263,4 +263,192 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
         h.project.git_cmd(&["status", "--porcelain", "--", "notes"]),
         ""
     );
+}
+
+const DRIVEN_TASKS: &str = "# Tasks: demo
+
+## Phase 1: Notes
+
+- [ ] 1.1 [P] Write the alpha note
+  - **Do**: notes/alpha.txt holds ALPHA
+  - **Files**: notes/alpha.txt
+  - **Verify**: `grep -q ALPHA notes/alpha.txt`
+  - **Commit**: `feat(notes): alpha`
+- [ ] 1.2 [P] Write the beta note
+  - **Do**: notes/beta.txt holds BETA
+  - **Files**: notes/beta.txt
+  - **Verify**: `grep -q BETA notes/beta.txt`
+  - **Commit**: `feat(notes): beta`
+
+## Phase 2: After
+
+- [ ] 2.1 Write the gamma note
+  - **Do**: notes/gamma.txt holds GAMMA
+  - **Files**: notes/gamma.txt
+  - **Done when**: notes/gamma.txt holds GAMMA
+  - **Verify**: `grep -q GAMMA notes/gamma.txt`
+  - **Commit**: `feat(notes): gamma`
+";
+
+/// The two defects an honest run of a `[P]` group found through the real client. Under the
+/// stop-hook driver the coordinator ends its turn once both members reported, and follows
+/// what the Stop hook says: it was told "Next task 2.1 … Delegate it now", whose start
+/// refused until the merge (the executor's TASK_FAILED burned an iteration); it must be
+/// told to merge. No `[VERIFY]` task follows the group, so `group merge` checks the merged
+/// tree with the members' Verify commands. At the phase end the spec reviewer runs
+/// `verify status --task` on each member, which exited 2 on the removed worktree; it must
+/// say fresh, judged on the merged tree. Then task 2.1 and completion, no attempt failed.
+#[test]
+fn e2e_isolated_group_driven_by_the_stop_hook_is_merged_then_reviewed() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    let root = h.root();
+    h.project.write("specs/demo/tasks.md", DRIVEN_TASKS);
+    h.project.write(".gitignore", ".specrun/\n");
+    h.project.commit_all("isolated demo");
+    h.init_execution(SESSION, &["--driver", "stop-hook"]);
+    let wt = |id: &str| root.join(".specrun/worktrees/demo").join(id);
+    let check = "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt";
+
+    let mut rules = vec![
+        Rule::main().turn(0).reply([bash(
+            "specrun task start 1.1 --worktree --spec demo && specrun task start 1.2 --worktree --spec demo",
+        )]),
+        Rule::main()
+            .turn(1)
+            .reply(["1.1", "1.2"].map(|id| delegate_in(&format!("[task {id}]"), id, &wt(id), true))),
+        // Both reported: the coordinator ends its turn and lets the Stop hook say what next.
+        Rule::main()
+            .delivered("TASK_COMPLETE 1.1")
+            .delivered("TASK_COMPLETE 1.2")
+            .reply([text("Both members reported.")]),
+        Rule::main()
+            .last_user("run `specrun group merge --spec demo`")
+            .reply([bash("specrun group merge --spec demo")]),
+        Rule::main()
+            .last_tool_result("group 1.1, 1.2: complete")
+            .reply([tool(
+                "Agent",
+                json!({"description": "Review phase 1",
+                       "prompt": "[review 1] Review tasks 1.1, 1.2 of spec demo (phase 1).",
+                       "subagent_type": "specrun:spec-reviewer",
+                       "run_in_background": false}),
+            )]),
+        Rule::main()
+            .result("REVIEW_PASS")
+            .reply([text("Phase 1 reviewed.")]),
+        Rule::main()
+            .last_user("Next task 2.1")
+            .reply([e2e::delegate("specrun:spec-executor", "2.1")]),
+        // The Stop hook's wait while members work in the background (2.1.198 and later).
+        Rule::main()
+            .last_user("still working in the background")
+            .times(0)
+            .reply([text(e2e::WAITING)]),
+    ];
+    rules.extend(e2e::phase_check_then_complete(
+        Rule::main().result("TASK_COMPLETE 2.1"),
+        &format!("specrun verify run --phase execution --command '{check}' --spec demo"),
+        "Every task is verified.",
+    ));
+    for (id, word, file) in [("1.1", "ALPHA", "alpha"), ("1.2", "BETA", "beta")] {
+        let steps = member_steps(
+            &wt(id),
+            id,
+            &format!("echo {word} > notes/{file}.txt"),
+            &format!("grep -q {word} notes/{file}.txt"),
+            &format!("feat(notes): {file}"),
+        );
+        rules.extend(subagent_rules(
+            id,
+            0,
+            steps,
+            &format!("Done.\nTASK_COMPLETE {id}"),
+        ));
+    }
+    let review =
+        ["1.1", "1.2"].map(|id| bash(&format!("specrun verify status --task {id} --spec demo")));
+    rules.extend(marked_subagent_rules(
+        "[review 1]",
+        0,
+        review.to_vec(),
+        "No findings.\nREVIEW_PASS",
+    ));
+    rules.extend(e2e::honest_executor(
+        &root,
+        "2.1",
+        Some(("notes/gamma.txt", "GAMMA\n")),
+        "grep -q GAMMA notes/gamma.txt",
+    ));
+    rules.extend(e2e::waiting_rules());
+    let run = h.run(
+        rules,
+        Session::new("Run the demo spec.").session_id(SESSION),
+    );
+
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    let state = h.completed_state(&run);
+    // The Stop hook's re-prompts: the merge first, task 2.1 only after it (a stop answering
+    // a block without progress is allowed, and names the merge too).
+    let stops: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "stop")
+        .collect();
+    for stop in stops
+        .iter()
+        .filter(|e| e["rule"] == "next-task-no-progress")
+    {
+        assert!(
+            stop["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("group is not merged"),
+            "{stop}"
+        );
+    }
+    let rules: Vec<String> = stops
+        .iter()
+        .filter(|e| e["decision"] == "block")
+        .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
+        .filter(|r| r.starts_with("next-task"))
+        .collect();
+    assert_eq!(
+        rules,
+        ["next-task-group-merge", "next-task"],
+        "{}",
+        run.describe()
+    );
+    // No attempt failed, none was repeated: the merge was reached without a TASK_FAILED.
+    for (id, attempts) in state["attempts"].as_object().unwrap() {
+        let attempts = attempts.as_array().unwrap();
+        assert_eq!(attempts.len(), 1, "{id}: {attempts:?}");
+        assert_eq!(attempts[0]["status"], "done", "{id}: {attempts:?}");
+    }
+    let iso = &state["isolation"];
+    assert_eq!(iso["group"]["status"], "complete", "{iso:#}");
+    let verified = &state["verificationBlocks"]["isolated-group"];
+    assert_eq!(
+        verified["command"], "grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt",
+        "{state:#}"
+    );
+    // The reviewer's `verify status --task` of each merged member: fresh, on the merged tree.
+    let seen: Vec<String> = run
+        .requests_of(Agent::Sub)
+        .iter()
+        .filter(|r| r.first_user.contains("[review 1]"))
+        .flat_map(|r| r.last_tool_results.clone())
+        .collect();
+    for id in ["1.1", "1.2"] {
+        assert!(
+            seen.iter()
+                .any(|t| t.starts_with(&format!("fresh: taskEvidence[{id}]"))
+                    && t.contains("merged at ")),
+            "{id}: {seen:#?}\n{}",
+            run.describe()
+        );
+    }
+    assert!(!seen.iter().any(|t| t.contains("cannot list")), "{seen:#?}");
+    assert_eq!(h.read("notes/gamma.txt"), "GAMMA\n");
 }

@@ -40,7 +40,7 @@ fn project() -> TempProject {
     p
 }
 
-fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
     run_in_env(dir, args, &[])
 }
 
@@ -58,7 +58,7 @@ fn run_in_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String, 
     )
 }
 
-fn ok_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn ok_in(dir: &Path, args: &[&str]) -> String {
     let (code, out, err) = run_in(dir, args);
     assert_eq!(
         code,
@@ -69,7 +69,7 @@ fn ok_in(dir: &Path, args: &[&str]) -> String {
     out
 }
 
-fn git_in(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .current_dir(dir)
         .args(args)
@@ -84,7 +84,7 @@ fn git_in(dir: &Path, args: &[&str]) -> String {
 }
 
 /// `task start ID --worktree`: the path is the last line printed.
-fn start(p: &TempProject, id: &str) -> PathBuf {
+pub(crate) fn start(p: &TempProject, id: &str) -> PathBuf {
     let out = ok_in(&p.root(), &["task", "start", id, "--worktree"]);
     let path = PathBuf::from(out.lines().last().unwrap().trim());
     assert!(path.join(".git").is_file(), "{out}");
@@ -106,7 +106,7 @@ fn critique_input(stage: &str) -> String {
 }
 
 /// What an executor does inside its worktree: write, verify, critique, complete.
-fn finish_member(dir: &Path, id: &str, files: &[(&str, &str)], verify: &str) {
+pub(crate) fn finish_member(dir: &Path, id: &str, files: &[(&str, &str)], verify: &str) {
     for (rel, text) in files {
         std::fs::write(dir.join(rel), text).unwrap();
     }
@@ -733,17 +733,14 @@ fn sequential_tasks_run_isolated_only_after_state_init_isolate() {
     ok_in(&p.root(), &["state", "init", "--isolate"]);
     let dir = start(&p, "1");
     finish_member(&dir, "1", &[("one.txt", "1\n")], "test -f one.txt");
-    let (code, _, err) = run_in(&p.root(), &["group", "merge"]);
-    assert_eq!(code, 2, "no [VERIFY] task and no recorded command: {err}");
-    assert!(
-        err.contains("--command") && err.contains("merges are kept"),
-        "{err}"
-    );
-    let (code, out, err) = run_in(
-        &p.root(),
-        &["group", "merge", "--command", "test -f one.txt"],
-    );
+    // No [VERIFY] task and no recorded command: the member's own Verify checks the merged
+    // tree (group_next_step has the case with nothing to check with).
+    let (code, out, err) = run_in(&p.root(), &["group", "merge"]);
     assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("passed: test -f one.txt (verificationBlocks.isolated-group)"),
+        "{out}"
+    );
     assert_eq!(p.read("one.txt"), "1\n");
 }
 

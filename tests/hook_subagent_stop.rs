@@ -97,8 +97,30 @@ fn a_hand_written_critique_stub_is_not_a_record() {
             .to_string(),
     );
     let reason = refusal(&e, "TASK_COMPLETE 1.2");
+    // Invalid, not missing: the executor must fix the record it wrote, not look for it
+    // (the guard used to call it missing); the field at fault is named.
     assert!(
-        reason.contains("self-critique record post-test is missing"),
+        reason.contains("self-critique record post-test is invalid")
+            && reason.contains("`checklist` is missing")
+            && !reason.contains("post-test is missing"),
+        "{reason}"
+    );
+    // A record that is not JSON is invalid too, with the line and column of the fault.
+    e.p.write(
+        "specs/demo/critique/1.2-post-test.json",
+        "{\n  \"task\": \"1.2\",\n  oops\n}\n",
+    );
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
+    assert!(
+        reason.contains("self-critique record post-test is invalid") && reason.contains("line 3"),
+        "{reason}"
+    );
+    // A missing one is still called missing, and the valid post-code record is not named.
+    std::fs::remove_file(e.p.root().join("specs/demo/critique/1.2-post-test.json")).unwrap();
+    let reason = refusal(&e, "TASK_COMPLETE 1.2");
+    assert!(
+        reason.contains("self-critique record post-test is missing")
+            && !reason.contains("post-code"),
         "{reason}"
     );
 }

@@ -35,6 +35,7 @@ mod followup_verbs;
 mod fuzz;
 mod goal_cli;
 mod group_isolation;
+mod group_next_step;
 mod guard_hardening;
 mod hook_bad_input;
 mod hook_launcher;

@@ -9,7 +9,7 @@ use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
 use crate::evidence::followups::{NewItem, Store};
-use crate::evidence::verify::Slot;
+use crate::evidence::verify::{self, Slot};
 use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
@@ -238,12 +238,15 @@ impl Ctx<'_> {
             conflicts: Vec::new(),
             ..m.clone()
         };
-        let patch = worktree::member_patch(id, &done);
+        let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
+        let mut patch = worktree::member_patch(id, &done);
+        if let Some(record) = self.moved_evidence(&state, id, m, &dir, commit.as_deref()) {
+            patch = patch.task_evidence(id, record);
+        }
         let next = self.ex.write_state(&state, &patch)?;
         self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
-        let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
         if let Err(e) = worktree::remove_worktree(root, &dir) {
             output::warn(&format!("merged task {id}, but its worktree stays: {e}"));
         }
@@ -252,6 +255,40 @@ impl Ctx<'_> {
         tally.merged.push(id.to_string());
         tally.merged_total += 1;
         Ok(next)
+    }
+
+    /// The member's evidence record, taken from its worktree (about to go) to the merged
+    /// tree (`verify::merged_record`); `None` when there is none to take, or it was stale.
+    fn moved_evidence(
+        &self,
+        state: &State,
+        id: &str,
+        m: &Member,
+        dir: &std::path::Path,
+        commit: Option<&str>,
+    ) -> Option<Value> {
+        let record = state
+            .task_evidence(id)
+            .filter(|r| r.get("worktree").and_then(Value::as_str) == Some(m.worktree.as_str()))?;
+        let members = Isolation::of(state)
+            .group
+            .map(|g| g.members)
+            .unwrap_or_default();
+        let tasks: Vec<&crate::model::tasks::Task> = members
+            .iter()
+            .filter_map(|t| self.list.find(t).ok())
+            .collect();
+        let others = verify::others_files(&tasks, id);
+        let (project, spec) = (self.ex.project, &self.ex.spec);
+        match verify::merged_record(project, spec, record, dir, &others, commit) {
+            Ok(moved) => moved,
+            Err(e) => {
+                output::warn(&format!(
+                    "merged task {id}; its evidence stays bound to its worktree: {e}"
+                ));
+                None
+            }
+        }
     }
 
     /// A member that cannot be merged: its branch and worktree kept, its attempt failed with
@@ -409,11 +446,7 @@ fn verify_merged(
         (Some(t), _, _) => (Slot::Task(t.label()), None),
         (None, Some(c), _) => (Slot::Phase("execution".into()), Some(c.clone())),
         (None, None, Some(c)) => (Slot::Phase("execution".into()), Some(c)),
-        (None, None, None) => {
-            return Err(Error::Usage(
-                "no [VERIFY] task follows the group and no command is recorded for the execution phase: re-run with `specrun group merge --command '…'` (the merges are kept)".into(),
-            ))
-        }
+        (None, None, None) => members_check(spec, &list, group)?,
     };
     let plan = crate::evidence::verify_run::plan_run(spec, &slot, command, None)?;
     let (record, _) =
@@ -427,6 +460,35 @@ fn verify_merged(
         slot,
         command,
     })
+}
+
+/// The slot of a merged tree checked with its members' own Verify commands: not the
+/// execution phase's, which stands for the full check (and vouches for a task's claim).
+pub const MEMBERS_SLOT: &str = "isolated-group";
+
+/// No `[VERIFY]` task after the group and no check recorded: the members' own Verify
+/// commands, each in task order, checked together on the merged tree.
+fn members_check(spec: &Spec, list: &TaskList, group: &Group) -> Result<(Slot, Option<String>)> {
+    let commands: Vec<String> = group
+        .members
+        .iter()
+        .filter_map(|id| list.find(id).ok()?.verify_command())
+        // A list or a pipeline keeps its own exit status: `a; b && c` would drop a's.
+        .map(|c| match c.contains([';', '|', '&', '\n']) {
+            true => format!("( {c} )"),
+            false => c.to_string(),
+        })
+        .collect();
+    if commands.is_empty() {
+        return Err(Error::Usage(format!(
+            "no [VERIFY] task follows the group, no check is recorded for the execution phase and no member has a Verify command: re-run with `specrun group merge --spec {} --command '<the command that checks the merged tree>'` (the merges are kept)",
+            spec.name
+        )));
+    }
+    Ok((
+        Slot::Phase(MEMBERS_SLOT.into()),
+        Some(commands.join(" && ")),
+    ))
 }
 
 /// Phase 3: the group is complete only when every member merged and the merged tree's

@@ -181,14 +181,14 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
         StateRead::Valid(state) if hook::executing(&state) => Located::Executing(Active {
             project,
             spec,
-            state,
+            state: *state,
         }),
         // A cancelled execution still denies new work (PreToolUse), nothing else.
         StateRead::Valid(state) if state.phase() == Some(Phase::Cancelled) => {
             Located::Cancelled(Active {
                 project,
                 spec,
-                state,
+                state: *state,
             })
         }
         StateRead::Valid(_) => Located::Nothing,
@@ -597,8 +597,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
             evidence_mismatch: None,
             evidence: verify::Freshness::Missing,
             evidence_ended_at: None,
-            post_code_at: None,
-            post_test_at: None,
+            post_code: critique::Stored::Missing,
+            post_test: critique::Stored::Missing,
             extra: Vec::new(),
         };
     }
@@ -617,8 +617,8 @@ fn claim_facts(active: &Active, id: &str) -> ClaimFacts {
         evidence_mismatch: evidence.mismatch.clone(),
         evidence: evidence.freshness,
         evidence_ended_at: evidence.ended_at,
-        post_code_at: critique::recorded_at(spec, id, "post-code"),
-        post_test_at: critique::recorded_at(spec, id, "post-test"),
+        post_code: critique::load(spec, id, "post-code"),
+        post_test: critique::load(spec, id, "post-test"),
         extra: proof_unmet(active, id),
     }
 }

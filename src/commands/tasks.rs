@@ -8,6 +8,8 @@ use crate::io::output;
 use crate::io::project::Project;
 use crate::model::tasks::{self, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
+use crate::next;
+use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
     match cmd {
@@ -33,14 +35,24 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
         TasksCommand::Next(args) => {
             let loaded = load(project, &args)?;
             let list = loaded.list;
-            let group: Vec<&Task> = list.parallel_group(list.next_index());
+            let first = run_first(project, &args, &list);
+            // Nothing may start before the step to run first.
+            let group: Vec<&Task> = match first {
+                Some(_) => Vec::new(),
+                None => list.parallel_group(list.next_index()),
+            };
             if args.json {
                 let next = list.next();
                 let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
-                output::json_pretty(
-                    &json!({"next": next, "parallelGroup": ids, "counts": list.counts()}),
-                );
+                let mut doc = json!({"next": next, "parallelGroup": ids, "counts": list.counts()});
+                if let Some((command, why)) = &first {
+                    doc["runFirst"] = json!({"command": command, "why": why});
+                }
+                output::json_pretty(&doc);
             } else {
+                if let Some((_, why)) = &first {
+                    output::line(&format!("first: {why}"));
+                }
                 match list.next() {
                     None if list.tasks.is_empty() => output::line(&format!(
                         "{} holds no tasks (no `- [ ]` lines)",
@@ -85,6 +97,21 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// The step to run before the next task can start (the engine's: an isolated group waiting
+/// for its merge), as (command, why); none for a plain `--file` or a spec without state.
+fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option<(String, String)> {
+    if args.file.is_some() {
+        return None;
+    }
+    let spec = project.spec(args.spec.spec.as_deref()).ok()??;
+    let StateRead::Valid(state) = facts::read_typed(&spec.state_path()) else {
+        return None;
+    };
+    let standing = next::standing_of(&spec.name, list, &state);
+    let why = standing.merge_step()?;
+    Some((standing.merge_command(), why))
 }
 
 fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {

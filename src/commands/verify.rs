@@ -14,6 +14,7 @@ use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
+use crate::isolation::worktree::Isolation;
 use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
@@ -177,6 +178,16 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             spec.name
         ),
         Freshness::Missing => format!("no evidence in {}", slot.describe()),
+    };
+    // Evidence a member recorded in its worktree says where it is judged now.
+    let note = verify::merged_note(record).or_else(|| {
+        let name = verify::worktree_gone(project, spec, record)?;
+        let iso = state.as_ref().map(Isolation::of);
+        Some(crate::isolation::gone_note(&iso.unwrap_or_default(), &name))
+    });
+    let reason = match note {
+        Some(note) => format!("{reason}; {note}"),
+        None => reason,
     };
     let has_own_verify = !matches!(fit, None | Some(verify::CommandFit::NoVerify));
     let rerun = record

@@ -12,10 +12,11 @@ pub mod uncounted;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::claude::goal::shell_word;
+use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
 use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp};
 use crate::model::tasks::{Task, TaskList};
-use crate::support::shell::shell_word;
 
 /// The coordinator's completion claim: the last line of its final message.
 pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
@@ -583,14 +584,27 @@ fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     if v.driver() != Driver::StopHook || v.awaiting_approval() {
         return None;
     }
-    let tasks = stop.facts.tasks;
-    let task = tasks.next()?;
+    let (name, tasks) = (stop.facts.spec_name, stop.facts.tasks);
+    // The one "what next": an isolated group waiting for its merge is merged before the
+    // next task, whose start refuses until then.
+    let standing = crate::next::standing_of(name, tasks, v);
+    let (open, prompt, rule) = match standing.merge_step() {
+        Some(merge) => (
+            "the isolated group is not merged".to_string(),
+            format!("Spec '{name}': {merge}"),
+            "next-task-group-merge",
+        ),
+        None => {
+            let task = tasks.next()?;
+            let open = format!("task {} is still open", task.label());
+            (open, task_brief(name, tasks, task), "next-task")
+        }
+    };
     if stop.no_progress_since_block() {
-        let m = stop.stall_note(&format!("task {} is still open", task.label()));
+        let m = stop.stall_note(&open);
         return Some((Decision::Allow(Some(m)), "next-task-no-progress".into()));
     }
-    let brief = task_brief(stop.facts.spec_name, tasks, task);
-    Some((Decision::Block(brief), "next-task".into()))
+    Some((Decision::Block(prompt), rule.into()))
 }
 
 fn allow(_: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
@@ -711,8 +725,9 @@ pub struct ClaimFacts {
     /// `startedAt` of that evidence.
     /// When the evidence run ended (`startedAt + durationMs`).
     pub evidence_ended_at: Option<String>,
-    pub post_code_at: Option<String>,
-    pub post_test_at: Option<String>,
+    /// The two self-critique records, judged (`critique::load`).
+    pub post_code: Stored,
+    pub post_test: Stored,
     /// More missing items, each with its fix: claims of the final message no fresh verify
     /// run supports (`claims::describe`), and an unchecked task's unmet proof gates
     /// (uncovered criteria, unjustified integrity findings).
@@ -750,19 +765,27 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     } else if let Some(why) = &facts.evidence_mismatch {
         missing.push(format!("evidence for task {id} does not count: {why}."));
     }
-    for (stage, at) in [
-        ("post-code", &facts.post_code_at),
-        ("post-test", &facts.post_test_at),
+    for (stage, stored) in [
+        ("post-code", &facts.post_code),
+        ("post-test", &facts.post_test),
     ] {
-        if at.is_none() {
-            missing.push(format!(
-                "self-critique record {stage} is missing: `specrun critique record --task {id} --stage {stage} --spec {name} --file <record.json>`."
-            ));
+        let record = format!("`specrun critique record --task {id} --stage {stage} --spec {name} --file <record.json>`");
+        // A record that is there but does not count is named as such, with its fault: the
+        // executor fixes what it wrote rather than looking for a file that exists.
+        match stored {
+            Stored::Usable { .. } => {}
+            Stored::Missing => missing.push(format!(
+                "self-critique record {stage} is missing: {record}."
+            )),
+            Stored::Unusable(why) => missing.push(format!(
+                "self-critique record {stage} is {}: record it again with {record}.",
+                unusable_text(why)
+            )),
         }
     }
     // The post-test review must look at the passing run, so it must come after it.
     if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
-        &facts.post_test_at,
+        facts.post_test.recorded_at(),
         &facts.evidence_ended_at,
         facts.evidence,
     ) {
@@ -774,6 +797,15 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     }
     missing.extend(facts.extra.iter().cloned());
     missing
+}
+
+/// "invalid: <fault>" as `critique::judge` words it, or "invalid (<why>)" for the rest
+/// (open issues, no `recordedAt`, unreadable).
+fn unusable_text(why: &str) -> String {
+    match why.strip_prefix("invalid: ") {
+        Some(fault) => format!("invalid ({fault})"),
+        None => format!("invalid ({why})"),
+    }
 }
 
 /// Decide an executor's SubagentStop that claims task `id`.
@@ -1041,7 +1073,14 @@ pub fn session_context(
             "Halted: {}. A person continues it with `{}`.",
             h.reason, h.resume
         )),
-        None => lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details).")),
+        None => {
+            // The merge comes before the next task (the engine's step, as snapshot says).
+            let merge = tasks.and_then(|l| crate::next::standing_of(name, l, v).merge_step());
+            if let Some(merge) = merge {
+                lines.push(format!("Next: {merge}"));
+            }
+            lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details)."));
+        }
     }
     Some(lines.join("\n"))
 }
@@ -1552,6 +1591,31 @@ mod tests {
         assert!(running_agents(Some(&json!("not a list"))).is_empty());
     }
 
+    /// The stop-hook driver re-prompted "Next task … Delegate it now" while an isolated
+    /// group waited for its merge, and that task's start refused: the merge comes first.
+    #[test]
+    fn the_stop_hook_driver_prompts_the_merge_of_a_finished_group() {
+        let mut s = state();
+        s["executionDriver"] = json!("stop-hook");
+        let member = json!({"branch": "b", "worktree": "1.1", "base": "c", "status": "ready"});
+        s["isolation"] = json!({"group": {"members": ["1.1"], "baseBranch": "main", "base": "c",
+            "status": "running"}, "members": {"1.1": member}});
+        let o = decide(&s, TASKS, Some("The member reported."), false, None);
+        assert_eq!(o.rule, "next-task-group-merge");
+        let r = block_text(&o);
+        assert!(r.contains("run `specrun group merge --spec demo`"), "{r}");
+        assert!(!r.contains("Delegate it"), "{r}");
+        // Every box ticked, the group still unmerged: the merge too, not an allow.
+        let o = decide(&s, DONE, Some("All done."), false, None);
+        assert_eq!(o.rule, "next-task-group-merge", "{o:?}");
+        // Once merged and verified, the next task.
+        s["isolation"]["group"]["status"] = json!("complete");
+        s["isolation"]["members"]["1.1"]["status"] = json!("merged");
+        let o = decide(&s, TASKS, None, false, None);
+        assert_eq!(o.rule, "next-task");
+        assert!(block_text(&o).contains("Next task 1.2"));
+    }
+
     #[test]
     fn a_stop_while_agents_run_is_no_stall_and_no_redelegation() {
         let mut s = state();
@@ -1770,6 +1834,16 @@ mod tests {
         assert_eq!(o.decision.to_hook_json(), None);
     }
 
+    /// A usable record at `when`, else a missing one.
+    fn at(usable: bool, when: &str) -> Stored {
+        match usable {
+            true => Stored::Usable {
+                recorded_at: when.into(),
+            },
+            false => Stored::Missing,
+        }
+    }
+
     fn claim(
         task: Option<(bool, Option<String>)>,
         ev: Freshness,
@@ -1781,8 +1855,8 @@ mod tests {
             evidence_mismatch: None,
             evidence: ev,
             evidence_ended_at: Some("2026-01-01T00:10:00Z".into()),
-            post_code_at: code.then(|| "2026-01-01T00:05:00Z".into()),
-            post_test_at: test.then(|| "2026-01-01T00:20:00Z".into()),
+            post_code: at(code, "2026-01-01T00:05:00Z"),
+            post_test: at(test, "2026-01-01T00:20:00Z"),
             extra: vec![],
         }
     }
@@ -1845,9 +1919,22 @@ mod tests {
     }
 
     #[test]
+    fn an_invalid_critique_record_is_named_invalid_not_missing() {
+        let mut f = claim(Some((true, None)), Freshness::Fresh, true, false);
+        f.post_code = Stored::Unusable("invalid: `checklist.SC-5.5.2` is missing".into());
+        let missing = claim_missing("demo", "1", &f);
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(missing[0].starts_with("self-critique record post-code is invalid (`checklist.SC-5.5.2` is missing): record it again"), "{missing:?}");
+        assert!(
+            missing[1].starts_with("self-critique record post-test is missing"),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
     fn post_test_critique_must_follow_the_evidence() {
         let mut f = claim(Some((true, None)), Freshness::Fresh, true, true);
-        f.post_test_at = Some("2026-01-01T00:01:00Z".into());
+        f.post_test = at(true, "2026-01-01T00:01:00Z");
         let missing = claim_missing("demo", "1", &f);
         assert_eq!(missing.len(), 1);
         assert!(missing[0].contains("predates"), "{missing:?}");

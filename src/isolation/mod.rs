@@ -246,6 +246,22 @@ pub fn rollback_member(
     Ok((saved, ref_name, worktree::member_patch(id, &gone)))
 }
 
+/// Why a record made in the worktree `name` is judged in the main checkout: the member
+/// that owned it is merged (at its merge commit) or gone otherwise.
+pub fn gone_note(iso: &Isolation, name: &str) -> String {
+    let owner = iso.members.iter().find(|(_, m)| m.worktree == name);
+    let what = match owner {
+        Some((id, m)) => match (&m.merge_commit, m.status.as_str()) {
+            (Some(c), worktree::MERGED) => {
+                format!("task {id} merged at {}", crate::protocol::short_commit(c))
+            }
+            (_, status) => format!("task {id} {status}"),
+        },
+        None => "no member owns it now".into(),
+    };
+    format!("recorded in worktree {name}, which is gone ({what}): judged on the main checkout")
+}
+
 /// The JSON a verb adds about a member (`--json` output and events).
 pub fn member_json(member: &Member, dir: &Path) -> Value {
     json!({"branch": member.branch, "worktree": dir, "memberStatus": member.status})

@@ -96,6 +96,9 @@ pub fn unearned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
     out
 }
 
+/// The gate an isolated group not yet merged and verified fails.
+pub const GROUP_UNMERGED: &str = "group-unmerged";
+
 /// An isolated group whose members are ticked but not all merged and verified: their work
 /// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
 fn unmerged(name: &str, state: &State) -> Option<Unmet> {
@@ -117,7 +120,7 @@ fn unmerged(name: &str, state: &State) -> Option<Unmet> {
         format!("not merged: {}", open.join(", "))
     };
     Some(Unmet::new(
-        "group-unmerged",
+        GROUP_UNMERGED,
         format!(
             "the isolated group is {status} ({members}): `specrun group merge --spec {name}` merges the members and verifies the merged tree; it prints the next step."
         ),

@@ -23,7 +23,8 @@ pub use crate::model::state::read_lenient;
 pub enum StateRead {
     Absent,
     Invalid(String),
-    Valid(State),
+    /// Boxed: a `State` is two kilobytes, the other variants a few words.
+    Valid(Box<State>),
 }
 
 pub struct Facts {
@@ -39,7 +40,7 @@ pub struct Facts {
 pub fn read_typed(path: &Path) -> StateRead {
     match state::read(path, state::Reading::Checked) {
         Ok(None) => StateRead::Absent,
-        Ok(Some(s)) => StateRead::Valid(s),
+        Ok(Some(s)) => StateRead::Valid(Box::new(s)),
         Err(e) => StateRead::Invalid(e.to_string()),
     }
 }

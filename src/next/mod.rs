@@ -174,6 +174,41 @@ pub fn standing(input: &Input<'_>) -> Standing {
     Standing { spec, findings }
 }
 
+/// The engine for a spec whose tasks.md and state were read (the hooks, `tasks next`).
+pub fn standing_of(name: &str, tasks: &TaskList, state: &State) -> Standing {
+    standing(&Input {
+        // The directory is only named when it is missing, which a reader of tasks.md knows
+        // it is not.
+        spec: Some((name, Path::new(""))),
+        spec_dir_exists: true,
+        tasks: Some(tasks),
+        tasks_error: None,
+        state: StateInput::Valid(state),
+    })
+}
+
+impl Standing {
+    /// The step is `group merge`: every member of the open isolated group is done (the
+    /// next task's start refuses until then), or every box is ticked but the group is not
+    /// merged. `None` otherwise.
+    pub fn merge_step(&self) -> Option<String> {
+        match self.decisive() {
+            Finding::GroupAwaitsMerge => Some(self.merge_sentence()),
+            Finding::CompletionUnearned { unmet }
+                if unmet.name == crate::next::completion::GROUP_UNMERGED =>
+            {
+                Some(self.merge_sentence())
+            }
+            _ => None,
+        }
+    }
+
+    /// The shell command of the merge step.
+    pub fn merge_command(&self) -> String {
+        format!("specrun group merge --spec {}", self.spec)
+    }
+}
+
 fn findings(input: &Input<'_>, name: &str) -> Vec<Finding> {
     let Some((_, dir)) = input.spec else {
         return vec![Finding::NoActiveSpec];
@@ -324,8 +359,8 @@ impl Standing {
 
     /// What to do when an isolated group waits for its merge (snapshot and last-mile).
     pub fn merge_sentence(&self) -> String {
-        let n = &self.spec;
-        format!("Every member of the isolated group is done: run `specrun group merge --spec {n}`; it merges them, verifies the merged tree and prints the next step.")
+        let merge = self.merge_command();
+        format!("Every member of the isolated group is done: run `{merge}`; it merges them, verifies the merged tree and prints the next step.")
     }
 
     /// The shell command that moves the execution on, or `None` when there is nothing to
@@ -349,13 +384,15 @@ impl Standing {
             Finding::Halted(h) => h.resume.clone(),
             // `resume` undoes a cancel.
             Finding::Cancelled => format!("specrun resume --spec {n}"),
-            Finding::CompletionUnearned { unmet } if unmet.name == "group-unmerged" => {
-                format!("specrun group merge --spec {n}")
+            Finding::CompletionUnearned { unmet }
+                if unmet.name == crate::next::completion::GROUP_UNMERGED =>
+            {
+                self.merge_command()
             }
             Finding::CompletionUnearned { .. } | Finding::CompletionUnmarked => {
                 format!("specrun finish --spec {n}")
             }
-            Finding::GroupAwaitsMerge => format!("specrun group merge --spec {n}"),
+            Finding::GroupAwaitsMerge => self.merge_command(),
             Finding::Delegate { group, running } => {
                 return Some(task_step(n, group.first()?, *running, progress))
             }
@@ -670,6 +707,15 @@ mod tests {
             .contains("`specrun group merge --spec demo`"));
         let shell = s.shell(TaskProgress::default()).unwrap();
         assert_eq!(shell.command, "specrun group merge --spec demo");
+        // The hooks and `tasks next` ask the same standing for the merge step.
+        let state = typed(&doc);
+        assert_eq!(
+            standing_of("demo", &all, &state).merge_step(),
+            Some(s.merge_sentence())
+        );
+        assert!(standing_of("demo", &list, &state).merge_step().is_some());
+        let idle = typed(&json!({"phase": "execution"}));
+        assert_eq!(standing_of("demo", &list, &idle).merge_step(), None);
     }
 
     #[test]

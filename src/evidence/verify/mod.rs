@@ -221,17 +221,79 @@ pub fn fingerprint_for(
     fingerprint_in(project, spec, &dir, &excluded_paths(record))
 }
 
-/// The work tree a record was bound to: its member worktree (`worktree`, which must name
-/// one of this spec's worktree directories, so a hand-edit cannot point elsewhere), else
-/// the tree the command stands in.
+/// The work tree a record is judged in: its member worktree while that is on disk; once
+/// it is gone (merged, rolled back, cancelled) the main checkout, where a merged member's
+/// work now lives; a record made outside a worktree, the tree the command stands in.
 pub fn record_tree(project: &Project, spec: &Spec, record: Option<&Value>) -> std::path::PathBuf {
-    let named = record
-        .and_then(|r| r.get("worktree"))
-        .and_then(Value::as_str);
-    match named {
-        Some(name) if is_plain_segment(name) => project.worktrees_dir(&spec.name).join(name),
-        _ => project.tree.clone(),
+    match recorded_worktree(project, spec, record) {
+        Some(dir) if dir.join(".git").is_file() => dir,
+        Some(_) => project.root.clone(),
+        None => project.tree.clone(),
     }
+}
+
+/// The member worktree a record was made in (`worktree`, which must name one of this
+/// spec's worktree directories, so a hand-edit cannot point elsewhere), on disk or not.
+pub fn recorded_worktree(
+    project: &Project,
+    spec: &Spec,
+    record: Option<&Value>,
+) -> Option<std::path::PathBuf> {
+    let name = record?.get("worktree")?.as_str()?;
+    is_plain_segment(name).then(|| project.worktrees_dir(&spec.name).join(name))
+}
+
+/// A member's evidence record taken to the main checkout by its merge: bound to its
+/// worktree's tree without the other members' Files (`others`), as a `[P]` task's evidence
+/// is in the shared tree, so it is judged on the merged tree where its work now lives.
+/// `None` when the record was not fresh in the worktree (it stays stale, judged there no
+/// more). `mergedFrom` keeps where it was recorded.
+pub fn merged_record(
+    project: &Project,
+    spec: &Spec,
+    record: &Value,
+    dir: &Path,
+    others: &[String],
+    merge_commit: Option<&str>,
+) -> Result<Option<Value>> {
+    let here = fingerprint_in(project, spec, dir, &excluded_paths(Some(record)))?;
+    if assess(Some(record), Some(&here.tree)) != Freshness::Fresh {
+        return Ok(None);
+    }
+    let mut excluded = excluded_paths(Some(record));
+    excluded.extend(others.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let portable = fingerprint_in(project, spec, dir, &excluded)?;
+    let mut moved = record.clone();
+    moved["mergedFrom"] = serde_json::json!({"worktree": record.get("worktree"),
+        "tree": record.get("tree"), "mergeCommit": merge_commit});
+    moved["tree"] = Value::String(portable.tree);
+    moved["excludedPaths"] = serde_json::json!(excluded);
+    // Null, not removed: the state patch merges into the record that is there.
+    moved["worktree"] = Value::Null;
+    Ok(Some(moved))
+}
+
+/// Where a record taken to the merged tree by `merged_record` was made, for a reason.
+pub fn merged_note(record: Option<&Value>) -> Option<String> {
+    let from = record?.get("mergedFrom")?;
+    let worktree = from.get("worktree").and_then(Value::as_str).unwrap_or("?");
+    let commit = from
+        .get("mergeCommit")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    Some(format!(
+        "recorded in worktree {worktree}, merged at {}: judged on the main checkout without the other members' Files",
+        crate::io::git::short_commit(commit)
+    ))
+}
+
+/// The worktree name of a record whose worktree is gone, so it is judged in the main
+/// checkout instead (see [`record_tree`]).
+pub fn worktree_gone(project: &Project, spec: &Spec, record: Option<&Value>) -> Option<String> {
+    let dir = recorded_worktree(project, spec, record)?;
+    (!dir.join(".git").is_file()).then(|| dir.file_name()?.to_str().map(str::to_string))?
 }
 
 /// The `worktree` value a record made in `project.tree` carries: the member worktree's
@@ -279,7 +341,12 @@ fn is_plain_relative(path: &str) -> bool {
 /// parallel group (declared independent), minus the task's own Files. Empty when the task
 /// is not in the current group or the group has one member.
 pub fn sibling_files(list: &crate::model::tasks::TaskList, task_id: &str) -> Vec<String> {
-    let group = list.parallel_group(list.next_index());
+    others_files(&list.parallel_group(list.next_index()), task_id)
+}
+
+/// The Files of the tasks in `group` other than `task_id`, minus its own Files (empty when
+/// it is not in `group`).
+pub fn others_files(group: &[&crate::model::tasks::Task], task_id: &str) -> Vec<String> {
     let Some(own) = group.iter().find(|t| t.label() == task_id) else {
         return Vec::new();
     };

@@ -771,7 +771,7 @@ mod tests {
             assert_eq!(
                 typed,
                 (minutes, origin.clone()),
-                "State reads it as View does"
+                "the lenient read reads it as the checked one does"
             );
             assert_eq!(minutes, 90, "the earliest sound recorded time counts");
             let problem = origin.problem.unwrap();
