@@ -2,6 +2,8 @@
 //! (100,000 and 1,000 tasks), a state merge, snapshot fact collection in a git repository,
 //! and the atomic locked write. `scripts/bench-core` measures the same work as whole
 //! processes (the targets are about those).
+// Tests and benchmarks set up and inspect files directly; the binary goes through the store.
+#![allow(clippy::disallowed_methods)]
 
 use std::hint::black_box;
 use std::path::Path;

@@ -491,12 +491,11 @@ fn sigkill_between_two_member_merges_then_a_rerun_merges_each_once() {
     assert_eq!(code, 0);
 }
 
-#[test]
-fn a_merge_left_half_done_by_a_crash_is_aborted_and_redone() {
-    let p = project();
-    let d1 = start(&p, "1.1");
-    let d2 = start(&p, "1.2");
-    let d3 = start(&p, "1.3");
+/// 1.1 to 1.3 started in worktrees and completed there (the merged notes: alpha).
+fn three_finished(p: &TempProject) -> [PathBuf; 3] {
+    let d1 = start(p, "1.1");
+    let d2 = start(p, "1.2");
+    let d3 = start(p, "1.3");
     finish_member(
         &d1,
         "1.1",
@@ -505,10 +504,22 @@ fn a_merge_left_half_done_by_a_crash_is_aborted_and_redone() {
     );
     finish_member(&d2, "1.2", &[("b.txt", "B\n")], "test -f b.txt");
     finish_member(&d3, "1.3", &[("c.txt", "C\n")], "test -f c.txt");
+    [d1, d2, d3]
+}
+
+/// A merge of 1.1 a crash left half-done in the main checkout.
+fn half_merge(p: &TempProject) {
     git_in(
         &p.root(),
         &["merge", "--no-ff", "--no-commit", "specrun/demo/1.1"],
     );
+}
+
+#[test]
+fn a_merge_left_half_done_by_a_crash_is_aborted_and_redone() {
+    let p = project();
+    three_finished(&p);
+    half_merge(&p);
     let (code, doc) = merge(&p);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(
@@ -810,4 +821,153 @@ fn a_completion_claim_before_the_group_is_merged_is_refused() {
     let accepted = run_hook(&p, "stop", claim);
     assert!(!accepted.contains("\"block\""), "{accepted}");
     assert_eq!(p.state("demo")["completed"], true);
+}
+
+/// A project whose spec was never committed (the shell flow never says to): `specs/` is
+/// untracked, with the ignore rules `specrun new` writes.
+fn uncommitted_spec_project() -> TempProject {
+    let p = TempProject::git();
+    p.git_cmd(&["config", "user.email", "t@example.com"]);
+    p.git_cmd(&["config", "user.name", "t"]);
+    p.write("shared.txt", "line one\n");
+    p.write(".gitignore", ".specrun/\n");
+    p.commit_all("code only");
+    p.spec("demo", TASKS);
+    p.write(
+        "specs/.gitignore",
+        &format!("{}\n", specrun::commands::new::SPECS_IGNORE.join("\n")),
+    );
+    p.write("specs/demo/requirements.md", "the why\n");
+    p.init_state("demo");
+    assert!(git_in(&p.root(), &["status", "--porcelain"]).contains("?? specs/"));
+    p
+}
+
+/// Every file under specs/ with its content.
+fn bookkeeping(p: &TempProject) -> Vec<(PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else {
+                out.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&p.path("specs"), &mut out);
+    out.sort();
+    out
+}
+
+/// Every file of `before` is still there with the same content, but the ones a verb
+/// rewrites by design (the state; tasks.md and .progress.md where `rewritten` says).
+fn assert_kept(p: &TempProject, before: &[(PathBuf, Vec<u8>)], rewritten: &[&str]) {
+    for (path, bytes) in before {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if name.starts_with(".specrun-state.json") || rewritten.contains(&name.as_ref()) {
+            continue;
+        }
+        assert_eq!(
+            std::fs::read(path).ok().as_ref(),
+            Some(bytes),
+            "{} lost or changed",
+            path.display()
+        );
+    }
+    assert!(p.path(".specrun/events.jsonl").is_file());
+}
+
+#[test]
+fn members_of_a_never_committed_spec_start_roll_back_and_cancel_losing_no_bookkeeping() {
+    let p = uncommitted_spec_project();
+    let before = bookkeeping(&p);
+    // specs/.gitignore and the rest of specs/ are not "uncommitted changes" in the way.
+    let d1 = start(&p, "1.1");
+    std::fs::write(d1.join("a.txt"), "A\n").unwrap();
+    let out = ok_in(&p.root(), &["task", "rollback", "1.1", "--json"]);
+    assert!(!d1.exists(), "{out}");
+    assert_kept(&p, &before, &[]);
+    assert_eq!(member(&p, "1.1")["status"], "rolled-back");
+    let d1 = start(&p, "1.1");
+    let d2 = start(&p, "1.2");
+    std::fs::write(d2.join("b.txt"), "B\n").unwrap();
+    let out = ok_in(&p.root(), &["cancel", "--json"]);
+    assert!(!d1.exists() && !d2.exists(), "{out}");
+    assert_kept(&p, &before, &[".progress.md"]);
+}
+
+#[test]
+fn a_group_of_a_never_committed_spec_merges_and_aborts_a_half_done_merge_losing_nothing() {
+    let p = uncommitted_spec_project();
+    let [d1, d2, d3] = three_finished(&p);
+    let before = bookkeeping(&p);
+    half_merge(&p);
+    let (code, doc) = merge(&p);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["groupStatus"], "complete", "{doc}");
+    assert!(!d1.exists() && !d2.exists() && !d3.exists());
+    assert_eq!(p.read("a.txt"), "A\n");
+    // tasks.md gained the ticks; nothing else of the spec changed or went.
+    assert_kept(&p, &before, &["tasks.md", ".progress.md"]);
+    assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+    assert_eq!(
+        p.state("demo")["isolation"]["members"]["1.1"]["status"],
+        "merged"
+    );
+}
+
+#[test]
+fn a_member_checkout_is_never_written_through_a_link_out_of_the_project() {
+    for link in [".specrun", ".specrun/worktrees"] {
+        let p = project();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(p.path(".specrun")).unwrap();
+        if link == ".specrun" {
+            std::fs::remove_dir_all(p.path(".specrun")).unwrap();
+        }
+        std::os::unix::fs::symlink(outside.path(), p.path(link)).unwrap();
+        let (code, out, err) = run_in(&p.root(), &["task", "start", "1.1", "--worktree"]);
+        assert_eq!(code, 2, "{link}: {out}{err}");
+        assert!(
+            err.contains(&p.path(link).display().to_string()) && err.contains("symbolic link"),
+            "{link}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "{link}: nothing written outside"
+        );
+        assert!(
+            !git_in(&p.root(), &["worktree", "list"]).contains(outside.path().to_str().unwrap())
+        );
+        assert!(
+            p.state("demo")["attempts"]["1.1"].is_null(),
+            "{link}: no attempt recorded"
+        );
+    }
+}
+
+#[test]
+fn state_init_isolate_outside_git_says_the_tasks_run_in_the_shared_tree() {
+    let p = TempProject::bare();
+    p.spec("demo", TASKS);
+    let (code, out, err) = run_in(&p.root(), &["state", "init", "--isolate"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("isolation unavailable")
+            && err.contains(&p.root().display().to_string())
+            && err.contains("shared tree"),
+        "{err}"
+    );
+    assert_eq!(p.state("demo")["isolation"]["sequential"], true);
+    // In git, nothing to say.
+    let p = project();
+    let (code, _, err) = run_in(&p.root(), &["state", "init", "--isolate"]);
+    assert_eq!(
+        (code, err.contains("isolation unavailable")),
+        (0, false),
+        "{err}"
+    );
 }

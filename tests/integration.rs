@@ -10,6 +10,8 @@
 //! End-to-end tests (the real Claude Code) are the tests whose name starts with `e2e_`, and
 //! no other test's full name contains `e2e_`: `scripts/test` runs `-- --skip e2e_` once and
 //! `--test integration -- e2e_` once per pinned client.
+// Tests and benchmarks set up and inspect files directly; the binary goes through the store.
+#![allow(clippy::disallowed_methods)]
 
 // Shared helpers.
 mod common;
@@ -44,9 +46,11 @@ mod hook_stop;
 mod hook_subagent_stop;
 mod io_inputs;
 mod io_paths;
+mod io_reads;
 mod last_mile_cli;
 mod layers;
 mod learn_verb;
+mod printed_commands;
 mod resume_cancel;
 mod shell_bad_input;
 mod shell_flow;
@@ -54,6 +58,7 @@ mod shell_surfaces;
 mod task_fail;
 mod task_rollback;
 mod task_start_complete;
+mod terminal_text;
 mod testlog_runners;
 mod verify_run;
 mod verify_status;

@@ -226,7 +226,7 @@ fn the_status_line_stops_waiting_for_a_silent_stdin() {
 }
 
 #[test]
-fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo() {
+fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo_or_a_device() {
     let p = fresh();
     let outside = tempfile::tempdir().unwrap();
     let md = outside.path().join("t.md");
@@ -239,23 +239,28 @@ fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo() {
         .status()
         .unwrap()
         .success());
-    for args in [
-        vec!["tasks", "count", fifo.to_str().unwrap()],
-        vec!["state", "get", fifo.to_str().unwrap()],
-        vec![
-            "critique",
-            "record",
-            "--task",
-            "1.1",
-            "--stage",
-            "post-code",
-            "--file",
-            fifo.to_str().unwrap(),
-        ],
-    ] {
-        let ran = run_bounded(&p, &args, b"");
-        assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
-        assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+    // A link is followed, but to a regular file only: /dev/zero would never end.
+    let zero = outside.path().join("zero.md");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    for file in [fifo.to_str().unwrap(), zero.to_str().unwrap(), "/dev/zero"] {
+        for args in [
+            vec!["tasks", "count", file],
+            vec!["state", "get", file],
+            vec![
+                "critique",
+                "record",
+                "--task",
+                "1.1",
+                "--stage",
+                "post-code",
+                "--file",
+                file,
+            ],
+        ] {
+            let ran = run_bounded(&p, &args, b"");
+            assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
+            assert!(ran.stderr.contains("not a regular file"), "{}", ran.stderr);
+        }
     }
     // Writing through an explicit path outside the root stays refused.
     let ran = run_bounded(

@@ -165,3 +165,62 @@ fn ignored_files_are_neither_saved_nor_removed() {
     assert_eq!(p.read("target/build.o"), "binary\n");
     assert_eq!(p.read("src/a.rs"), "fn a() {}\n");
 }
+
+/// The README's shell flow on a spec that was never committed: `specrun new`, `state
+/// init`, start, edit, rollback. The refusal names only the task's stray file (never
+/// specrun's own specs/.gitignore), and --force saves and removes that file while every
+/// file of specs/ (and .specrun/) stays as it was, the state gaining only the rollback.
+#[test]
+fn rollback_of_a_never_committed_spec_keeps_every_bookkeeping_file() {
+    let p = common::TempProject::git();
+    p.write("src/a.rs", "fn a() {}\n");
+    p.commit_all("code only");
+    assert_eq!(run(&p, &["new", SPEC]).0, 0);
+    p.write(&format!("specs/{SPEC}/tasks.md"), TASKS);
+    p.write(&format!("specs/{SPEC}/notes/design.md"), "why\n");
+    assert_eq!(run(&p, &["state", "init", "--spec", SPEC]).0, 0);
+    assert!(p.git_cmd(&["status", "--porcelain"]).contains("?? specs/"));
+    assert_eq!(run(&p, &["task", "start", "1.1"]).0, 0);
+    p.write("src/a.rs", "fn a() { edited(); }\n");
+    p.write("src/stray.rs", "stray\n");
+    let keep = |p: &common::TempProject| {
+        ["tasks.md", ".progress.md", "notes/design.md"]
+            .map(|f| p.read(&format!("specs/{SPEC}/{f}")))
+            .into_iter()
+            .chain([
+                p.read("specs/.current-spec"),
+                p.read("specs/.gitignore"),
+                p.read(".specrun/.gitignore"),
+            ])
+            .collect::<Vec<_>>()
+    };
+    let before = keep(&p);
+    let (code, out, _) = run(&p, &["task", "rollback", "1.1"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("changes outside task 1.1's Files (src/a.rs): src/stray.rs;"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("specs/"),
+        "bookkeeping reported as drift: {out}"
+    );
+    let (code, out, err) = run(&p, &["task", "rollback", "1.1", "--force"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(keep(&p), before);
+    assert_eq!(p.read("src/a.rs"), "fn a() {}\n");
+    assert!(!p.path("src/stray.rs").exists());
+    let r = saved_ref(&out);
+    assert_eq!(
+        p.git_cmd(&["show", &format!("{r}:src/stray.rs")]),
+        "stray\n"
+    );
+    let s = p.state(SPEC);
+    assert_eq!(
+        s["attempts"]["1.1"][0]["rollbackRef"].as_str(),
+        Some(r.as_str())
+    );
+    assert!(p.path(".specrun/events.jsonl").is_file());
+    // The spec is still usable: the retry starts.
+    assert_eq!(run(&p, &["task", "start", "1.1"]).0, 0);
+}

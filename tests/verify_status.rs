@@ -75,7 +75,7 @@ fn source_edit_stales_bookkeeping_does_not_and_a_revert_restores() {
     assert!(doc["rerun"]
         .as_str()
         .unwrap()
-        .starts_with("specrun verify run --spec demo --command 'true'"));
+        .starts_with("specrun verify run --spec demo --command true"));
 
     p.write("src/lib.rs", "pub fn a() {}\n");
     assert_status(&p, &[], "fresh", "after reverting the edit");

@@ -14,7 +14,6 @@
 //! (rotated or rewritten: read again from 0).
 
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -168,25 +167,14 @@ pub fn task_start_ids(command: &str) -> Vec<String> {
 /// not this execution's, so the read starts (and counts nothing) at the current end.
 /// `last_message_id` is the value a previous read returned.
 pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str>) -> TailRead {
-    // Opening a FIFO blocks until a writer appears and a device may never end: only a
-    // regular file is read; anything else is unreadable (the stored offset is kept).
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return TailRead {
-            last_message_id: last_message_id.map(str::to_string),
-            ..TailRead::default()
-        };
-    }
-    // O_NONBLOCK: a FIFO swapped in after the check above still cannot hang the open.
-    let mut file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) => {
-            // Claude Code creates the file late (not yet there at the first Stop of a
-            // short session): all it will hold is this execution's, so start at 0.
-            let not_yet = e.kind() == std::io::ErrorKind::NotFound && offset.is_none();
+    // The store's open: never blocking, a regular file only (a FIFO or a device here is
+    // unreadable and the stored offset is kept).
+    let mut file = match crate::io::store::open_foreign(path) {
+        Ok(Some(file)) => file,
+        // Claude Code creates the file late (not yet there at the first Stop of a short
+        // session): all it will hold is this execution's, so start at 0.
+        found => {
+            let not_yet = matches!(found, Ok(None)) && offset.is_none();
             return TailRead {
                 next_offset: not_yet.then_some(0),
                 last_message_id: last_message_id.map(str::to_string),

@@ -74,10 +74,10 @@ fn find_criterion(spec: &Spec, list: &TaskList, id: &str) -> Result<Criterion> {
     Err(Error::bad_input(
         "criterion id",
         format!(
-            "{id:?} is not a criterion of spec {} (its criteria: {}); `specrun ac list --spec {}` shows them",
+            "{id:?} is not a criterion of spec {} (its criteria: {}); `specrun ac list {}` shows them",
             spec.name,
             if known.is_empty() { "none".to_string() } else { known.join(", ") },
-            spec.name
+            crate::support::shell::spec_flag(&spec.name)
         ),
     ))
 }

@@ -79,8 +79,9 @@ fn record(
         // passing evidence for this task.
         let (state, evidence_record) = task_evidence(spec, task)?;
         let rerun = format!(
-            "specrun verify run --spec {} --task {task} --command '…'",
-            spec.name
+            "specrun verify run {} --task {} --command '…'",
+            crate::support::shell::spec_flag(&spec.name),
+            crate::support::shell::word(task)
         );
         match critique::post_test_order(evidence_record.as_ref(), Some(&recorded_at)) {
             PostTestOrder::InOrder => {}

@@ -304,8 +304,8 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
             StateRead::Invalid(e) => failed.push((
                 e,
                 format!(
-                    "inspect it, then `specrun state init --spec {} --force` (the old file is kept)",
-                    spec.name
+                    "inspect it, then `specrun state init {} --force` (the old file is kept)",
+                    crate::support::shell::spec_flag(&spec.name)
                 ),
             )),
             StateRead::Valid(s) => {

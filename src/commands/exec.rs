@@ -113,14 +113,15 @@ impl<'a> Exec<'a> {
 /// No state file: the step that creates one, or the one before it when there are no tasks.
 fn no_state(spec: &Spec) -> Error {
     let name = &spec.name;
+    let flag = crate::support::shell::spec_flag(name);
     let message = if spec.tasks_path().exists() {
         format!(
-            "no execution state at {}: run `specrun state init --spec {name}` first",
+            "no execution state at {}: run `specrun state init {flag}` first",
             spec.state_path().display()
         )
     } else {
         format!(
-            "spec {name} has no tasks ({} does not exist): write them there (one `- [ ] 1.1 Title` line each, the format is in plugin/templates/tasks.md), then run `specrun state init --spec {name}`",
+            "spec {name} has no tasks ({} does not exist): write them there (one `- [ ] 1.1 Title` line each, the format is in plugin/templates/tasks.md), then run `specrun state init {flag}`",
             spec.tasks_path().display()
         )
     };

@@ -66,8 +66,9 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
     // The goal cannot be met while the execution cannot run; say so before it is set.
     match &state {
         StateRead::Absent => warnings.push(format!(
-            "spec {} has no execution state: run `specrun state init --spec {}` before setting the goal",
-            spec.name, spec.name
+            "spec {} has no execution state: run `specrun state init {}` before setting the goal",
+            spec.name,
+            crate::support::shell::spec_flag(&spec.name)
         )),
         StateRead::Invalid(e) => warnings.push(format!(
             "the execution state cannot be read ({e}): the guard and the task verbs will refuse it"

@@ -10,6 +10,7 @@ use crate::commands::exec::Exec;
 use crate::error::{Error, Result};
 use crate::evidence::followups::{NewItem, Store};
 use crate::evidence::verify::{self, Slot};
+use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
@@ -100,7 +101,7 @@ fn merge_members(ex: &Exec) -> Result<(Group, Tally)> {
     }
     // The merge commits reach the base branch together; a crash before the records below
     // leaves branches whose tips are in HEAD, which the re-run records as merged.
-    merger.land()?;
+    bookkeeping::guarded(project, Some(spec), || merger.land())?;
     for (id, m, commit) in pending {
         state = ctx.merged(state, &id, &m, Some(commit), &mut tally)?;
     }
@@ -142,7 +143,9 @@ fn recover_interrupted_merge(project: &Project, iso: &Isolation) -> Result<()> {
             ),
         });
     }
-    crate::io::git::run(root, &["merge", "--abort"], &[])?;
+    bookkeeping::guarded(project, None, || {
+        crate::io::git::run(root, &["merge", "--abort"], &[])
+    })?;
     output::warn("aborted a member merge an earlier run left half-done; merging it again");
     Ok(())
 }
@@ -204,7 +207,7 @@ impl Ctx<'_> {
             "specrun: merge task {id} {} (spec {})",
             task.title, spec.name
         );
-        match merger.step(&m.branch, &message)? {
+        match bookkeeping::guarded(project, Some(spec), || merger.step(&m.branch, &message))? {
             Step::Pending(commit) => {
                 pending.push((id.to_string(), m.clone(), commit));
                 Ok(state)
@@ -247,7 +250,9 @@ impl Ctx<'_> {
         self.ex.record_event(
             json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
         );
-        if let Err(e) = worktree::remove_worktree(root, &dir) {
+        if let Err(e) = bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        }) {
             output::warn(&format!("merged task {id}, but its worktree stays: {e}"));
         }
         worktree::delete_branch(root, &m.branch);
@@ -368,11 +373,12 @@ fn branch_changes(project: &Project, spec: &Spec, m: &Member) -> Result<Vec<Stri
 const FOLLOWUP_PREFIX: &str = "isolated member";
 
 fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<String>) {
+    let id_q = crate::support::shell::word(id);
     let new = NewItem {
         category: "VERIFY".into(),
         priority: "high".into(),
         title: format!(
-            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
+            "{FOLLOWUP_PREFIX} {id} not merged ({why}); kept on {branch}: retry with `specrun task start {id_q} --worktree` (merges the base into the branch, never a rebase), then `specrun group merge`"
         ),
         task: Some(id.to_string()),
         files,
@@ -580,14 +586,16 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
         .find(|(_, s)| s == worktree::CONFLICT || s == worktree::OUTSIDE_FILES)
         .or_else(|| tally.remaining.iter().find(|(_, s)| s != worktree::RUNNING))
     {
+        let id_q = crate::support::shell::word(id);
         return format!(
-            "retry {id} on the merged base: `specrun task start {id} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id} --check`, then `specrun group merge` again",
+            "retry {id} on the merged base: `specrun task start {id_q} --worktree` (merges {} into {}; never a rebase), resolve and verify there, `specrun task complete {id_q} --check`, then `specrun group merge` again",
             group.base_branch,
             worktree::branch_name(&spec.name, id)
         );
     }
     if let Some((id, _)) = tally.remaining.first() {
-        return format!("wait for {id} to complete (`specrun task complete {id} --check` in its worktree), then `specrun group merge` again");
+        let id_q = crate::support::shell::word(id);
+        return format!("wait for {id} to complete (`specrun task complete {id_q} --check` in its worktree), then `specrun group merge` again");
     }
     match v {
         Some(v) if !v.passed => format!(
@@ -595,7 +603,10 @@ fn next_step(spec: &Spec, group: &Group, tally: &Tally, v: Option<&Verification>
             v.command
         ),
         _ if group.is_complete() => match &group.verify_task {
-            Some(t) => format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)"),
+            Some(t) => {
+                let t = crate::support::shell::word(t);
+                format!("complete the [VERIFY] task: `specrun task start {t}` and `specrun task complete {t} --check` (its evidence is recorded on the merged tree)")
+            }
             None => "continue with the next task".into(),
         },
         _ => "`specrun group merge` again".into(),

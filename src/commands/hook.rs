@@ -53,7 +53,7 @@ pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
     let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
         .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
     if let Some(value) = answer {
-        output::line(&value.to_string());
+        output::json_line(&value);
     }
     0
 }
@@ -217,9 +217,9 @@ fn unreadable_state(
         return None;
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init --spec {} --force`, which keeps a copy).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
         spec.state_path().display(),
-        spec.name
+        crate::support::shell::spec_flag(&spec.name)
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -554,8 +554,8 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         None => "--phase <check>".to_string(),
     };
     let hint = format!(
-        "specrun verify run {slot} --spec {} --command '<command>'",
-        spec.name
+        "specrun verify run {slot} {} --command '<command>'",
+        crate::support::shell::spec_flag(&spec.name)
     );
     claims::unsupported(message, &fresh, &hint)
 }
@@ -683,6 +683,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 

@@ -28,15 +28,13 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
         _ => None,
     };
     let git = facts.git.available.then(|| git_facts(project, &facts));
-    // The spec's bookkeeping (events and .current-spec included), and the whole spec
-    // directory: planning documents are not code a task can drift into. Without a spec
+    // The spec's bookkeeping and everything `bookkeeping::roots` protects (all of specs/,
+    // .specrun/, the spec directory): planning documents are not code a task drifts into. Without a spec
     // there are no tasks, so nothing is judged against it.
     let bookkeeping = spec
         .map(|spec| {
-            let mut paths = crate::io::project::bookkeeping_paths(project, spec);
-            if let Ok(rel) = spec.dir.strip_prefix(&project.root) {
-                paths.push(rel.to_string_lossy().into_owned());
-            }
+            let mut paths = verify::bookkeeping_paths(project, spec);
+            paths.extend(crate::io::bookkeeping::roots(project, Some(spec)));
             paths
         })
         .unwrap_or_default();

@@ -68,6 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<i32> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     /// Issue 12: a command parses its arguments, builds the context (`exec`), calls the core
     /// and prints. What two commands share lives in `exec.rs` (the context) or outside

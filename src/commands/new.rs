@@ -32,8 +32,9 @@ pub fn run(project: &Project, args: NewArgs) -> Result<i32> {
     if dir.exists() || dir.is_symlink() {
         return Err(Error::Refused {
             message: format!(
-                "{} already exists: see it with `specrun status --spec {name}`",
-                dir.display()
+                "{} already exists: see it with `specrun status {}`",
+                dir.display(),
+                crate::support::shell::spec_flag(name)
             ),
         });
     }
@@ -96,7 +97,14 @@ fn progress_text(name: &str, goal: &str) -> String {
 /// specs/.gitignore gains the rules it lacks; .specrun/ ignores itself whole.
 pub fn write_ignore_rules(project: &Project) -> Result<()> {
     let path = project.specs_dir().join(".gitignore");
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    // Through the store: a FIFO or a device here is an error, and rules that are not UTF-8
+    // are refused rather than overwritten.
+    let current = match store::read_optional(&path)? {
+        None => String::new(),
+        Some(bytes) => {
+            String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?
+        }
+    };
     let missing = missing_rules(&current);
     if !missing.is_empty() {
         let mut text = current.clone();

@@ -22,9 +22,10 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
         StateRead::Absent => {
             return Err(Error::Refused {
                 message: format!(
-                    "spec {} has no execution to report yet: start one with `specrun state init --spec {}`",
-                    spec.name, spec.name
-                ),
+                "spec {} has no execution to report yet: start one with `specrun state init {}`",
+                spec.name,
+                crate::support::shell::spec_flag(&spec.name)
+            ),
             })
         }
         StateRead::Invalid(e) => return Err(Error::Refused { message: e }),

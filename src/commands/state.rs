@@ -12,7 +12,7 @@ use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
 use crate::model::state::{self, InitParams, State};
-use crate::support::shell::shell_word;
+use crate::support::shell::word as shell_word;
 
 pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
     // Discovering the project first makes a missing --cwd an error and gives the root that
@@ -90,8 +90,8 @@ fn outside_hint(err: Error, file: &Path, patch: &str) -> Error {
         "{} lies outside the project root {}: to change a file of another project, run the command there: `specrun --cwd {} state merge {} {}`",
         path.display(),
         root.display(),
-        shell_word(&dir.display().to_string()),
-        shell_word(&file.display().to_string()),
+        crate::support::shell::path(dir),
+        crate::support::shell::path(file),
         shell_word(patch)
     ))
 }
@@ -179,6 +179,12 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
     };
     let typed = State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
+    if args.isolate && !crate::io::git::is_repo(&project.root) {
+        output::warn(&format!(
+            "isolation unavailable: {} is not a git repository; --isolate is recorded, but every task (a [P] group too) runs in the shared tree until it is one",
+            project.root.display()
+        ));
+    }
     Ok(0)
 }
 
@@ -255,13 +261,7 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
     name.push(format!(".corrupt-{stamp}"));
     let backup = path.with_file_name(name);
     let bytes = store::read_optional(path)?.unwrap_or_default();
-    // A new name: create_new refuses anything (a link included) already there.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&backup)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
-        .map_err(|e| Error::io(&backup, "back up the unusable state to", e))?;
+    store::write_new(&backup, &bytes)?;
     output::warn(&format!("kept the unusable state as {}", backup.display()));
     Ok(())
 }

@@ -54,7 +54,7 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
         doc["timeCapProblem"] = json!(time_cap_problem(&facts));
         output::json_pretty(&doc);
     } else {
-        output::raw(&render(&board, width(), colour()));
+        output::styled(&render(&board, width(), colour()));
     }
     Ok(0)
 }
@@ -594,16 +594,20 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
 pub fn render(d: &Dashboard, width: usize, colour: bool) -> String {
     let mut out = String::new();
     for l in lines_of(d, width) {
+        // Printed with `output::styled` (the colours below): the text, which holds titles
+        // and reasons from files, is made visible here.
+        let text = crate::support::visible::line(&l.text);
         if l.verbatim {
             out.push_str("  ");
-            out.push_str(&l.text);
+            // A command printed whole may span lines (a review given on stdin).
+            out.push_str(&crate::support::visible::text(&l.text));
             out.push('\n');
             continue;
         }
         let body = if l.label.is_empty() {
-            wrap(&l.text, width, 0)
+            wrap(&text, width, 0)
         } else {
-            wrap(&l.text, width - LABEL, LABEL)
+            wrap(&text, width - LABEL, LABEL)
         };
         let label = if l.label.is_empty() {
             String::new()
@@ -689,11 +693,11 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
         let now_sig = (files_signature(spec), board.elapsed_minutes);
         if last.as_ref() != Some(&now_sig) {
             if tty {
-                output::raw("\x1b[H\x1b[2J");
+                output::styled("\x1b[H\x1b[2J");
             } else if last.is_some() {
                 output::line("");
             }
-            output::raw(&render(&board, width(), colour()));
+            output::styled(&render(&board, width(), colour()));
             last = Some(now_sig);
         }
         if board.done {

@@ -14,6 +14,7 @@ use crate::evidence::criteria;
 use crate::evidence::critique;
 use crate::evidence::proof;
 use crate::evidence::verify::{self, Slot};
+use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
 use crate::io::git;
 use crate::io::output;
@@ -385,7 +386,7 @@ fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) 
     let id = list.find(&args.id)?.label();
     if proof::attempt_start(&state, &id).is_none() {
         return Err(Error::Refused {
-            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {id} --spec {}`)", spec.name),
+            message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {} {}`)", crate::support::shell::word(&id), crate::support::shell::spec_flag(&spec.name)),
         });
     }
     let found = proof::findings(project, spec, &state, &id)?;
@@ -466,7 +467,6 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
         ));
     }
     let head = git::head(root);
-    let bookkeeping = crate::io::project::bookkeeping_paths(project, &held.ex.spec);
     let start = held.state.attempts_of(&id).last();
     let start = start.and_then(|a| a.start_commit.get().cloned());
     let changed = match (&head, &start) {
@@ -510,30 +510,13 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     // every other path is checked out and cleaned. No step rewrites a bookkeeping file, so
     // a kill anywhere leaves it current and a rerun saves and resets again (DESIGN-NOTES
     // "Multi-file transitions are safe to re-run").
-    git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
-    crate::support::fault::point("rollback:head-moved");
-    let mut excludes: Vec<String> = Vec::new();
-    let spec_rel = held
-        .ex
-        .spec
-        .dir
-        .strip_prefix(root)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    for b in bookkeeping
-        .iter()
-        .chain([format!("{spec_rel}/.progress.md.lock")].iter())
-    {
-        excludes.push(format!(":(exclude){b}"));
-    }
-    for verb in [
-        &["checkout", "-q", "--", "."][..],
-        &["clean", "-fdq", "--", "."],
-    ] {
-        let mut args: Vec<&str> = verb.to_vec();
-        args.extend(excludes.iter().map(String::as_str));
-        git::run(root, &args, &[])?;
-    }
+    let spec = Some(&held.ex.spec);
+    bookkeeping::guarded(project, spec, || {
+        git::run(root, &["reset", "-q", "--mixed", &plan.start_commit], &[])?;
+        crate::support::fault::point("rollback:head-moved");
+        bookkeeping::git_outside(project, spec, &["checkout", "-q"])?;
+        bookkeeping::git_outside(project, spec, &["clean", "-fdq"])
+    })?;
     crate::support::fault::point("rollback:tree-reset");
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     if let Some(patch) = &out.patch {

@@ -173,9 +173,9 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             }
         }
         Freshness::Missing if state.is_none() => format!(
-            "no state file at {} (run `specrun state init --spec {}`)",
+            "no state file at {} (run `specrun state init {}`)",
             spec.state_path().display(),
-            spec.name
+            crate::support::shell::spec_flag(&spec.name)
         ),
         Freshness::Missing => format!("no evidence in {}", slot.describe()),
     };
@@ -197,9 +197,9 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         .map(|c| match slot {
             // Without --command, `verify run --task` runs the task's Verify command.
             Slot::Task(id) if has_own_verify => format!(
-                "specrun verify run --spec {} --task {}",
-                spec.name,
-                crate::support::shell::shell_word(id)
+                "specrun verify run {} --task {}",
+                crate::support::shell::spec_flag(&spec.name),
+                crate::support::shell::word(id)
             ),
             _ => rerun_command(spec, slot, c),
         });
@@ -248,17 +248,13 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
 /// The command line that records fresh evidence for `slot` again.
 fn rerun_command(spec: &Spec, slot: &Slot, command: &str) -> String {
     let slot_flag = match slot {
-        Slot::Task(id) => format!(" --task {id}"),
+        Slot::Task(id) => format!(" --task {}", crate::support::shell::word(id)),
         Slot::Phase(p) if p == DEFAULT_PHASE => String::new(),
-        Slot::Phase(p) => format!(" --phase {p}"),
+        Slot::Phase(p) => format!(" --phase {}", crate::support::shell::word(p)),
     };
     format!(
-        "specrun verify run --spec {}{slot_flag} --command {}",
-        spec.name,
-        shell_quote(command)
+        "specrun verify run {}{slot_flag} --command {}",
+        crate::support::shell::spec_flag(&spec.name),
+        crate::support::shell::word(command)
     )
-}
-
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }

@@ -10,15 +10,12 @@
 //! default to 0.1× and 1.25× `input` (the API's cache multipliers).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
+use crate::io::project::{config_path, CONFIG_FILE, MAX_CONFIG_BYTES};
 use crate::model::state::ledger::Tokens;
-
-pub const CONFIG_FILE: &str = "config.json";
-/// A config larger than this is refused rather than read.
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,11 +71,6 @@ impl Prices {
         }
         out
     }
-}
-
-/// `.specrun/config.json` of a project root.
-pub fn config_path(root: &Path) -> PathBuf {
-    root.join(".specrun").join(CONFIG_FILE)
 }
 
 /// The project's price table: `Ok(None)` without a config or without `prices`; `Err`

@@ -54,7 +54,11 @@ impl Item {
             .unwrap_or_default();
         format!(
             "{} [{}/{}] {}: {}{task}",
-            self.id, self.category, self.priority, self.status, self.title
+            self.id,
+            self.category,
+            self.priority,
+            self.status,
+            crate::support::visible::line(&self.title)
         )
     }
 }

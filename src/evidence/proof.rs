@@ -286,6 +286,7 @@ pub fn complete_unmet(
     task: &Task,
 ) -> Vec<Unmet> {
     let id = task.label();
+    let id_q = crate::support::shell::word(&id);
     let last = state.attempts_of(&id).last();
     if last.and_then(|a| a.status.as_deref()) != Some("running") {
         return Vec::new();
@@ -317,8 +318,8 @@ pub fn complete_unmet(
                 unmet.push(Unmet {
                     name: "test-integrity",
                     detail: format!(
-                        "{f}. Undo it, or if it is right: `specrun task justify {id} --finding {} --reason \"<why>\" --spec {}`",
-                        f.id, spec.name
+                        "{f}. Undo it, or if it is right: `specrun task justify {id_q} --finding {} --reason \"<why>\" {}`",
+                        crate::support::shell::word(&f.id), crate::support::shell::spec_flag(&spec.name)
                     ),
                 });
             }

@@ -99,9 +99,9 @@ fn read_existing_state(spec: &Spec) -> Result<State> {
     let path = spec.state_path();
     state::read(&path, Reading::Checked)?.ok_or_else(|| Error::Refused {
         message: format!(
-            "no state file at {}: run `specrun state init --spec {}` first",
+            "no state file at {}: run `specrun state init {}` first",
             path.display(),
-            spec.name
+            crate::support::shell::spec_flag(&spec.name)
         ),
     })
 }
@@ -225,9 +225,10 @@ fn own_verify_fields(stored: &mut Value, slot: &Slot, plan: &RunPlan, at: &str) 
         ));
     } else if !own {
         output::warn(&format!(
-            "task {id}: `{}` is not its Verify command `{}`; this evidence is recorded but does not count for the task (run `specrun verify run --task {id}`; a person may accept another command with --accept-other \"<reason>\" from their own shell)",
+            "task {id}: `{}` is not its Verify command `{}`; this evidence is recorded but does not count for the task (run `specrun verify run --task {}`; a person may accept another command with --accept-other \"<reason>\" from their own shell)",
             plan.command,
-            plan.own_verify.as_deref().unwrap_or("")
+            plan.own_verify.as_deref().unwrap_or(""),
+            crate::support::shell::word(id)
         ));
     }
     Some(own)

@@ -12,11 +12,11 @@ pub mod uncounted;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::claude::goal::shell_word;
 use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
 use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp};
 use crate::model::tasks::{Task, TaskList};
+use crate::support::shell::word as shell_word;
 
 /// The coordinator's completion claim: the last line of its final message.
 pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
@@ -150,6 +150,7 @@ pub fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
 
 /// What the coordinator is told while agents work in the background.
 fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
+    let spec_flag = crate::support::shell::spec_flag(name);
     // `running_attempts`, read from the typed state.
     let tasks: Vec<&str> = (state.attempts.iter().flatten())
         .filter(|(_, list)| list.last().and_then(|a| a.status.as_deref()) == Some("running"))
@@ -161,7 +162,7 @@ fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
         format!("; running attempt(s): {}", tasks.join(", "))
     };
     format!(
-        "specrun: {} agent(s) of spec '{name}' still working in the background ({}{tasks}). Do not delegate those tasks again and do not claim {COMPLETION_TOKEN}: end your turn and wait. Each result arrives as a task-notification turn; confirm it then (`specrun tasks show <id> --json --spec {name}`, `specrun verify status --task <id> --spec {name}`).",
+        "specrun: {} agent(s) of spec '{name}' still working in the background ({}{tasks}). Do not delegate those tasks again and do not claim {COMPLETION_TOKEN}: end your turn and wait. Each result arrives as a task-notification turn; confirm it then (`specrun tasks show <id> --json {spec_flag}`, `specrun verify status --task <id> {spec_flag}`).",
         agents.len(),
         agents.join(", ")
     )
@@ -397,7 +398,8 @@ fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
 fn time_cap_notice(name: &str, minutes: Option<&Minutes>) -> Option<String> {
     let problem = minutes?.1.problem.as_deref()?;
     Some(format!(
-        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge specs/{name}/.specrun-state.json '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`."
+        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge {} '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`.",
+        crate::support::shell::word(&format!("specs/{name}/.specrun-state.json"))
     ))
 }
 
@@ -685,6 +687,7 @@ pub fn completion_message(name: &str, tasks: &TaskList) -> String {
 
 /// The re-prompt of the stop-hook driver: the next task only.
 fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let c = tasks.counts();
     let agent = if task.is_verify() {
         "specrun:qa-engineer"
@@ -708,7 +711,7 @@ fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
         r.push_str(&format!("Verify: `{verify}`\n"));
     }
     r.push_str(&format!(
-        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution --spec {name} --command '<full test command>'` passed."
+        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution {spec_flag} --command '<full test command>'` passed."
     ));
     r
 }
@@ -736,6 +739,8 @@ pub struct ClaimFacts {
 
 /// What is missing before a task claim can be accepted, each with its command.
 pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
+    let id_q = shell_word(id);
     let mut missing = Vec::new();
     let verify = match &facts.task {
         None => {
@@ -745,7 +750,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         Some((checked, verify)) => {
             if !checked {
                 missing.push(format!(
-                    "task {id} is unchecked: once its evidence and both critique records are in, `specrun task complete {id} --check --spec {name}`."
+                    "task {id} is unchecked: once its evidence and both critique records are in, `specrun task complete {id_q} --check {spec_flag}`."
                 ));
             }
             verify.clone()
@@ -758,9 +763,8 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             None => " --command '<a command that proves it>'".into(),
         };
         missing.push(format!(
-            "evidence for task {id} is {}: `specrun verify run --task {} --spec {name}{command}` must pass on the current code.",
+            "evidence for task {id} is {}: `specrun verify run --task {id_q} {spec_flag}{command}` must pass on the current code.",
             facts.evidence.as_str(),
-            shell_word(id)
         ));
     } else if let Some(why) = &facts.evidence_mismatch {
         missing.push(format!("evidence for task {id} does not count: {why}."));
@@ -769,7 +773,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
         ("post-code", &facts.post_code),
         ("post-test", &facts.post_test),
     ] {
-        let record = format!("`specrun critique record --task {id} --stage {stage} --spec {name} --file <record.json>`");
+        let record = format!("`specrun critique record --task {id_q} --stage {stage} {spec_flag} --file <record.json>`");
         // A record that is there but does not count is named as such, with its fault: the
         // executor fixes what it wrote rather than looking for a file that exists.
         match stored {
@@ -791,7 +795,7 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     ) {
         if !crate::evidence::critique::reviews_run(test_at, ev_at) {
             missing.push(format!(
-                "the post-test self-critique ({test_at}) predates the end of the passing evidence run ({ev_at}): record it again: `specrun critique record --task {id} --stage post-test --spec {name} --file <record.json>`."
+                "the post-test self-critique ({test_at}) predates the end of the passing evidence run ({ev_at}): record it again: `specrun critique record --task {id_q} --stage post-test {spec_flag} --file <record.json>`."
             ));
         }
     }
@@ -993,11 +997,12 @@ fn deny_native_isolation(
     tool: ToolCall,
     session: Option<&str>,
 ) -> Option<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let isolation = tool.isolation.filter(|i| !i.is_empty())?;
     let applies =
         matches!(tool.name, Some("Agent" | "Task")) && executing(state) && owned_by(state, session);
     applies.then(|| format!(
-        "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree --spec {name}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
+        "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree {spec_flag}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
     ))
 }
 
@@ -1043,6 +1048,7 @@ pub fn session_context(
     tasks: Option<&TaskList>,
     session: Option<&str>,
 ) -> Option<String> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     if v.phase() != Some(state::Phase::Execution) {
         return None;
     }
@@ -1079,7 +1085,7 @@ pub fn session_context(
             if let Some(merge) = merge {
                 lines.push(format!("Next: {merge}"));
             }
-            lines.push(format!("Continue with /specrun:implement {name} (`specrun status --spec {name}` shows the details)."));
+            lines.push(format!("Continue with /specrun:implement {name} (`specrun status {spec_flag}` shows the details)."));
         }
     }
     Some(lines.join("\n"))

@@ -6,7 +6,7 @@
 //! returns without waiting. `notify-run` runs the command and kills its process group
 //! after the time bound, so a hanging command neither blocks a hook's answer nor lives on.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,12 +15,15 @@ use serde_json::{json, Value};
 
 use crate::io::events;
 use crate::io::process::Group;
-use crate::io::project::{Project, EVENTS_DIR};
+use crate::io::project::{self, Project};
+use crate::io::store;
 
 /// The environment variable naming the notify command (wins over the config file).
 pub const ENV: &str = "SPECRUN_NOTIFY";
 /// How long a notify command may run before its process group is killed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most of an event `notify-run` reads from its stdin.
+const MAX_EVENT: u64 = 1 << 20;
 /// Overrides `DEFAULT_TIMEOUT` (milliseconds).
 pub const TIMEOUT_ENV: &str = "SPECRUN_NOTIFY_TIMEOUT_MS";
 
@@ -32,20 +35,24 @@ fn timeout() -> Duration {
         .unwrap_or(DEFAULT_TIMEOUT)
 }
 
-/// The per-machine configuration file, beside the events log (ignored by git).
-pub const CONFIG_FILE: &str = "config.json";
-
-/// The notify command configured for `project`, if any.
-pub fn command(project: &Project) -> Option<String> {
+/// The notify command configured for `project`, if any. A config file that cannot be
+/// read (a FIFO, a device, too large, not JSON) is an error naming it, never a wait.
+pub fn command(project: &Project) -> Result<Option<String>, String> {
     if let Some(cmd) = std::env::var(ENV).ok().filter(|c| !c.trim().is_empty()) {
-        return Some(cmd);
+        return Ok(Some(cmd));
     }
-    let path = project.root.join(EVENTS_DIR).join(CONFIG_FILE);
-    let doc: Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
-    doc.get("notify")
+    let path = project::config_path(&project.root);
+    let bytes = match store::read_prefix(&path, project::MAX_CONFIG_BYTES, true) {
+        Ok(None) => return Ok(None),
+        Ok(Some(bytes)) => bytes,
+        Err(e) => return Err(e.to_string()),
+    };
+    let doc = store::parse_json(&path, &bytes).map_err(|e| e.to_string())?;
+    Ok(doc
+        .get("notify")
         .and_then(Value::as_str)
         .filter(|c| !c.trim().is_empty())
-        .map(str::to_string)
+        .map(str::to_string))
 }
 
 /// The event a notify command receives: `{"event": "halt"|"completed", "spec", …}`.
@@ -59,14 +66,13 @@ pub fn event(kind: &str, spec: &str, message: &str, extra: Value) -> Value {
 /// Start the notify command for `event` and return at once; trouble starting it is
 /// recorded in events.jsonl, never raised.
 pub fn send(project: &Project, event: &Value) {
-    let Some(cmd) = command(project) else {
-        return;
+    let started = match command(project) {
+        Ok(None) => return,
+        Ok(Some(cmd)) => spawn_runner(&project.root, &cmd, event).map_err(|e| e.to_string()),
+        Err(e) => Err(e),
     };
-    if let Err(e) = spawn_runner(&project.root, &cmd, event) {
-        let _ = events::append(
-            project,
-            json!({"event": "notify", "ok": false, "error": e.to_string()}),
-        );
+    if let Err(e) = started {
+        let _ = events::append(project, json!({"event": "notify", "ok": false, "error": e}));
     }
 }
 
@@ -91,10 +97,10 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
 /// `specrun notify-run`: run `cmd` with stdin's event, kill its group after `timeout`,
 /// and record in events.jsonl how it ended.
 pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
-    let mut input = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut input);
+    // The event, written by `send`: small, but read within a bound all the same.
+    let input = store::read_stdin("notify event", MAX_EVENT).unwrap_or_default();
     let started = Instant::now();
-    let outcome = run_bounded(&project.root, cmd, &input, timeout);
+    let outcome = run_bounded(&project.root, cmd, input.as_bytes(), timeout);
     let (ok, fields) = match outcome {
         Ok(Ended::Exited(code)) => (
             code == Some(0),

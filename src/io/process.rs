@@ -118,9 +118,12 @@ impl Group {
             if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
                 return false;
             }
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            // A stat line is short; the store's reader never blocks and stops at the bound.
+            let Ok(Some(stat)) = crate::io::store::read_foreign(&entry.path().join("stat"), 4096)
+            else {
                 return false;
             };
+            let stat = String::from_utf8_lossy(&stat);
             // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
             let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
                 return false;

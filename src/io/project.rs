@@ -17,6 +17,15 @@ pub const ACCEPTANCE_FILE: &str = "acceptance.json";
 pub const TEST_RESULTS_DIR: &str = "test-results";
 pub const EVENTS_DIR: &str = ".specrun";
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// The per-machine configuration (notify command, prices), beside the events log.
+pub const CONFIG_FILE: &str = "config.json";
+/// A config larger than this is refused rather than read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// `.specrun/config.json` of a project root.
+pub fn config_path(root: &Path) -> PathBuf {
+    root.join(EVENTS_DIR).join(CONFIG_FILE)
+}
 /// Member worktrees live at `<root>/.specrun/worktrees/<spec>/<task id>`.
 pub const WORKTREES_DIR: &str = "worktrees";
 /// The most of `.current-spec` read: a name is at most 255 bytes, the rest is ignored.
@@ -331,9 +340,15 @@ impl Project {
         let names = self.spec_names();
         if names.is_empty() {
             let name = wanted.unwrap_or("NAME");
-            return format!("create one with `specrun new {name}`");
+            return format!(
+                "create one with `specrun new {}`",
+                crate::support::shell::word(name)
+            );
         }
-        let list: Vec<String> = names.iter().map(|n| format!("`--spec {n}`")).collect();
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| format!("`{}`", crate::support::shell::spec_flag(n)))
+            .collect();
         format!("pass one of the specs here: {}", list.join(", "))
     }
 }
@@ -367,6 +382,7 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 

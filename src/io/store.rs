@@ -120,6 +120,8 @@ fn open_plain(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Resu
 /// Open `path` with O_NONBLOCK (a FIFO cannot hang the open) and O_NOFOLLOW (a link at
 /// the last step is refused by the kernel), and keep it only if it is a regular file.
 fn open_regular(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    // The one open of the store; the flags are what make it safe.
+    #[allow(clippy::disallowed_methods)]
     let file = opts
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(path)
@@ -181,13 +183,68 @@ pub fn open_read(path: &Path) -> Result<Option<File>> {
 /// anywhere and may be reached through links (the user chose it), but it must be a
 /// regular file within `MAX_READ`. Bookkeeping goes through `read_optional`.
 pub fn read_user_file(path: &Path, what: &'static str) -> Result<Vec<u8>> {
-    let mut opts = OpenOptions::new();
-    opts.read(true).custom_flags(libc::O_NONBLOCK);
-    let file = opts.open(path).map_err(|e| match e.kind() {
-        ErrorKind::NotFound => Error::missing(what, path),
-        _ => Error::io(path, "read", e),
-    })?;
-    read_bounded(regular(file, path)?, path, MAX_READ)
+    match open_foreign(path)? {
+        Some(file) => read_bounded(file, path, MAX_READ),
+        None => Err(Error::missing(what, path)),
+    }
+}
+
+/// Open a file specrun does not own, for reading (Claude Code's transcript, `/proc`, a
+/// file the user named): links are followed (its owner chose the layout), but the open
+/// never blocks and only a regular file is kept. `Ok(None)` when it does not exist.
+pub fn open_foreign(path: &Path) -> Result<Option<File>> {
+    // Non-blocking, and checked regular before any read: the reason this open is allowed.
+    #[allow(clippy::disallowed_methods)]
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    match opened {
+        Ok(file) => regular(file, path).map(Some),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, "read", e)),
+    }
+}
+
+/// The first `limit` bytes of a file specrun does not own (see `open_foreign`).
+pub fn read_foreign(path: &Path, limit: u64) -> Result<Option<Vec<u8>>> {
+    let Some(file) = open_foreign(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(Some(bytes))
+}
+
+/// Open a file a directory walk found (the fingerprint outside git): never blocking, no
+/// link at the last step, a regular file only (it may have been swapped since the walk).
+pub fn open_walked(path: &Path) -> Result<File> {
+    open_regular(path, OpenOptions::new().read(true), "read")
+}
+
+/// Copy the regular file `from` into the open file `to` (a temporary git index);
+/// `Ok(false)` when `from` does not exist.
+pub fn copy_into(from: &Path, to: &File) -> Result<bool> {
+    let Some(mut source) = open_foreign(from)? else {
+        return Ok(false);
+    };
+    let mut to = to;
+    std::io::copy(&mut source, &mut to).map_err(|e| Error::io(from, "copy", e))?;
+    Ok(true)
+}
+
+/// Write `bytes` to a file at a new name: anything already there (a link, a FIFO) is
+/// refused by the kernel (`O_EXCL`), so the write lands in a fresh regular file.
+pub fn write_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    check_dir(parent_dir(path))?;
+    // O_EXCL creates a new regular file or fails: the reason this open is allowed.
+    #[allow(clippy::disallowed_methods)]
+    let opened = OpenOptions::new().write(true).create_new(true).open(path);
+    opened
+        .and_then(|mut f| f.write_all(bytes))
+        .map_err(|e| Error::io(path, "write", e))
 }
 
 /// Standard input up to `limit` bytes (patches and records given as `-`).
@@ -482,6 +539,7 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 
@@ -527,5 +585,59 @@ mod tests {
     fn parse_json_accepts_bom() {
         let v = parse_json(Path::new("x"), "\u{feff}{\"a\":1}".as_bytes()).unwrap();
         assert_eq!(v["a"], 1);
+    }
+
+    #[test]
+    fn a_foreign_read_follows_links_to_regular_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t");
+        fs::write(&file, "abcdef").unwrap();
+        let link = dir.path().join("l");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_foreign(&link, 3).unwrap().unwrap(), b"abc");
+        assert!(read_foreign(&dir.path().join("none"), 3).unwrap().is_none());
+        let zero = dir.path().join("z");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let err = read_foreign(&zero, 3).unwrap_err();
+        assert!(
+            matches!(err, Error::NotRegular { kind: "device", .. }),
+            "{err}"
+        );
+        let fifo = dir.path().join("f");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = open_foreign(&fifo).unwrap_err();
+        assert!(
+            matches!(err, Error::NotRegular { kind: "FIFO", .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn copy_into_copies_a_regular_file_and_refuses_a_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let from = dir.path().join("index");
+        fs::write(&from, "DIRC").unwrap();
+        let to = tempfile::NamedTempFile::new_in(dir.path()).unwrap();
+        assert!(copy_into(&from, to.as_file()).unwrap());
+        assert_eq!(fs::read(to.path()).unwrap(), b"DIRC");
+        assert!(!copy_into(&dir.path().join("none"), to.as_file()).unwrap());
+        assert!(copy_into(Path::new("/dev/zero"), to.as_file()).is_err());
+    }
+
+    #[test]
+    fn write_new_never_writes_through_what_is_already_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        let link = dir.path().join("backup");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(write_new(&link, b"x").is_err());
+        assert!(!target.exists());
+        let fresh = dir.path().join("fresh");
+        write_new(&fresh, b"x").unwrap();
+        assert_eq!(fs::read(&fresh).unwrap(), b"x");
     }
 }

@@ -236,7 +236,9 @@ pub fn rollback_member(
         &format!("refs/heads/specrun/rollback/{}/{id}-{n}", spec.name),
         &saved,
     )?;
-    worktree::remove_worktree(&project.root, dir)?;
+    crate::io::bookkeeping::guarded(project, Some(spec), || {
+        worktree::remove_worktree(&project.root, dir)
+    })?;
     worktree::delete_branch(&project.root, &member.branch);
     let gone = Member {
         status: worktree::ROLLED_BACK.into(),
@@ -354,7 +356,9 @@ pub fn cancel_members(
             &format!("refs/heads/specrun/cancelled/{}/{id}", spec.name),
             &tip,
         )?;
-        worktree::remove_worktree(root, &dir)?;
+        crate::io::bookkeeping::guarded(project, Some(spec), || {
+            worktree::remove_worktree(root, &dir)
+        })?;
         worktree::delete_branch(root, &member.branch);
         let gone = Member {
             status: worktree::CANCELLED.into(),

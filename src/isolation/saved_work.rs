@@ -39,12 +39,8 @@ pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
         .prefix("specrun-rollback-index-")
         .tempfile_in(&git_dir)
         .map_err(|e| Error::io(&git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(git_dir.join("index"), temp_index.path()) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let _ = std::fs::remove_file(temp_index.path());
-        }
-        Err(e) => return Err(Error::io(git_dir.join("index"), "copy", e)),
+    if !crate::io::store::copy_into(&git_dir.join("index"), temp_index.as_file())? {
+        let _ = std::fs::remove_file(temp_index.path());
     }
     let mut index_env = env.clone();
     index_env.push(("GIT_INDEX_FILE", temp_index.path().as_os_str()));

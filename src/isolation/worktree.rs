@@ -167,22 +167,13 @@ pub fn main_base(
     Ok((branch, head))
 }
 
-/// Changed paths that are not the spec's bookkeeping (nor specrun's own directory).
+/// Changed paths that are not specrun's bookkeeping (`bookkeeping::roots`).
 pub fn dirty_files(project: &Project, spec: &Spec, changed: &[String]) -> Vec<String> {
-    let bookkeeping = crate::io::project::bookkeeping_paths(project, spec);
     changed
         .iter()
-        .filter(|p| !is_under_any(p, &bookkeeping))
+        .filter(|p| !crate::io::bookkeeping::is_bookkeeping(project, Some(spec), p))
         .cloned()
         .collect()
-}
-
-/// `path` is one of `prefixes`, lies below one, or is one's `.lock` sidecar.
-fn is_under_any(path: &str, prefixes: &[String]) -> bool {
-    let path = path.trim_end_matches('/');
-    prefixes
-        .iter()
-        .any(|b| path == b || path.starts_with(&format!("{b}/")) || path == format!("{b}.lock"))
 }
 
 /// At most ten paths, then a count.
@@ -261,6 +252,9 @@ pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str) -> Result<En
     let root = &project.root;
     let branch = branch_name(&spec.name, id);
     let path = member_dir(project, spec, id);
+    // A link on the way (`.specrun` or `.specrun/worktrees` pointing elsewhere) would put
+    // the member's checkout, and later its removal, outside the project.
+    crate::io::store::check_dir(&path)?;
     let mut notes = Vec::new();
     let registered = path.join(".git").is_file();
     if !registered && path.exists() {
@@ -273,8 +267,7 @@ pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str) -> Result<En
     }
     if !registered {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::io(parent, "create directory", e))?;
+            crate::io::store::ensure_dir(parent)?;
         }
         let p = path.to_string_lossy().into_owned();
         if branch_exists(root, &branch) {
@@ -332,7 +325,7 @@ pub fn conflicted(dir: &Path) -> Vec<String> {
 }
 
 /// Paths the member changed since `base`: committed, staged, unstaged and untracked,
-/// without the spec's bookkeeping.
+/// without specrun's bookkeeping (never a task's change, so never scope drift).
 pub fn changed_since(
     project: &Project,
     spec: &Spec,
@@ -349,11 +342,12 @@ pub fn changed_since(
         &["ls-files", "--others", "--exclude-standard", "-z"],
         &[],
     )?;
-    let bookkeeping = crate::io::project::bookkeeping_paths(project, spec);
     let mut paths: Vec<String> = diff
         .split('\0')
         .chain(untracked.split('\0'))
-        .filter(|p| !p.is_empty() && !is_under_any(p, &bookkeeping))
+        .filter(|p| {
+            !p.is_empty() && !crate::io::bookkeeping::is_bookkeeping(project, Some(spec), p)
+        })
         .map(str::to_string)
         .collect();
     paths.sort();
@@ -563,7 +557,28 @@ impl Merger {
 }
 
 /// Remove a member's worktree (its content is merged or saved); the directory goes too.
+/// Only a directory that really lies below `<root>/.specrun/worktrees/` (no link leading
+/// elsewhere, no `..` in a member's recorded name) is ever removed.
 pub fn remove_worktree(root: &Path, dir: &Path) -> Result<()> {
+    let home = root
+        .join(crate::io::project::EVENTS_DIR)
+        .join(crate::io::project::WORKTREES_DIR);
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    if dir.exists() {
+        let inside = match (real(root), real(&home), real(dir)) {
+            (Some(r), Some(h), Some(d)) => h.starts_with(r) && d.starts_with(&h) && d != h,
+            _ => false,
+        };
+        if !inside {
+            return Err(Error::Refused {
+                message: format!(
+                    "{} is not a member worktree below {}: specrun removes nothing else",
+                    dir.display(),
+                    home.display()
+                ),
+            });
+        }
+    }
     if dir.join(".git").is_file() {
         let d = dir.to_string_lossy().into_owned();
         git::run(root, &["worktree", "remove", "--force", &d], &[])?;

@@ -14,7 +14,7 @@ use crate::model::state::time::parse as parse_time;
 use crate::model::state::{Attempt, Phase, State};
 use crate::model::tasks::TaskList;
 use crate::protocol::Unmet;
-use crate::support::shell::shell_word;
+use crate::support::shell::word as shell_word;
 
 /// A follow-up that blocks completion (open, VERIFY, high).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +38,7 @@ pub struct Gates {
 /// Every unmet completion gate of spec `name`, each with a stable name and the command
 /// that satisfies it. `gates: None` (not computed) counts as missing evidence.
 pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     if state.halt().is_some() {
         out.push(Unmet::new(
@@ -52,7 +53,7 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
         out.push(Unmet::new(
             "phase",
             format!(
-                "the execution is {}, not running: `specrun state init --spec {name}` starts it.",
+                "the execution is {}, not running: `specrun state init {spec_flag}` starts it.",
                 state.phase().map_or("not started", Phase::as_str)
             ),
         ));
@@ -73,12 +74,12 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
         out.push(Unmet::new(
             "unchecked",
             format!(
-                "{} of {} tasks unchecked ({}): delegate each to {} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete {} --check --spec {name}` (then the next).",
+                "{} of {} tasks unchecked ({}): delegate each to {} (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete {} --check {spec_flag}` (then the next).",
                 unchecked.len(),
                 tasks.tasks.len(),
                 unchecked.join(", "),
                 crate::claude::agents::EXECUTOR_AGENT,
-                unchecked[0]
+                shell_word(&unchecked[0])
             ),
         ));
     }
@@ -102,6 +103,7 @@ pub const GROUP_UNMERGED: &str = "group-unmerged";
 /// An isolated group whose members are ticked but not all merged and verified: their work
 /// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
 fn unmerged(name: &str, state: &State) -> Option<Unmet> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let iso = crate::isolation::worktree::Isolation::of(state);
     let open: Vec<String> = iso
         .members
@@ -122,7 +124,7 @@ fn unmerged(name: &str, state: &State) -> Option<Unmet> {
     Some(Unmet::new(
         GROUP_UNMERGED,
         format!(
-            "the isolated group is {status} ({members}): `specrun group merge --spec {name}` merges the members and verifies the merged tree; it prints the next step."
+            "the isolated group is {status} ({members}): `specrun group merge {spec_flag}` merges the members and verifies the merged tree; it prints the next step."
         ),
     ))
 }
@@ -139,6 +141,7 @@ pub fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
 
 /// `earned`, each gate with the task it is about.
 pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(String, Unmet)> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     let baseline = checked_at_init(state);
     for task in &tasks.tasks {
@@ -154,11 +157,11 @@ pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(Strin
         {
             let detail = if task.checked {
                 format!(
-                    "task {id} is checked but attempt {n} is still running (the box was not ticked by `specrun task complete`): once its evidence and critiques are in, `specrun task complete {arg} --spec {name}`; if it failed, untick it (`specrun tasks check {arg} --undo --spec {name}`) and `specrun task fail {arg} --reason \"<why>\" --spec {name}`."
+                    "task {id} is checked but attempt {n} is still running (the box was not ticked by `specrun task complete`): once its evidence and critiques are in, `specrun task complete {arg} {spec_flag}`; if it failed, untick it (`specrun tasks check {arg} --undo {spec_flag}`) and `specrun task fail {arg} --reason \"<why>\" {spec_flag}`."
                 )
             } else {
                 format!(
-                    "attempt {n} of task {id} is still running: wait for its executor's result, then confirm it (`specrun task complete {arg} --check --spec {name}`) or record the failure (`specrun task fail {arg} --reason \"<why>\" --spec {name}`)."
+                    "attempt {n} of task {id} is still running: wait for its executor's result, then confirm it (`specrun task complete {arg} --check {spec_flag}`) or record the failure (`specrun task fail {arg} --reason \"<why>\" {spec_flag}`)."
                 )
             };
             out.push((id, Unmet::new("attempt-running", detail)));
@@ -173,14 +176,14 @@ pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(Strin
             None => "it was never started".to_string(),
         };
         let detail = format!(
-            "task {id} was ticked during this execution without `specrun task complete` ({why}): untick it (`specrun tasks check {arg} --undo --spec {name}`) and delegate it again."
+            "task {id} was ticked during this execution without `specrun task complete` ({why}): untick it (`specrun tasks check {arg} --undo {spec_flag}`) and delegate it again."
         );
         out.push((id, Unmet::new("checked-without-complete", detail)));
     }
     for (id, at) in open_claims(state, tasks) {
         let arg = shell_word(&id);
         let detail = format!(
-            "the executor's TASK_COMPLETE {id} ({at}) was recorded as unverified and nothing has settled it since: confirm it with `specrun tasks show {arg} --json --spec {name}` and `specrun verify status --task {arg} --spec {name}`, then `specrun task complete {arg} --spec {name}` once it holds, or `specrun task fail {arg} --reason \"<why>\" --spec {name}` (untick it first if it is checked)."
+            "the executor's TASK_COMPLETE {id} ({at}) was recorded as unverified and nothing has settled it since: confirm it with `specrun tasks show {arg} --json {spec_flag}` and `specrun verify status --task {arg} {spec_flag}`, then `specrun task complete {arg} {spec_flag}` once it holds, or `specrun task fail {arg} --reason \"<why>\" {spec_flag}` (untick it first if it is checked)."
         );
         out.push((id, Unmet::new("unverified-claim", detail)));
     }
@@ -199,6 +202,7 @@ fn full_check(tasks: &TaskList) -> Option<&str> {
 }
 
 fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+    let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
     if evidence != Freshness::Fresh {
@@ -216,7 +220,7 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
         out.push(Unmet::new(
             "execution-evidence",
             format!(
-                "execution evidence is {why}: run `specrun verify run --phase execution --spec {name} --command {}` and make it pass.",
+                "execution evidence is {why}: run `specrun verify run --phase execution {spec_flag} --command {}` and make it pass.",
                 shell_word(command)
             ),
         ));
@@ -227,7 +231,7 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
                 out.push(Unmet::new(
                     "followup",
                     format!(
-                        "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" --spec {name}`.",
+                        "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" {spec_flag}`.",
                         b.id, b.title, b.id
                     ),
                 ));

@@ -11,7 +11,7 @@ use crate::evidence::verify::{self, Freshness, Slot};
 use crate::model::state::{Attempt, Phase as Run, State};
 use crate::model::tasks::{Task, TaskList};
 use crate::next::{self, Finding, Halt, Standing, StateInput};
-use crate::support::shell::shell_word;
+use crate::support::shell::word as shell_word;
 
 /// A task failed this many times is a repeated failure.
 pub const REPEATED_FAILURES: usize = 2;

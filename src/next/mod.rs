@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use crate::model::state::{Phase, State};
 use crate::model::tasks::{Task, TaskList};
 use crate::protocol::Unmet;
-use crate::support::shell::shell_word;
+use crate::support::shell::word as shell_word;
 
 /// Who reads a hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,10 @@ impl Standing {
 
     /// The shell command of the merge step.
     pub fn merge_command(&self) -> String {
-        format!("specrun group merge --spec {}", self.spec)
+        format!(
+            "specrun group merge {}",
+            crate::support::shell::spec_flag(&self.spec)
+        )
     }
 }
 
@@ -333,19 +336,20 @@ impl Standing {
     /// The one sentence telling the coordinator what to do (snapshot's `nextAction`).
     pub fn coordinator(&self) -> String {
         let n = &self.spec;
+        let spec_flag = crate::support::shell::spec_flag(n);
         match self.decisive() {
             Finding::NoActiveSpec => "No active spec: plan one with /specrun:start <name> <goal>, or pass --spec NAME.".into(),
             Finding::MissingSpec { dir } => format!("Spec directory {dir} does not exist: plan it with /specrun:start {n} <goal>."),
             Finding::MissingTasks | Finding::UnreadableTasks => format!("Write specs/{n}/tasks.md (plan it with /specrun:start {n} <goal>) before implementing."),
             Finding::EmptyTasks => format!("specs/{n}/tasks.md has no tasks: add `- [ ] 1.1 Title` lines, then run /specrun:implement {n}."),
-            Finding::InvalidState => format!("The state file is unreadable: inspect it, then run `specrun state init --spec {n} --force` (the old file is kept)."),
-            Finding::NoState { first } => format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`, then delegate task {}.", first.as_deref().unwrap_or("-")),
+            Finding::InvalidState => format!("The state file is unreadable: inspect it, then run `specrun state init {spec_flag} --force` (the old file is kept)."),
+            Finding::NoState { first } => format!("Initialise the execution: `specrun state init {spec_flag} --session-id <session>`, then delegate task {}.", first.as_deref().unwrap_or("-")),
             Finding::Halted(Halt { reason, resume }) => format!("The execution is halted ({reason}): a person runs `{resume}`, then /specrun:implement {n}."),
             Finding::Cancelled => format!("The execution was cancelled: start again with /specrun:implement {n}."),
             Finding::Completed => format!("Spec {n} is complete: nothing to run."),
-            Finding::NotExecuting => format!("Initialise the execution: `specrun state init --spec {n} --session-id <session>`."),
+            Finding::NotExecuting => format!("Initialise the execution: `specrun state init {spec_flag} --session-id <session>`."),
             Finding::CompletionUnearned { unmet } => format!("Every task is checked, but {}", unmet.detail),
-            Finding::CompletionUnmarked => format!("Every task is checked: run `specrun verify run --phase execution --spec {n} --command <full test command>`, then end with ALL_TASKS_COMPLETE."),
+            Finding::CompletionUnmarked => format!("Every task is checked: run `specrun verify run --phase execution {spec_flag} --command <full test command>`, then end with ALL_TASKS_COMPLETE."),
             Finding::GroupAwaitsMerge => self.merge_sentence(),
             Finding::AwaitingApproval => "The execution awaits the user's approval: ask, then continue.".into(),
             // Never decisive: the plan's duplicate ids are a gate beside the step.
@@ -368,6 +372,7 @@ impl Standing {
     /// task's, read at the edge.
     pub fn shell(&self, progress: TaskProgress) -> Option<ShellStep> {
         let n = &self.spec;
+        let spec_flag = crate::support::shell::spec_flag(n);
         let command = match self.step() {
             Finding::NoActiveSpec
             | Finding::MissingSpec { .. }
@@ -377,20 +382,20 @@ impl Standing {
             | Finding::DuplicateTaskIds { .. }
             | Finding::AwaitingApproval
             | Finding::Completed => return None,
-            Finding::InvalidState => format!("specrun state init --spec {n} --force"),
+            Finding::InvalidState => format!("specrun state init {spec_flag} --force"),
             Finding::NoState { .. } | Finding::NotExecuting => {
-                format!("specrun state init --spec {n}")
+                format!("specrun state init {spec_flag}")
             }
             Finding::Halted(h) => h.resume.clone(),
             // `resume` undoes a cancel.
-            Finding::Cancelled => format!("specrun resume --spec {n}"),
+            Finding::Cancelled => format!("specrun resume {spec_flag}"),
             Finding::CompletionUnearned { unmet }
                 if unmet.name == crate::next::completion::GROUP_UNMERGED =>
             {
                 self.merge_command()
             }
             Finding::CompletionUnearned { .. } | Finding::CompletionUnmarked => {
-                format!("specrun finish --spec {n}")
+                format!("specrun finish {spec_flag}")
             }
             Finding::GroupAwaitsMerge => self.merge_command(),
             Finding::Delegate { group, running } => {
@@ -423,27 +428,28 @@ pub fn ids(tasks: &[TaskRef]) -> String {
 
 /// The step for the current task: start it, verify it, review it, complete it.
 fn task_step(name: &str, task: &TaskRef, running: bool, progress: TaskProgress) -> ShellStep {
-    let id = &task.id;
+    let spec_flag = crate::support::shell::spec_flag(name);
+    let id = shell_word(&task.id);
     let plain = |command| ShellStep {
         command,
         review: false,
     };
     // The review itself is the person's: they give it as JSON on stdin.
     let review = |stage: &str| ShellStep {
-        command: format!("specrun critique record --task {id} --stage {stage} --spec {name}"),
+        command: format!("specrun critique record --task {id} --stage {stage} {spec_flag}"),
         review: true,
     };
     if !running {
-        return plain(format!("specrun task start {id} --spec {name}"));
+        return plain(format!("specrun task start {id} {spec_flag}"));
     }
     match &task.verify {
         Some(cmd) if !progress.evidence => plain(format!(
-            "specrun verify run --task {id} --spec {name} --command {}",
+            "specrun verify run --task {id} {spec_flag} --command {}",
             shell_word(cmd)
         )),
         _ if !progress.post_code => review("post-code"),
         _ if !progress.post_test => review("post-test"),
-        _ => plain(format!("specrun task complete {id} --check --spec {name}")),
+        _ => plain(format!("specrun task complete {id} --check {spec_flag}")),
     }
 }
 

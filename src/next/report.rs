@@ -233,7 +233,11 @@ fn story(input: &Inputs<'_>, t: &crate::model::tasks::Task, now: &str) -> TaskSt
             .map(|f| {
                 format!(
                     "{} {} {} ({}): {}",
-                    f.id, f.category, f.priority, f.status, f.title
+                    f.id,
+                    f.category,
+                    f.priority,
+                    f.status,
+                    crate::support::visible::line(&f.title)
                 )
             })
             .collect(),
@@ -418,8 +422,11 @@ pub fn markdown(r: &Report) -> String {
     s
 }
 
+/// HTML-escaped, and every control character shown as `\xNN` (`visible`): the page is
+/// read in a browser but also with `cat` and `less`.
 fn esc(text: &str) -> String {
-    text.replace('&', "&amp;")
+    crate::support::visible::text(text)
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")

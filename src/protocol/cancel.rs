@@ -38,7 +38,8 @@ fn apply(state: &State, now: &str) -> Transition {
     Transition {
         patch: Some(Patch::new().phase(Phase::Cancelled).halt(Some(&halt))),
         message: format!(
-            "{spec}: cancelled; nothing was deleted (undo with `specrun resume --spec {spec}`)"
+            "{spec}: cancelled; nothing was deleted (undo with `specrun resume {}`)",
+            crate::support::shell::spec_flag(spec)
         ),
         changed: true,
         ..Default::default()

@@ -84,6 +84,7 @@ fn repeat(task: &Task, history: &[Attempt]) -> Option<Transition> {
 
 fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
     let id = input.task.label();
+    let id_q = crate::support::shell::word(&id);
     let mut unmet = Vec::new();
     execution_gates(input.state, &mut unmet);
     unmet.extend(attempt_running(&id, history.last()));
@@ -91,7 +92,7 @@ fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
         unmet.push(Unmet::new(
             "evidence",
             format!(
-                "no fresh passing evidence from the task's Verify command: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id}`",
+                "no fresh passing evidence from the task's Verify command: taskEvidence[{id}] is {} and verificationBlocks.execution is {}; run `specrun verify run --task {id_q}`",
                 input.task_evidence.describe(),
                 input.phase_evidence.describe()
             ),
@@ -102,7 +103,7 @@ fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
         unmet.push(Unmet::new(
             "checked",
             format!(
-                "task {id} is not checked in tasks.md: run `specrun task complete {id} --check`"
+                "task {id} is not checked in tasks.md: run `specrun task complete {id_q} --check`"
             ),
         ));
     }
@@ -111,10 +112,11 @@ fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
 
 /// The last attempt must be running.
 fn attempt_running(id: &str, last: Option<&Attempt>) -> Option<Unmet> {
+    let id_q = crate::support::shell::word(id);
     let detail = match last {
-        None => format!("task {id} was never started: run `specrun task start {id}` first"),
+        None => format!("task {id} was never started: run `specrun task start {id_q}` first"),
         Some(a) if status_of(a) != "running" => format!(
-            "attempt {} of task {id} is {}, not running: run `specrun task start {id}`",
+            "attempt {} of task {id} is {}, not running: run `specrun task start {id_q}`",
             n_of(a),
             status_of(a)
         ),
@@ -125,11 +127,12 @@ fn attempt_running(id: &str, last: Option<&Attempt>) -> Option<Unmet> {
 
 /// Both critique records usable, the post-test one newer than the evidence it reviews.
 fn critiques(input: &CompleteInput<'_>, id: &str, unmet: &mut Vec<Unmet>) {
+    let id_q = crate::support::shell::word(id);
     for (stage, name, stored) in [
         ("post-code", "critique-post-code", &input.post_code),
         ("post-test", "critique-post-test", &input.post_test),
     ] {
-        let record = format!("`specrun critique record --task {id} --stage {stage}`");
+        let record = format!("`specrun critique record --task {id_q} --stage {stage}`");
         match stored {
             Stored::Usable { .. } => {}
             Stored::Missing => unmet.push(Unmet::new(

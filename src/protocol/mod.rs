@@ -146,8 +146,11 @@ fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
         None => unmet.push(Unmet::new(
             "phase",
             format!(
-                "the state has no phase: run `specrun state init --spec {}` first",
-                state.name().unwrap_or("<spec>")
+                "the state has no phase: run `specrun state init {}` first",
+                state
+                    .name()
+                    .map(crate::support::shell::spec_flag)
+                    .unwrap_or_else(|| "--spec <spec>".into())
             ),
         )),
     }

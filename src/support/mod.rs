@@ -1,5 +1,6 @@
 //! The bottom layer: helpers that know nothing of specrun's files (globs, shell quoting,
-//! message text, JSON merge, SHA-256, fault points for the crash tests).
+//! message text, JSON merge, SHA-256, fault points for the crash tests, control characters
+//! made visible).
 
 pub mod fault;
 pub mod glob;
@@ -7,3 +8,4 @@ pub mod json;
 pub mod sha256;
 pub mod shell;
 pub mod text;
+pub mod visible;

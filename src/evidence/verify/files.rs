@@ -9,7 +9,7 @@
 use std::fs::Metadata;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -190,12 +190,9 @@ fn walk(
 }
 
 fn hash_file(path: &Path) -> Result<String> {
-    // O_NONBLOCK: a file swapped for a FIFO after the walk's stat cannot hang the open.
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::io(path, "read", e))?;
+    // The store's open: a file swapped for a FIFO, a device or a link after the walk's
+    // stat can neither hang the open nor feed the hash without end.
+    let mut file = crate::io::store::open_walked(path)?;
     let mut hasher = Sha256::default();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -211,6 +208,7 @@ fn hash_file(path: &Path) -> Result<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
 

@@ -108,8 +108,9 @@ impl CommandFit {
             return None;
         };
         Some(format!(
-            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} --spec {spec}` (without --command it runs the Verify command)",
-            crate::support::shell::shell_word(id)
+            "it ran `{ran}`, not the task's Verify command `{verify}`: run `specrun verify run --task {} {}` (without --command it runs the Verify command)",
+            crate::support::shell::word(id),
+            crate::support::shell::spec_flag(spec)
         ))
     }
 }
@@ -431,23 +432,18 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
         .prefix("specrun-index-")
         .tempfile_in(&repo.git_dir)
         .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
-    match std::fs::copy(repo.git_dir.join("index"), temp_index.path()) {
+    if crate::io::store::copy_into(&repo.git_dir.join("index"), temp_index.as_file())? {
         // Keep the real index's mtime: git treats entries modified at or after it as
         // racily clean and re-hashes them; a fresh mtime would hide a same-size edit made
         // in the same timestamp tick as the last index write.
-        Ok(_) => {
-            if let Ok(mtime) =
-                std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
-            {
-                let _ = temp_index.as_file().set_modified(mtime);
-            }
+        if let Ok(mtime) = std::fs::metadata(repo.git_dir.join("index")).and_then(|m| m.modified())
+        {
+            let _ = temp_index.as_file().set_modified(mtime);
         }
+    } else {
         // No index yet (no commit, nothing staged): git starts from an empty one, but it
         // refuses an existing empty file, so remove ours and let git create it.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let _ = std::fs::remove_file(temp_index.path());
-        }
-        Err(e) => return Err(Error::io(repo.git_dir.join("index"), "copy", e)),
+        let _ = std::fs::remove_file(temp_index.path());
     }
     let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
     // Add everything, then take the excluded paths out again. An `:(exclude)` pathspec
@@ -799,6 +795,7 @@ mod tests {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tree_tests {
     use super::*;
     use std::process::Command;

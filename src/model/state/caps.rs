@@ -146,13 +146,20 @@ impl State {
             Some(HALT_FORECAST) => {
                 let flag = self.halt_detail("raiseFlag").and_then(Value::as_str);
                 match (flag, self.halt_detail("raiseTo")) {
-                    (Some(flag), Some(to)) => format!(" {flag} {to}"),
+                    (Some(flag), Some(to)) => format!(
+                        " {} {}",
+                        crate::support::shell::word(flag),
+                        crate::support::shell::word(&to.to_string())
+                    ),
                     _ => String::new(),
                 }
             }
             _ => String::new(),
         };
-        format!("specrun resume --spec {spec_name}{flag}")
+        format!(
+            "specrun resume {}{flag}",
+            crate::support::shell::spec_flag(spec_name)
+        )
     }
 }
 

@@ -1,0 +1,95 @@
+//! Text that came from files, made safe to show a person: a control character (C0, DEL,
+//! C1 such as U+009B CSI, ESC above all) is shown as `\xNN` instead of reaching the
+//! terminal, where it could clear the screen, retitle the window or hide the halt line.
+//! `output` applies `text` to everything it prints; `line` is for a one-line field (a
+//! title), where a line break is not meant either; `json` keeps JSON exact.
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// Whether `c` is shown escaped: every control but a tab, and a line break where one is meant.
+fn hidden(c: char, lines: bool) -> bool {
+    c.is_control() && c != '\t' && !(lines && c == '\n')
+}
+
+/// Whether `text` may hold such a character: a byte scan without early exit (the compiler
+/// vectorises it), cheaper than decoding, since nearly every text holds none (C1 is
+/// encoded 0xC2 0x80..=0x9F; a tab or a line break makes `escape` look closer).
+fn suspect(text: &str) -> bool {
+    text.bytes().fold(false, |seen, b| {
+        seen | (b < 0x20) | (b == 0x7f) | (b == 0xc2)
+    })
+}
+
+fn escape(text: &str, lines: bool) -> Cow<'_, str> {
+    if !suspect(text) || !text.chars().any(|c| hidden(c, lines)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c, lines) {
+            let _ = write!(out, "\\x{:02x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Multi-line text for a person: every control character but `\n` and `\t` escaped.
+pub fn text(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+/// A one-line field (a title): a line break is escaped too, so it cannot fake a line.
+pub fn line(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// Serialised JSON with DEL and the C1 controls written `\u00NN`: serde_json escapes
+/// only C0, and these can occur only inside strings, so the document means the same.
+pub fn json(doc: &str) -> Cow<'_, str> {
+    let raw = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
+    // DEL is 0x7F and C1 0xC2 0x80..=0x9F in UTF-8: most documents hold neither byte.
+    if memchr::memchr2(0x7f, 0xc2, doc.as_bytes()).is_none() || !doc.chars().any(raw) {
+        return Cow::Borrowed(doc);
+    }
+    let mut out = String::with_capacity(doc.len() + 8);
+    for c in doc.chars() {
+        if raw(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOSTILE: &str = "a\x1b[2J\x1b]0;pwned\x07b\u{9b}31mc\x7f\r\0";
+
+    #[test]
+    fn every_control_but_a_line_break_and_a_tab_is_shown_escaped() {
+        assert_eq!(
+            text(HOSTILE),
+            "a\\x1b[2J\\x1b]0;pwned\\x07b\\x9b31mc\\x7f\\x0d\\x00"
+        );
+        assert_eq!(text("one\n\ttwo"), "one\n\ttwo");
+        assert!(matches!(text("plain ✓ é"), Cow::Borrowed(_)));
+        assert_eq!(line("a\nb\tc"), "a\\x0ab\tc");
+    }
+
+    #[test]
+    fn json_keeps_its_meaning_without_a_raw_c1_or_del() {
+        let value = serde_json::json!({"t": HOSTILE, "k": "é ✓"});
+        let doc = value.to_string();
+        assert!(doc.contains('\u{9b}'), "serde_json leaves C1 raw: {doc}");
+        let safe = json(&doc);
+        assert!(!safe.chars().any(char::is_control), "{safe}");
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+    }
+}
