@@ -3,9 +3,10 @@
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
 //! `Error::FieldType` text as before; the document that passed is then moved into the
-//! records (`Owned`, `read_map`). Fields the table does not check (`startedAt`, `halt.at`, the
-//! guard's record) are read leniently: a garbled value is kept as it was and reads as
-//! unknown.
+//! records (`Owned`, `read_map`). The check is derived from these records (check.rs: each
+//! field's type, or the check declared after `=>`), so the schema is written once. Fields
+//! it leaves alone (`startedAt`, `halt.at`, the guard's record) are read leniently: a
+//! garbled value is kept as it was and reads as unknown.
 //!
 //! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
 //! that was read, with known fields in this file's order and unknown ones after them.
@@ -15,6 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
+use super::check::{self, join, Check, Checked, LedgerShape, LooseRecords, Records, Unchecked};
 use super::time::Timestamp;
 use super::{
     typecheck, DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS,
@@ -260,7 +262,7 @@ fn merge_key(map: &mut Map<String, Value>, key: &str, pv: &Value) {
 /// fields first, then `other`.
 macro_rules! record {
     ($(#[$meta:meta])* pub struct $name:ident {
-        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal $(=> $chk:ty)?,)*
     }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -336,6 +338,40 @@ macro_rules! record {
                 $name::from_map(map).map_err(serde::de::Error::custom)
             }
         }
+
+        /// The record's type check: an object whose known fields have their types (a
+        /// field's check is its type's, or the one declared after `=>`).
+        impl Check for $name {
+            const EXPECTED: &'static str = "an object";
+            const OR_NULL: &'static str = "an object or null";
+            fn accepts(v: &Value) -> bool {
+                v.is_object()
+            }
+            fn check_fields(v: &Value, at: &str) -> Checked {
+                let Some(map) = v.as_object() else { return Ok(()) };
+                $(if let Some(fv) = map.get($key) {
+                    check::field::<check_ty!($ty $(, $chk)?)>(fv, &join(at, $key), true)?;
+                })*
+                Ok(())
+            }
+            fn check_entries(v: &Value, at: &str) -> Checked {
+                let Some(map) = v.as_object() else { return Ok(()) };
+                $(if let Some(fv) = map.get($key) {
+                    check::field::<check_ty!($ty $(, $chk)?)>(fv, &join(at, $key), false)?;
+                })*
+                Ok(())
+            }
+        }
+    };
+}
+
+/// A field's check: its type's, unless the record declares another (`=> Unchecked`).
+macro_rules! check_ty {
+    ($ty:ty) => {
+        $ty
+    };
+    ($ty:ty, $chk:ty) => {
+        $chk
     };
 }
 
@@ -362,8 +398,9 @@ pub struct Usage {
     input_tokens: Option<u64> = "inputTokens",
     transcript_offset: Nullable<u64> = "transcriptOffset",
     transcript_path: Nullable<String> = "transcriptPath",
-    /// Nothing type-checks `agents` as a whole (only the hooks write it): `Loose`.
-    agents: Loose<IndexMap<String, AgentUsage>> = "agents",
+    /// Nothing type-checks `agents` as a whole (only the hooks write it): `Loose`; an
+    /// entry that is there is an object.
+    agents: Loose<IndexMap<String, AgentUsage>> = "agents" => LooseRecords,
 }
 }
 
@@ -383,7 +420,7 @@ record! {
 pub struct Halt {
     kind: Option<String> = "kind",
     reason: Option<String> = "reason",
-    at: Nullable<Timestamp> = "at",
+    at: Nullable<Timestamp> = "at" => Unchecked,
 }
 }
 
@@ -426,7 +463,7 @@ pub struct GuardRecord {
     stall_stops: Loose<u64> = "stallStops",
     blocks: Loose<u64> = "blocks",
     last_block_fingerprint: Loose<String> = "lastBlockFingerprint",
-    clock_started_at: Nullable<Timestamp> = "clockStartedAt",
+    clock_started_at: Nullable<Timestamp> = "clockStartedAt" => Unchecked,
     uncounted_stops: Loose<u64> = "uncountedStops",
     uncounted_offset: Loose<u64> = "uncountedOffset",
     last_message_id: Loose<String> = "lastMessageId",
@@ -449,18 +486,21 @@ pub struct State {
     max_global_iterations: Option<u64> = "maxGlobalIterations",
     budget: Option<Budget> = "budget",
     /// The cost ledger: `ledger::Ledger::of` owns its shape (and `typecheck` checks it).
-    ledger: Nullable<Map<String, Value>> = "ledger",
+    ledger: Nullable<Map<String, Value>> = "ledger" => Nullable<LedgerShape>,
     usage: Option<Usage> = "usage",
-    started_at: Nullable<Timestamp> = "startedAt",
+    /// Not type-checked: a garbled one must not make the whole state unreadable (the
+    /// guard would enforce nothing); `check_times` refuses writing one and the time cap
+    /// falls back to another origin (`time_origin`).
+    started_at: Nullable<Timestamp> = "startedAt" => Unchecked,
     execution_driver: Option<Driver> = "executionDriver",
     quick_mode: Option<bool> = "quickMode",
     recovery_mode: Option<bool> = "recoveryMode",
     awaiting_approval: Option<bool> = "awaitingApproval",
     /// Per task, the verify gate's block record: an object whose fields the verify verb
     /// and the guard each add to; open so either can grow it.
-    verification_blocks: Option<Map<String, Value>> = "verificationBlocks",
+    verification_blocks: Option<Map<String, Value>> = "verificationBlocks" => Records,
     /// Per task, the evidence record (`evidence.rs` owns its varied body).
-    task_evidence: Option<Map<String, Value>> = "taskEvidence",
+    task_evidence: Option<Map<String, Value>> = "taskEvidence" => Records,
     attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
     fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.
@@ -737,7 +777,8 @@ fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Patch, KNOWN};
+    use super::super::legacy_check::{typecheck as table_check, KNOWN};
+    use super::super::Patch;
     use super::*;
     use serde_json::json;
 
@@ -875,7 +916,10 @@ mod tests {
         for (path, _) in KNOWN {
             for value in &bad {
                 let doc = mistyped(path, value.clone());
-                let Err(want) = typecheck(&doc, "s.json") else {
+                let derived = typecheck(&doc, "s.json").map_err(|e| e.to_string());
+                let table = table_check(&doc, "s.json").map_err(|e| e.to_string());
+                assert_eq!(derived, table, "the records check {doc} as the table did");
+                let Err(want) = table_check(&doc, "s.json") else {
                     // What typecheck passes, serde reads and writes back unchanged.
                     let read = State::parse(&doc, "s.json").unwrap();
                     assert_eq!(read.to_value(), doc, "{path}");
@@ -906,7 +950,7 @@ mod tests {
             (json!({"ledger": {"tasks": 1}}), "a ledger"),
         ] {
             let got = State::parse(&doc, "s").unwrap_err().to_string();
-            assert_eq!(got, typecheck(&doc, "s").unwrap_err().to_string());
+            assert_eq!(got, table_check(&doc, "s").unwrap_err().to_string());
             assert!(got.contains(field), "{got}");
         }
         let err = State::from_value(&json!({"taskIndex": "3"}))
@@ -1036,5 +1080,65 @@ mod tests {
             State::from_value(&full()).unwrap(),
             "a refused patch changes nothing"
         );
+    }
+
+    #[test]
+    fn the_records_check_the_per_task_maps_as_the_table_did() {
+        let bad = [
+            json!("x"),
+            json!(-1),
+            json!(1.5),
+            json!([1]),
+            json!(null),
+            json!({}),
+        ];
+        let attempt = json!({"n": 1, "status": "done", "startedAt": "2026-01-01T00:00:00Z",
+            "endedAt": null, "startCommit": "a", "endCommit": null, "reason": null,
+            "fixTaskId": null, "rollbackRef": null, "rolledBackAt": null});
+        let fix = json!({"attempts": 1, "fixTaskIds": ["1.1"], "lastError": null});
+        let mut docs = Vec::new();
+        for key in keys(&attempt) {
+            for v in &bad {
+                let mut a = attempt.clone();
+                a[key] = v.clone();
+                docs.push(json!({"attempts": {"1.1": [attempt.clone(), a]}}));
+            }
+        }
+        for key in keys(&fix) {
+            for v in &bad {
+                let mut f = fix.clone();
+                f[key] = v.clone();
+                docs.push(json!({"fixTaskMap": {"1": fix.clone(), "1.2": f}}));
+            }
+        }
+        for v in &bad {
+            docs.push(json!({"attempts": {"1": v}}));
+            docs.push(json!({"attempts": {"1": [v]}}));
+            docs.push(json!({"fixTaskMap": {"1": v}}));
+            docs.push(json!({"taskEvidence": {"1": {}, "2": v}}));
+            docs.push(json!({"verificationBlocks": {"p": v}}));
+            docs.push(json!({"usage": {"agents": {"a": {}, "b": v}}}));
+            docs.push(json!({"usage": {"agents": v}}));
+            docs.push(json!({"ledger": {"tasks": {"1": {"byModel": {"m": {"input": v}}}}}}));
+            docs.push(json!({"ledger": {"run": v}}));
+            docs.push(json!({"guard": {"stallStops": v, "clockStartedAt": v}}));
+            docs.push(json!({"halt": {"kind": "k", "at": v}, "startedAt": v}));
+            // Two faults in the first pass, or one in each: the first pass's is named.
+            docs.push(json!({"taskIndex": v, "budget": {"maxMinutes": v}, "halt": v}));
+            docs.push(json!({"attempts": {"1": v}, "usage": {"outputTokens": v}}));
+        }
+        docs.push(full());
+        docs.push(json!([]));
+        let mut refused = 0;
+        for doc in docs {
+            let derived = typecheck(&doc, "s").map_err(|e| e.to_string());
+            assert_eq!(
+                derived,
+                table_check(&doc, "s").map_err(|e| e.to_string()),
+                "{doc}"
+            );
+            refused += usize::from(derived.is_err());
+        }
+        assert!(refused > 60, "{refused}");
     }
 }
