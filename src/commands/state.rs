@@ -124,6 +124,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
         quick: args.quick,
         recovery_mode: args.recovery_mode,
         driver: args.driver.map(|d| d.as_str()),
+        isolate: args.isolate,
     };
     let path = spec.state_path();
     let now = now_rfc3339();
@@ -156,13 +157,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             }
             other => state::init_execution(other, &params, counts.next_index, counts.total, &now),
         };
-        set_isolate(&mut doc, args.isolate);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
         if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
-            set_isolate(&mut doc, args.isolate);
             continued = false;
         }
         // The boxes ticked before this execution started: the completion gate excepts
@@ -234,18 +233,6 @@ fn report_init(name: &str, v: &state::State, counts: crate::model::tasks::Counts
             v.resume_command(name)
         ));
     }
-}
-
-/// `isolation.sequential`: whether sequential tasks may run in worktrees too; the rest of
-/// the isolation record (members of a group under way) is kept.
-fn set_isolate(doc: &mut Value, isolate: bool) {
-    let mut iso = doc
-        .get("isolation")
-        .filter(|v| v.is_object())
-        .cloned()
-        .unwrap_or_else(|| serde_json::json!({}));
-    iso["sequential"] = Value::Bool(isolate);
-    doc["isolation"] = iso;
 }
 
 /// A state file `init` cannot build on: refused without `--force`; with it, copied to

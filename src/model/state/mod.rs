@@ -175,6 +175,8 @@ pub struct InitParams {
     pub quick: bool,
     pub recovery_mode: bool,
     pub driver: Option<&'static str>,
+    /// `isolation.sequential`: whether sequential tasks may run in worktrees too.
+    pub isolate: bool,
 }
 
 /// Write the execution fields onto `existing`, keeping every other field.
@@ -248,7 +250,20 @@ pub fn init_execution(
     // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
     // merging `{}` would keep it all, so a re-init could halt on the old stall count.
     doc["guard"] = json!({});
+    set_isolate(&mut doc, params.isolate);
     doc
+}
+
+/// `isolation.sequential` from `--isolate`; the rest of the isolation record (members of a
+/// group under way) is kept.
+fn set_isolate(doc: &mut Value, isolate: bool) {
+    let mut iso = doc
+        .get("isolation")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    iso["sequential"] = Value::Bool(isolate);
+    doc["isolation"] = iso;
 }
 
 /// Whether `state init` continues `doc` rather than starting over: an execution that is
@@ -319,6 +334,7 @@ pub fn continue_execution(
         patch["budget"]["maxUsd"] = Value::from(v);
     }
     merge_into(&mut doc, &patch);
+    set_isolate(&mut doc, params.isolate);
     doc
 }
 
