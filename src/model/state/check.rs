@@ -6,15 +6,16 @@
 //! known field's own type, with the fields of the known sub-objects right after their
 //! parent (`budget`, `budget.maxMinutes`, …); then what the per-task maps hold (the ledger's
 //! accounts, each attempt, fix entry, evidence record and subagent entry).
-//! A value's type where the typed read is more lenient than the check is the field's
-//! declared check (`=> Unchecked`, `=> Records`, …) in the record.
+//! Where the check is not the field type's, the record declares it (`=> Unchecked`,
+//! `=> Records`, …). The checks of the state's own types (`Nullable`, `Loose`, `Phase`,
+//! the records, the ledger) and `typecheck` are in typed.rs, which this file does not
+//! import.
 
 use serde_json::{Map, Number, Value};
 
-use super::ledger::Ledger;
-use super::time::Timestamp;
-use super::typed::{Driver, Loose, Nullable, Phase};
 use indexmap::IndexMap;
+
+use super::time::Timestamp;
 
 /// A field that does not have its type: where (`budget.maxMinutes`) and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,21 +111,6 @@ impl Check for bool {
     }
 }
 
-impl Check for Phase {
-    const EXPECTED: &'static str =
-        "one of \"planning\", \"execution\", \"completed\", \"cancelled\"";
-    fn accepts(v: &Value) -> bool {
-        v.as_str().is_some_and(|s| super::PHASES.contains(&s))
-    }
-}
-
-impl Check for Driver {
-    const EXPECTED: &'static str = "one of \"native-goal\", \"stop-hook\", \"manual\"";
-    fn accepts(v: &Value) -> bool {
-        v.as_str().is_some_and(|s| super::DRIVERS.contains(&s))
-    }
-}
-
 /// An open object (`modificationMap`): any keys, any values.
 impl Check for Map<String, Value> {
     const EXPECTED: &'static str = "an object";
@@ -146,20 +132,6 @@ impl Check for Vec<String> {
     const EXPECTED: &'static str = "an array of strings";
     fn accepts(v: &Value) -> bool {
         v.as_array().is_some_and(|a| a.iter().all(Value::is_string))
-    }
-}
-
-/// A list of records (a task's attempts): each item a record, named by its index.
-impl Check for Vec<super::typed::Attempt> {
-    const EXPECTED: &'static str = "an array";
-    fn accepts(v: &Value) -> bool {
-        v.is_array()
-    }
-    fn check_fields(v: &Value, at: &str) -> Checked {
-        for (i, item) in v.as_array().into_iter().flatten().enumerate() {
-            field::<super::typed::Attempt>(item, &join(at, &i.to_string()), true)?;
-        }
-        Ok(())
     }
 }
 
@@ -188,34 +160,6 @@ impl<T: Check> Check for Option<T> {
     }
     fn check_entries(v: &Value, at: &str) -> Checked {
         T::check_entries(v, at)
-    }
-}
-
-impl<T: Check> Check for Nullable<T> {
-    const EXPECTED: &'static str = T::OR_NULL;
-    fn accepts(v: &Value) -> bool {
-        v.is_null() || T::accepts(v)
-    }
-    fn check_fields(v: &Value, at: &str) -> Checked {
-        if v.is_null() {
-            return Ok(());
-        }
-        T::check_fields(v, at)
-    }
-    fn check_entries(v: &Value, at: &str) -> Checked {
-        if v.is_null() {
-            return Ok(());
-        }
-        T::check_entries(v, at)
-    }
-}
-
-/// The hooks' own records (`guard`'s fields, `usage.agents`' entries): not checked, a
-/// garbled value reads as absent.
-impl<T> Check for Loose<T> {
-    const EXPECTED: &'static str = "anything";
-    fn accepts(_: &Value) -> bool {
-        true
     }
 }
 
@@ -266,41 +210,4 @@ fn entries_are_objects(v: &Value, at: &str) -> Checked {
         }
     }
     Ok(())
-}
-
-/// The cost ledger: an object (or null) whose accounts `Ledger` reads.
-pub(crate) struct LedgerShape;
-
-impl Check for LedgerShape {
-    const EXPECTED: &'static str = "an object";
-    const OR_NULL: &'static str = "an object or null";
-    fn accepts(v: &Value) -> bool {
-        v.is_object()
-    }
-    fn check_entries(v: &Value, _at: &str) -> Checked {
-        match Ledger::parse(v) {
-            Ok(_) => Ok(()),
-            Err(e) => fault(
-                e.trim_start_matches("field `ledger`: ").to_string(),
-                "a ledger: tasks/run accounts of non-negative integer token counts",
-            ),
-        }
-    }
-}
-
-/// Check every known field present in `doc` (a state document or a patch): the first that
-/// does not have its type is an `Error::FieldType` naming it. `source_name` names the file
-/// or patch.
-pub fn typecheck(doc: &Value, source_name: &str) -> crate::error::Result<()> {
-    use super::typed::State;
-    let checked = if doc.is_object() {
-        <State as Check>::check_fields(doc, "").and_then(|()| State::check_entries(doc, ""))
-    } else {
-        fault("(top level)".into(), "an object")
-    };
-    checked.map_err(|f| crate::error::Error::FieldType {
-        source_name: source_name.to_string(),
-        field: f.field,
-        expected: f.expected,
-    })
 }

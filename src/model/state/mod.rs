@@ -16,12 +16,11 @@ mod typed;
 
 pub use crate::support::json::merge_into;
 pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
-pub use check::typecheck;
 pub use patch::Patch;
 pub use time::Timestamp;
 pub use typed::{
-    Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable, Phase, State,
-    Usage,
+    typecheck, Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable,
+    Phase, State, Usage,
 };
 
 use chrono::{DateTime, Utc};

@@ -16,11 +16,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
-use super::check::{self, join, Check, Checked, LedgerShape, LooseRecords, Records, Unchecked};
+use super::check::{self, join, Check, Checked, LooseRecords, Records, Unchecked};
 use super::time::Timestamp;
-use super::{
-    typecheck, DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS,
-};
+use super::{DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS};
 use crate::error::{Error, Result};
 use crate::support::json::merge_into;
 
@@ -773,6 +771,101 @@ fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
         field: e.to_string(),
         expected: "the state schema of docs/design.md#state",
     }
+}
+
+// The type checks of the state's own types (check.rs has the plain ones).
+
+impl Check for Phase {
+    const EXPECTED: &'static str =
+        "one of \"planning\", \"execution\", \"completed\", \"cancelled\"";
+    fn accepts(v: &Value) -> bool {
+        v.as_str().is_some_and(|s| super::PHASES.contains(&s))
+    }
+}
+
+impl Check for Driver {
+    const EXPECTED: &'static str = "one of \"native-goal\", \"stop-hook\", \"manual\"";
+    fn accepts(v: &Value) -> bool {
+        v.as_str().is_some_and(|s| super::DRIVERS.contains(&s))
+    }
+}
+
+/// A list of records (a task's attempts): each item a record, named by its index.
+impl Check for Vec<Attempt> {
+    const EXPECTED: &'static str = "an array";
+    fn accepts(v: &Value) -> bool {
+        v.is_array()
+    }
+    fn check_fields(v: &Value, at: &str) -> Checked {
+        for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+            check::field::<Attempt>(item, &join(at, &i.to_string()), true)?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Check> Check for Nullable<T> {
+    const EXPECTED: &'static str = T::OR_NULL;
+    fn accepts(v: &Value) -> bool {
+        v.is_null() || T::accepts(v)
+    }
+    fn check_fields(v: &Value, at: &str) -> Checked {
+        if v.is_null() {
+            return Ok(());
+        }
+        T::check_fields(v, at)
+    }
+    fn check_entries(v: &Value, at: &str) -> Checked {
+        if v.is_null() {
+            return Ok(());
+        }
+        T::check_entries(v, at)
+    }
+}
+
+/// The hooks' own records (`guard`'s fields, `usage.agents`' entries): not checked, a
+/// garbled value reads as absent.
+impl<T> Check for Loose<T> {
+    const EXPECTED: &'static str = "anything";
+    fn accepts(_: &Value) -> bool {
+        true
+    }
+}
+
+/// The cost ledger: an object (or null) whose accounts `Ledger` reads.
+pub(crate) struct LedgerShape;
+
+impl Check for LedgerShape {
+    const EXPECTED: &'static str = "an object";
+    const OR_NULL: &'static str = "an object or null";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+    fn check_entries(v: &Value, _at: &str) -> Checked {
+        match super::ledger::Ledger::parse(v) {
+            Ok(_) => Ok(()),
+            Err(e) => check::fault(
+                e.trim_start_matches("field `ledger`: ").to_string(),
+                "a ledger: tasks/run accounts of non-negative integer token counts",
+            ),
+        }
+    }
+}
+
+/// Check every known field present in `doc` (a state document or a patch): the first that
+/// does not have its type is an `Error::FieldType` naming it. `source_name` names the file
+/// or patch.
+pub fn typecheck(doc: &Value, source_name: &str) -> crate::error::Result<()> {
+    let checked = if doc.is_object() {
+        <State as Check>::check_fields(doc, "").and_then(|()| State::check_entries(doc, ""))
+    } else {
+        check::fault("(top level)".into(), "an object")
+    };
+    checked.map_err(|f| crate::error::Error::FieldType {
+        source_name: source_name.to_string(),
+        field: f.field,
+        expected: f.expected,
+    })
 }
 
 #[cfg(test)]
