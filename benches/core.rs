@@ -130,10 +130,10 @@ fn bench_snapshot(c: &mut Criterion) {
     git(root, &["add", "-A"]);
     git(root, &["commit", "-q", "-m", "fixture"]);
     let project = Project::discover(Some(root)).unwrap();
-    c.bench_function("snapshot::collect + to_json (1k tasks, git)", |b| {
+    c.bench_function("snapshot::collect + serialize (1k tasks, git)", |b| {
         b.iter(|| {
             let facts = facts::collect(&project, None).unwrap();
-            facts.to_json(&project)
+            serde_json::to_string(&facts.snapshot(&project)).unwrap()
         })
     });
 }

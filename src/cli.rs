@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::error::Error;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "specrun",
@@ -171,11 +173,13 @@ pub struct NotifyRunArgs {
 }
 
 /// A cap: a positive integer (a cap of 0 would halt before the first step).
-fn cap(text: &str) -> Result<u64, String> {
+fn cap(text: &str) -> crate::Result<u64> {
     match text.trim().parse::<u64>() {
-        Ok(0) => Err("a cap of 0 would halt before the first step: give 1 or more".into()),
+        Ok(0) => Err(Error::Usage(
+            "a cap of 0 would halt before the first step: give 1 or more".into(),
+        )),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("{text:?} is not a whole number")),
+        Err(_) => Err(Error::Usage(format!("{text:?} is not a whole number"))),
     }
 }
 
@@ -699,10 +703,12 @@ pub struct CancelArgs {
 }
 
 /// A dollar amount: a finite number, zero or more.
-fn non_negative_usd(s: &str) -> Result<f64, String> {
+fn non_negative_usd(s: &str) -> crate::Result<f64> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("`{s}` is not a non-negative amount of USD")),
+        _ => Err(Error::Usage(format!(
+            "`{s}` is not a non-negative amount of USD"
+        ))),
     }
 }
 

@@ -174,3 +174,37 @@ mod tests {
         }
     }
 }
+
+/// What the process exits with (uv's `ExitStatus`): the only place the numbers are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: done, or the answer is yes.
+    Success,
+    /// 1: a well-formed "no" (a refusal, a gate not met, nothing to do next).
+    No,
+    /// 2: a usage or runtime error.
+    Error,
+    /// The exit code of a command run for the user, passed through (`verify run`: the
+    /// Verify command's own code, 124 when it timed out).
+    Passed(i32),
+}
+
+impl ExitStatus {
+    /// `Success` when `yes`, else `No`.
+    pub fn yes_no(yes: bool) -> ExitStatus {
+        if yes {
+            ExitStatus::Success
+        } else {
+            ExitStatus::No
+        }
+    }
+
+    pub fn code(self) -> i32 {
+        match self {
+            ExitStatus::Success => 0,
+            ExitStatus::No => 1,
+            ExitStatus::Error => 2,
+            ExitStatus::Passed(code) => code,
+        }
+    }
+}

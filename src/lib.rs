@@ -22,14 +22,14 @@ pub mod support;
 
 use clap::Parser;
 
-pub use error::{Error, Result};
+pub use error::{Error, ExitStatus, Result};
 
-/// Exit codes: 0 ok, 1 a well-formed negative answer, 2 usage or runtime error.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_NO: i32 = 1;
-pub const EXIT_ERROR: i32 = 2;
-
+/// The process's exit code (`ExitStatus`: 0 ok, 1 a well-formed "no", 2 an error).
 pub fn run() -> i32 {
+    run_status().code()
+}
+
+fn run_status() -> ExitStatus {
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     match cli::fast_path(&args) {
         Some(cli::FastPath::Hook(event)) => return commands::hook::run(event, None),
@@ -40,9 +40,9 @@ pub fn run() -> i32 {
         Ok(cli) => cli,
         Err(err) => {
             let code = if err.use_stderr() {
-                EXIT_ERROR
+                ExitStatus::Error
             } else {
-                EXIT_OK
+                ExitStatus::Success
             };
             let _ = err.print();
             return code;
@@ -52,7 +52,7 @@ pub fn run() -> i32 {
         Ok(code) => code,
         Err(err) => {
             io::output::error(&err.to_string());
-            EXIT_ERROR
+            ExitStatus::Error
         }
     }
 }

@@ -139,6 +139,32 @@ fn halted_stop(e: &Exec, t: &Path) -> String {
     out["stopReason"].as_str().unwrap().to_string()
 }
 
+/// A counted stop's events.jsonl keys up to the cost part's first field.
+const STOP_KEYS: &[&str] = &[
+    "at",
+    "session",
+    "event",
+    "spec",
+    "decision",
+    "rule",
+    "reason",
+    "globalIteration",
+    "maxGlobalIterations",
+    "stallStops",
+    "outputTokens",
+    "fingerprint",
+    "stopHookActive",
+    "runningAgents",
+    "ledgerTokens",
+];
+
+/// The keys of the last events.jsonl line, in the order they are written.
+fn last_event_keys(e: &Exec) -> Vec<String> {
+    let events = e.events();
+    let last = events.last().and_then(Value::as_object).unwrap();
+    last.keys().cloned().collect()
+}
+
 #[test]
 fn coordinator_and_executors_are_charged_exactly_background_and_late_lines_included() {
     let (e, t) = exec(GROUP, json!({"attempts": {"1.1": running(1)}}));
@@ -259,6 +285,22 @@ fn an_executor_past_the_task_token_cap_has_its_task_failed_with_a_fix_task() {
     let last = ev.last().unwrap();
     assert_eq!(last["rule"], "task-token-cap");
     assert_eq!(last["taskCapFailures"][0]["fixTask"], "1.1.1");
+    assert_eq!(
+        last_event_keys(&e),
+        [
+            "at",
+            "session",
+            "event",
+            "decision",
+            "rule",
+            "agentId",
+            "agentType",
+            "outputTokens",
+            "ledgerTokens",
+            "task",
+            "taskCapFailures"
+        ]
+    );
     // Re-prompted once: the executor's next stop is allowed, nothing fails twice.
     append(&a, &said("x3", [0, 5, 0, 0]));
     let out = subagent_stop(&e, "a", &a, "TASK_FAILED 1.1: task-token-cap", true);
@@ -285,6 +327,26 @@ fn the_last_allowed_iteration_halts_and_the_next_stop_ends_the_session() {
     );
     let s = e.state();
     assert_eq!(s["halt"]["kind"], "task-cap");
+    assert_eq!(
+        last_event_keys(&e),
+        [
+            "at",
+            "session",
+            "event",
+            "spec",
+            "decision",
+            "rule",
+            "reason",
+            "taskId",
+            "agentId",
+            "missing",
+            "stopHookActive",
+            "outputTokens",
+            "ledgerTokens",
+            "task",
+            "taskCapFailures"
+        ]
+    );
     let out = json_of(&stop(&e, &t));
     assert_eq!(out["continue"], false);
     assert!(
@@ -351,6 +413,8 @@ fn a_forecast_past_the_budget_halts_before_it_is_spent_and_resume_takes_the_rais
     );
     let s = e.state();
     assert_eq!(s["halt"]["kind"], "forecast-cap");
+    // The cap replaced decision, rule and reason in place; the cost fields follow.
+    assert_eq!(last_event_keys(&e), STOP_KEYS);
     assert_eq!(s["usage"]["outputTokens"], 3100);
 
     let refused = specrun(&e, &["resume", "--spec", "demo"]);
@@ -398,6 +462,8 @@ fn prices_give_dollars_and_the_dollar_cap_halts_then_resumes() {
     // 100k input + 50k output of claude-x = $0.30 + $0.75 = $1.05.
     append(&t, &said("c1", [100_000, 50_000, 0, 0]));
     let reason = halted_stop(&e, &t);
+    // The cap replaced decision, rule and reason in place; the cost fields follow.
+    assert_eq!(last_event_keys(&e), STOP_KEYS);
     assert!(
         reason.contains("priced spend $1.05 >= budget.maxUsd $1.00"),
         "{reason}"
@@ -436,6 +502,11 @@ fn bad_usage_unknown_models_and_a_broken_price_table_still_count_tokens() {
     assert_eq!(tokens(&s, "run"), json!([5, 44, 0, 0]));
     assert_eq!(s["usage"]["outputTokens"], 44);
     assert_eq!(e.events().last().unwrap()["invalidUsageFields"], 2);
+    // The cap replaced decision, rule and reason in place; the cost fields follow.
+    assert_eq!(
+        last_event_keys(&e),
+        [STOP_KEYS, &["invalidUsageFields", "costWarning"]].concat()
+    );
     let text = specrun(&e, &["status", "--spec", "demo"]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(

@@ -23,6 +23,7 @@ mod task_helpers;
 
 // The tests, one module per area.
 mod acceptance_cli;
+mod battery;
 mod core_acceptance;
 mod core_bad_input;
 mod core_concurrency;
@@ -50,6 +51,7 @@ mod io_reads;
 mod last_mile_cli;
 mod layers;
 mod learn_verb;
+mod panics;
 mod printed_commands;
 mod resume_cancel;
 mod shell_bad_input;

@@ -4,19 +4,20 @@
 //!
 //! The files and the matrix are `crate::evidence::criteria`'s; this module parses and prints.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::AcCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
 use crate::evidence::criteria::{criteria, matrix_with, runs, update_store, Matrix};
 use crate::io::events::now_rfc3339;
+use crate::io::events::Event;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::model::tasks::TaskList;
 
-pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
     match cmd {
         AcCommand::List { task, spec, json } => {
             list(project, spec.spec.as_deref(), task.as_deref(), json)
@@ -41,7 +42,12 @@ pub fn run(project: &Project, cmd: AcCommand) -> Result<i32> {
 
 // ---- verbs ----------------------------------------------------------------------------
 
-fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: bool) -> Result<i32> {
+fn list(
+    project: &Project,
+    spec: Option<&str>,
+    task: Option<&str>,
+    json_out: bool,
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
@@ -52,7 +58,10 @@ fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: boo
         .filter(|c| task.is_none() || c.task.as_deref() == task)
         .collect();
     if json_out {
-        output::json_line(&json!({"spec": spec.name, "criteria": crit}));
+        output::json_line(&Listed {
+            spec: &spec.name,
+            criteria: &crit,
+        });
     } else if crit.is_empty() {
         output::line("no acceptance criteria (no Done when bullets, no AC-… in requirements.md)");
     } else {
@@ -61,7 +70,7 @@ fn list(project: &Project, spec: Option<&str>, task: Option<&str>, json_out: boo
             output::line(&format!("{}\t{}\t{}", c.id, owner, c.text));
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// The criterion with this id, or an error listing the ids there are.
@@ -88,7 +97,7 @@ fn map(
     id: &str,
     tests: &[String],
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let c = find_criterion(spec, &loaded.list, id)?;
@@ -113,7 +122,10 @@ fn map(
         );
         Ok(())
     })?;
-    ex.record_event(json!({"event": "ac-map", "criterion": c.id, "tests": tests}));
+    ex.record_event(&Event::AcMap {
+        criterion: &c.id,
+        tests: &tests,
+    });
     let state = crate::next::facts::read_lenient(&spec.state_path())
         .ok()
         .flatten();
@@ -135,11 +147,15 @@ fn map(
         ));
     }
     if json_out {
-        output::json_line(&json!({"ok": true, "criterion": c.id, "tests": states}));
+        output::json_line(&Mapped {
+            ok: true,
+            criterion: &c.id,
+            tests: &states,
+        });
     } else {
         output::line(&format!("{} mapped to {}", c.id, tests.join(", ")));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn confirm(
@@ -148,7 +164,7 @@ fn confirm(
     id: &str,
     reason: &str,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let reason = reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
@@ -169,20 +185,25 @@ fn confirm(
         });
         Ok(())
     })?;
-    ex.record_event(
-        json!({"event": "ac-confirm", "criterion": c.id, "manual": true, "reason": reason}),
-    );
+    ex.record_event(&Event::AcConfirm {
+        criterion: &c.id,
+        manual: true,
+        reason,
+    });
     if json_out {
-        output::json_line(
-            &json!({"ok": true, "criterion": c.id, "manual": true, "reason": reason}),
-        );
+        output::json_line(&Confirmed {
+            ok: true,
+            criterion: &c.id,
+            manual: true,
+            reason,
+        });
     } else {
         output::line(&format!(
             "{} confirmed by hand (manual, not a test): {reason}",
             c.id
         ));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 fn status(
@@ -190,7 +211,7 @@ fn status(
     spec: Option<&str>,
     task: Option<&str>,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let ex = Exec::existing(project, spec)?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(t) = task {
@@ -207,7 +228,7 @@ fn status(
     } else {
         print_matrix(&m);
     }
-    Ok(if all_covered { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(all_covered))
 }
 
 fn print_matrix(m: &Matrix) {
@@ -270,4 +291,28 @@ fn state_word(s: acceptance::TestState) -> &'static str {
         acceptance::TestState::Stale => "stale",
         acceptance::TestState::Missing => "missing",
     }
+}
+
+/// `ac list --json`.
+#[derive(Serialize)]
+struct Listed<'a> {
+    spec: &'a str,
+    criteria: &'a [Criterion],
+}
+
+/// `ac map --json`.
+#[derive(Serialize)]
+struct Mapped<'a> {
+    ok: bool,
+    criterion: &'a str,
+    tests: &'a [acceptance::TestCoverage],
+}
+
+/// `ac confirm --json`.
+#[derive(Serialize)]
+struct Confirmed<'a> {
+    ok: bool,
+    criterion: &'a str,
+    manual: bool,
+    reason: &'a str,
 }

@@ -2,18 +2,17 @@
 //! Deletes nothing: the spec, its state and every user file stay; isolated members'
 //! worktrees are removed after their work is saved to refs.
 
-use serde_json::json;
-
 use crate::cli::CancelArgs;
-use crate::commands::exec::{report, Exec};
-use crate::error::Result;
+use crate::commands::exec::{report, Exec, Extra};
+use crate::error::{ExitStatus, Result};
 use crate::io::events::now_rfc3339;
+use crate::io::events::Event;
 use crate::io::project::Project;
 use crate::isolation;
 use crate::isolation::worktree::Isolation;
 use crate::protocol;
 
-pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
+pub fn run(project: &Project, args: CancelArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
@@ -28,13 +27,16 @@ pub fn run(project: &Project, args: CancelArgs) -> Result<i32> {
     for r in &saved {
         out.notes.push(format!("a member's work is saved at {r}"));
     }
-    ex.record_event(json!({"event": "cancel", "changed": out.changed, "savedRefs": saved}));
+    ex.record_event(&Event::Cancel {
+        changed: out.changed,
+        saved_refs: &saved,
+    });
     report(
         "cancel",
         &spec.name,
         &out,
         args.json,
-        json!({"savedRefs": saved}),
+        Extra::SavedRefs { saved_refs: &saved },
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

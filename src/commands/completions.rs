@@ -1,13 +1,14 @@
 //! `specrun completions bash|zsh|fish|powershell`: the completion script, from the same
 //! clap definitions the binary parses with (clap_complete).
 
+use crate::error::ExitStatus;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
 use crate::cli::{Cli, CompletionShell};
 use crate::io::output;
 
-pub fn run(shell: CompletionShell) -> i32 {
+pub fn run(shell: CompletionShell) -> ExitStatus {
     let shell = match shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,
@@ -19,5 +20,5 @@ pub fn run(shell: CompletionShell) -> i32 {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "specrun", &mut script);
     output::raw(&String::from_utf8_lossy(&script));
-    0
+    ExitStatus::Success
 }

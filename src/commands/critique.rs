@@ -2,11 +2,13 @@
 //! validated by the pure rules in `crate::evidence::critique` and written atomically under
 //! the spec's critique/.
 
-use serde_json::{json, Value};
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::CritiqueCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::critique::{self, PostTestOrder};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::io::output;
@@ -14,7 +16,7 @@ use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::model::state::{self, State};
 
-pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
     match cmd {
         CritiqueCommand::Record {
             task,
@@ -69,7 +71,7 @@ fn record(
     task: &str,
     stage: &str,
     file: Option<&str>,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let doc = read_input(project, file)?;
     let validated = critique::validate(stage, task, &doc)
         .map_err(|problems| Error::bad_input("critique record", problems.join("; ")))?;
@@ -99,6 +101,13 @@ fn record(
                     ),
                 })
             }
+            PostTestOrder::EvidenceEndUnknown => {
+                return Err(Error::Refused {
+                    message: format!(
+                        "taskEvidence[{task}] has no readable end (taskEvidence.{task}.startedAt plus taskEvidence.{task}.durationMs is not a time): run `{rerun}` again"
+                    ),
+                })
+            }
             other => {
                 return Err(Error::Refused {
                     message: format!(
@@ -124,25 +133,69 @@ fn record(
     let dir = spec.critique_dir();
     store::ensure_dir(&dir)?;
     store::write_atomic(&path, &store::to_pretty_bytes(&record))?;
-    output::json_line(&json!({
-        "task": task,
-        "stage": stage,
-        "path": path.display().to_string(),
-        "recordedAt": recorded_at,
-        "openIssues": validated.open_issues,
-        "passed": validated.open_issues == 0,
-    }));
-    Ok(0)
+    output::json_line(&Recorded {
+        task,
+        stage,
+        path: path.display().to_string(),
+        recorded_at: &recorded_at,
+        open_issues: validated.open_issues,
+        passed: validated.open_issues == 0,
+    });
+    Ok(ExitStatus::Success)
 }
 
-fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
+/// `critique record`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Recorded<'a> {
+    task: &'a str,
+    stage: &'a str,
+    path: String,
+    recorded_at: &'a str,
+    open_issues: usize,
+    passed: bool,
+}
+
+/// `critique status --json`: each stage's record, and whether all count.
+#[derive(Serialize)]
+struct Status<'a> {
+    spec: &'a str,
+    task: &'a str,
+    stages: IndexMap<&'static str, Stage>,
+    complete: bool,
+}
+
+/// One stage's record: absent, unreadable, or read (valid with its open issues, or its
+/// problems; the post-test stage's order against the evidence).
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Stage {
+    path: String,
+    exists: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recorded_at: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    valid: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    open_issues: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problems: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    order: Option<&'static str>,
+}
+
+fn status(spec: &Spec, task: &str, json_out: bool) -> Result<ExitStatus> {
     let (_, evidence_record) = task_evidence(spec, task)?;
     let mut complete = true;
-    let mut stages = serde_json::Map::new();
+    let mut stages = IndexMap::new();
     let mut lines = Vec::new();
     for stage in critique::STAGES {
         let path = critique::record_path(spec, task, stage);
-        let mut entry = json!({"path": path.display().to_string(), "exists": path.is_file()});
+        let mut entry = Stage {
+            path: path.display().to_string(),
+            exists: path.is_file(),
+            ..Stage::default()
+        };
         let summary = match store::read_json(&path) {
             Ok(None) => {
                 complete = false;
@@ -150,17 +203,17 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
             }
             Err(e) => {
                 complete = false;
-                entry["valid"] = Value::Bool(false);
-                entry["problems"] = json!([e.to_string()]);
+                entry.valid = Some(false);
+                entry.problems = Some(vec![e.to_string()]);
                 format!("unreadable: {e}")
             }
             Ok(Some(doc)) => {
                 let recorded_at = doc.get("recordedAt").and_then(Value::as_str);
-                entry["recordedAt"] = json!(recorded_at);
+                entry.recorded_at = Some(recorded_at.map(str::to_string));
                 let mut summary = match critique::validate(stage, task, &doc) {
                     Ok(v) => {
-                        entry["valid"] = Value::Bool(true);
-                        entry["openIssues"] = json!(v.open_issues);
+                        entry.valid = Some(true);
+                        entry.open_issues = Some(v.open_issues);
                         // Complete means what the completion gates accept.
                         if critique::judge_validated(&v, &doc).recorded_at().is_none() {
                             complete = false;
@@ -173,15 +226,15 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
                     }
                     Err(problems) => {
                         complete = false;
-                        entry["valid"] = Value::Bool(false);
+                        entry.valid = Some(false);
                         let text = problems.join("; ");
-                        entry["problems"] = json!(problems);
+                        entry.problems = Some(problems);
                         format!("invalid: {text}")
                     }
                 };
                 if *stage == "post-test" {
                     let order = critique::post_test_order(evidence_record.as_ref(), recorded_at);
-                    entry["order"] = json!(order.as_str());
+                    entry.order = Some(order.as_str());
                     if order != PostTestOrder::InOrder {
                         complete = false;
                         summary.push_str(&format!("; order: {}", order.as_str()));
@@ -191,20 +244,20 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<i32> {
             }
         };
         lines.push(format!("{stage}: {summary}"));
-        stages.insert((*stage).to_string(), entry);
+        stages.insert(*stage, entry);
     }
     if json_out {
-        output::json_line(&json!({
-            "spec": spec.name,
-            "task": task,
-            "stages": stages,
-            "complete": complete,
-        }));
+        output::json_line(&Status {
+            spec: &spec.name,
+            task,
+            stages,
+            complete,
+        });
     } else {
         output::line(&format!("critique of task {task} ({})", spec.name));
         for line in lines {
             output::line(&format!("  {line}"));
         }
     }
-    Ok(if complete { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(complete))
 }

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::claude::probe::probe_readiness;
 use crate::cli::DoctorArgs;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::{self, Project};
 use crate::io::store;
@@ -69,7 +69,7 @@ impl Check {
     }
 }
 
-pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
+pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
     let readiness = probe_readiness(project);
     let checks = vec![
         binary_version(),
@@ -84,11 +84,14 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<i32> {
     ];
     let ok = checks.iter().all(|c| c.status != Status::Fail);
     if args.json {
-        output::json_pretty(&json!({"ok": ok, "checks": checks}));
+        output::json_pretty(&Answer {
+            ok,
+            checks: &checks,
+        });
     } else {
         output::raw(&table(&checks));
     }
-    Ok(if ok { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(ok))
 }
 
 /// The plugin root: `CLAUDE_PLUGIN_ROOT`, else the nearest ancestor of the binary holding
@@ -579,6 +582,13 @@ fn table(checks: &[Check]) -> String {
         count(Status::Fail)
     ));
     out
+}
+
+/// `doctor --json`.
+#[derive(Serialize)]
+struct Answer<'a> {
+    ok: bool,
+    checks: &'a [Check],
 }
 
 #[cfg(test)]

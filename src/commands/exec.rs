@@ -7,10 +7,13 @@
 //! reaches into another command. Lock order everywhere: the state file's lock first, then
 //! tasks.md's or .progress.md's own lock (so two verbs never deadlock).
 
-use serde_json::{json, Value};
+use std::path::Path;
 
-use crate::error::{Error, Result};
+use serde::Serialize;
+
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::events;
+use crate::io::events::{By, Event};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
@@ -80,10 +83,8 @@ impl<'a> Exec<'a> {
 
     /// An events.jsonl line with the spec's name; a failed write is warned about, never
     /// fails the verb (its change is already made).
-    pub fn record_event(&self, fields: Value) {
-        let mut line = json!({"spec": self.spec.name});
-        state::merge_into(&mut line, &fields);
-        if let Err(e) = events::append(self.project, line) {
+    pub fn record_event(&self, event: &Event<'_>) {
+        if let Err(e) = events::append(self.project, By::Spec(&self.spec.name), event) {
             output::warn(&format!("could not record the event: {e}"));
         }
     }
@@ -128,15 +129,61 @@ fn no_state(spec: &Spec) -> Error {
     Error::Refused { message }
 }
 
+/// A verb's `--json` answer: what every verb says, then what this one adds.
+#[derive(Serialize)]
+struct VerbAnswer<'a> {
+    ok: bool,
+    verb: &'a str,
+    subject: &'a str,
+    changed: bool,
+    halted: bool,
+    message: &'a str,
+    notes: &'a [String],
+    #[serde(flatten)]
+    extra: &'a Extra<'a>,
+}
+
+/// What a verb's `--json` answer adds after the common fields.
+#[derive(Serialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum Extra<'a> {
+    /// `task start`: the member's worktree and branch when isolated.
+    Started {
+        worktree: Option<&'a Path>,
+        branch: Option<&'a str>,
+    },
+    /// `task complete`: the member's branch when isolated.
+    Branch { branch: Option<&'a str> },
+    /// `task fail`: the fix task it inserted.
+    Failed { fix_task: Option<&'a str> },
+    /// `task rollback`: where the work was saved (and the member's branch, when isolated).
+    Saved {
+        saved_ref: &'a str,
+        saved_commit: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        branch: Option<&'a str>,
+    },
+    /// `cancel`: the refs members' work was saved to.
+    SavedRefs { saved_refs: &'a [String] },
+    /// `resume`: the group's standing after a crash mid-group.
+    Isolation {
+        isolation: Option<&'a crate::isolation::GroupDoc>,
+    },
+}
+
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.
-pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra: Value) {
+pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra: Extra<'_>) {
     if json_out {
-        let mut doc = json!({
-            "ok": true, "verb": verb, "subject": subject, "changed": out.changed,
-            "halted": out.halted, "message": out.message, "notes": out.notes,
+        output::json_line(&VerbAnswer {
+            ok: true,
+            verb,
+            subject,
+            changed: out.changed,
+            halted: out.halted,
+            message: &out.message,
+            notes: &out.notes,
+            extra: &extra,
         });
-        state::merge_into(&mut doc, &extra);
-        output::json_line(&doc);
         return;
     }
     output::line(&out.message);
@@ -148,16 +195,29 @@ pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra
     }
 }
 
+/// A verb's `--json` refusal.
+#[derive(Serialize)]
+struct Refused<'a> {
+    ok: bool,
+    verb: &'a str,
+    subject: &'a str,
+    unmet: &'a [Unmet],
+}
+
 /// Print the unmet preconditions and return exit 1.
-pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> i32 {
+pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     if json_out {
-        let list: Vec<Value> = unmet.iter().map(Unmet::to_json).collect();
-        output::json_line(&json!({"ok": false, "verb": verb, "subject": subject, "unmet": list}));
+        output::json_line(&Refused {
+            ok: false,
+            verb,
+            subject,
+            unmet,
+        });
     } else {
         output::line(&format!("{verb} {subject} refused:"));
         for u in unmet {
             output::line(&format!("  - {u}"));
         }
     }
-    1
+    ExitStatus::No
 }

@@ -2,20 +2,21 @@
 //! the Stop hook's ALL_TASKS_COMPLETE — `completion::unmet` on the facts
 //! `gates::completion_gates` gathers — so a gate added there binds both.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::FinishArgs;
 use crate::commands::exec::Exec;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::hooks as hook;
-use crate::io::notify;
+use crate::io::events::{Event, Refusal};
+use crate::io::notify::{self, About};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::state::Phase;
 use crate::next::completion;
 use crate::next::gates::{completion_gates, completion_key};
 
-pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
+pub fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
@@ -47,24 +48,39 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<i32> {
         .map(|u| u.to_string())
         .collect();
     if !unmet.is_empty() {
-        ex.record_event(json!({"event": "finish", "refused": unmet}));
+        ex.record_event(&Event::Refused {
+            event: "finish",
+            task: None,
+            refused: Refusal::Unmet(unmet.iter().map(String::as_str).collect()),
+        });
         return answer(args.json, name, false, &unmet, "");
     }
     let patch = hook::completion_patch(chrono::Utc::now());
     ex.write_state(&state, &patch)?;
     let message = hook::completion_message(name, &tasks);
-    ex.record_event(json!({"event": "finish", "completed": true}));
+    ex.record_event(&Event::Finish { completed: true });
     notify::send(
         project,
-        &notify::event("completed", name, &message, json!({"rule": "finish"})),
+        &notify::event("completed", name, &message, About::Rule { rule: "finish" }),
     );
     answer(args.json, name, true, &[], &message)
 }
 
 /// Print the verdict; exit 0 when complete, 1 with each unmet gate named.
-fn answer(json_out: bool, name: &str, ok: bool, unmet: &[String], message: &str) -> Result<i32> {
+fn answer(
+    json_out: bool,
+    name: &str,
+    ok: bool,
+    unmet: &[String],
+    message: &str,
+) -> Result<ExitStatus> {
     if json_out {
-        output::json_line(&json!({"ok": ok, "spec": name, "message": message, "unmet": unmet}));
+        output::json_line(&Answer {
+            ok,
+            spec: name,
+            message,
+            unmet,
+        });
     } else if ok {
         output::line(message);
     } else {
@@ -73,5 +89,14 @@ fn answer(json_out: bool, name: &str, ok: bool, unmet: &[String], message: &str)
             output::line(&format!("  - {item}"));
         }
     }
-    Ok(if ok { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(ok))
+}
+
+/// `finish --json`.
+#[derive(Serialize)]
+struct Answer<'a> {
+    ok: bool,
+    spec: &'a str,
+    message: &'a str,
+    unmet: &'a [String],
 }

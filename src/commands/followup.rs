@@ -1,16 +1,18 @@
 //! `specrun followup add|list|resolve`: the spec's followups.json, changed under its own
 //! lock (follow-ups never touch the state file).
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::{FollowupCategory, FollowupCommand, FollowupPriority};
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::followups::{self, Item, NewItem};
 use crate::io::events::now_rfc3339;
+use crate::io::events::{Event, Refusal};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
+use crate::model::unmet::Unmet;
 
 fn category(c: FollowupCategory) -> &'static str {
     match c {
@@ -28,7 +30,7 @@ fn priority(p: FollowupPriority) -> &'static str {
     }
 }
 
-pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: FollowupCommand) -> Result<ExitStatus> {
     match cmd {
         FollowupCommand::Add {
             category: cat,
@@ -65,27 +67,38 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     }
                 })?;
             match added {
-                Err(why) => {
-                    ex.record_event(json!({"event": "followup-add", "refused": why}));
+                Err(e) => {
+                    let why = e.to_string();
+                    ex.record_event(&Event::Refused {
+                        event: "followup-add",
+                        task: None,
+                        refused: Refusal::Why(&why),
+                    });
                     if json_out {
-                        output::json_line(
-                            &json!({"ok": false, "verb": "followup add", "unmet": [{"name": "followup", "detail": why}]}),
-                        );
+                        output::json_line(&Refused {
+                            ok: false,
+                            verb: "followup add",
+                            unmet: [Unmet::new("followup", why.as_str())],
+                        });
                     } else {
                         output::line(&format!("followup add refused: {why}"));
                     }
-                    Ok(1)
+                    Ok(ExitStatus::No)
                 }
                 Ok(item) => {
-                    ex.record_event(
-                        json!({"event": "followup-add", "id": item.id, "task": item.task}),
-                    );
+                    ex.record_event(&Event::FollowupAdd {
+                        id: &item.id,
+                        task: item.task.as_deref(),
+                    });
                     if json_out {
-                        output::json_line(&json!({"ok": true, "item": item}));
+                        output::json_line(&Added {
+                            ok: true,
+                            item: &item,
+                        });
                     } else {
                         output::line(&format!("added {}", item.summary()));
                     }
-                    Ok(0)
+                    Ok(ExitStatus::Success)
                 }
             }
         }
@@ -107,7 +120,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     .iter()
                     .map(|i| i.id.as_str())
                     .collect();
-                output::json_line(&json!({"items": items, "blocking": blocking}));
+                output::json_line(&Listed { items, blocking });
             } else if items.is_empty() {
                 output::line(if open {
                     "no open follow-ups"
@@ -124,7 +137,7 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
                     output::line(&format!("{}{mark}", i.summary()));
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         FollowupCommand::Resolve {
             fid,
@@ -138,27 +151,56 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<i32> {
             let path = spec.followups_path();
             let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
                 let mut s = followups::parse_store(spec, doc.as_ref())?;
-                let changed = s
-                    .resolve(&fid, &note, &now)
-                    .map_err(|message| Error::Refused {
-                        message: format!("{}: {message}", path.display()),
-                    })?;
+                let changed = s.resolve(&fid, &note, &now).map_err(|e| Error::Refused {
+                    message: format!("{}: {e}", path.display()),
+                })?;
                 Ok((changed.then(|| s.to_json()), changed))
             })?;
-            ex.record_event(json!({"event": "followup-resolve", "id": fid, "changed": changed}));
+            ex.record_event(&Event::FollowupResolve { id: &fid, changed });
             let message = if changed {
                 format!("{fid} resolved")
             } else {
                 format!("{fid} was already resolved")
             };
             if json_out {
-                output::json_line(
-                    &json!({"ok": true, "id": fid, "changed": changed, "message": message}),
-                );
+                output::json_line(&Resolved {
+                    ok: true,
+                    id: &fid,
+                    changed,
+                    message: &message,
+                });
             } else {
                 output::line(&message);
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
+}
+
+/// `followup add --json` refused: the shape of a verb's refusal.
+#[derive(Serialize)]
+struct Refused {
+    ok: bool,
+    verb: &'static str,
+    unmet: [Unmet; 1],
+}
+
+#[derive(Serialize)]
+struct Added<'a> {
+    ok: bool,
+    item: &'a Item,
+}
+
+#[derive(Serialize)]
+struct Listed<'a> {
+    items: Vec<&'a Item>,
+    blocking: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct Resolved<'a> {
+    ok: bool,
+    id: &'a str,
+    changed: bool,
+    message: &'a str,
 }

@@ -3,19 +3,20 @@
 //! length against the limit, readiness and the recommended driver. Readiness is data:
 //! the exit code is 0 whatever it says.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::claude::goal::{self, GoalFacts, LengthStatus};
 use crate::claude::probe;
 use crate::cli::GoalArgs;
 use crate::commands::exec::Exec;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::model::state::Phase;
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
+pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let state = facts::read_typed(&spec.state_path());
@@ -95,14 +96,27 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<i32> {
             loaded.path.display()
         ));
     }
-    output::json_pretty(&json!({
-        "slashCommand": format!("/goal {}", condition.text),
-        "condition": condition.text,
-        "conditionLength": condition.length,
-        "readiness": readiness,
-        "recommendedDriver": driver,
-        "evidenceProtocol": goal::evidence_protocol(&spec.name),
-        "warnings": warnings,
-    }));
-    Ok(0)
+    output::json_pretty(&Answer {
+        slash_command: format!("/goal {}", condition.text),
+        condition: &condition.text,
+        condition_length: &condition.length,
+        readiness: &readiness,
+        recommended_driver: driver,
+        evidence_protocol: goal::evidence_protocol(&spec.name),
+        warnings,
+    });
+    Ok(ExitStatus::Success)
+}
+
+/// `goal`'s answer.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    slash_command: String,
+    condition: &'a str,
+    condition_length: &'a goal::ConditionLength,
+    readiness: &'a goal::Readiness,
+    recommended_driver: goal::DriverChoice,
+    evidence_protocol: Vec<String>,
+    warnings: Vec<String>,
 }

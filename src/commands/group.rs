@@ -3,15 +3,17 @@
 //! after a crash: a member whose branch tip is already in the base branch is recorded as
 //! merged, never merged twice; a merge a crash left half-done is aborted first.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::followups::{NewItem, Store};
 use crate::evidence::verify::{self, Slot};
 use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
+use crate::io::events::{Event, GroupMerge};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
@@ -20,7 +22,7 @@ use crate::model::state::{Nullable, State, Timestamp};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 
-pub fn run(project: &Project, cmd: GroupCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: GroupCommand) -> Result<ExitStatus> {
     match cmd {
         GroupCommand::Merge(args) => merge(project, &args),
     }
@@ -37,7 +39,7 @@ struct Tally {
     merged_total: usize,
 }
 
-fn merge(project: &Project, args: &GroupMergeArgs) -> Result<i32> {
+fn merge(project: &Project, args: &GroupMergeArgs) -> Result<ExitStatus> {
     if project.in_worktree() {
         return Err(Error::Usage(format!(
             "run `specrun group merge` from the main checkout {}, not from a member's worktree",
@@ -247,9 +249,11 @@ impl Ctx<'_> {
             patch = patch.task_evidence(id, record);
         }
         let next = self.ex.write_state(&state, &patch)?;
-        self.ex.record_event(
-            json!({"event": "group-merge", "task": id, "branch": m.branch, "mergeCommit": commit}),
-        );
+        self.ex.record_event(&Event::GroupMerge(GroupMerge::Merged {
+            task: id,
+            branch: &m.branch,
+            merge_commit: commit.as_deref(),
+        }));
         if let Err(e) = bookkeeping::guarded(project, Some(spec), || {
             worktree::remove_worktree(root, &dir)
         }) {
@@ -339,10 +343,13 @@ impl Ctx<'_> {
             .task_index(reread.list.next_index() as u64);
         let next = self.ex.write_state(&state, &patch)?;
         add_followup(spec, id, &m.branch, &why, files.clone());
-        self.ex.record_event(
-            json!({"event": "group-merge", "task": id, "branch": m.branch, "kept": true,
-               "status": status, "files": files}),
-        );
+        self.ex.record_event(&Event::GroupMerge(GroupMerge::Kept {
+            task: id,
+            branch: &m.branch,
+            kept: true,
+            status,
+            files: &files,
+        }));
         Ok(next)
     }
 }
@@ -385,10 +392,7 @@ fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<Strin
     };
     let now = now_rfc3339();
     let result = store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
-        let mut s = Store::from_json(doc.as_ref()).map_err(|m| Error::Shape {
-            path: spec.followups_path(),
-            message: m,
-        })?;
+        let mut s = Store::from_json(doc.as_ref(), &spec.followups_path())?;
         let changed = s.add(new, &now).is_ok();
         Ok((changed.then(|| s.to_json()), ()))
     });
@@ -401,7 +405,7 @@ fn add_followup(spec: &Spec, id: &str, branch: &str, why: &str, files: Vec<Strin
 fn resolve_followups(spec: &Spec, id: &str) {
     let now = now_rfc3339();
     let _ = store::update_json(&spec.followups_path(), store::DEFAULT_LOCK_WAIT, |doc| {
-        let Ok(mut s) = Store::from_json(doc.as_ref()) else {
+        let Ok(mut s) = Store::from_json(doc.as_ref(), &spec.followups_path()) else {
             return Ok((None, ()));
         };
         let open: Vec<String> = s
@@ -511,11 +515,54 @@ fn mark_group(ex: &Exec, tally: &Tally, v: &Verification) -> Result<Group> {
     .into();
     group.verified_tree = v.passed.then(|| v.tree.clone());
     ex.write_state(&state, &worktree::group_patch(&group))?;
-    ex.record_event(
-        json!({"event": "group-verify", "slot": v.slot.describe(), "command": v.command,
-               "exitCode": v.exit_code, "tree": v.tree, "passed": v.passed, "groupStatus": group.status}),
-    );
+    ex.record_event(&Event::GroupVerify {
+        slot: &v.slot.describe(),
+        command: &v.command,
+        exit_code: v.exit_code,
+        tree: &v.tree,
+        passed: v.passed,
+        group_status: &group.status,
+    });
     Ok(group)
+}
+
+/// `group merge --json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    ok: bool,
+    spec: &'a str,
+    group_status: &'a str,
+    members: &'a [String],
+    merged: &'a [String],
+    conflicts: ByTask<'a>,
+    outside_files: ByTask<'a>,
+    remaining: Vec<Remaining<'a>>,
+    verified: Option<Verified<'a>>,
+    next: &'a str,
+}
+
+/// Files by member task, as one JSON object (`{"1.2": ["src/a.rs"]}`).
+struct ByTask<'a>(&'a [(String, Vec<String>)]);
+
+impl Serialize for ByTask<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(id, files)| (id, files)))
+    }
+}
+
+#[derive(Serialize)]
+struct Remaining<'a> {
+    task: &'a str,
+    status: &'a str,
+}
+
+#[derive(Serialize)]
+struct Verified<'a> {
+    slot: String,
+    command: &'a str,
+    passed: bool,
+    tree: &'a str,
 }
 
 fn finish(
@@ -524,24 +571,30 @@ fn finish(
     tally: &Tally,
     v: Option<&Verification>,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let next = next_step(spec, group, tally, v);
     if json_out {
-        let pairs = |items: &[(String, Vec<String>)]| -> Value {
-            items
+        output::json_line(&Answer {
+            ok: group.is_complete(),
+            spec: &spec.name,
+            group_status: &group.status,
+            members: &group.members,
+            merged: &tally.merged,
+            conflicts: ByTask(&tally.conflicts),
+            outside_files: ByTask(&tally.outside),
+            remaining: tally
+                .remaining
                 .iter()
-                .map(|(id, f)| (id.clone(), json!(f)))
-                .collect::<serde_json::Map<_, _>>()
-                .into()
-        };
-        output::json_line(&json!({
-            "ok": group.is_complete(), "spec": spec.name, "groupStatus": group.status,
-            "members": group.members, "merged": tally.merged, "conflicts": pairs(&tally.conflicts),
-            "outsideFiles": pairs(&tally.outside),
-            "remaining": tally.remaining.iter().map(|(id, s)| json!({"task": id, "status": s})).collect::<Vec<_>>(),
-            "verified": v.map(|v| json!({"slot": v.slot.describe(), "command": v.command, "passed": v.passed, "tree": v.tree})),
-            "next": next,
-        }));
+                .map(|(task, status)| Remaining { task, status })
+                .collect(),
+            verified: v.map(|v| Verified {
+                slot: v.slot.describe(),
+                command: &v.command,
+                passed: v.passed,
+                tree: &v.tree,
+            }),
+            next: &next,
+        });
     } else {
         for id in &tally.merged {
             output::line(&format!("merged {id} into {}", group.base_branch));
@@ -575,7 +628,7 @@ fn finish(
         ));
         output::line(&format!("next: {next}"));
     }
-    Ok(if group.is_complete() { 0 } else { 1 })
+    Ok(ExitStatus::yes_no(group.is_complete()))
 }
 
 /// The one next step for the coordinator.

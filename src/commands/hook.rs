@@ -2,8 +2,10 @@
 //! Reads the hook JSON on stdin, gathers facts, asks `guard` for the decision, writes the
 //! state patch and the event, prints at most one JSON object. Never exits non-zero, never
 //! sleeps (the state lock is polled for at most `HOOK_LOCK_WAIT`), and turns any internal
-//! trouble — a panic included — into "allow" with a systemMessage: a hook must never trap
-//! a session.
+//! trouble into "allow" with a systemMessage: a hook must never trap a session. A panic
+//! during a gated decision is the exception: it blocks or denies, naming the error (a
+//! guard that cannot decide does not let the step through; Claude Code ends a turn after
+//! 8 blocks in a row, so even a panic every time cannot trap the session).
 //!
 //! The fast path (stdin unparseable, no spec, no state, not executing, another session's
 //! execution) stats and reads a few small files and writes nothing: no git process, no
@@ -12,15 +14,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::cli::HookEvent;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::hooks::hook_cost;
 use crate::hooks::{
-    self as hook, ClaimFacts, Outcome, StopFacts, StopInput, SubagentInput, UsageRead,
+    self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
+    SubagentInput, UsageRead,
 };
+use crate::io::events::{By, Event, Tag};
 use crate::io::project::{Project, Spec};
 use crate::model::state::{Phase, State};
 use crate::model::tasks::TaskList;
@@ -46,31 +50,94 @@ fn read_stdin() -> Vec<u8> {
     store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
-pub fn run(event: HookEvent, cwd: Option<&Path>) -> i32 {
-    let stdin = read_stdin();
-    // A panic must not reach stderr as a crash report nor exit 101: answer "allow".
-    std::panic::set_hook(Box::new(|_| {}));
-    let answer = std::panic::catch_unwind(|| handle(event, &stdin, cwd))
-        .unwrap_or_else(|_| Some(after_panic(event, &stdin, cwd)));
-    if let Some(value) = answer {
-        output::json_line(&value);
+pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
+    // A panic must not reach stderr as a crash report nor exit 101 (which Claude Code
+    // takes as a non-blocking error: the gated action would go through). The panic hook
+    // keeps its message for the answer.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()));
+        let text = format!(
+            "{}{}",
+            crate::support::chars::clip(&what, 300, "…"),
+            at.unwrap_or_default()
+        );
+        let _ = PANICKED.set(text);
+    }));
+    let answer = std::panic::catch_unwind(|| handle(event, &read_stdin(), cwd))
+        .unwrap_or_else(|_| Some(after_panic(event, cwd)));
+    if let Some(answer) = answer {
+        output::json_line(&answer);
     }
-    0
+    ExitStatus::Success
 }
 
-const PANIC_MESSAGE: &str = "specrun guard: internal error (panic); this hook allowed the action.";
+/// The panic's message and place, set by the panic hook.
+static PANICKED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// The answer to a panic: allow with a message, and (best effort, itself guarded) the
+/// Whether the hook had found an execution it gates when it panicked: a panic after that
+/// point blocks (Stop, SubagentStop) or denies (PreToolUse) instead of allowing, since the
+/// guard could not decide; before it (no spec, another session's), nothing is gated.
+static GATING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The stdin a panic answer records its event from (set before the decision starts).
+static STDIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// The answer to a panic: a block or deny naming the internal error when a gated decision
+/// was under way, else an allow with a message; and (best effort, itself guarded) the
 /// events.jsonl line every internal error leaves in the project the hook ran for.
-fn after_panic(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Value {
+fn after_panic(event: HookEvent, cwd: Option<&Path>) -> HookAnswer {
+    let what = PANICKED.get().map_or("unknown", String::as_str);
+    let gating = GATING.load(std::sync::atomic::Ordering::SeqCst);
+    let (answer, decision, message) = panic_answer(event, gating, what);
+    let stdin = STDIN.get().map_or(&[][..], Vec::as_slice);
     let _ = std::panic::catch_unwind(|| {
         let input = HookInput::parse(stdin)?;
         let project = input.project(cwd).filter(|p| p.found)?;
-        let _ = record(&project, event, &input, "allow", "panic", PANIC_MESSAGE);
+        let _ = record(&project, event, &input, decision, "panic", &message);
         Some(())
     });
-    json!({ "systemMessage": PANIC_MESSAGE })
+    answer
 }
+
+/// What a hook answers after a panic (`what`: its message), the decision word for the
+/// events line, and the message.
+fn panic_answer(event: HookEvent, gating: bool, what: &str) -> (HookAnswer, &'static str, String) {
+    if !gating || event == HookEvent::SessionStart {
+        let message = format!("{PANIC_MESSAGE} ({what}); this hook allowed the action.");
+        return (HookAnswer::message(message.as_str()), "allow", message);
+    }
+    let message = format!(
+        "{PANIC_MESSAGE} ({what}); the guard could not decide, so it refuses rather than let an unchecked step through. Run `specrun doctor` and `specrun state get specs/<spec>/.specrun-state.json` to find the value it could not handle, and report the error."
+    );
+    let (answer, decision) = match event {
+        HookEvent::PreToolUse => (
+            HookAnswer::specific(HookSpecific::PreToolUse {
+                permission_decision: "deny",
+                permission_decision_reason: message.clone(),
+            }),
+            "deny",
+        ),
+        _ => (
+            HookAnswer {
+                decision: Some("block"),
+                reason: Some(message.clone()),
+                ..HookAnswer::default()
+            },
+            "block",
+        ),
+    };
+    (answer, decision, message)
+}
+
+const PANIC_MESSAGE: &str = "specrun guard: internal error (panic)";
 
 /// The hook's stdin, parsed. Every field is optional.
 struct HookInput {
@@ -126,7 +193,8 @@ enum Located {
     },
 }
 
-fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
+fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
+    let _ = STDIN.set(stdin.to_vec());
     let input = HookInput::parse(stdin)?;
     let located = locate(&input, cwd);
     let active = match located {
@@ -146,6 +214,8 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<Value> {
             return trouble(&project, event, &input, "unusable-path", message);
         }
     };
+    GATING.store(true, std::sync::atomic::Ordering::SeqCst);
+    crate::support::fault::point("hook:decide");
     match event {
         HookEvent::Stop => stop(&input, active),
         HookEvent::SubagentStop => subagent_stop(&input, active),
@@ -211,7 +281,7 @@ fn unreadable_state(
     project: &Project,
     spec: &Spec,
     error: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     // A question in quick mode is not worth a warning per call; the other hooks say it.
     if event == HookEvent::PreToolUse {
         return None;
@@ -231,8 +301,8 @@ fn trouble(
     input: &HookInput,
     rule: &str,
     message: String,
-) -> Option<Value> {
-    let answer = Some(json!({"systemMessage": message}));
+) -> Option<HookAnswer> {
+    let answer = Some(HookAnswer::message(message.as_str()));
     match record(project, event, input, "allow", rule, &message) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
@@ -252,7 +322,13 @@ fn record(
 ) -> Result<()> {
     events::append(
         project,
-        json!({"session": input.session(), "event": event_name(event), "decision": decision, "rule": rule, "reason": reason}),
+        By::Session(input.session()),
+        &Event::HookTrouble {
+            event: event_name(event),
+            decision,
+            rule,
+            reason,
+        },
     )
 }
 
@@ -263,7 +339,7 @@ fn under_lock(
     input: &HookInput,
     active: &Active,
     change: impl FnOnce(&State) -> Result<Option<Outcome>>,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let (project, spec) = (&active.project, &active.spec);
     let path = spec.state_path();
     let lock = match store::lock(&path, HOOK_LOCK_WAIT) {
@@ -301,7 +377,13 @@ fn under_lock(
         Ok(Some(outcome)) => {
             let answer = outcome.to_hook_json();
             notify_outcome(project, spec, &outcome);
-            match events::append(project, outcome.event.clone()) {
+            let empty = Map::new();
+            let fields = outcome.event.as_object().unwrap_or(&empty);
+            let line = match event {
+                HookEvent::SubagentStop => Event::SubagentStop(fields),
+                _ => Event::Stop(fields),
+            };
+            match events::append(project, By::Session(input.session()), &line) {
                 Ok(()) => answer,
                 Err(e) => Some(hook::with_message(
                     answer,
@@ -322,7 +404,7 @@ fn not_counted(
     active: &Active,
     rule: &str,
     cause: &str,
-) -> Option<Value> {
+) -> Option<HookAnswer> {
     let project = &active.project;
     if event != HookEvent::Stop {
         let m = format!(
@@ -349,9 +431,17 @@ fn not_counted(
     );
     let logged = events::append(
         project,
-        json!({"session": input.session(), "event": "stop", "spec": name,
-               "decision": decision.name(), "rule": rule, "outcome": outcome_rule,
-               "uncounted": true, "missedInARow": missed.max(1), "reason": cause}),
+        By::Session(input.session()),
+        &Event::StopUncounted {
+            event: Tag("stop"),
+            spec: name,
+            decision: decision.name(),
+            rule,
+            outcome: &outcome_rule,
+            uncounted: true,
+            missed_in_a_row: missed.max(1),
+            reason: cause,
+        },
     );
     match logged {
         Ok(()) => decision.to_hook_json(),
@@ -375,7 +465,14 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
         }
         hook::Decision::Allow(None) => "",
     };
-    let event = notify::event(kind, &spec.name, text, json!({"rule": outcome.rule}));
+    let event = notify::event(
+        kind,
+        &spec.name,
+        text,
+        notify::About::Rule {
+            rule: &outcome.rule,
+        },
+    );
     notify::send(project, &event);
 }
 
@@ -383,7 +480,7 @@ fn load_tasks(spec: &Spec) -> Result<TaskList> {
     tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
 
-fn stop(input: &HookInput, active: Active) -> Option<Value> {
+fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -449,7 +546,7 @@ fn read_transcript(input: &HookInput, state: &State) -> hook_cost::Read {
     hook_cost::read(path, offset, last_id)
 }
 
-fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
+fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     if !hook::owned_by(&active.state, input.session()) {
         return None;
     }
@@ -501,7 +598,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<Value> {
                 let patch = hook::subagent_usage_patch(state, key, usage);
                 let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
                 crate::support::json::merge_into(&mut outcome.patch, &patch);
-                outcome.event["outputTokens"] = json!(usage.output_tokens);
+                outcome.event["outputTokens"] = Value::from(usage.output_tokens);
                 let list = load_tasks(&active.spec)?;
                 let head = git::head_fast(&active.project.root);
                 let ctx = hook_cost::Ctx {
@@ -571,17 +668,26 @@ fn usage_outcome(input: &HookInput, key: &str, usage: &UsageRead) -> Outcome {
     Outcome::new(
         hook::Decision::Allow(None),
         "usage",
-        json!({}),
-        json!({
-            "session": input.session(),
-            "event": "subagent-stop",
-            "decision": "allow",
-            "rule": "usage",
-            "agentId": key,
-            "agentType": input.str("agent_type"),
-            "outputTokens": usage.output_tokens,
+        hook::no_patch(),
+        hook::record(&UsageRecord {
+            decision: "allow",
+            rule: "usage",
+            agent_id: key,
+            agent_type: input.str("agent_type"),
+            output_tokens: usage.output_tokens,
         }),
     )
+}
+
+/// A SubagentStop that only adds usage: its fields (no spec: the line names the session).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UsageRecord<'a> {
+    decision: &'static str,
+    rule: &'static str,
+    agent_id: &'a str,
+    agent_type: Option<&'a str>,
+    output_tokens: u64,
 }
 
 /// Gathered outside the lock: the evidence fingerprint runs git, which may take a while.
@@ -638,7 +744,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         .collect()
 }
 
-fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
+fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let list = load_tasks(&active.spec).ok();
     let context = hook::session_context(
         &active.spec.name,
@@ -646,12 +752,12 @@ fn session_start(input: &HookInput, active: &Active) -> Option<Value> {
         list.as_ref(),
         input.session(),
     )?;
-    Some(
-        json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}),
-    )
+    Some(HookAnswer::specific(HookSpecific::SessionStart {
+        additional_context: context,
+    }))
 }
 
-fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
+fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
         &active.state,
@@ -666,14 +772,14 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
         input.session(),
         chrono::Utc::now(),
     )?;
-    let answer = decision.deny.map(|reason| {
-        json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }})
+    let answer = decision.deny.as_ref().map(|reason| {
+        HookAnswer::specific(HookSpecific::PreToolUse {
+            permission_decision: "deny",
+            permission_decision_reason: reason.clone(),
+        })
     });
-    match events::append(&active.project, decision.event) {
+    let line = decision.event(&active.spec.name);
+    match events::append(&active.project, By::Session(input.session()), &line) {
         Ok(()) => answer,
         Err(e) => Some(hook::with_message(
             answer,
@@ -686,34 +792,43 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<Value> {
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn a_panic_allows_with_a_message_and_an_events_line() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("specs")).unwrap();
-        let stdin = json!({"session_id": "s1", "cwd": dir.path()}).to_string();
-        let answer = after_panic(HookEvent::Stop, stdin.as_bytes(), None);
-        assert_eq!(answer, json!({"systemMessage": PANIC_MESSAGE}));
-        let log = std::fs::read_to_string(dir.path().join(".specrun/events.jsonl")).unwrap();
-        let line: Value = serde_json::from_str(log.trim()).unwrap();
-        assert_eq!(
-            (
-                &line["event"],
-                &line["decision"],
-                &line["rule"],
-                &line["session"]
-            ),
-            (
-                &json!("stop"),
-                &json!("allow"),
-                &json!("panic"),
-                &json!("s1")
-            )
-        );
-        // No project found: nothing is written anywhere.
-        let bare = tempfile::tempdir().unwrap();
-        let stdin = json!({"cwd": bare.path()}).to_string();
-        after_panic(HookEvent::Stop, stdin.as_bytes(), None);
-        assert_eq!(std::fs::read_dir(bare.path()).unwrap().count(), 0);
+    fn a_panic_outside_a_gated_decision_allows_with_a_message() {
+        for event in [
+            HookEvent::Stop,
+            HookEvent::PreToolUse,
+            HookEvent::SubagentStop,
+        ] {
+            let (answer, decision, message) = panic_answer(event, false, "boom at x.rs:1");
+            let answer = serde_json::to_value(answer).unwrap();
+            assert_eq!(answer, json!({ "systemMessage": message }));
+            assert_eq!(decision, "allow");
+            assert!(message.contains("boom at x.rs:1"), "{message}");
+        }
+    }
+
+    /// A panic inside a gated decision must never turn into an allow (issue 21).
+    #[test]
+    fn a_panic_in_a_gated_decision_blocks_or_denies_naming_it() {
+        for event in [HookEvent::Stop, HookEvent::SubagentStop] {
+            let (answer, decision, _) = panic_answer(event, true, "boom");
+            let answer = serde_json::to_value(answer).unwrap();
+            assert_eq!(answer["decision"], "block");
+            assert!(answer["reason"]
+                .as_str()
+                .unwrap()
+                .contains("internal error (panic) (boom)"));
+            assert_eq!(decision, "block");
+        }
+        let (answer, decision, _) = panic_answer(HookEvent::PreToolUse, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
+        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(decision, "deny");
+        // SessionStart gates nothing: it still allows.
+        let (answer, ..) = panic_answer(HookEvent::SessionStart, true, "boom");
+        let answer = serde_json::to_value(answer).unwrap();
+        assert!(answer["systemMessage"].is_string());
     }
 }

@@ -4,15 +4,16 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::claude::goal::SettingsContent;
 use crate::claude::probe::{find_on_path, read_settings};
 use crate::cli::LastMileArgs;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::evidence::criteria;
 use crate::evidence::verify;
 use crate::io::events;
+use crate::io::events::{By, Event, Tag};
 use crate::io::git;
 use crate::io::output;
 use crate::io::project::Project;
@@ -20,7 +21,7 @@ use crate::next::facts::{self, StateRead};
 use crate::next::gates;
 use crate::next::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 
-pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
+pub fn run(project: &Project, args: LastMileArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let spec = facts.spec.as_ref();
     let current_tree = match (spec, &facts.state) {
@@ -70,14 +71,15 @@ pub fn run(project: &Project, args: LastMileArgs) -> Result<i32> {
     });
     let value = serde_json::to_value(&decision).unwrap_or(Value::Null);
     if args.record {
-        let mut record = json!({"type": "last-mile"});
-        if let (Value::Object(rec), Value::Object(fields)) = (&mut record, &value) {
-            rec.extend(fields.clone());
-        }
-        events::append(project, record)?;
+        let empty = Map::new();
+        let line = Event::LastMile {
+            kind: Tag("last-mile"),
+            decision: value.as_object().unwrap_or(&empty),
+        };
+        events::append(project, By::Nobody, &line)?;
     }
     output::json_pretty(&value);
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// A program named in a Verify command: a path relative to the project root, or a name on

@@ -5,7 +5,7 @@
 //! the test below).
 
 use crate::cli::{Cli, Command};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::project::Project;
 
 pub mod ac;
@@ -32,7 +32,7 @@ pub mod task;
 pub mod tasks;
 pub mod verify;
 
-pub fn dispatch(cli: Cli) -> Result<i32> {
+pub fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let cwd = cli.cwd.as_deref();
     match cli.command {
         // Hooks resolve their own directory from stdin and never fail.

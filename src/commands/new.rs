@@ -2,7 +2,7 @@
 //! active spec, with the ignore rules that keep machine-local bookkeeping out of git.
 
 use crate::cli::NewArgs;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::{validate_spec_name, Project, EVENTS_DIR, SPECS_DIR};
 use crate::io::store;
@@ -24,7 +24,7 @@ pub const SPECS_IGNORE: &[&str] = &[
 const IGNORE_HEADER: &str =
     "# specrun bookkeeping that stays on this machine (see specrun's README)";
 
-pub fn run(project: &Project, args: NewArgs) -> Result<i32> {
+pub fn run(project: &Project, args: NewArgs) -> Result<ExitStatus> {
     let name = args.name.as_str();
     check_name(name)?;
     let specs = project.specs_dir();
@@ -60,7 +60,7 @@ pub fn run(project: &Project, args: NewArgs) -> Result<i32> {
     output::line(&format!(
         "next: write the tasks in {SPECS_DIR}/{name}/tasks.md (one `- [ ] 1.1 Title` line each, with **Verify** lines), then run `specrun state init --spec {name}`; inside Claude Code, /specrun:start plans it for you."
     ));
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// Stricter than a spec name must be: a new name is a plain word others will type.

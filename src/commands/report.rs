@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::commands::exec::Exec;
 use crate::cost;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::critique;
 use crate::evidence::followups;
 use crate::io::output;
@@ -14,7 +14,7 @@ use crate::io::store;
 use crate::next::facts::{read_typed, StateRead};
 use crate::next::report::{self, Inputs};
 
-pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
+pub fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let state = match read_typed(&spec.state_path()) {
@@ -63,7 +63,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<i32> {
             output::json_pretty(&serde_json::to_value(&story).unwrap_or(Value::Null))
         }
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// This spec's lines of .specrun/events.jsonl (a torn or foreign line is skipped).

@@ -1,12 +1,11 @@
 //! `specrun resume`: clear a halt (a cap halt only with that cap raised), reset the stall
 //! counter, optionally rebind the session, and print the command that continues.
 
-use serde_json::json;
-
 use crate::cli::ResumeArgs;
-use crate::commands::exec::{refuse, report, Exec};
-use crate::error::Result;
+use crate::commands::exec::{refuse, report, Exec, Extra};
+use crate::error::{ExitStatus, Result};
 use crate::io::events::now_rfc3339;
+use crate::io::events::{self, Event, Refusal};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::isolation;
@@ -16,7 +15,7 @@ use crate::next::facts::shell_step;
 use crate::next::Audience;
 use crate::protocol::{self, Raises};
 
-pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
+pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
@@ -33,7 +32,11 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
     match protocol::resume(&state, raises, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-            ex.record_event(json!({"event": "resume", "refused": names}));
+            ex.record_event(&Event::Refused {
+                event: "resume",
+                task: None,
+                refused: Refusal::Unmet(names),
+            });
             let code = refuse("resume", &spec.name, &unmet, args.json);
             if let (Some((text, _)), false) = (isolation::summary(&spec.name, &iso), args.json) {
                 output::line(&text);
@@ -46,19 +49,26 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                 None => state.clone(),
             };
             let cleared = state.halt_kind();
-            ex.record_event(
-                json!({"event": "resume", "cleared": cleared, "sessionId": session,
-                       "raises": {"global": raises.global, "task": raises.task,
-                                  "tokens": raises.tokens, "minutes": raises.minutes,
-                                  "usd": raises.usd}}),
-            );
+            ex.record_event(&Event::Resume {
+                cleared,
+                session_id: session,
+                raises: events::Raises {
+                    global: raises.global,
+                    task: raises.task,
+                    tokens: raises.tokens,
+                    minutes: raises.minutes,
+                    usd: raises.usd,
+                },
+            });
             let group = isolation::summary(&spec.name, &iso);
             report(
                 "resume",
                 &spec.name,
                 &out,
                 args.json,
-                json!({"isolation": group.as_ref().map(|(_, d)| d)}),
+                Extra::Isolation {
+                    isolation: group.as_ref().map(|(_, d)| d),
+                },
             );
             if let (Some((text, _)), false) = (&group, args.json) {
                 // After a crash mid-group: what merged and what remains.
@@ -70,7 +80,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<i32> {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }

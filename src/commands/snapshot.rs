@@ -2,13 +2,13 @@
 //! the coordinator runs it first and acts on `gates` and `nextAction`.
 
 use crate::cli::SnapshotArgs;
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::next::facts;
 
-pub fn run(project: &Project, args: SnapshotArgs) -> Result<i32> {
+pub fn run(project: &Project, args: SnapshotArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
-    output::json_pretty(&facts.to_json(project));
-    Ok(0)
+    output::json_pretty(&facts.snapshot(project));
+    Ok(ExitStatus::Success)
 }

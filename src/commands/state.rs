@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::cli::{StateCommand, StateInitArgs};
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::Project;
@@ -14,7 +14,7 @@ use crate::io::store;
 use crate::model::state::{self, InitParams, State};
 use crate::support::shell::word as shell_word;
 
-pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
+pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
     // Discovering the project first makes a missing --cwd an error and gives the root that
     // every written path must stay inside.
     let project = Project::discover(cwd)?;
@@ -34,7 +34,7 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
                 .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
             refuse_model_patch(&path, &patch)?;
             merge(&path, &patch)?;
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         StateCommand::Get { file, path } => {
             let file = project.cwd.join(&file);
@@ -46,11 +46,11 @@ pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<i32> {
                     // Absent is a well-formed "no", distinct from a field that holds null.
                     None => {
                         output::note(&format!("`{p}` is not set in {}", file.display()));
-                        return Ok(1);
+                        return Ok(ExitStatus::No);
                     }
                 },
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         StateCommand::Init(args) => init(&project, args),
     }
@@ -104,7 +104,7 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
     })
 }
 
-fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
+fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let counts = loaded.list.counts();
@@ -184,7 +184,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<i32> {
             project.root.display()
         ));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting

@@ -9,12 +9,12 @@ use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::StatusArgs;
 use crate::commands::exec::Exec;
 use crate::cost::{self, CostReport, Level};
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::isolation;
@@ -27,7 +27,7 @@ const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
 const WATCH_POLL: Duration = Duration::from_millis(300);
 
-pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
+pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
     let spec_arg = args.spec.spec.as_deref();
     if args.watch {
         return watch(project, spec_arg);
@@ -35,28 +35,60 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<i32> {
     let facts = collect(project, spec_arg)?;
     let board = Dashboard::build(&facts, Utc::now()).with_project(project, &facts);
     if args.json {
-        let mut doc = facts.to_json(project);
-        doc["resumeCommand"] = json!(board.halt.as_ref().map(|h| h.resume.clone()));
-        doc["lastEvidence"] = last_evidence(&facts).cloned().unwrap_or(Value::Null);
-        doc["dashboard"] = serde_json::to_value(&board).unwrap_or(Value::Null);
-        doc["cost"] = json!(board.cost);
-        doc["isolation"] = board.group.as_ref().map_or(Value::Null, |g| g.doc.clone());
-        let state = facts.state_doc();
-        doc["acceptedOther"] = json!(state
-            .map(accepted_other)
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(task, reason)| json!({"task": task, "reason": reason}))
-            .collect::<Vec<_>>());
         let missed = uncounted_of(project, &facts);
-        doc["uncountedStops"] = json!({"inARow": missed.count, "lastCause": missed.last_cause,
-                                       "lastAt": missed.last_at});
-        doc["timeCapProblem"] = json!(time_cap_problem(&facts));
-        output::json_pretty(&doc);
+        let accepted = facts.state_doc().map(accepted_other).unwrap_or_default();
+        output::json_pretty(&Answer {
+            snapshot: facts.snapshot(project),
+            resume_command: board.halt.as_ref().map(|h| h.resume.as_str()),
+            last_evidence: last_evidence(&facts),
+            dashboard: &board,
+            cost: board.cost.as_ref(),
+            isolation: board.group.as_ref().map(|g| &g.doc),
+            accepted_other: accepted
+                .iter()
+                .map(|(task, reason)| AcceptedOther { task, reason })
+                .collect(),
+            uncounted_stops: UncountedStops {
+                in_a_row: missed.count,
+                last_cause: missed.last_cause.as_deref(),
+                last_at: missed.last_at.as_deref(),
+            },
+            time_cap_problem: time_cap_problem(&facts),
+        });
     } else {
         output::styled(&render(&board, width(), colour()));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
+}
+
+/// `status --json`: the snapshot, then what the dashboard adds.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer<'a> {
+    #[serde(flatten)]
+    snapshot: facts::Snapshot<'a>,
+    resume_command: Option<&'a str>,
+    last_evidence: Option<&'a Value>,
+    dashboard: &'a Dashboard,
+    cost: Option<&'a CostReport>,
+    isolation: Option<&'a isolation::GroupDoc>,
+    accepted_other: Vec<AcceptedOther<'a>>,
+    uncounted_stops: UncountedStops<'a>,
+    time_cap_problem: Option<String>,
+}
+
+#[derive(Serialize)]
+struct AcceptedOther<'a> {
+    task: &'a str,
+    reason: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct UncountedStops<'a> {
+    in_a_row: u64,
+    last_cause: Option<&'a str>,
+    last_at: Option<&'a str>,
 }
 
 /// The terminal width: `$COLUMNS`, else 80 (never under 40).
@@ -672,7 +704,7 @@ fn files_signature(spec: &Spec) -> Vec<Option<(SystemTime, u64)>> {
     ]
 }
 
-fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
+fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
     let ex = Exec::new(project, spec_arg)?;
     let spec = &ex.spec;
     let arg = Some(spec.dir.to_string_lossy().into_owned());
@@ -701,7 +733,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
             last = Some(now_sig);
         }
         if board.done {
-            return Ok(0);
+            return Ok(ExitStatus::Success);
         }
         std::thread::sleep(WATCH_POLL);
     }
@@ -710,6 +742,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn board() -> Dashboard {
         Dashboard {

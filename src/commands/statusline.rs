@@ -3,6 +3,7 @@
 //! active spec's small files: no git, no lock, no transcript. Prints nothing without an
 //! execution; never fails (a status line must not show an error box).
 
+use crate::error::ExitStatus;
 use std::path::Path;
 
 use chrono::Utc;
@@ -18,13 +19,13 @@ use crate::next::minutes_since;
 /// At most this many characters: it shares the line with Claude Code's own status.
 const MAX: usize = 72;
 
-pub fn run(cwd: Option<&Path>) -> i32 {
+pub fn run(cwd: Option<&Path>) -> ExitStatus {
     // Bounded like a hook's: a status line must never hang Claude Code's prompt.
     let stdin = store::read_stdin_within(1 << 20, std::time::Duration::from_secs(2));
     if let Some(text) = line_for(&stdin, cwd) {
         output::line(&text);
     }
-    0
+    ExitStatus::Success
 }
 
 fn project_of(stdin: &[u8], cwd: Option<&Path>) -> Option<Project> {
@@ -92,7 +93,11 @@ pub fn compose(
 /// The caps' headroom: task attempts, stops, and tokens and minutes when capped.
 fn headroom(v: &State, now: chrono::DateTime<Utc>) -> String {
     let mut parts = vec![
-        format!("try {}/{}", v.task_iteration() + 1, v.max_task_iterations()),
+        format!(
+            "try {}/{}",
+            v.task_iteration().saturating_add(1),
+            v.max_task_iterations()
+        ),
         format!(
             "stops {}/{}",
             v.global_iteration(),
@@ -115,12 +120,7 @@ fn headroom(v: &State, now: chrono::DateTime<Utc>) -> String {
 }
 
 fn clip(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-    s.push('…');
-    s
+    crate::support::chars::clip(text, max, "…")
 }
 
 #[cfg(test)]

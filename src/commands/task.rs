@@ -4,11 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
-use crate::commands::exec::{refuse, report, Exec};
-use crate::error::{Error, Result};
+use crate::commands::exec::{refuse, report, Exec, Extra};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::Justification;
 use crate::evidence::criteria;
 use crate::evidence::critique;
@@ -16,7 +17,9 @@ use crate::evidence::proof;
 use crate::evidence::verify::{self, Slot};
 use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
+use crate::io::events::{Event, Refusal, Rollback};
 use crate::io::git;
+use crate::io::notify::{self, About};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
@@ -29,7 +32,7 @@ use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next::gates;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 
-pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: TaskCommand) -> Result<ExitStatus> {
     match cmd {
         TaskCommand::Start { verb, worktree } => start(project, &verb, worktree),
         TaskCommand::Complete { verb, check } => complete(project, &verb, check),
@@ -48,10 +51,23 @@ pub fn run(project: &Project, cmd: TaskCommand) -> Result<i32> {
 }
 
 /// A task verb's refusal: recorded as a `task-<verb>` event, printed, exit 1.
-fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> i32 {
+fn refused(ex: &Exec, verb: &str, id: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
-    ex.record_event(json!({"event": format!("task-{verb}"), "task": id, "refused": names}));
+    ex.record_event(&Event::Refused {
+        event: &format!("task-{verb}"),
+        task: Some(id),
+        refused: Refusal::Unmet(names),
+    });
     refuse(&format!("task {verb}"), id, unmet, json_out)
+}
+
+/// `task justify --json`.
+#[derive(Serialize)]
+struct Justified<'a> {
+    ok: bool,
+    task: &'a str,
+    finding: &'a crate::evidence::integrity::Finding,
+    reason: &'a str,
 }
 
 /// A verb that halted the execution starts the user's notify command (detached).
@@ -62,7 +78,7 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
             .iter()
             .find(|n| n.starts_with("halted"))
             .unwrap_or(&out.message);
-        let event = crate::io::notify::event("halt", &spec.name, text, json!({"task": id}));
+        let event = notify::event("halt", &spec.name, text, About::Task { task: id });
         crate::io::notify::send(project, &event);
     }
 }
@@ -92,7 +108,7 @@ fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
     })
 }
 
-fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> {
+fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -146,22 +162,28 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<i32> 
     let branch = iso_patch
         .as_ref()
         .map(|_| crate::isolation::worktree::branch_name(&held.ex.spec.name, &id));
-    held.ex.record_event(
-        json!({"event": "task-start", "task": id, "changed": out.changed, "startCommit": head,
-               "worktree": path.as_ref().filter(|_| branch.is_some()), "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskStart {
+        task: &id,
+        changed: out.changed,
+        start_commit: head.as_deref(),
+        worktree: path.as_deref().filter(|_| branch.is_some()),
+        branch: branch.as_deref(),
+    });
     report(
         "task start",
         &id,
         &out,
         args.json,
-        json!({"worktree": path, "branch": branch}),
+        Extra::Started {
+            worktree: path.as_deref(),
+            branch: branch.as_deref(),
+        },
     );
     if let (Some(p), false) = (&path, args.json) {
         // Last line: the directory to work in.
         output::line(&p.display().to_string());
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// What the evidence facts of a task are judged from: its Verify command and the two
@@ -219,7 +241,7 @@ fn evidence_before_lock(
     Some((evidence_key(&state, task), facts))
 }
 
-fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> {
+fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitStatus> {
     let early = evidence_before_lock(project, args);
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
@@ -303,20 +325,25 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<i32> 
         }
         crate::support::fault::point("complete:progress-written");
     }
-    held.ex.record_event(
-        json!({"event": "task-complete", "task": id, "changed": out.changed, "endCommit": head, "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskComplete {
+        task: &id,
+        changed: out.changed,
+        end_commit: head.as_deref(),
+        branch: branch.as_deref(),
+    });
     report(
         "task complete",
         &id,
         &out,
         args.json,
-        json!({"branch": branch}),
+        Extra::Branch {
+            branch: branch.as_deref(),
+        },
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
-fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<i32> {
+fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -352,26 +379,36 @@ fn fail(project: &Project, args: &TaskVerbArgs, reason: &str, insert: bool) -> R
         held.write(patch)?;
         crate::support::fault::point("fail:state-written");
     }
-    held.ex.record_event(
-        json!({"event": "task-fail", "task": id, "changed": out.changed, "reason": reason.trim(),
-               "halted": out.halted, "fixTask": out.fix.as_ref().map(|f| f.id.clone()),
-               "branch": branch}),
-    );
+    held.ex.record_event(&Event::TaskFail {
+        task: &id,
+        changed: out.changed,
+        reason: reason.trim(),
+        halted: out.halted,
+        fix_task: out.fix.as_ref().map(|f| f.id.as_str()),
+        branch: branch.as_deref(),
+    });
     notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task fail",
         &id,
         &out,
         args.json,
-        json!({"fixTask": out.fix.as_ref().map(|f| f.id.clone())}),
+        Extra::Failed {
+            fix_task: out.fix.as_ref().map(|f| f.id.as_str()),
+        },
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 // ---- justify --------------------------------------------------------------------------
 
 /// `specrun task justify ID --finding F --reason TEXT`.
-fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) -> Result<i32> {
+fn justify(
+    project: &Project,
+    args: &TaskVerbArgs,
+    finding: &str,
+    reason: &str,
+) -> Result<ExitStatus> {
     let reason = reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
@@ -433,19 +470,30 @@ fn justify(project: &Project, args: &TaskVerbArgs, finding: &str, reason: &str) 
             f.id
         ));
     }
-    ex.record_event(json!({"event": "task-justify", "task": id, "finding": f.id, "kind": f.kind.as_str(), "file": f.file, "line": f.line, "reason": reason}),
-    );
+    ex.record_event(&Event::TaskJustify {
+        task: &id,
+        finding: &f.id,
+        kind: f.kind.as_str(),
+        file: &f.file,
+        line: f.line,
+        reason,
+    });
     if args.json {
-        output::json_line(&json!({"ok": true, "task": id, "finding": f, "reason": reason}));
+        output::json_line(&Justified {
+            ok: true,
+            task: &id,
+            finding: f,
+            reason,
+        });
     } else {
         output::line(&format!("{} justified for task {id}: {reason}", f.id));
     }
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 // ---- rollback -------------------------------------------------------------------------
 
-fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> {
+fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<ExitStatus> {
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -522,19 +570,28 @@ fn rollback(project: &Project, args: &TaskVerbArgs, force: bool) -> Result<i32> 
     if let Some(patch) = &out.patch {
         held.write(patch)?;
     }
-    held.ex.record_event(
-        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
-               "from": head, "to": plan.start_commit, "halted": out.halted}),
-    );
+    held.ex
+        .record_event(&Event::TaskRollback(Rollback::InPlace {
+            task: &id,
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            from: &head,
+            to: &plan.start_commit,
+            halted: out.halted,
+        }));
     notify_halt(project, &held.ex.spec, &id, &out);
     report(
         "task rollback",
         &id,
         &out,
         args.json,
-        json!({"savedRef": ref_name, "savedCommit": saved}),
+        Extra::Saved {
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            branch: None,
+        },
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }
 
 /// Rollback of an isolated member: its worktree's work (commits and uncommitted changes)
@@ -547,7 +604,7 @@ fn rollback_isolated(
     member: &crate::isolation::worktree::Member,
     dir: &Path,
     json_out: bool,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let id = task.label();
     let head = git::head(dir);
     let start = held.state.attempts_of(&id).last();
@@ -565,16 +622,25 @@ fn rollback_isolated(
     let out = protocol::rollback_done(&held.state, task, &plan, &ref_name, &now_rfc3339());
     let patch = out.patch.clone().unwrap_or_default();
     held.write(&patch.merge(member_patch))?;
-    held.ex.record_event(
-        json!({"event": "task-rollback", "task": id, "savedRef": ref_name, "savedCommit": saved,
-               "from": head, "branch": member.branch, "worktreeRemoved": dir, "halted": out.halted}),
-    );
+    held.ex.record_event(&Event::TaskRollback(Rollback::Member {
+        task: &id,
+        saved_ref: &ref_name,
+        saved_commit: &saved,
+        from: head.as_deref(),
+        branch: &member.branch,
+        worktree_removed: dir,
+        halted: out.halted,
+    }));
     report(
         "task rollback",
         &id,
         &out,
         json_out,
-        json!({"savedRef": ref_name, "savedCommit": saved, "branch": member.branch}),
+        Extra::Saved {
+            saved_ref: &ref_name,
+            saved_commit: &saved,
+            branch: Some(&member.branch),
+        },
     );
-    Ok(0)
+    Ok(ExitStatus::Success)
 }

@@ -1,28 +1,28 @@
 //! `specrun tasks count|list|next|show|check`.
 
-use serde_json::json;
+use serde::Serialize;
 
 use crate::cli::{TasksCommand, TasksReadArgs};
-use crate::error::Result;
+use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next;
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
     match cmd {
         TasksCommand::Count { file, spec } => {
             // Counting needs no task structs: the fast path of the same line scanner.
             let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            output::json_line(&json!(tasks::count(&text)));
-            Ok(0)
+            output::json_line(&tasks::count(&text));
+            Ok(ExitStatus::Success)
         }
         TasksCommand::List(args) => {
             let list = read(project, &args)?;
             if args.json {
-                output::json_stream("counts", &json!(list.counts()), "tasks", &list.tasks);
+                output::json_stream("counts", &list.counts(), "tasks", &list.tasks);
             } else {
                 for t in &list.tasks {
                     output::line(&summary_line(t));
@@ -30,7 +30,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 let c = list.counts();
                 output::line(&format!("{}/{} done", c.completed, c.total));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Next(args) => {
             let loaded = load(project, &args)?;
@@ -44,11 +44,14 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             if args.json {
                 let next = list.next();
                 let ids: Vec<String> = group.iter().map(|t| t.label()).collect();
-                let mut doc = json!({"next": next, "parallelGroup": ids, "counts": list.counts()});
-                if let Some((command, why)) = &first {
-                    doc["runFirst"] = json!({"command": command, "why": why});
-                }
-                output::json_pretty(&doc);
+                output::json_pretty(&NextAnswer {
+                    next,
+                    parallel_group: ids,
+                    counts: list.counts(),
+                    run_first: first
+                        .as_ref()
+                        .map(|(command, why)| RunFirst { command, why }),
+                });
             } else {
                 if let Some((_, why)) = &first {
                     output::line(&format!("first: {why}"));
@@ -69,17 +72,17 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
                 }
             }
             // No next task is a well-formed "no".
-            Ok(if list.next().is_some() { 0 } else { 1 })
+            Ok(ExitStatus::yes_no(list.next().is_some()))
         }
         TasksCommand::Show { id, read: args } => {
             let loaded = load(project, &args)?;
             let task = loaded.find(&id)?;
             if args.json {
-                output::json_pretty(&json!(task));
+                output::json_pretty(task);
             } else {
                 output::line(&detail(task));
             }
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
         TasksCommand::Check {
             id,
@@ -94,7 +97,7 @@ pub fn run(project: &Project, cmd: TasksCommand) -> Result<i32> {
             let mark = if undo { "[ ]" } else { "[x]" };
             let verb = if changed { "now" } else { "already" };
             output::line(&format!("{label} {title}: {verb} {mark}"));
-            Ok(0)
+            Ok(ExitStatus::Success)
         }
     }
 }
@@ -149,4 +152,22 @@ pub fn detail(t: &Task) -> String {
     }
     out.push(format!("  Lines: {}-{}", t.line_start, t.line_end));
     out.join("\n")
+}
+
+/// `tasks next --json`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct NextAnswer<'a> {
+    next: Option<&'a Task>,
+    parallel_group: Vec<String>,
+    counts: Counts,
+    /// The step to run before the next task can start, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_first: Option<RunFirst<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunFirst<'a> {
+    command: &'a str,
+    why: &'a str,
 }

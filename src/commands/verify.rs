@@ -5,11 +5,12 @@
 //! The command's own output (stdout and stderr, interleaved as written) streams live to
 //! our stderr, so our stdout stays one JSON document a caller can parse.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::cli::VerifyCommand;
 use crate::commands::exec::Exec;
-use crate::error::{Error, Result};
+use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
@@ -19,7 +20,7 @@ use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
 
-pub fn run(project: &Project, cmd: VerifyCommand) -> Result<i32> {
+pub fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
     match cmd {
         VerifyCommand::Run {
             command,
@@ -60,7 +61,7 @@ fn resolve_slot(ex: &Exec, phase: Option<String>, task: Option<String>) -> Resul
         }
         (phase, None) => {
             let phase = phase.unwrap_or_else(|| DEFAULT_PHASE.to_string());
-            verify::validate_phase(&phase).map_err(|m| Error::bad_input("--phase", m))?;
+            verify::validate_phase(&phase)?;
             Ok(Slot::Phase(phase))
         }
     }
@@ -72,18 +73,18 @@ fn run_and_record(
     slot: &Slot,
     plan: &RunPlan,
     timeout: Option<u64>,
-) -> Result<i32> {
+) -> Result<ExitStatus> {
     let (record, stored) = record_run(project, spec, slot, plan, timeout)?;
     report_run(spec, slot, &record);
     let mut out = stored;
     out["spec"] = Value::String(spec.name.clone());
     out["slot"] = Value::String(slot.describe());
     output::json_line(&out);
-    Ok(if record.timed_out {
+    Ok(ExitStatus::Passed(if record.timed_out {
         TIMEOUT_EXIT
     } else {
         record.exit_code
-    })
+    }))
 }
 
 fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
@@ -110,10 +111,10 @@ fn report_run(spec: &Spec, slot: &Slot, record: &RunRecord) {
 }
 
 fn short(tree: &str) -> &str {
-    &tree[..tree.len().min(12)]
+    crate::support::chars::prefix(tree, 12)
 }
 
-fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<i32> {
+fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<ExitStatus> {
     let state = crate::model::state::read_lenient(&spec.state_path())?;
     let record = state.as_ref().and_then(|s| slot.record_of(s));
     // Only a passing record needs the current tree.
@@ -143,6 +144,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             .cloned()
             .unwrap_or(Value::Null)
     };
+    // The record's own fields, as recorded (null when absent).
+    let kept = |k: &str| record.and_then(|r| r.get(k));
     let reason = match freshness {
         _ if mismatch.is_some() => format!(
             "{} but does not count for the task: {}",
@@ -204,22 +207,23 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             _ => rerun_command(spec, slot, c),
         });
     if json_out {
-        output::json_line(&json!({
-            "spec": spec.name,
-            "slot": slot.describe(),
-            "status": freshness.as_str(),
-            "reason": reason,
-            "command": field("command"),
-            "exitCode": field("exitCode"),
-            "timedOut": field("timedOut"),
-            "startedAt": field("startedAt"),
-            "recordedTree": field("tree"),
-            "currentTree": current.as_ref().map(|c| c.tree.clone()),
-            "treeMethod": current.as_ref().map(|c| c.method.as_str()).map(Value::from).unwrap_or_else(|| field("treeMethod")),
-            "rerun": rerun,
-            "counts": freshness.is_ok() && mismatch.is_none(),
-            "acceptedOther": field("acceptedOther"),
-        }));
+        let method = current.as_ref().map(|c| Value::from(c.method.as_str()));
+        output::json_line(&Status {
+            spec: &spec.name,
+            slot: slot.describe(),
+            status: freshness.as_str(),
+            reason: &reason,
+            command: kept("command"),
+            exit_code: kept("exitCode"),
+            timed_out: kept("timedOut"),
+            started_at: kept("startedAt"),
+            recorded_tree: kept("tree"),
+            current_tree: current.as_ref().map(|c| c.tree.as_str()),
+            tree_method: method.as_ref().or_else(|| kept("treeMethod")),
+            rerun: rerun.as_deref(),
+            counts: freshness.is_ok() && mismatch.is_none(),
+            accepted_other: kept("acceptedOther"),
+        });
     } else {
         let mut line = format!(
             "{}: {} of {} — {reason}",
@@ -238,11 +242,28 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             output::line(&format!("re-run: {r}"));
         }
     }
-    Ok(if freshness.is_ok() && mismatch.is_none() {
-        0
-    } else {
-        1
-    })
+    Ok(ExitStatus::yes_no(freshness.is_ok() && mismatch.is_none()))
+}
+
+/// `verify status --json`: the verdict, then the record's own fields as recorded (null
+/// when absent).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Status<'a> {
+    spec: &'a str,
+    slot: String,
+    status: &'static str,
+    reason: &'a str,
+    command: Option<&'a Value>,
+    exit_code: Option<&'a Value>,
+    timed_out: Option<&'a Value>,
+    started_at: Option<&'a Value>,
+    recorded_tree: Option<&'a Value>,
+    current_tree: Option<&'a str>,
+    tree_method: Option<&'a Value>,
+    rerun: Option<&'a str>,
+    counts: bool,
+    accepted_other: Option<&'a Value>,
 }
 
 /// The command line that records fresh evidence for `slot` again.

@@ -301,7 +301,7 @@ fn project(
         low,
         high,
         level,
-        raise_to: (high.max(projected).ceil() as u64).max(spent.ceil() as u64 + 1),
+        raise_to: (high.max(projected).ceil() as u64).max((spent.ceil() as u64).saturating_add(1)),
     }
 }
 
@@ -309,7 +309,7 @@ fn elapsed_minutes(state: &State, now: DateTime<Utc>) -> f64 {
     state
         .started_at()
         .and_then(crate::model::state::Timestamp::at)
-        .map(|s| (now - s).num_seconds().max(0) as f64 / 60.0)
+        .map(|s| crate::model::state::time::ms_between(s, now) as f64 / 60_000.0)
         .unwrap_or(0.0)
 }
 

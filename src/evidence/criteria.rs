@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::evidence::acceptance::{self, Criterion, Row, Run, Store};
@@ -96,13 +96,24 @@ pub fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: &Report
         return Value::Null;
     }
     let runners: Vec<&str> = report.runners.iter().map(|r| r.as_str()).collect();
-    json!({
-        "runners": runners,
-        "passed": report.count(Outcome::Passed),
-        "failed": report.count(Outcome::Failed),
-        "skipped": report.count(Outcome::Skipped),
-        "truncated": report.truncated,
-    })
+    let summary = TestsSummary {
+        runners,
+        passed: report.count(Outcome::Passed),
+        failed: report.count(Outcome::Failed),
+        skipped: report.count(Outcome::Skipped),
+        truncated: report.truncated,
+    };
+    serde_json::to_value(summary).expect("a summary serializes")
+}
+
+/// An evidence record's `tests`: what the run's output told.
+#[derive(Serialize)]
+struct TestsSummary<'a> {
+    runners: Vec<&'a str>,
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    truncated: bool,
 }
 
 /// Say on stderr what the output told about tests (nothing recognised names the runners).

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::io::project::Spec;
 use crate::model::state::time;
@@ -337,17 +338,33 @@ fn issue_id(issue: &Value) -> Option<&str> {
 
 /// The record as written to `critique/<ID>-<stage>.json`.
 pub fn to_record(task_id: &str, stage: &str, v: &Validated, recorded_at: &str) -> Value {
-    json!({
-        "version": 1,
-        "task": task_id,
-        "stage": stage,
-        "checklist": v.checklist,
-        "issuesFound": v.issues_found,
-        "issuesFixed": v.issues_fixed,
-        "openIssues": v.open_issues,
-        "passed": v.open_issues == 0,
-        "recordedAt": recorded_at,
-    })
+    let record = Record {
+        version: 1,
+        task: task_id,
+        stage,
+        checklist: &v.checklist,
+        issues_found: &v.issues_found,
+        issues_fixed: &v.issues_fixed,
+        open_issues: v.open_issues,
+        passed: v.open_issues == 0,
+        recorded_at,
+    };
+    serde_json::to_value(record).expect("a critique record serializes")
+}
+
+/// A critique record's fields, in the file's order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Record<'a> {
+    version: u32,
+    task: &'a str,
+    stage: &'a str,
+    checklist: &'a Map<String, Value>,
+    issues_found: &'a [Value],
+    issues_fixed: &'a [Value],
+    open_issues: usize,
+    passed: bool,
+    recorded_at: &'a str,
 }
 
 /// Whether a post-test critique comes after the task's passing evidence
@@ -359,8 +376,11 @@ pub enum PostTestOrder {
     NoEvidence,
     EvidenceFailed,
     NoRecord,
-    /// Recorded before the evidence ended (or a timestamp does not parse).
+    /// Recorded before the evidence ended (or the record's time does not parse).
     RecordOlder,
+    /// The evidence's end is not a time (its `startedAt` unreadable, or `startedAt` plus
+    /// `durationMs` past the calendar): the order cannot be shown.
+    EvidenceEndUnknown,
 }
 
 impl PostTestOrder {
@@ -371,6 +391,7 @@ impl PostTestOrder {
             PostTestOrder::EvidenceFailed => "evidence-failed",
             PostTestOrder::NoRecord => "no-record",
             PostTestOrder::RecordOlder => "record-older-than-evidence",
+            PostTestOrder::EvidenceEndUnknown => "evidence-end-unknown",
         }
     }
 }
@@ -390,8 +411,9 @@ pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> P
         return PostTestOrder::NoRecord;
     };
     match crate::evidence::verify::ended_at(evidence) {
+        None => PostTestOrder::EvidenceEndUnknown,
         Some(ended) if reviews_run(recorded_at, &ended) => PostTestOrder::InOrder,
-        _ => PostTestOrder::RecordOlder,
+        Some(_) => PostTestOrder::RecordOlder,
     }
 }
 
@@ -404,6 +426,7 @@ pub fn reviews_run(recorded_at: &str, run_ended_at: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Regression: task complete (strictly after the start), SubagentStop (not before the
     /// start) and critique status (not before the end) each had their own rule.

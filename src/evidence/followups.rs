@@ -3,6 +3,8 @@
 //! it for the verbs, the gates and the report. An open `VERIFY`/`high` item blocks
 //! completion; the guard asks `blocking_open`.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -89,30 +91,35 @@ pub struct NewItem {
 }
 
 impl Store {
-    /// Parse a followups.json document (`None` = no file yet). The error says what is wrong.
-    pub fn from_json(doc: Option<&Value>) -> Result<Store, String> {
+    /// Parse a followups.json document at `path` (`None` = no file yet). The error names
+    /// the file and what is wrong.
+    pub fn from_json(doc: Option<&Value>, path: &Path) -> Result<Store> {
+        let shape = |message: String| Error::Shape {
+            path: path.to_path_buf(),
+            message,
+        };
         let Some(doc) = doc else {
             return Ok(Store::default());
         };
-        let store: Store = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+        let store: Store = serde_json::from_value(doc.clone()).map_err(|e| shape(e.to_string()))?;
         for item in &store.items {
             if !CATEGORIES.contains(&item.category.as_str()) {
-                return Err(format!(
+                return Err(shape(format!(
                     "item {} has unknown category {:?}",
                     item.id, item.category
-                ));
+                )));
             }
             if !PRIORITIES.contains(&item.priority.as_str()) {
-                return Err(format!(
+                return Err(shape(format!(
                     "item {} has unknown priority {:?}",
                     item.id, item.priority
-                ));
+                )));
             }
             if item.status != "open" && item.status != "resolved" {
-                return Err(format!(
+                return Err(shape(format!(
                     "item {} has unknown status {:?}",
                     item.id, item.status
-                ));
+                )));
             }
         }
         Ok(store)
@@ -138,20 +145,26 @@ impl Store {
             .filter_map(|i| i.id.strip_prefix('F')?.parse::<u64>().ok())
             .max()
             .unwrap_or(0);
-        format!("F{}", max + 1)
+        format!("F{}", max.saturating_add(1))
     }
 
     /// Add an open item; refused when its task already has `MAX_OPEN_PER_TASK` open items.
-    pub fn add(&mut self, new: NewItem, now: &str) -> Result<&Item, String> {
+    pub fn add(&mut self, new: NewItem, now: &str) -> Result<&Item> {
         if !CATEGORIES.contains(&new.category.as_str()) {
-            return Err(format!("category must be one of {}", CATEGORIES.join(", ")));
+            return Err(refused(format!(
+                "category must be one of {}",
+                CATEGORIES.join(", ")
+            )));
         }
         if !PRIORITIES.contains(&new.priority.as_str()) {
-            return Err(format!("priority must be one of {}", PRIORITIES.join(", ")));
+            return Err(refused(format!(
+                "priority must be one of {}",
+                PRIORITIES.join(", ")
+            )));
         }
         let title = new.title.trim();
         if title.is_empty() {
-            return Err("the title is empty".into());
+            return Err(refused("the title is empty".into()));
         }
         let open_for_task = self.open().filter(|i| i.task == new.task).count();
         if open_for_task >= MAX_OPEN_PER_TASK {
@@ -159,9 +172,9 @@ impl Store {
                 Some(t) => format!("task {t}"),
                 None => "items without a task".into(),
             };
-            return Err(format!(
+            return Err(refused(format!(
                 "{whose} already has {open_for_task} open follow-ups (at most {MAX_OPEN_PER_TASK}); resolve one first"
-            ));
+            )));
         }
         let item = Item {
             id: self.next_id(),
@@ -180,17 +193,17 @@ impl Store {
     }
 
     /// Resolve an item. `Ok(false)` when it was already resolved (nothing changes).
-    pub fn resolve(&mut self, id: &str, note: &str, now: &str) -> Result<bool, String> {
+    pub fn resolve(&mut self, id: &str, note: &str, now: &str) -> Result<bool> {
         let item = self
             .items
             .iter_mut()
             .find(|i| i.id == id)
-            .ok_or_else(|| format!("no follow-up with id {id}"))?;
+            .ok_or_else(|| refused(format!("no follow-up with id {id}")))?;
         if !item.is_open() {
             return Ok(false);
         }
         if note.trim().is_empty() {
-            return Err("the note is empty: say how it was resolved".into());
+            return Err(refused("the note is empty: say how it was resolved".into()));
         }
         item.status = "resolved".into();
         item.resolved_at = Some(now.to_string());
@@ -201,10 +214,12 @@ impl Store {
 
 /// The store `doc` holds (absent = empty), or an error naming the spec's file.
 pub fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
-    Store::from_json(doc).map_err(|message| Error::Shape {
-        path: spec.followups_path(),
-        message,
-    })
+    Store::from_json(doc, &spec.followups_path())
+}
+
+/// A change to the store refused: the sentence says why.
+fn refused(message: String) -> Error {
+    Error::Refused { message }
 }
 
 /// The spec's follow-ups as stored (an absent file is an empty store).
@@ -234,7 +249,10 @@ mod tests {
         for _ in 0..MAX_OPEN_PER_TASK {
             s.add(new("IDEA", "low", Some("1.2")), "t").unwrap();
         }
-        let err = s.add(new("IDEA", "low", Some("1.2")), "t").unwrap_err();
+        let err = s
+            .add(new("IDEA", "low", Some("1.2")), "t")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("task 1.2 already has 10 open"), "{err}");
         // Another task and the no-task bucket are separate.
         assert_eq!(
@@ -256,14 +274,16 @@ mod tests {
         assert!(s
             .add(new("BUG", "low", None), "t")
             .unwrap_err()
+            .to_string()
             .contains("category"));
         assert!(s
             .add(new("IDEA", "urgent", None), "t")
             .unwrap_err()
+            .to_string()
             .contains("priority"));
         let mut blank = new("IDEA", "low", None);
         blank.title = "  ".into();
-        assert!(s.add(blank, "t").unwrap_err().contains("title"));
+        assert!(s.add(blank, "t").unwrap_err().to_string().contains("title"));
         assert!(s.items.is_empty());
     }
 
@@ -274,8 +294,13 @@ mod tests {
         assert!(s
             .resolve("F9", "x", "t")
             .unwrap_err()
+            .to_string()
             .contains("no follow-up with id F9"));
-        assert!(s.resolve("F1", " ", "t").unwrap_err().contains("note"));
+        assert!(s
+            .resolve("F1", " ", "t")
+            .unwrap_err()
+            .to_string()
+            .contains("note"));
         assert!(s.resolve("F1", "checked by hand", "t2").unwrap());
         assert!(!s.resolve("F1", "again", "t3").unwrap());
         assert_eq!(s.items[0].note.as_deref(), Some("checked by hand"));
@@ -291,25 +316,32 @@ mod tests {
         assert_eq!(s.blocking_open().len(), 1);
         let doc = s.to_json();
         assert_eq!(
-            Store::from_json(Some(&doc)).unwrap().blocking_open()[0].id,
+            Store::from_json(Some(&doc), Path::new("f.json"))
+                .unwrap()
+                .blocking_open()[0]
+                .id,
             "F1"
         );
         s.resolve("F1", "ok", "t").unwrap();
         assert!(s.blocking_open().is_empty());
-        assert!(Store::from_json(None).unwrap().blocking_open().is_empty());
+        assert!(Store::from_json(None, Path::new("f.json"))
+            .unwrap()
+            .blocking_open()
+            .is_empty());
     }
 
     #[test]
     fn round_trips_the_shared_format_and_rejects_bad_stores() {
         let doc = json!({"version": 1, "items": [{"id": "F1", "category": "VERIFY", "priority": "high",
             "title": "t", "task": null, "files": [], "status": "open", "createdAt": "x"}]});
-        let s = Store::from_json(Some(&doc)).unwrap();
+        let s = Store::from_json(Some(&doc), Path::new("f.json")).unwrap();
         assert_eq!(s.to_json(), doc);
         let bad = json!({"version": 1, "items": [{"id": "F1", "category": "BUG", "priority": "high",
             "title": "t", "status": "open", "createdAt": "x"}]});
-        assert!(Store::from_json(Some(&bad))
+        assert!(Store::from_json(Some(&bad), Path::new("f.json"))
             .unwrap_err()
+            .to_string()
             .contains("category"));
-        assert!(Store::from_json(Some(&json!([]))).is_err());
+        assert!(Store::from_json(Some(&json!([])), Path::new("f.json")).is_err());
     }
 }

@@ -732,12 +732,7 @@ fn added_markers(out: &mut Out, f: &FileDiff, markers: &[&str], kind: Kind, what
 }
 
 fn clip(s: &str) -> String {
-    if s.chars().count() <= 80 {
-        return s.to_string();
-    }
-    let mut c: String = s.chars().take(77).collect();
-    c.push_str("...");
-    c
+    crate::support::chars::clip(s, 80, "...")
 }
 
 fn ci_steps_removed(out: &mut Out, f: &FileDiff) {

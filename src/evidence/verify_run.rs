@@ -8,11 +8,13 @@ use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::evidence::criteria;
 use crate::evidence::verify::{self, OutputTail, RunRecord, Slot, TreeMethod};
+use crate::io::events::{self, By, Event};
 use crate::io::output;
 use crate::io::process::{self, Group, KILL_GRACE};
 use crate::io::project::{Project, Spec};
@@ -164,14 +166,18 @@ pub fn record_run(
         after,
         excluded_paths,
     };
-    let mut stored = record.to_json();
     // The tests the output named go beside the state (a run can name thousands); the
     // record keeps the counts and where they are.
-    stored["tests"] = criteria::write_results(spec, slot, &record.started_at, &outcome.tests);
-    let own = own_verify_fields(&mut stored, slot, plan, &record.started_at);
-    if let Some(name) = verify::worktree_name(project, spec) {
-        stored["worktree"] = Value::String(name);
-    }
+    let tests = criteria::write_results(spec, slot, &record.started_at, &outcome.tests);
+    let task = own_verify_fields(slot, plan, &record.started_at);
+    let own = task.as_ref().map(|t| t.own_verify);
+    let stored = serde_json::to_value(Stored {
+        run: record.fields(),
+        tests,
+        task,
+        worktree: verify::worktree_name(project, spec),
+    })
+    .expect("an evidence record serializes");
     let path = spec.state_path();
     state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
@@ -185,17 +191,16 @@ pub fn record_run(
         verify::put_record(&mut doc, slot, stored.clone());
         Ok((Some(doc), ()))
     })?;
-    let event = json!({
-        "event": "verify",
-        "spec": spec.name,
-        "slot": slot.describe(),
-        "exitCode": record.exit_code,
-        "timedOut": record.timed_out,
-        "tree": record.before.tree,
-        "ownVerify": own,
-        "acceptedOther": plan.accepted_other,
-    });
-    if let Err(e) = crate::io::events::append(project, event) {
+    let event = Event::Verify {
+        spec: &spec.name,
+        slot: &slot.describe(),
+        exit_code: record.exit_code,
+        timed_out: record.timed_out,
+        tree: &record.before.tree,
+        own_verify: own,
+        accepted_other: plan.accepted_other.as_deref(),
+    };
+    if let Err(e) = events::append(project, By::Nobody, &event) {
         output::warn(&format!(
             "evidence recorded, but the event log was not: {e}"
         ));
@@ -204,10 +209,38 @@ pub fn record_run(
     Ok((record, stored))
 }
 
-/// For a task slot: record the task's Verify command, whether this run was it, and a
-/// person's acceptance of another command; warn when the record will not count. Returns
-/// `ownVerify` (`None` for a phase).
-fn own_verify_fields(stored: &mut Value, slot: &Slot, plan: &RunPlan, at: &str) -> Option<bool> {
+/// The evidence record `verify run` stores: the run's fields, then what it adds.
+#[derive(Serialize)]
+struct Stored<'a> {
+    #[serde(flatten)]
+    run: verify::RecordFields<'a>,
+    tests: Value,
+    #[serde(flatten)]
+    task: Option<TaskFields<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    worktree: Option<String>,
+}
+
+/// A task slot's record also names the task's Verify command, whether this run was it, and
+/// a person's acceptance of another command.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskFields<'a> {
+    verify_command: Option<&'a str>,
+    own_verify: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accepted_other: Option<Accepted<'a>>,
+}
+
+#[derive(Serialize)]
+struct Accepted<'a> {
+    reason: &'a str,
+    at: &'a str,
+}
+
+/// For a task slot: the fields of `TaskFields`; warn when the record will not count
+/// (`None` for a phase).
+fn own_verify_fields<'a>(slot: &Slot, plan: &'a RunPlan, at: &'a str) -> Option<TaskFields<'a>> {
     let Slot::Task(id) = slot else {
         return None;
     };
@@ -215,10 +248,7 @@ fn own_verify_fields(stored: &mut Value, slot: &Slot, plan: &RunPlan, at: &str) 
         .own_verify
         .as_deref()
         .is_none_or(|v| v == plan.command.trim());
-    stored["verifyCommand"] = json!(plan.own_verify);
-    stored["ownVerify"] = json!(own);
     if let Some(reason) = &plan.accepted_other {
-        stored["acceptedOther"] = json!({"reason": reason, "at": at});
         output::warn(&format!(
             "task {id}: `{}` is not its Verify command; counted as its evidence because you accepted it: {reason}",
             plan.command
@@ -231,7 +261,14 @@ fn own_verify_fields(stored: &mut Value, slot: &Slot, plan: &RunPlan, at: &str) 
             crate::support::shell::word(id)
         ));
     }
-    Some(own)
+    Some(TaskFields {
+        verify_command: plan.own_verify.as_deref(),
+        own_verify: own,
+        accepted_other: plan
+            .accepted_other
+            .as_deref()
+            .map(|reason| Accepted { reason, at }),
+    })
 }
 
 /// What the command did.
@@ -321,4 +358,52 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         tail,
         tests,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::verify::Fingerprint;
+
+    #[test]
+    fn a_task_record_is_stored_in_its_documented_key_order() {
+        let fp = |tree: &str| Fingerprint {
+            tree: tree.into(),
+            method: TreeMethod::Git,
+        };
+        let record = RunRecord {
+            command: "make".into(),
+            exit_code: 0,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            duration_ms: 5,
+            timed_out: false,
+            output_tail: "ok".into(),
+            task_id: Some("1.2".into()),
+            before: fp("t1"),
+            after: fp("t2"),
+            excluded_paths: vec!["b.rs".into()],
+        };
+        let plan = RunPlan {
+            command: "make".into(),
+            own_verify: Some("make test".into()),
+            accepted_other: Some("same suite".into()),
+        };
+        let stored = Stored {
+            run: record.fields(),
+            tests: Value::Null,
+            task: own_verify_fields(&Slot::Task("1.2".into()), &plan, "at"),
+            worktree: Some("1.2".into()),
+        };
+        assert_eq!(
+            serde_json::to_string(&stored).unwrap(),
+            r#"{"command":"make","exitCode":0,"startedAt":"2026-01-01T00:00:00Z","durationMs":5,"tree":"t1","treeMethod":"git","outputTail":"ok","timedOut":false,"taskId":"1.2","excludedPaths":["b.rs"],"treeChanged":true,"treeAfter":"t2","tests":null,"verifyCommand":"make test","ownVerify":false,"acceptedOther":{"reason":"same suite","at":"at"},"worktree":"1.2"}"#
+        );
+        let phase = Stored {
+            task: own_verify_fields(&Slot::Phase("execution".into()), &plan, "at"),
+            worktree: None,
+            ..stored
+        };
+        let text = serde_json::to_string(&phase).unwrap();
+        assert!(text.ends_with(r#""tests":null}"#), "{text}");
+    }
 }

@@ -5,7 +5,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::json;
 
 use crate::hooks::decision::{Decision, Outcome, SubagentInput};
 use crate::model::state::{Patch, State};
@@ -190,12 +189,7 @@ fn count_claim(lower: &str) -> Option<u64> {
 }
 
 fn clip(s: &str) -> String {
-    if s.chars().count() <= 160 {
-        return s.to_string();
-    }
-    let mut c: String = s.chars().take(157).collect();
-    c.push_str("...");
-    c
+    crate::support::chars::clip(s, 160, "...")
 }
 
 fn is_test_command(c: &str) -> bool {
@@ -326,7 +320,7 @@ pub struct UnverifiedClaim<'a> {
 /// The patch that adds `entry` to the state's `unverifiedClaims` (the ones there stay).
 pub fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
     let mut kept = state.unverified_claims.clone().unwrap_or_default();
-    kept.push(json!(entry));
+    kept.push(crate::hooks::decision::record(entry));
     Patch::new().unverified_claims(&kept)
 }
 
@@ -363,19 +357,33 @@ pub fn decide(
             lines.iter().map(String::as_str),
             "Record the evidence with `specrun verify run`, or correct the message, then end again.",
         );
-        (Decision::Block(r), "claim-refused", json!({}))
+        (
+            Decision::Block(r),
+            "claim-refused",
+            crate::hooks::decision::no_patch(),
+        )
     };
-    let event = json!({
-        "session": input.session_id,
-        "event": "subagent-stop",
-        "spec": spec,
-        "decision": decision.name(),
-        "rule": rule,
-        "agentId": input.agent_id,
-        "unsupportedClaims": items,
-        "stopHookActive": input.stop_hook_active,
+    let event = crate::hooks::decision::record(&Record {
+        spec,
+        decision: decision.name(),
+        rule,
+        agent_id: input.agent_id,
+        unsupported_claims: items,
+        stop_hook_active: input.stop_hook_active,
     });
     Outcome::new(decision, rule, patch, event)
+}
+
+/// An unsupported-claims SubagentStop's fields.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Record<'a> {
+    spec: &'a str,
+    decision: &'static str,
+    rule: &'a str,
+    agent_id: Option<&'a str>,
+    unsupported_claims: &'a [Unsupported],
+    stop_hook_active: bool,
 }
 
 #[cfg(test)]

@@ -2,7 +2,65 @@
 //! the hooks' decisions share: the re-prompt that lists what is missing, the SubagentStop
 //! input.
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
+
+/// A hook's stdout (docs/design.md#hooks): every field optional, written in this order.
+/// Allow with a message: `systemMessage`; block: `decision`, `reason`; halt: `continue`,
+/// `stopReason`, `systemMessage`; PreToolUse deny and SessionStart context:
+/// `hookSpecificOutput`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookAnswer {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub go_on: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_specific_output: Option<HookSpecific>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<String>,
+}
+
+/// `hookSpecificOutput`, tagged by `hookEventName`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "hookEventName", rename_all_fields = "camelCase")]
+pub enum HookSpecific {
+    PreToolUse {
+        permission_decision: &'static str,
+        permission_decision_reason: String,
+    },
+    SessionStart {
+        additional_context: String,
+    },
+}
+
+impl HookAnswer {
+    /// Allow, telling the user `message`.
+    pub fn message(message: impl Into<String>) -> HookAnswer {
+        HookAnswer {
+            system_message: Some(message.into()),
+            ..HookAnswer::default()
+        }
+    }
+
+    /// Only the hook-specific part.
+    pub fn specific(specific: HookSpecific) -> HookAnswer {
+        HookAnswer {
+            hook_specific_output: Some(specific),
+            ..HookAnswer::default()
+        }
+    }
+
+    /// The one line the hook prints.
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a hook answer serializes")
+    }
+}
 
 /// What a hook answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,14 +83,21 @@ impl Decision {
     }
 
     /// The hook's stdout for a Stop or SubagentStop; `None` prints nothing.
-    pub fn to_hook_json(&self) -> Option<Value> {
+    pub fn to_hook_json(&self) -> Option<HookAnswer> {
         match self {
             Decision::Allow(None) => None,
-            Decision::Allow(Some(m)) => Some(json!({"systemMessage": m})),
-            Decision::Block(r) => Some(json!({"decision": "block", "reason": r})),
-            Decision::Halt(s) => {
-                Some(json!({"continue": false, "stopReason": s, "systemMessage": s}))
-            }
+            Decision::Allow(Some(m)) => Some(HookAnswer::message(m.as_str())),
+            Decision::Block(r) => Some(HookAnswer {
+                decision: Some("block"),
+                reason: Some(r.clone()),
+                ..HookAnswer::default()
+            }),
+            Decision::Halt(s) => Some(HookAnswer {
+                go_on: Some(false),
+                stop_reason: Some(s.clone()),
+                system_message: Some(s.clone()),
+                ..HookAnswer::default()
+            }),
         }
     }
 
@@ -52,7 +117,8 @@ pub struct Outcome {
     pub rule: String,
     /// A `state merge` patch; an empty object changes nothing.
     pub patch: Value,
-    /// The events.jsonl record (without `at`, which the writer adds).
+    /// The events.jsonl record's fields from `spec` on; the writer adds `at`, `session` and
+    /// the tag (`io::events::Event::Stop`/`SubagentStop`).
     pub event: Value,
     /// Something the user must hear whatever the decision (a broken time cap): shown as
     /// the hook's systemMessage, after the decision's own message.
@@ -72,7 +138,7 @@ impl Outcome {
     }
 
     /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
-    pub fn to_hook_json(&self) -> Option<Value> {
+    pub fn to_hook_json(&self) -> Option<HookAnswer> {
         match &self.notice {
             None => self.decision.to_hook_json(),
             Some(notice) => Some(with_message(self.decision.to_hook_json(), notice)),
@@ -81,14 +147,23 @@ impl Outcome {
 }
 
 /// A hook's `answer` (or an empty one) with `message` added to its systemMessage.
-pub fn with_message(answer: Option<Value>, message: &str) -> Value {
-    let mut answer = answer.unwrap_or_else(|| json!({}));
-    let text = match answer.get("systemMessage").and_then(Value::as_str) {
+pub fn with_message(answer: Option<HookAnswer>, message: &str) -> HookAnswer {
+    let mut answer = answer.unwrap_or_default();
+    answer.system_message = Some(match answer.system_message.take() {
         Some(before) => format!("{before}\n{message}"),
         None => message.to_string(),
-    };
-    answer["systemMessage"] = json!(text);
+    });
     answer
+}
+
+/// A hook's record as the map `Outcome::event` holds (the cost part adds fields to it).
+pub fn record(fields: &impl Serialize) -> Value {
+    serde_json::to_value(fields).expect("a hook record serializes")
+}
+
+/// An empty state patch: the decision changes nothing.
+pub fn no_patch() -> Value {
+    Value::Object(serde_json::Map::new())
 }
 
 /// A re-prompt that lists what is missing: `head`, a `- item` line each, then `tail`.

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::cost::{self, CapHit, Spend};
@@ -79,6 +80,61 @@ fn note(outcome: &mut Outcome, text: &str) {
     };
 }
 
+/// What the cost part adds to the hook's events.jsonl record (docs/design.md#events). The
+/// record is merged into the outcome's event once, at the end: a field the guard wrote
+/// already (`decision`, `rule`, `reason`) keeps its place, the others follow in this order,
+/// which is the order the rules run in.
+#[derive(Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CostRecord {
+    /// Set when a cap decided instead of the guard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decision: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ledger_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    invalid_usage_fields: Option<u64>,
+    /// The stopped agent's task at a SubagentStop (null when it is bound to none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    task: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    task_cap_failures: Vec<TaskCapFailure>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost_warning: Option<String>,
+}
+
+/// A task the guard failed past a per-task cap.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskCapFailure {
+    task: String,
+    kind: &'static str,
+    reason: String,
+    fix_task: Option<String>,
+}
+
+impl CostRecord {
+    /// A cap decided: the event names it, and says why when the decision has a reason.
+    fn decided(&mut self, outcome: &Outcome, reason: Option<&str>) {
+        self.decision = Some(outcome.decision.name());
+        self.rule = Some(outcome.rule.clone());
+        if let Some(reason) = reason {
+            self.reason = Some(reason.to_string());
+        }
+    }
+
+    /// Add the fields to the outcome's event (an object: `decision::record`'s).
+    fn write_into(self, outcome: &mut Outcome) {
+        crate::support::json::merge_into(&mut outcome.event, &hook::record(&self));
+    }
+}
+
 /// Add `patch` to the outcome's and to `after`, the state as the outcome leaves it.
 fn apply(outcome: &mut Outcome, after: &mut State, patch: &Value) -> Result<()> {
     state::merge_into(&mut outcome.patch, patch);
@@ -106,6 +162,21 @@ pub fn after_stop(
     agents: Vec<(String, Read)>,
     list: &TaskList,
 ) -> Result<()> {
+    let mut record = CostRecord::default();
+    stop_costs(ctx, state, outcome, &mut record, coordinator, agents, list)?;
+    record.write_into(outcome);
+    Ok(())
+}
+
+fn stop_costs(
+    ctx: &Ctx<'_>,
+    state: &State,
+    outcome: &mut Outcome,
+    record: &mut CostRecord,
+    coordinator: &Read,
+    agents: Vec<(String, Read)>,
+    list: &TaskList,
+) -> Result<()> {
     let mut after = state_after(state, outcome)?;
     let mut ledger = match state.ledger() {
         Ok(l) => l,
@@ -129,30 +200,30 @@ pub fn after_stop(
         invalid += read.invalid_usage;
     }
     apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}))?;
-    record_totals(outcome, &ledger, invalid);
+    record_totals(record, &ledger, invalid);
     if done_or_halted(&after) {
         return Ok(());
     }
-    let result = fail_over_caps(ctx, &mut after, outcome, &ledger);
-    let failed = or_note(outcome, result);
+    let result = fail_over_caps(ctx, &mut after, record, outcome, &ledger);
+    let failed = or_note(outcome, record, result);
     if !failed.is_empty() {
         let text = failures_text(&failed);
-        halt_or_note(ctx, &after, outcome, &text);
+        halt_or_note(ctx, &after, outcome, record, &text);
     }
     if done_or_halted(&after) {
         return Ok(());
     }
-    let result = spend(ctx, &mut after, outcome, &ledger);
-    or_note(outcome, result.map(|()| Vec::new()));
+    let result = spend(ctx, &mut after, outcome, record, &ledger);
+    or_note(outcome, record, result.map(|()| Vec::new()));
     Ok(())
 }
 
 /// A cost rule that could not run (tasks.md unreadable, a fix task not written) must not
 /// cost the stop its count: say so and go on with what was decided.
-fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
+fn or_note(outcome: &mut Outcome, record: &mut CostRecord, result: Result<Failed>) -> Failed {
     result.unwrap_or_else(|e| {
         let m = format!("specrun: the cost rules could not run ({e}); tokens were counted.");
-        outcome.event["costError"] = json!(e.to_string());
+        record.cost_error = Some(e.to_string());
         note(outcome, &m);
         Vec::new()
     })
@@ -161,7 +232,13 @@ fn or_note(outcome: &mut Outcome, result: Result<Failed>) -> Failed {
 type Failed = Vec<(CapHit, protocol::Transition)>;
 
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
-fn spend(ctx: &Ctx<'_>, after: &mut State, outcome: &mut Outcome, ledger: &Ledger) -> Result<()> {
+fn spend(
+    ctx: &Ctx<'_>,
+    after: &mut State,
+    outcome: &mut Outcome,
+    record: &mut CostRecord,
+    ledger: &Ledger,
+) -> Result<()> {
     let loaded = match after.max_usd() {
         Some(_) => prices::load(&ctx.project.root),
         None => Ok(None),
@@ -175,8 +252,8 @@ fn spend(ctx: &Ctx<'_>, after: &mut State, outcome: &mut Outcome, ledger: &Ledge
     match cost::spend_rule(after, ledger, &list, table, ctx.now) {
         Spend::Ok => {}
         Spend::Warn(w) => {
-            outcome.event["costWarning"] = json!(w);
             note(outcome, &w);
+            record.cost_warning = Some(w);
         }
         Spend::Halt(kind, reason, extra) => {
             let at = crate::model::state::time::format(ctx.now);
@@ -189,27 +266,23 @@ fn spend(ctx: &Ctx<'_>, after: &mut State, outcome: &mut Outcome, ledger: &Ledge
                 "specrun halted spec '{name}': {reason}. To let it finish: `{resume}`, then /specrun:implement {name}."
             );
             outcome.rule = format!("cap:{kind}");
-            outcome.event["decision"] = json!("halt");
-            outcome.event["rule"] = json!(outcome.rule);
-            outcome.event["reason"] = json!(text);
             outcome.decision = Decision::Halt(text);
+            record.decided(outcome, outcome.decision.text());
         }
     }
     Ok(())
 }
 
-fn record_totals(outcome: &mut Outcome, ledger: &Ledger, invalid: u64) {
-    let t = ledger.total();
-    outcome.event["ledgerTokens"] = json!(t.total());
-    if invalid > 0 {
-        outcome.event["invalidUsageFields"] = json!(invalid);
-    }
+fn record_totals(record: &mut CostRecord, ledger: &Ledger, invalid: u64) {
+    record.ledger_tokens = Some(ledger.total().total());
+    record.invalid_usage_fields = (invalid > 0).then_some(invalid);
 }
 
 /// Fail every task past a per-task cap; returns each hit with the failure's outcome.
 fn fail_over_caps(
     ctx: &Ctx<'_>,
     after: &mut State,
+    record: &mut CostRecord,
     outcome: &mut Outcome,
     ledger: &Ledger,
 ) -> Result<Failed> {
@@ -234,15 +307,15 @@ fn fail_over_caps(
             failed.push((hit, out));
         }
     }
-    if !failed.is_empty() {
-        outcome.event["taskCapFailures"] = json!(failed
-            .iter()
-            .map(
-                |(h, o)| json!({"task": h.task, "kind": h.kind, "reason": h.reason,
-                                 "fixTask": o.fix.as_ref().map(|f| f.id.clone())})
-            )
-            .collect::<Vec<_>>());
-    }
+    record.task_cap_failures = failed
+        .iter()
+        .map(|(h, o)| TaskCapFailure {
+            task: h.task.clone(),
+            kind: h.kind,
+            reason: h.reason.clone(),
+            fix_task: o.fix.as_ref().map(|f| f.id.clone()),
+        })
+        .collect();
     Ok(failed)
 }
 
@@ -304,7 +377,13 @@ fn failures_text(failed: &Failed) -> String {
 
 /// A failure that reached `maxTaskIterations` halted the execution: say so and end the
 /// session; otherwise add the failure to what the hook says.
-fn halt_or_note(ctx: &Ctx<'_>, after: &State, outcome: &mut Outcome, text: &str) {
+fn halt_or_note(
+    ctx: &Ctx<'_>,
+    after: &State,
+    outcome: &mut Outcome,
+    record: &mut CostRecord,
+    text: &str,
+) {
     let v = after;
     if v.halt().is_some() {
         let name = &ctx.spec.name;
@@ -314,10 +393,8 @@ fn halt_or_note(ctx: &Ctx<'_>, after: &State, outcome: &mut Outcome, text: &str)
             v.halt_reason().unwrap_or("task cap")
         );
         outcome.rule = format!("cap:{}", v.halt_kind().unwrap_or(state::HALT_TASK));
-        outcome.event["decision"] = json!("halt");
-        outcome.event["rule"] = json!(outcome.rule);
-        outcome.event["reason"] = json!(said);
         outcome.decision = Decision::Halt(said);
+        record.decided(outcome, outcome.decision.text());
     } else {
         note(outcome, text);
     }
@@ -343,6 +420,21 @@ pub fn after_subagent(
     read: &Read,
     list: &TaskList,
 ) -> Result<()> {
+    let mut record = CostRecord::default();
+    subagent_costs(ctx, state, outcome, &mut record, agent, read, list)?;
+    record.write_into(outcome);
+    Ok(())
+}
+
+fn subagent_costs(
+    ctx: &Ctx<'_>,
+    state: &State,
+    outcome: &mut Outcome,
+    record: &mut CostRecord,
+    agent: &AgentStop<'_>,
+    read: &Read,
+    list: &TaskList,
+) -> Result<()> {
     let mut after = state_after(state, outcome)?;
     let Ok(mut ledger) = state.ledger() else {
         return Ok(());
@@ -363,16 +455,16 @@ pub fn after_subagent(
     let task = entry.task.clone();
     ledger::charge_agent(&mut ledger, task.as_deref(), &read.messages, &after);
     apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}))?;
-    record_totals(outcome, &ledger, read.invalid_usage);
-    outcome.event["task"] = json!(task);
+    record_totals(record, &ledger, read.invalid_usage);
+    record.task = Some(task.clone());
     if done_or_halted(&after) {
         return Ok(());
     }
-    let result = fail_over_caps(ctx, &mut after, outcome, &ledger);
-    let failed = or_note(outcome, result);
+    let result = fail_over_caps(ctx, &mut after, record, outcome, &ledger);
+    let failed = or_note(outcome, record, result);
     let Some((hit, _)) = failed.iter().find(|(h, _)| Some(&h.task) == task.as_ref()) else {
         if !failed.is_empty() {
-            halt_or_note(ctx, &after, outcome, &failures_text(&failed));
+            halt_or_note(ctx, &after, outcome, record, &failures_text(&failed));
         }
         return Ok(());
     };
@@ -387,7 +479,34 @@ pub fn after_subagent(
         ));
     }
     outcome.rule = hit.kind.to_string();
-    outcome.event["decision"] = json!(outcome.decision.name());
-    outcome.event["rule"] = json!(hit.kind);
+    record.decided(outcome, None);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cost_fields_keep_the_guards_in_place_and_follow_in_rule_order() {
+        let base = json!({"decision": "allow", "rule": "usage", "agentId": "a", "outputTokens": 3});
+        let mut outcome = Outcome::new(Decision::Allow(None), "usage", hook::no_patch(), base);
+        let mut record = CostRecord::default();
+        record_totals(&mut record, &Ledger::default(), 2);
+        record.task = Some(None);
+        record.task_cap_failures.push(TaskCapFailure {
+            task: "1.1".into(),
+            kind: "task-token-cap",
+            reason: "spent".into(),
+            fix_task: None,
+        });
+        outcome.rule = "cap:task-cap".into();
+        outcome.decision = Decision::Halt("halted".into());
+        record.decided(&outcome, outcome.decision.text());
+        record.write_into(&mut outcome);
+        assert_eq!(
+            outcome.event.to_string(),
+            r#"{"decision":"halt","rule":"cap:task-cap","agentId":"a","outputTokens":3,"ledgerTokens":0,"invalidUsageFields":2,"task":null,"taskCapFailures":[{"task":"1.1","kind":"task-token-cap","reason":"spent","fixTask":null}],"reason":"halted"}"#
+        );
+    }
 }

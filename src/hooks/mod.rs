@@ -10,10 +10,12 @@ pub mod hook_cost;
 pub mod uncounted;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
+use crate::io::events::Event;
 use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp};
 use crate::model::tasks::{Task, TaskList};
 use crate::support::shell::word as shell_word;
@@ -24,7 +26,10 @@ pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
 pub const TASK_COMPLETE_TOKEN: &str = "TASK_COMPLETE";
 
 pub use crate::claude::agents::EXECUTOR_AGENT;
-pub use crate::hooks::decision::{refusal, with_message, Decision, Outcome, SubagentInput};
+pub use crate::hooks::decision::{
+    no_patch, record, refusal, with_message, Decision, HookAnswer, HookSpecific, Outcome,
+    SubagentInput,
+};
 pub use crate::support::text::final_line;
 
 pub fn claims_all_complete(message: Option<&str>) -> bool {
@@ -218,7 +223,7 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
     let patch = guard_patch(&stop, &decision, stall, effects.patch);
     let mut event = stop_event(&stop, &decision, &rule, stall);
     if !effects.unmet.is_empty() {
-        event["unmet"] = json!(effects.unmet);
+        event["unmet"] = Value::from(effects.unmet.clone());
     }
     let notice = notices(&stop, &mut event);
     Outcome {
@@ -302,21 +307,37 @@ fn guard_patch(stop: &CountedStop<'_>, decision: &Decision, stall: u64, patch: P
 /// The events.jsonl record of a counted stop.
 fn stop_event(stop: &CountedStop<'_>, decision: &Decision, rule: &str, stall: u64) -> Value {
     let input = stop.input;
-    json!({
-        "session": input.session_id,
-        "event": "stop",
-        "spec": stop.facts.spec_name,
-        "decision": decision.name(),
-        "rule": rule,
-        "reason": decision.text(),
-        "globalIteration": stop.counted.global,
-        "maxGlobalIterations": stop.state.max_global_iterations(),
-        "stallStops": stall,
-        "outputTokens": stop.counted.output_tokens,
-        "fingerprint": stop.fp,
-        "stopHookActive": input.stop_hook_active,
-        "runningAgents": input.running_agents.len(),
+    // `at`, `session` and the `event` tag are the writer's (`io::events::Event::Stop`).
+    decision::record(&StopRecord {
+        spec: stop.facts.spec_name,
+        decision: decision.name(),
+        rule,
+        reason: decision.text(),
+        global_iteration: stop.counted.global,
+        max_global_iterations: stop.state.max_global_iterations(),
+        stall_stops: stall,
+        output_tokens: stop.counted.output_tokens,
+        fingerprint: stop.fp,
+        stop_hook_active: input.stop_hook_active,
+        running_agents: input.running_agents.len(),
     })
+}
+
+/// A counted stop's fields (docs/design.md#events).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StopRecord<'a> {
+    spec: &'a str,
+    decision: &'static str,
+    rule: &'a str,
+    reason: Option<&'a str>,
+    global_iteration: u64,
+    max_global_iterations: u64,
+    stall_stops: u64,
+    output_tokens: u64,
+    fingerprint: &'a str,
+    stop_hook_active: bool,
+    running_agents: usize,
 }
 
 /// What the user must hear whatever the decision (stops caught up, a broken time cap),
@@ -326,7 +347,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
     let missed = &stop.facts.missed;
     let mut notices: Vec<String> = Vec::new();
     if missed.count > 0 {
-        event["uncountedCaughtUp"] = json!(missed.count);
+        event["uncountedCaughtUp"] = Value::from(missed.count);
         notices.push(format!(
             "specrun guard: {} earlier stop(s) of spec '{name}' could not be counted ({}); they are counted now (globalIteration {}).",
             missed.count,
@@ -335,7 +356,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
         ));
     }
     if let Some(n) = time_cap_notice(name, stop.minutes) {
-        event["timeCapProblem"] = json!(n);
+        event["timeCapProblem"] = Value::from(n.as_str());
         notices.push(n);
     }
     (!notices.is_empty()).then(|| notices.join("\n"))
@@ -787,7 +808,17 @@ pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
             )),
         }
     }
-    // The post-test review must look at the passing run, so it must come after it.
+    // The post-test review must look at the passing run, so it must come after it; a run
+    // whose end cannot be computed cannot be shown to come first.
+    if let (Some(_), None, Freshness::Fresh) = (
+        facts.post_test.recorded_at(),
+        &facts.evidence_ended_at,
+        facts.evidence,
+    ) {
+        missing.push(format!(
+            "the passing evidence run's end is unknown (taskEvidence.{id}.startedAt plus taskEvidence.{id}.durationMs is not a time), so the post-test self-critique cannot be shown to follow it: run `specrun verify run --task {id_q} {spec_flag}` again, then record the critique."
+        ));
+    }
     if let (Some(test_at), Some(ev_at), Freshness::Fresh) = (
         facts.post_test.recorded_at(),
         &facts.evidence_ended_at,
@@ -823,19 +854,31 @@ pub fn decide_subagent_stop(
 ) -> Outcome {
     let missing = claim_missing(name, id, facts);
     let (decision, rule, patch) = judge_task_claim(id, &missing, input, state, now);
-    let event = json!({
-        "session": input.session_id,
-        "event": "subagent-stop",
-        "spec": name,
-        "decision": decision.name(),
-        "rule": rule,
-        "reason": decision.text(),
-        "taskId": id,
-        "agentId": input.agent_id,
-        "missing": missing,
-        "stopHookActive": input.stop_hook_active,
+    let event = decision::record(&ClaimRecord {
+        spec: name,
+        decision: decision.name(),
+        rule,
+        reason: decision.text(),
+        task_id: id,
+        agent_id: input.agent_id,
+        missing: &missing,
+        stop_hook_active: input.stop_hook_active,
     });
     Outcome::new(decision, rule, patch, event)
+}
+
+/// A task claim's fields (the SubagentStop of an executor naming its task).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ClaimRecord<'a> {
+    spec: &'a str,
+    decision: &'static str,
+    rule: &'a str,
+    reason: Option<&'a str>,
+    task_id: &'a str,
+    agent_id: Option<&'a str>,
+    missing: &'a [String],
+    stop_hook_active: bool,
 }
 
 /// Accepted when nothing is `missing`; else refused once, then (re-prompted already)
@@ -848,7 +891,11 @@ fn judge_task_claim(
     now: DateTime<Utc>,
 ) -> (Decision, &'static str, Value) {
     if missing.is_empty() {
-        return (Decision::Allow(None), "claim-accepted", json!({}));
+        return (
+            Decision::Allow(None),
+            "claim-accepted",
+            decision::no_patch(),
+        );
     }
     if !input.stop_hook_active {
         let r = refusal(
@@ -856,7 +903,7 @@ fn judge_task_claim(
             missing.iter().map(String::as_str),
             &format!("Do these, then end with {TASK_COMPLETE_TOKEN} {id} again."),
         );
-        return (Decision::Block(r), "claim-refused", json!({}));
+        return (Decision::Block(r), "claim-refused", decision::no_patch());
     }
     let entry = crate::hooks::claims::UnverifiedClaim {
         task_id: Some(id),
@@ -971,12 +1018,26 @@ pub fn deny_delegation(
     ))
 }
 
-/// A PreToolUse decision past the fast path: `deny` is the reason when denied; `event` is
-/// its events.jsonl line (without `at`).
+/// A PreToolUse decision past the fast path: `deny` is the reason when denied, `rule` the
+/// rule that decided, `tool` the tool asked about.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDecision {
     pub deny: Option<String>,
-    pub event: Value,
+    pub rule: String,
+    pub tool: Option<String>,
+}
+
+impl ToolDecision {
+    /// Its events.jsonl line, for spec `spec`.
+    pub fn event<'a>(&'a self, spec: &'a str) -> Event<'a> {
+        Event::PreToolUse {
+            spec,
+            tool: self.tool.as_deref(),
+            decision: if self.deny.is_some() { "deny" } else { "allow" },
+            rule: &self.rule,
+            reason: self.deny.as_deref(),
+        }
+    }
 }
 
 /// The tool call a PreToolUse hook is asked about: its name and, for `Agent`/`Task`, the
@@ -1029,16 +1090,11 @@ pub fn decide_pre_tool_use(
             },
         },
     };
-    let event = json!({
-        "session": session,
-        "event": "pre-tool-use",
-        "spec": name,
-        "tool": tool_name,
-        "decision": if deny.is_some() { "deny" } else { "allow" },
-        "rule": rule,
-        "reason": deny,
-    });
-    Some(ToolDecision { deny, event })
+    Some(ToolDecision {
+        deny,
+        rule,
+        tool: tool_name.map(str::to_string),
+    })
 }
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
@@ -1342,7 +1398,7 @@ mod tests {
         );
         assert_eq!(o.patch["halt"]["kind"], "global-cap");
         assert_eq!(o.rule, "cap:global-cap");
-        assert_eq!(o.decision.to_hook_json().unwrap()["continue"], false);
+        assert_eq!(o.decision.to_hook_json().unwrap().go_on, Some(false));
     }
 
     #[test]
@@ -1400,7 +1456,7 @@ mod tests {
                 "{o:?}"
             );
             let json = o.to_hook_json().unwrap();
-            let m = json["systemMessage"].as_str().unwrap();
+            let m = json.system_message.as_deref().unwrap();
             assert!(
                 m.contains("the time cap counts from guard.clockStartedAt"),
                 "{m}"
@@ -1411,10 +1467,7 @@ mod tests {
         s["budget"]["maxMinutes"] = json!(600);
         let o = decide(&s, TASKS, None, false, None);
         assert_eq!(o.decision, Decision::Allow(None));
-        let m = o.to_hook_json().unwrap()["systemMessage"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let m = o.to_hook_json().unwrap().system_message.unwrap();
         assert!(m.contains("lies in the future"), "{m}");
         // Without a time cap nothing is said; the first stop stamps the fallback origin.
         let o = decide(&state(), TASKS, None, false, None);
@@ -1490,8 +1543,8 @@ mod tests {
         let d = decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s1"), now()).unwrap();
         assert_eq!(d.deny, None);
         assert_eq!(
-            (&d.event["decision"], &d.event["rule"], &d.event["tool"]),
-            (&json!("allow"), &json!("allow"), &json!("Agent"))
+            (d.rule.as_str(), d.tool.as_deref()),
+            ("allow", Some("Agent"))
         );
         assert_eq!(
             decide_pre_tool_use("demo", &typed(&s), agent(None), Some("s2"), now()),
@@ -1512,7 +1565,7 @@ mod tests {
         )
         .unwrap();
         assert!(d.deny.is_some());
-        assert_eq!(d.event["rule"], "quick-mode-question");
+        assert_eq!(d.rule, "quick-mode-question");
     }
 
     fn agent(isolation: Option<&str>) -> ToolCall<'_> {
@@ -1533,7 +1586,7 @@ mod tests {
             now(),
         )
         .unwrap();
-        assert_eq!(d.event["rule"], "native-isolation");
+        assert_eq!(d.rule, "native-isolation");
         let reason = d.deny.expect("denied");
         assert!(
             reason.contains("`specrun task start <id> --worktree --spec demo`"),
@@ -1865,6 +1918,16 @@ mod tests {
             post_test: at(test, "2026-01-01T00:20:00Z"),
             extra: vec![],
         }
+    }
+
+    /// Regression (issue 21): fresh evidence whose end cannot be computed (a `durationMs`
+    /// past the calendar) skipped the post-test ordering check, so the claim went through.
+    #[test]
+    fn a_claim_whose_evidence_end_is_unknown_is_refused() {
+        let mut facts = claim(Some((true, None)), Freshness::Fresh, true, true);
+        facts.evidence_ended_at = None;
+        let r = block_text(&decide_claim(&facts, false)).to_string();
+        assert!(r.contains("taskEvidence.1.2.durationMs"), "{r}");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::Result;
 use crate::io::project::{Project, EVENTS_DIR};
@@ -28,6 +29,14 @@ pub fn path(project: &Project, spec_name: &str) -> PathBuf {
         .join(format!("{spec_name}.uncounted.jsonl"))
 }
 
+/// One line of the uncounted ledger.
+#[derive(Serialize)]
+struct Line<'a> {
+    at: String,
+    session: Option<&'a str>,
+    cause: &'a str,
+}
+
 /// Append one missed stop.
 pub fn record(
     project: &Project,
@@ -35,8 +44,13 @@ pub fn record(
     session: Option<&str>,
     cause: &str,
 ) -> Result<()> {
-    let line = json!({"at": crate::io::events::now_rfc3339(), "session": session, "cause": cause});
-    crate::io::store::append_line(&path(project, spec_name), &line.to_string())
+    let line = Line {
+        at: crate::io::events::now_rfc3339(),
+        session,
+        cause,
+    };
+    let text = serde_json::to_string(&line).expect("a line serializes");
+    crate::io::store::append_line(&path(project, spec_name), &text)
 }
 
 /// The stops missed since the last counted one.
@@ -74,7 +88,7 @@ pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
         .rposition(|b| *b == b'\n')
         .map_or(&bytes[..0], |i| &bytes[..=i]);
     let mut missed = Missed {
-        end: start + whole.len() as u64,
+        end: start.saturating_add(whole.len() as u64),
         ..Default::default()
     };
     // A garbled line is still a missed stop.

@@ -164,12 +164,22 @@ pub fn is_repo(root: &Path) -> bool {
 
 /// A commit id cut to the ten characters messages show.
 pub fn short_commit(c: &str) -> &str {
-    &c[..c.len().min(10)]
+    crate::support::chars::prefix(c, 10)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 21): a commit id from the state holding a multi-byte character
+    /// (`attempts.<id>[].endCommit`, `isolation.group.base`) was cut inside it and panicked.
+    #[test]
+    fn a_short_commit_never_cuts_a_character() {
+        assert_eq!(short_commit("aaaaaaaaaé"), "aaaaaaaaaé");
+        assert_eq!(short_commit("aaaaaaaaaéééé"), "aaaaaaaaaé");
+        assert_eq!(short_commit("0123456789abcdef"), "0123456789");
+        assert_eq!(short_commit("😀😀"), "😀😀");
+    }
 
     #[test]
     fn parses_porcelain_v2() {

@@ -11,9 +11,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
-use crate::io::events;
+use crate::error::ExitStatus;
+
+use crate::io::events::{self, By, Event, Notify};
 use crate::io::process::Group;
 use crate::io::project::{self, Project};
 use crate::io::store;
@@ -55,28 +58,55 @@ pub fn command(project: &Project) -> Result<Option<String>, String> {
         .map(str::to_string))
 }
 
+/// The event a notify command receives on stdin (docs/design.md#config).
+#[derive(Debug, Serialize)]
+pub struct Message<'a> {
+    /// `halt` or `completed`.
+    pub event: &'a str,
+    pub spec: &'a str,
+    pub message: &'a str,
+    pub at: String,
+    #[serde(flatten)]
+    pub about: About<'a>,
+}
+
+/// What the notify event names last: the rule that decided, or the task whose verb halted.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum About<'a> {
+    Rule { rule: &'a str },
+    Task { task: &'a str },
+}
+
 /// The event a notify command receives: `{"event": "halt"|"completed", "spec", …}`.
-pub fn event(kind: &str, spec: &str, message: &str, extra: Value) -> Value {
-    let mut doc =
-        json!({"event": kind, "spec": spec, "message": message, "at": events::now_rfc3339()});
-    crate::support::json::merge_into(&mut doc, &extra);
-    doc
+pub fn event<'a>(kind: &'a str, spec: &'a str, message: &'a str, about: About<'a>) -> Message<'a> {
+    Message {
+        event: kind,
+        spec,
+        message,
+        at: events::now_rfc3339(),
+        about,
+    }
 }
 
 /// Start the notify command for `event` and return at once; trouble starting it is
 /// recorded in events.jsonl, never raised.
-pub fn send(project: &Project, event: &Value) {
+pub fn send(project: &Project, event: &Message<'_>) {
     let started = match command(project) {
         Ok(None) => return,
         Ok(Some(cmd)) => spawn_runner(&project.root, &cmd, event).map_err(|e| e.to_string()),
         Err(e) => Err(e),
     };
-    if let Err(e) = started {
-        let _ = events::append(project, json!({"event": "notify", "ok": false, "error": e}));
+    if let Err(error) = started {
+        let line = Event::Notify(Notify::NotStarted {
+            ok: false,
+            error: &error,
+        });
+        let _ = events::append(project, By::Nobody, &line);
     }
 }
 
-fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
+fn spawn_runner(root: &Path, cmd: &str, event: &Message<'_>) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut runner = Command::new(exe);
     runner
@@ -89,31 +119,44 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Value) -> std::io::Result<()> {
     let mut runner = Group::spawn(quiet(runner, root))?;
     // An event is far smaller than a pipe's buffer: this write does not wait for the runner.
     if let Some(mut stdin) = runner.stdin.take() {
-        stdin.write_all(event.to_string().as_bytes())?;
+        stdin.write_all(serde_json::to_string(event)?.as_bytes())?;
     }
     Ok(())
 }
 
 /// `specrun notify-run`: run `cmd` with stdin's event, kill its group after `timeout`,
 /// and record in events.jsonl how it ended.
-pub fn run(project: &Project, cmd: &str, timeout: Duration) -> i32 {
+pub fn run(project: &Project, cmd: &str, timeout: Duration) -> ExitStatus {
     // The event, written by `send`: small, but read within a bound all the same.
     let input = store::read_stdin("notify event", MAX_EVENT).unwrap_or_default();
     let started = Instant::now();
     let outcome = run_bounded(&project.root, cmd, input.as_bytes(), timeout);
-    let (ok, fields) = match outcome {
-        Ok(Ended::Exited(code)) => (
-            code == Some(0),
-            json!({"exitCode": code, "timedOut": false}),
-        ),
-        Ok(Ended::Killed) => (false, json!({"timedOut": true})),
-        Err(e) => (false, json!({"error": e.to_string()})),
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let error = outcome.as_ref().err().map(ToString::to_string);
+    let line = match (&outcome, &error) {
+        (Ok(Ended::Exited(code)), _) => Notify::Exited {
+            ok: *code == Some(0),
+            command: cmd,
+            duration_ms,
+            exit_code: *code,
+            timed_out: false,
+        },
+        (Ok(Ended::Killed), _) => Notify::Killed {
+            ok: false,
+            command: cmd,
+            duration_ms,
+            timed_out: true,
+        },
+        (Err(_), e) => Notify::Failed {
+            ok: false,
+            command: cmd,
+            duration_ms,
+            error: e.as_deref().unwrap_or_default(),
+        },
     };
-    let mut line = json!({"event": "notify", "ok": ok, "command": cmd,
-        "durationMs": started.elapsed().as_millis() as u64});
-    crate::support::json::merge_into(&mut line, &fields);
-    let _ = events::append(project, line);
-    i32::from(!ok)
+    let ok = matches!(line, Notify::Exited { ok: true, .. });
+    let _ = events::append(project, By::Nobody, &Event::Notify(line));
+    ExitStatus::yes_no(ok)
 }
 
 /// `cmd` to run in `root` with stdin piped and output discarded (nothing may hold a hook's

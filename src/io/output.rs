@@ -9,22 +9,23 @@ use serde_json::Value;
 
 use crate::support::visible;
 
-/// Print a JSON value on one line.
-pub fn json_line(value: &Value) {
-    line_exact(&visible::json(&value.to_string()));
+/// Print a JSON answer on one line.
+pub fn json_line<T: serde::Serialize + ?Sized>(value: &T) {
+    let text = serde_json::to_string(value).expect("an answer serializes");
+    line_exact(&visible::json(&text));
 }
 
-/// Print a JSON value indented, for people and for `state get`.
-pub fn json_pretty(value: &Value) {
-    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+/// Print a JSON answer indented, for people and for `state get`.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
+    let text = serde_json::to_string_pretty(value).expect("an answer serializes");
     line_exact(&visible::json(&text));
 }
 
 /// Print `{"<head_key>": head, "<items_key>": [items…]}` indented, writing each item as it
 /// comes: a million items never sit in memory as one document or one string.
-pub fn json_stream<T: serde::Serialize>(
+pub fn json_stream<H: serde::Serialize, T: serde::Serialize>(
     head_key: &str,
-    head: &Value,
+    head: &H,
     items_key: &str,
     items: impl IntoIterator<Item = T>,
 ) {

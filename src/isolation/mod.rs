@@ -8,7 +8,7 @@ pub mod worktree;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::error::Result;
 use crate::io::project::{Project, Spec};
@@ -264,18 +264,34 @@ pub fn gone_note(iso: &Isolation, name: &str) -> String {
     format!("recorded in worktree {name}, which is gone ({what}): judged on the main checkout")
 }
 
-/// The JSON a verb adds about a member (`--json` output and events).
-pub fn member_json(member: &Member, dir: &Path) -> Value {
-    json!({"branch": member.branch, "worktree": dir, "memberStatus": member.status})
-}
-
 /// The isolated group's standing: a head (members, base branch, group status), one part
 /// per member (merged, or its status and where its work is kept) and the same as JSON.
 #[derive(Debug, Clone)]
 pub struct Standing {
     pub head: String,
     pub parts: Vec<String>,
-    pub doc: Value,
+    pub doc: GroupDoc,
+}
+
+/// The group's standing as `status --json` and `resume --json` show it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroupDoc {
+    spec: String,
+    members: Vec<String>,
+    base_branch: String,
+    status: String,
+    merged: Vec<String>,
+    remaining: Vec<Remaining>,
+    verified_tree: Option<String>,
+}
+
+/// A member not merged yet: its status and, when it has one, its branch.
+#[derive(Debug, Clone, Serialize)]
+struct Remaining {
+    task: String,
+    status: String,
+    branch: Option<String>,
 }
 
 /// The isolated group's standing for `status` and `resume`: which members merged, which
@@ -305,7 +321,11 @@ pub fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
                         .map(|r| format!(", saved to {r}"))
                 })
                 .unwrap_or_default();
-            remaining.push(json!({"task": id, "status": status, "branch": m.map(|m| &m.branch)}));
+            remaining.push(Remaining {
+                task: id.clone(),
+                status: status.to_string(),
+                branch: m.map(|m| m.branch.clone()),
+            });
             parts.push(format!("{id} {status}{kept}"));
         }
     }
@@ -315,14 +335,20 @@ pub fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
         group.base_branch,
         group.status
     );
-    let doc = json!({"spec": spec_name, "members": group.members, "baseBranch": group.base_branch,
-        "status": group.status, "merged": merged, "remaining": remaining,
-        "verifiedTree": group.verified_tree});
+    let doc = GroupDoc {
+        spec: spec_name.to_string(),
+        members: group.members.clone(),
+        base_branch: group.base_branch.clone(),
+        status: group.status.clone(),
+        merged,
+        remaining,
+        verified_tree: group.verified_tree.clone(),
+    };
     Some(Standing { head, parts, doc })
 }
 
 /// [`standing`] on one line (`group <head>; <parts>`) with its JSON.
-pub fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, Value)> {
+pub fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, GroupDoc)> {
     let s = standing_of(spec_name, iso)?;
     Some((format!("group {}; {}", s.head, s.parts.join(", ")), s.doc))
 }

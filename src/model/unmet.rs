@@ -1,9 +1,10 @@
 //! A precondition that does not hold, shared by the verbs, the gates and the proof checks.
 
-use serde_json::{json, Value};
+use serde::Serialize;
 
-/// One precondition that does not hold: a stable name and what to do about it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One precondition that does not hold: a stable name and what to do about it (its JSON:
+/// `{name, detail}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Unmet {
     pub name: &'static str,
     pub detail: String,
@@ -15,10 +16,6 @@ impl Unmet {
             name,
             detail: detail.into(),
         }
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({"name": self.name, "detail": self.detail})
     }
 }
 

@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::evidence::critique;
@@ -13,7 +14,7 @@ use crate::evidence::verify;
 use crate::io::git;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
-use crate::model::state::{self, Phase, State};
+use crate::model::state::{self, Halt, Phase, State};
 use crate::model::tasks::{self, Task, TaskList};
 use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskProgress};
 
@@ -66,13 +67,99 @@ pub fn collect(project: &Project, spec_arg: Option<&str>) -> Result<Facts> {
     Ok(facts)
 }
 
-fn artifact(path: &Path) -> Value {
+fn artifact(path: &Path) -> Artifact {
     let meta = std::fs::metadata(path).ok().filter(|m| m.is_file());
-    json!({
-        "exists": meta.is_some(),
-        "path": path.display().to_string(),
-        "bytes": meta.map(|m| m.len()),
-    })
+    Artifact {
+        exists: meta.is_some(),
+        path: path.display().to_string(),
+        bytes: meta.map(|m| m.len()),
+    }
+}
+
+/// `snapshot`'s document: every key always present, null when
+/// unknown, so readers need no guards. `status --json` adds its keys after these.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot<'a> {
+    version: &'static str,
+    cwd: String,
+    project_root: String,
+    /// A --spec naming no directory is not an active spec.
+    active: bool,
+    spec: Option<SpecPaths<'a>>,
+    state: StateFacts<'a>,
+    artifacts: Option<Artifacts>,
+    tasks: Option<TaskFacts<'a>>,
+    git: &'a git::GitInfo,
+    next_action: String,
+    gates: Vec<&'static str>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SpecPaths<'a> {
+    name: &'a str,
+    path: String,
+    state_path: String,
+}
+
+/// The state's counters; all null when the state is absent or invalid.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StateFacts<'a> {
+    exists: bool,
+    valid: bool,
+    error: Option<&'a str>,
+    phase: Option<&'static str>,
+    completed: Option<bool>,
+    halt: Option<&'a Halt>,
+    task_index: Option<u64>,
+    total_tasks: Option<u64>,
+    task_iteration: Option<u64>,
+    max_task_iterations: Option<u64>,
+    global_iteration: Option<u64>,
+    max_global_iterations: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Artifacts {
+    research: Artifact,
+    requirements: Artifact,
+    design: Artifact,
+    tasks: Artifact,
+    progress: Artifact,
+}
+
+#[derive(Serialize)]
+struct Artifact {
+    exists: bool,
+    path: String,
+    bytes: Option<u64>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TaskFacts<'a> {
+    total: usize,
+    completed: usize,
+    pending: usize,
+    next_index: usize,
+    current: Option<CurrentTask<'a>>,
+    parallel_group: Vec<String>,
+}
+
+/// The `current` object of snapshot: one task's facts.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentTask<'a> {
+    id: String,
+    title: &'a str,
+    markers: &'a [String],
+    line_start: usize,
+    line_end: usize,
+    verify: &'a Option<String>,
+    files: &'a [String],
+    depends: &'a [String],
 }
 
 impl Facts {
@@ -106,78 +193,83 @@ impl Facts {
         }
     }
 
-    pub fn to_json(&self, project: &Project) -> Value {
+    pub fn snapshot<'a>(&'a self, project: &Project) -> Snapshot<'a> {
         let standing = self.standing();
-        let spec = self.spec.as_ref().map(|s| {
-            json!({"name": s.name, "path": s.dir.display().to_string(), "statePath": s.state_path().display().to_string()})
+        let spec = self.spec.as_ref().map(|s| SpecPaths {
+            name: &s.name,
+            path: s.dir.display().to_string(),
+            state_path: s.state_path().display().to_string(),
         });
-        // Every state key is always present (null when unknown), so readers need no guards.
         let (exists, error) = match &self.state {
             StateRead::Absent => (false, None),
             StateRead::Invalid(e) => (true, Some(e.as_str())),
             StateRead::Valid(_) => (true, None),
         };
-        let mut state = json!({
-            "exists": exists, "valid": self.state_doc().is_some(), "error": error,
-            "phase": null, "completed": null, "halt": null,
-            "taskIndex": null, "totalTasks": null, "taskIteration": null,
-            "maxTaskIterations": null, "globalIteration": null, "maxGlobalIterations": null,
-        });
-        if let Some(v) = self.state_doc() {
-            let known = json!({
-                "phase": v.phase().map(Phase::as_str), "completed": v.completed(), "halt": v.halt(),
-                "taskIndex": v.task_index(), "totalTasks": v.total_tasks(),
-                "taskIteration": v.task_iteration(), "maxTaskIterations": v.max_task_iterations(),
-                "globalIteration": v.global_iteration(), "maxGlobalIterations": v.max_global_iterations(),
-            });
-            state::merge_into(&mut state, &known);
-        }
-        let artifacts = self.spec.as_ref().map(|s| {
-            json!({
-                "research": artifact(&s.artifact_path("research")),
-                "requirements": artifact(&s.artifact_path("requirements")),
-                "design": artifact(&s.artifact_path("design")),
-                "tasks": artifact(&s.tasks_path()),
-                "progress": artifact(&s.progress_path()),
-            })
+        let v = self.state_doc();
+        let state = StateFacts {
+            exists,
+            valid: v.is_some(),
+            error,
+            phase: v.and_then(|v| v.phase()).map(Phase::as_str),
+            completed: v.map(|v| v.completed()),
+            halt: v.and_then(|v| v.halt()),
+            task_index: v.map(|v| v.task_index()),
+            total_tasks: v.map(|v| v.total_tasks()),
+            task_iteration: v.map(|v| v.task_iteration()),
+            max_task_iterations: v.map(|v| v.max_task_iterations()),
+            global_iteration: v.map(|v| v.global_iteration()),
+            max_global_iterations: v.map(|v| v.max_global_iterations()),
+        };
+        let artifacts = self.spec.as_ref().map(|s| Artifacts {
+            research: artifact(&s.artifact_path("research")),
+            requirements: artifact(&s.artifact_path("requirements")),
+            design: artifact(&s.artifact_path("design")),
+            tasks: artifact(&s.tasks_path()),
+            progress: artifact(&s.progress_path()),
         });
         let tasks = self.tasks.as_ref().map(|list| {
             let c = list.counts();
-            json!({
-                "total": c.total, "completed": c.completed, "pending": c.pending, "nextIndex": c.next_index,
-                "current": list.next().map(task_json),
-                "parallelGroup": list.parallel_group(c.next_index).iter().map(|t| t.label()).collect::<Vec<_>>(),
-            })
+            TaskFacts {
+                total: c.total,
+                completed: c.completed,
+                pending: c.pending,
+                next_index: c.next_index,
+                current: list.next().map(current_task),
+                parallel_group: list
+                    .parallel_group(c.next_index)
+                    .iter()
+                    .map(|t| t.label())
+                    .collect(),
+            }
         });
-        json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "cwd": project.cwd.display().to_string(),
-            "projectRoot": project.root.display().to_string(),
-            // A --spec naming no directory is not an active spec.
-            "active": self.spec.is_some() && self.spec_dir_exists,
-            "spec": spec,
-            "state": state,
-            "artifacts": artifacts,
-            "tasks": tasks,
-            "git": self.git,
-            "nextAction": standing.coordinator(),
-            "gates": standing.gates(),
-        })
+        Snapshot {
+            version: env!("CARGO_PKG_VERSION"),
+            cwd: project.cwd.display().to_string(),
+            project_root: project.root.display().to_string(),
+            active: self.spec.is_some() && self.spec_dir_exists,
+            spec,
+            state,
+            artifacts,
+            tasks,
+            git: &self.git,
+            next_action: standing.coordinator(),
+            gates: standing.gates(),
+        }
     }
 }
 
 /// The `current` object of snapshot: one task's facts.
-pub fn task_json(t: &Task) -> Value {
-    json!({
-        "id": t.label(),
-        "title": t.title,
-        "markers": t.markers,
-        "lineStart": t.line_start,
-        "lineEnd": t.line_end,
-        "verify": t.verify,
-        "files": t.files,
-        "depends": t.depends,
-    })
+pub fn current_task(t: &Task) -> CurrentTask<'_> {
+    CurrentTask {
+        id: t.label(),
+        title: &t.title,
+        markers: &t.markers,
+        line_start: t.line_start,
+        line_end: t.line_end,
+        verify: &t.verify,
+        files: &t.files,
+        depends: &t.depends,
+    }
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.

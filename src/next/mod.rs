@@ -502,8 +502,8 @@ pub fn attempt_count(state: &State, id: &str) -> usize {
 
 /// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
 pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
-    let t = DateTime::parse_from_rfc3339(at).ok()?;
-    Some((now - t.with_timezone(&Utc)).num_minutes().max(0) as u64)
+    let t = crate::model::state::time::parse(at)?;
+    Some(crate::model::state::time::minutes_between(t, now))
 }
 
 #[cfg(test)]

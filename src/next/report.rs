@@ -121,7 +121,7 @@ pub struct Inputs<'a> {
 
 fn minutes_between(a: Option<&str>, b: Option<&str>) -> Option<f64> {
     let (a, b) = (parse(a?)?, parse(b?)?);
-    Some(((b - a).num_milliseconds().max(0) as f64) / 60_000.0)
+    Some(crate::model::state::time::ms_between(a, b) as f64 / 60_000.0)
 }
 
 fn str_of(v: &Value, key: &str) -> Option<String> {
@@ -453,12 +453,13 @@ pub fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
         .and_then(parse)
         .unwrap_or(now)
         .max(start);
-    let span = ((end - start).num_milliseconds().max(1)) as f64;
+    let span = crate::model::state::time::ms_between(start, end).max(1) as f64;
     let (left, width, row) = (120.0, 760.0, 26.0);
     let height = 40.0 + row * r.tasks.len() as f64;
     let x = |at: &str| -> f64 {
         parse(at).map_or(left, |t| {
-            left + width * ((t - start).num_milliseconds() as f64 / span).clamp(0.0, 1.0)
+            let at = crate::model::state::time::signed_ms(start, t) as f64;
+            left + width * (at / span).clamp(0.0, 1.0)
         })
     };
     let mut svg = format!(

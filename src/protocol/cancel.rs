@@ -1,6 +1,6 @@
 //! `cancel`: stop the execution without deleting anything; `resume` undoes it.
 
-use serde_json::{json, Map};
+use serde_json::{Map, Value};
 
 use super::{halt_record, unchanged, Transition};
 use crate::model::state::{self, Patch, Phase, State};
@@ -33,7 +33,7 @@ fn apply(state: &State, now: &str) -> Transition {
         now,
     );
     // `resume` puts this phase back (a cancelled plan must not resume as execution).
-    let before = json!(state.phase().map(Phase::as_str));
+    let before = Value::from(state.phase().map(Phase::as_str));
     halt.other = Map::from_iter([("phaseBefore".to_string(), before)]);
     Transition {
         patch: Some(Patch::new().phase(Phase::Cancelled).halt(Some(&halt))),

@@ -157,7 +157,10 @@ fn critiques(input: &CompleteInput<'_>, id: &str, unmet: &mut Vec<Unmet>) {
             "critique-post-test-newer",
             format!(
                 "the post-test critique ({recorded}) is not newer than the evidence it reviews (ended {}): record it again after the verification run",
-                ev.ended_at.as_deref().unwrap_or("at an unknown time")
+                ev.ended_at.as_deref().map_or_else(
+                    || format!("at an unknown time: taskEvidence.{id}.startedAt plus taskEvidence.{id}.durationMs is not a time; run `specrun verify run --task {id}` again"),
+                    str::to_string
+                )
             ),
         ));
     }

@@ -1,7 +1,7 @@
 //! `task fail`: the attempt failed (counted against `maxTaskIterations`, halting at the
 //! cap); in recovery mode with the fix task that follows it.
 
-use serde_json::{json, Map};
+use serde_json::{Map, Value};
 
 use super::fix::{fix_map_patch, plan_fix};
 use super::FixTask;
@@ -158,7 +158,7 @@ fn record_failure(
             n: Some(1),
             started_at: Nullable::Null,
             start_commit: Nullable::Null,
-            other: Map::from_iter([("notStarted".to_string(), json!(true))]),
+            other: Map::from_iter([("notStarted".to_string(), Value::Bool(true))]),
             ..Default::default()
         });
     }

@@ -88,9 +88,10 @@ fn next_fix_id(list: &TaskList, task: &Task, used: u64) -> Result<String, Unmet>
             format!("a fix of {id} would be {depth} fixes deep (at most {MAX_FIX_DEPTH})"),
         ));
     }
-    let mut n = used + 1;
+    // `used` may come from the state (`fixTaskMap.<id>.attempts`, any u64): saturate.
+    let mut n = used.saturating_add(1);
     let mut fix_id = format!("{id}.{n}");
-    while list.tasks.iter().any(|t| t.label() == fix_id) {
+    while list.tasks.iter().any(|t| t.label() == fix_id) && n < u64::MAX {
         n += 1;
         fix_id = format!("{id}.{n}");
     }

@@ -2,11 +2,18 @@
 //! environment, the process aborts (no destructor, no flush, like a kill -9) when it
 //! reaches `point(name)`. Compiled only into debug builds: a release binary has none.
 
-/// Abort here when `SPECRUN_FAULT` names this point (debug builds only).
+/// Abort here when `SPECRUN_FAULT` names this point, panic when it is `panic:<name>`
+/// (what a hook answers after a panic is tested so). Debug builds only.
 #[cfg(debug_assertions)]
 pub fn point(name: &str) {
-    if std::env::var_os("SPECRUN_FAULT").is_some_and(|v| v == name) {
+    let Some(v) = std::env::var_os("SPECRUN_FAULT") else {
+        return;
+    };
+    if v == name {
         std::process::abort();
+    }
+    if v.to_str().and_then(|v| v.strip_prefix("panic:")) == Some(name) {
+        panic!("SPECRUN_FAULT=panic:{name}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! The bottom layer: helpers that know nothing of specrun's files (globs, shell quoting,
-//! message text, JSON merge, SHA-256, fault points for the crash tests, control characters
-//! made visible).
+//! message text, cuts by characters, JSON merge, SHA-256, fault points for the crash tests,
+//! control characters made visible).
 
+pub mod chars;
 pub mod fault;
 pub mod glob;
 pub mod json;

@@ -165,20 +165,29 @@ pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
 /// Far above what any verb needs, far below the hook's 30 s limit: a run past it hung.
 pub const BOUND: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// One run of the binary: `code` is `None` when it was killed past `BOUND`.
+/// One run of the binary: `code` is `None` when it was killed past its bound (`killed`)
+/// or died of a signal (`signal`).
 pub struct Ran {
     pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub killed: bool,
     pub stdout: String,
     pub stderr: String,
 }
 
 /// Run `specrun args` in `p` with `stdin`, killed past `BOUND`.
 pub fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
+    run_within(&p.root(), args, stdin, BOUND)
+}
+
+/// Run `specrun args` in `dir` with `stdin`, killed past `limit`.
+pub fn run_within(dir: &Path, args: &[&str], stdin: &[u8], limit: std::time::Duration) -> Ran {
     use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let mut child = Command::new(bin_path())
         .args(args)
-        .current_dir(p.root())
+        .current_dir(dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -191,7 +200,7 @@ pub fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
     let pid = child.id() as libc::pid_t;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
-    let (out, killed) = match rx.recv_timeout(BOUND) {
+    let (out, killed) = match rx.recv_timeout(limit) {
         Ok(out) => (out, false),
         Err(_) => {
             // SAFETY: kill(2) on the child's own pid; it has not been reaped yet.
@@ -201,6 +210,8 @@ pub fn run_bounded(p: &TempProject, args: &[&str], stdin: &[u8]) -> Ran {
     };
     Ran {
         code: if killed { None } else { out.status.code() },
+        signal: if killed { None } else { out.status.signal() },
+        killed,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }

@@ -148,13 +148,12 @@ pub fn command_fit(record: &Value, own_verify: Option<&str>) -> CommandFit {
 /// readable `startedAt`. A review of the run must come no earlier than this.
 pub fn ended_at(record: &Value) -> Option<String> {
     let started = record.get("startedAt").and_then(Value::as_str)?;
-    let started = chrono::DateTime::parse_from_rfc3339(started).ok()?;
+    let started = crate::model::state::time::parse(started)?;
     let ms = record
         .get("durationMs")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let ended = started + chrono::Duration::milliseconds(ms.min(i64::MAX as u64) as i64);
-    Some(ended.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+    crate::model::state::time::plus_ms(started, ms).map(crate::model::state::time::format)
 }
 
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
@@ -582,16 +581,17 @@ impl OutputTail {
 }
 
 /// A phase name is a key under `verificationBlocks`: letters, digits, `-` and `_`.
-pub fn validate_phase(phase: &str) -> std::result::Result<(), String> {
+pub fn validate_phase(phase: &str) -> Result<()> {
     if phase.is_empty() {
-        return Err("the phase is empty".into());
+        return Err(Error::bad_input("--phase", "the phase is empty"));
     }
     if let Some(c) = phase
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
     {
-        return Err(format!(
-            "phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"
+        return Err(Error::bad_input(
+            "--phase",
+            format!("phase {phase:?} contains {c:?}; use letters, digits, `-` and `_`"),
         ));
     }
     Ok(())
@@ -618,27 +618,49 @@ pub struct RunRecord {
 impl RunRecord {
     /// The record as stored: bound to the tree the command started from. When the command
     /// itself changed the tree, `treeAfter` says to what, and the evidence is stale at once.
-    pub fn to_json(&self) -> Value {
-        let mut record = serde_json::json!({
-            "command": self.command,
-            "exitCode": self.exit_code,
-            "startedAt": self.started_at,
-            "durationMs": self.duration_ms,
-            "tree": self.before.tree,
-            "treeMethod": self.before.method.as_str(),
-            "outputTail": self.output_tail,
-            "timedOut": self.timed_out,
-            "taskId": self.task_id,
-        });
-        if !self.excluded_paths.is_empty() {
-            record["excludedPaths"] = serde_json::json!(self.excluded_paths);
+    pub fn fields(&self) -> RecordFields<'_> {
+        let changed = self.before != self.after;
+        RecordFields {
+            command: &self.command,
+            exit_code: self.exit_code,
+            started_at: &self.started_at,
+            duration_ms: self.duration_ms,
+            tree: &self.before.tree,
+            tree_method: self.before.method.as_str(),
+            output_tail: &self.output_tail,
+            timed_out: self.timed_out,
+            task_id: self.task_id.as_deref(),
+            excluded_paths: &self.excluded_paths,
+            tree_changed: changed,
+            tree_after: changed.then_some(self.after.tree.as_str()),
         }
-        if self.before != self.after {
-            record["treeChanged"] = Value::Bool(true);
-            record["treeAfter"] = Value::String(self.after.tree.clone());
-        }
-        record
     }
+
+    /// `fields` as a JSON document.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self.fields()).expect("an evidence record serializes")
+    }
+}
+
+/// An evidence record's own fields, in the order they are stored (docs/design.md).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordFields<'a> {
+    pub command: &'a str,
+    pub exit_code: i32,
+    pub started_at: &'a str,
+    pub duration_ms: u64,
+    pub tree: &'a str,
+    pub tree_method: &'static str,
+    pub output_tail: &'a str,
+    pub timed_out: bool,
+    pub task_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub excluded_paths: &'a [String],
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tree_changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tree_after: Option<&'a str>,
 }
 
 /// Store `record` in `slot` of the state, replacing the one there.
@@ -662,6 +684,20 @@ pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> F
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 21): a `durationMs` the store accepts (any u64) past the calendar's
+    /// end panicked in `DateTime + TimeDelta` (`task complete`, `critique status`,
+    /// SubagentStop); the end of such a run is unknown.
+    #[test]
+    fn an_end_past_the_calendar_is_unknown_not_a_panic() {
+        for ms in [9_000_000_000_000_000u64, i64::MAX as u64, u64::MAX] {
+            let run = serde_json::json!({"startedAt": "2026-01-01T00:00:00Z", "durationMs": ms});
+            assert_eq!(ended_at(&run), None, "{ms}");
+        }
+        let late = serde_json::json!({"startedAt": "+262143-12-31T23:59:59Z", "durationMs": 1000});
+        assert_eq!(ended_at(&late), None);
+    }
+
     use serde_json::json;
 
     #[test]
@@ -729,7 +765,10 @@ mod tests {
         validate_phase("execution").unwrap();
         validate_phase("post-merge_2").unwrap();
         assert!(validate_phase("").is_err());
-        assert!(validate_phase("a.b").unwrap_err().contains("'.'"));
+        assert!(validate_phase("a.b")
+            .unwrap_err()
+            .to_string()
+            .contains("'.'"));
     }
 
     #[test]

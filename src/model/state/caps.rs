@@ -1,7 +1,7 @@
 //! The caps' arithmetic on the typed state: where the time cap counts from, and the
 //! `specrun resume` command that lifts a halt.
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::time::{self, Timestamp};
@@ -35,7 +35,7 @@ pub(super) fn origin<'a>(
     attempt_starts: impl Iterator<Item = &'a str>,
     now: DateTime<Utc>,
 ) -> TimeOrigin {
-    let sound = |t: DateTime<Utc>| t <= now + Duration::minutes(CLOCK_SKEW_MINUTES);
+    let sound = |t: DateTime<Utc>| time::not_after(t, now, CLOCK_SKEW_MINUTES);
     let problem = match started {
         Some(text) => match time::parse(text) {
             Some(t) if sound(t) => {
@@ -74,7 +74,7 @@ pub(super) fn origin<'a>(
 
 /// Whole minutes from `origin` to `now`, and the origin.
 pub(super) fn minutes_from(origin: TimeOrigin, now: DateTime<Utc>) -> (u64, TimeOrigin) {
-    ((now - origin.at).num_minutes().max(0) as u64, origin)
+    (time::minutes_between(origin.at, now), origin)
 }
 
 impl State {

@@ -55,6 +55,9 @@ pub(crate) trait Check {
     fn check_entries(_v: &Value, _at: &str) -> Checked {
         Ok(())
     }
+    /// The known fields below the value, as dot paths from `at` with `*` for each task id
+    /// or list index (`attempts.*.*.endCommit`): `known_fields`.
+    fn paths(_at: &str, _out: &mut Vec<String>) {}
 }
 
 /// A field's value checked at `at`: its kind, then `pass` below it.
@@ -148,6 +151,9 @@ impl<T: Check> Check for IndexMap<String, T> {
         }
         Ok(())
     }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(&join(at, "*"), out)
+    }
 }
 
 impl<T: Check> Check for Option<T> {
@@ -160,6 +166,9 @@ impl<T: Check> Check for Option<T> {
     }
     fn check_entries(v: &Value, at: &str) -> Checked {
         T::check_entries(v, at)
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(at, out)
     }
 }
 

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::state::State;
+use crate::model::state::{time, State};
 use crate::model::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -311,19 +311,16 @@ pub fn task_ms(state: &State, id: &str, now: DateTime<Utc>) -> u64 {
                 None if a.is_running() => now,
                 None => return None,
             };
-            Some((end - start).num_milliseconds().max(0) as u64)
+            Some(time::ms_between(start, end))
         })
-        .sum()
+        .fold(0, u64::saturating_add)
 }
 
 /// The running attempt of task `id`: (number, whole minutes since it started).
 pub fn running_attempt_minutes(state: &State, id: &str, now: DateTime<Utc>) -> Option<(u64, u64)> {
     let last = state.attempts_of(id).last().filter(|a| a.is_running())?;
     let start = last.started_at.get()?.at()?;
-    Some((
-        last.n.unwrap_or(0),
-        (now - start).num_minutes().max(0) as u64,
-    ))
+    Some((last.n.unwrap_or(0), time::minutes_between(start, now)))
 }
 
 fn ledger_error(e: serde_json::Error) -> String {

@@ -113,7 +113,7 @@ pub(super) const KNOWN: &[(&str, Kind)] = &[
 ];
 
 /// The fields of one attempt (`attempts.<id>.<i>`), which the task verbs rewrite.
-const ATTEMPT: &[(&str, Kind)] = &[
+pub(super) const ATTEMPT: &[(&str, Kind)] = &[
     ("n", Kind::UInt),
     ("status", Kind::Str),
     ("startedAt", Kind::OptStr),
@@ -127,7 +127,7 @@ const ATTEMPT: &[(&str, Kind)] = &[
 ];
 
 /// The fields of one `fixTaskMap.<id>` entry.
-const FIX_ENTRY: &[(&str, Kind)] = &[
+pub(super) const FIX_ENTRY: &[(&str, Kind)] = &[
     ("attempts", Kind::UInt),
     ("fixTaskIds", Kind::StrArray),
     ("lastError", Kind::OptStr),

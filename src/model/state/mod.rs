@@ -36,6 +36,16 @@ pub const DEFAULT_MAX_STALL_STOPS: u64 = 5;
 pub const PHASES: &[&str] = &["planning", "execution", "completed", "cancelled"];
 pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
 
+/// Every field the typed records know (whose types the check derives from), as dot paths
+/// with `*` for each task id or list index (`attempts.*.*.endCommit`): what the
+/// whole-process battery mutates (tests/battery.rs), so a field added to a record is
+/// mutated too.
+pub fn known_fields() -> Vec<String> {
+    let mut out = Vec::new();
+    <State as check::Check>::paths("", &mut out);
+    out
+}
+
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
 /// as `1.2` under `taskEvidence`): each segment is matched first alone, then joined with the
 /// following ones, so `taskEvidence.1.2.exitCode` finds `{"taskEvidence":{"1.2":{…}}}`.
@@ -370,10 +380,7 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
         let parsed = value.as_str().and_then(parse_time);
         let problem = match parsed {
             None => "an RFC 3339 time such as 2026-01-01T00:00:00Z (or null)",
-            Some(t)
-                if *field == "startedAt"
-                    && t > now + chrono::Duration::minutes(CLOCK_SKEW_MINUTES) =>
-            {
+            Some(t) if *field == "startedAt" && !time::not_after(t, now, CLOCK_SKEW_MINUTES) => {
                 "a time that is not in the future"
             }
             Some(_) => continue,

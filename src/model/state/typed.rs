@@ -359,6 +359,12 @@ macro_rules! record {
                 })*
                 Ok(())
             }
+            fn paths(at: &str, out: &mut Vec<String>) {
+                $(
+                    out.push(join(at, $key));
+                    <check_ty!($ty $(, $chk)?)>::paths(&join(at, $key), out);
+                )*
+            }
         }
     };
 }
@@ -802,6 +808,9 @@ impl Check for Vec<Attempt> {
         }
         Ok(())
     }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        Attempt::paths(&join(at, "*"), out);
+    }
 }
 
 impl<T: Check> Check for Nullable<T> {
@@ -820,6 +829,9 @@ impl<T: Check> Check for Nullable<T> {
             return Ok(());
         }
         T::check_entries(v, at)
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(at, out)
     }
 }
 
@@ -870,13 +882,41 @@ pub fn typecheck(doc: &Value, source_name: &str) -> crate::error::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::legacy_check::{typecheck as table_check, KNOWN};
+    use super::super::legacy_check::{typecheck as table_check, ATTEMPT, FIX_ENTRY, KNOWN};
     use super::super::Patch;
     use super::*;
     use serde_json::json;
 
     fn keys(v: &Value) -> Vec<&str> {
         v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    /// The battery's fields (`known_fields`) walk the records: every path the old tables
+    /// named is there (task ids and list indices as `*`), and the records' own fields the
+    /// check leaves alone (`halt.at`, `guard.*`, `usage.agents`) too, each once.
+    #[test]
+    fn known_fields_cover_the_tables_and_the_records() {
+        let fields = super::super::known_fields();
+        let tables = KNOWN.iter().map(|(k, _)| k.to_string());
+        let attempt = ATTEMPT.iter().map(|(k, _)| format!("attempts.*.*.{k}"));
+        let fix = FIX_ENTRY.iter().map(|(k, _)| format!("fixTaskMap.*.{k}"));
+        let others = [
+            "halt.at",
+            "guard.clockStartedAt",
+            "guard.stallStops",
+            "usage.agents",
+        ];
+        for path in tables
+            .chain(attempt)
+            .chain(fix)
+            .chain(others.map(String::from))
+        {
+            assert!(fields.contains(&path), "{path} missing from {fields:?}");
+        }
+        let mut unique = fields.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), fields.len(), "{fields:?}");
     }
 
     fn full() -> Value {
