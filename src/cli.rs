@@ -191,12 +191,28 @@ pub struct SnapshotArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TasksCommand {
-    /// Print {"total","completed","pending","nextIndex"} of a tasks.md.
+    /// Print {"total","completed","pending","nextIndex","unread"} of a tasks.md (always JSON);
+    /// lines that look like tasks but are not read as tasks are counted in "unread" and
+    /// named on stderr.
     Count {
         /// Path to a tasks.md; default: the active spec's.
         file: Option<PathBuf>,
         #[command(flatten)]
         spec: SpecArg,
+        /// Print JSON (the default and only output; accepted for symmetry).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a tasks.md against the format: each finding with its line and the fix. Exit 0
+    /// when no finding is an error, 1 when one is.
+    Lint {
+        /// Path to a tasks.md; default: the active spec's.
+        file: Option<PathBuf>,
+        #[command(flatten)]
+        spec: SpecArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// List every task.
     List(TasksReadArgs),

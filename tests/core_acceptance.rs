@@ -19,7 +19,8 @@ fn snapshot(p: &TempProject) -> Value {
     stdout_json(p.specrun().arg("snapshot"))
 }
 
-/// CRLF, a BOM, a fenced block holding `- [ ] x`, indented sub-checkboxes: 3 real tasks.
+/// CRLF, a BOM, fenced blocks holding `- [ ] x` (2 unread lines), nested sub-checkboxes
+/// (sub-tasks since issue 26): 6 tasks, the first unchecked sub-task next.
 const TRICKY: &str = "\u{feff}# Tasks\r\n\r\n## Phase 1: Core\r\n- [x] 1.1 [P] First   \r\n  - [ ] sub-step, not a task\r\n    - [x] deeper, not a task\r\n  ```md\r\n- [ ] x\r\n  ```\r\n```\r\n- [ ] fenced at column 0\r\n```\r\n- [ ] 1.2 [VERIFY] Second\r\n\t- [ ] tab-indented, not a task\r\n- [X] 1.3 Third\r\n";
 
 #[test]
@@ -30,23 +31,35 @@ fn tasks_count_counts_only_real_tasks() {
         .args(["tasks", "count", "tasks.md"])
         .assert()
         .success()
-        .stdout("{\"total\":3,\"completed\":2,\"pending\":1,\"nextIndex\":1}\n");
+        .stdout("{\"total\":6,\"completed\":3,\"pending\":3,\"nextIndex\":1,\"unread\":2}\n")
+        .stderr(predicate::str::contains(
+            "look like tasks but are not read as tasks (line 8, 11)",
+        ));
 }
 
 #[test]
 fn tasks_count_of_empty_and_taskless_files() {
     let p = TempProject::git();
     p.write("empty.md", "");
-    p.write(
-        "prose.md",
-        "# Plan\n\nNothing yet.\n* [ ] a star item\n-[ ] no space\n",
-    );
-    for file in ["empty.md", "prose.md"] {
+    p.write("prose.md", "# Plan\n\nNothing yet.\n-[ ] no space\n");
+    p.write("headings.md", "# Plan\n### Task 1.1: A\n### Task 1.2: B\n");
+    p.specrun()
+        .args(["tasks", "count", "empty.md"])
+        .assert()
+        .success()
+        .stdout("{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0,\"unread\":0}\n")
+        .stderr("");
+    // A file of headings or of malformed boxes never reads as "0 tasks, done" silently.
+    for (file, unread) in [("prose.md", 1), ("headings.md", 2)] {
         p.specrun()
-            .args(["tasks", "count", file])
+            .args(["tasks", "count", "--json", file])
             .assert()
             .success()
-            .stdout("{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0}\n");
+            .stdout(format!(
+                "{{\"total\":0,\"completed\":0,\"pending\":0,\"nextIndex\":0,\"unread\":{unread}}}\n"
+            ))
+            .stderr(predicate::str::contains("look like tasks but are not read as tasks"))
+            .stderr(predicate::str::contains(format!("specrun tasks lint {}", p.path(file).display())));
     }
 }
 
@@ -115,7 +128,7 @@ fn tasks_list_next_show_read_the_same_parser() {
     let p = TempProject::git();
     p.spec(
         "demo",
-        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs, b.rs\n- [ ] 1.3 [P] Right\n- [ ] 1.4 [VERIFY] Check\n",
+        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs, b.rs\n- [ ] 1.3 [P] Right\n  - **Verify**: `true`\n- [ ] 1.4 [VERIFY] Check\n  - **Verify**: `true`\n",
     );
     p.specrun()
         .args(["tasks", "list"])
@@ -167,7 +180,7 @@ fn snapshot_reports_every_listed_field() {
     let p = TempProject::git();
     p.spec(
         "demo",
-        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs\n  - **Depends**: 1.1\n- [ ] 1.3 [P] Right\n",
+        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs\n  - **Depends**: 1.1\n- [ ] 1.3 [P] Right\n  - **Verify**: `true`\n",
     );
     p.write("specs/demo/research.md", "notes\n");
     p.specrun()
@@ -276,19 +289,34 @@ type GateCase = (
 #[test]
 fn snapshot_gates_for_each_case() {
     let cases: &[GateCase] = &[
-        ("- [ ] 1 A\n", None, Some("gone"), &["missing-spec"]),
+        (
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
+            None,
+            Some("gone"),
+            &["missing-spec"],
+        ),
         ("", None, None, &["empty-tasks"]),
         ("# Only prose\n", None, None, &["empty-tasks"]),
-        ("- [ ] 1 A\n", None, None, &["no-state"]),
-        ("- [ ] 1 A\n", Some("{\"phase\":"), None, &["invalid-state"]),
         (
-            "- [ ] 1 A\n",
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
+            None,
+            None,
+            &["no-state"],
+        ),
+        (
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
+            Some("{\"phase\":"),
+            None,
+            &["invalid-state"],
+        ),
+        (
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
             Some("{\"taskIndex\":\"x\"}"),
             None,
             &["invalid-state"],
         ),
         (
-            "- [ ] 1 A\n",
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
             Some(
                 r#"{"phase":"execution","halt":{"kind":"stall","reason":"no progress","at":"t"}}"#,
             ),
@@ -296,7 +324,7 @@ fn snapshot_gates_for_each_case() {
             &["halted"],
         ),
         (
-            "- [ ] 1 A\n",
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
             Some(r#"{"phase":"cancelled"}"#),
             None,
             &["cancelled"],
@@ -321,13 +349,13 @@ fn snapshot_gates_for_each_case() {
             &["completion-unearned"],
         ),
         (
-            "- [ ] 1 A\n",
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
             Some(r#"{"phase":"planning"}"#),
             None,
             &["not-executing"],
         ),
         (
-            "- [ ] 1 A\n",
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
             Some(r#"{"phase":"execution","awaitingApproval":true}"#),
             None,
             &["awaiting-approval"],
@@ -338,7 +366,12 @@ fn snapshot_gates_for_each_case() {
             None,
             &["duplicate-task-ids"],
         ),
-        ("- [ ] 1 A\n", Some(r#"{"phase":"execution"}"#), None, &[]),
+        (
+            "- [ ] 1 A\n  - **Verify**: `true`\n",
+            Some(r#"{"phase":"execution"}"#),
+            None,
+            &[],
+        ),
     ];
     for (tasks, state, current, gates) in cases {
         let p = TempProject::git();
@@ -367,7 +400,7 @@ fn snapshot_gates_for_each_case() {
     assert_eq!(snapshot(&p)["gates"], json!(["missing-tasks"]));
     // halted names the exact resume command.
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     p.write(
         STATE,
         r#"{"phase":"execution","maxTaskIterations":5,"halt":{"kind":"task-cap","reason":"5 of 5","at":"t"}}"#,
@@ -382,7 +415,7 @@ fn snapshot_gates_for_each_case() {
 #[test]
 fn snapshot_writes_nothing() {
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     p.commit_all("spec");
     snapshot(&p);
     assert_eq!(p.git_cmd(&["status", "--porcelain", "--ignored"]), "");
@@ -391,7 +424,10 @@ fn snapshot_writes_nothing() {
 #[test]
 fn state_init_writes_execution_fields_and_keeps_the_rest() {
     let p = TempProject::git();
-    p.spec("demo", "- [x] 1 A\n- [ ] 2 B\n- [ ] 3 C\n");
+    p.spec(
+        "demo",
+        "- [x] 1 A\n- [ ] 2 B\n  - **Verify**: `true`\n- [ ] 3 C\n  - **Verify**: `true`\n",
+    );
     p.write(
         STATE,
         r#"{"name":"demo","phase":"planning","custom":{"x":1},"globalIteration":9,"usage":{"outputTokens":5,"transcriptOffset":77}}"#,
@@ -445,7 +481,7 @@ fn state_init_writes_execution_fields_and_keeps_the_rest() {
 #[test]
 fn state_merge_recurses_replaces_and_unsets() {
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     p.write(
         STATE,
         r#"{"a":{"b":1,"c":[1,2]},"taskEvidence":{"1.2":{"exitCode":0}},"keep":true}"#,
@@ -491,7 +527,7 @@ fn status_fits_80_columns_and_shows_the_exact_resume_command() {
     let long_title = "Implement the extremely thorough and long-winded migration of every legacy configuration loader to the new layered format";
     p.spec(
         "checkout-flow",
-        &format!("## Phase 1\n- [x] 1.1 Setup\n- [ ] 1.2 {long_title}\n- [ ] 1.3 More\n"),
+        &format!("## Phase 1\n- [x] 1.1 Setup\n- [ ] 1.2 {long_title}\n  - **Verify**: `true`\n- [ ] 1.3 More\n  - **Verify**: `true`\n"),
     );
     p.specrun()
         .args([
@@ -551,4 +587,117 @@ fn status_without_a_spec_says_so() {
     let lines = status_lines(&p);
     assert_eq!(lines[0], "specrun: no active spec");
     assert!(lines.iter().all(|l| l.chars().count() <= 80));
+}
+
+/// Issue 26: `tasks lint` names each line with its fix; exit 0 clean (warnings allowed),
+/// 1 with an error, 2 for a file it cannot read.
+#[test]
+fn tasks_lint_names_lines_and_exits_by_severity() {
+    let p = TempProject::git();
+    p.write(
+        "clean.md",
+        "- [ ] 1 A\n  - **Verify**: `true`\n  - **Notes**: a note\n- [ ] 2 Docs\n  - **No verify**: prose, read by a person\n",
+    );
+    let out = p
+        .specrun()
+        .args(["tasks", "lint", "clean.md"])
+        .assert()
+        .code(0);
+    let text = String::from_utf8_lossy(&out.get_output().stdout).to_string();
+    assert!(
+        text.contains("clean.md:3: warning: `**Notes**` is not a field"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("clean.md: 0 error(s), 1 warning(s)\n"),
+        "{text}"
+    );
+
+    p.write(
+        "bad.md",
+        "- [ ] 1 A\n  - **Verfiy**: `true`\n- [] 2 B\n```\n- [ ] 3 C\n",
+    );
+    let out = p
+        .specrun()
+        .args(["tasks", "lint", "--json", "bad.md"])
+        .assert()
+        .code(1);
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let found: Vec<(u64, &str, &str)> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["line"].as_u64().unwrap(),
+                f["code"].as_str().unwrap(),
+                f["severity"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (1, "missing-verify", "error"),
+            (2, "misspelled-field", "error"),
+            (3, "malformed-box", "error"),
+            (4, "unclosed-fence", "error"),
+            (5, "unread-checkbox", "warning"),
+        ]
+    );
+    assert_eq!(
+        (v["errors"].as_u64(), v["warnings"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(v["findings"][1]["fix"], "write `**Verify**`");
+    p.specrun()
+        .args(["tasks", "lint", "missing.md"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.md"));
+}
+
+/// Issue 26: `state init` refuses (exit 1) a plan the format misreads, naming the line and
+/// the fix, and writes no state; so it does a task without Verify, unless the task says
+/// why (`**No verify**: reason`).
+#[test]
+fn state_init_refuses_a_misread_plan_and_a_task_without_verify() {
+    for (plan, said) in [
+        (
+            "- [ ] 1 A\n  - **Verify**: `t`\n```\n- [ ] 2 B\n",
+            "line 3: this code fence is never closed",
+        ),
+        (
+            "- [ ] 1 A\n  - **Verfiy**: `t`\n",
+            "line 2: `**Verfiy**` is not a field",
+        ),
+        ("# Plan\n\nnothing yet\n", "line 1: no task"),
+        ("### Task 1.1: A\n", "line 1: a task written as a heading"),
+        (
+            "- [ ] 1 A\n- [ ] 2 B\n  - **Verify**: `true`\n- [ ] 3 C\n  - **Do**: it\n- [x] 4 D\n",
+            "2 task(s) have no **Verify**, so nothing can show them done: 1 (line 1), 3 (line 4); add a line `  - **Verify**: <the command that shows it done, in backticks>` under each, or `  - **No verify**: <why no command can check it>`",
+        ),
+    ] {
+        let p = TempProject::git();
+        p.spec("demo", plan);
+        p.specrun()
+            .args(["state", "init", "--spec", "demo"])
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("state init refused"))
+            .stderr(predicate::str::contains(said))
+            .stderr(predicate::str::contains("`specrun tasks lint --spec demo`"));
+        assert!(!p.path(STATE).exists(), "{plan:?}");
+    }
+    let p = TempProject::git();
+    p.spec(
+        "demo",
+        "- [ ] 1 A\n  - **No verify**: prose, read by a person\n- [ ] 2 B\n  - **Verify**: `true`\n",
+    );
+    p.specrun()
+        .args(["state", "init", "--spec", "demo"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("Verify").not());
+    assert!(p.path(STATE).exists());
 }

@@ -6,7 +6,7 @@ use predicates::prelude::*;
 
 use crate::common::TempProject;
 
-const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n";
+const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Verify**: `true`\n";
 const STATE: &str = "specs/demo/.specrun-state.json";
 
 fn project_with_state() -> TempProject {
@@ -169,7 +169,7 @@ fn unreadable_state_file_is_named_and_never_replaced() {
 fn invalid_utf8_is_named_and_file_kept() {
     let p = TempProject::git();
     p.spec("demo", TASKS);
-    let bad_tasks = b"- [ ] 1 caf\xe9\n".to_vec();
+    let bad_tasks = b"- [ ] 1 caf\xe9\n  - **Verify**: `true`\n".to_vec();
     std::fs::write(p.path("specs/demo/tasks.md"), &bad_tasks).unwrap();
     p.specrun()
         .args(["tasks", "count", "specs/demo/tasks.md"])
@@ -349,7 +349,11 @@ fn spec_name_with_parent_dir_is_refused() {
     let outside = tempfile::tempdir().unwrap();
     let victim = outside.path().join("victim");
     std::fs::create_dir_all(&victim).unwrap();
-    std::fs::write(victim.join("tasks.md"), "- [ ] 1 Outside\n").unwrap();
+    std::fs::write(
+        victim.join("tasks.md"),
+        "- [ ] 1 Outside\n  - **Verify**: `true`\n",
+    )
+    .unwrap();
     let escape = climb_to(&p.root(), &victim);
 
     for args in [
@@ -390,7 +394,7 @@ fn spec_name_with_parent_dir_is_refused() {
         .stderr(predicate::str::contains("outside the project root"));
     assert_eq!(
         std::fs::read_to_string(victim.join("tasks.md")).unwrap(),
-        "- [ ] 1 Outside\n"
+        "- [ ] 1 Outside\n  - **Verify**: `true`\n"
     );
     let names: Vec<_> = std::fs::read_dir(&victim).unwrap().collect();
     assert_eq!(names.len(), 1, "nothing may be written outside the root");
@@ -462,7 +466,7 @@ fn tasks_check_file_outside_the_root_is_refused() {
     p.spec("demo", TASKS);
     let outside = tempfile::tempdir().unwrap();
     let victim = outside.path().join("tasks.md");
-    std::fs::write(&victim, "- [ ] 1 Outside\n").unwrap();
+    std::fs::write(&victim, "- [ ] 1 Outside\n  - **Verify**: `true`\n").unwrap();
     let escape = climb_to(&p.root(), &victim);
     for file in [escape.as_str(), victim.to_str().unwrap()] {
         p.specrun()
@@ -473,7 +477,7 @@ fn tasks_check_file_outside_the_root_is_refused() {
     }
     assert_eq!(
         std::fs::read_to_string(&victim).unwrap(),
-        "- [ ] 1 Outside\n"
+        "- [ ] 1 Outside\n  - **Verify**: `true`\n"
     );
     let names: Vec<_> = std::fs::read_dir(outside.path()).unwrap().collect();
     assert_eq!(names.len(), 1, "no lock file may be left outside the root");
@@ -492,7 +496,11 @@ fn spec_name_whose_directory_links_outside_the_root_is_refused() {
     let p = TempProject::git();
     p.write("specs/.keep", "");
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("tasks.md"), "- [ ] 1 Outside\n").unwrap();
+    std::fs::write(
+        outside.path().join("tasks.md"),
+        "- [ ] 1 Outside\n  - **Verify**: `true`\n",
+    )
+    .unwrap();
     std::os::unix::fs::symlink(outside.path(), p.path("specs/linked")).unwrap();
     for args in [
         vec!["tasks", "check", "1", "--spec", "linked"],

@@ -47,7 +47,7 @@ fn run_ok(mut cmd: Command) {
 #[test]
 fn sixteen_processes_times_fifty_merges_keep_all_800_keys() {
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     p.write(STATE, "{\"version\":1}\n");
     std::thread::scope(|scope| {
         for worker in 0..16 {
@@ -73,7 +73,7 @@ fn sixteen_processes_times_fifty_merges_keep_all_800_keys() {
 fn tasks_check_racing_merges_leaves_both_files_intact() {
     let p = TempProject::git();
     // BOM, CRLF and trailing spaces must all survive the rewrites.
-    let tasks = "\u{feff}## Phase 1\r\n- [ ] 1.1 A   \r\n  - **Verify**: `true`\r\n- [ ] 1.2 B\r\n- [x] 1.3 C\r\n";
+    let tasks = "\u{feff}## Phase 1\r\n- [ ] 1.1 A   \r\n  - **Verify**: `true`\r\n- [ ] 1.2 B\r\n  - **Verify**: `true`\r\n- [x] 1.3 C\r\n";
     p.spec("demo", tasks);
     p.write(STATE, "{\"version\":1}\n");
     std::thread::scope(|scope| {
@@ -127,7 +127,7 @@ fn kill(child: &mut Child) {
 #[test]
 fn state_merge_killed_at_random_moments_leaves_old_or_new_content() {
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     // A large state (~500 kB) so the write takes long enough to be interrupted.
     let big: Vec<Value> = (0..8_000)
         .map(|i| json!({"id": i, "note": "padding padding padding padding"}))

@@ -377,7 +377,7 @@ fn a_task_past_its_minutes_is_failed_at_the_stop() {
     assert_eq!(e.state()["attempts"]["1.1"][0]["status"], "failed");
 }
 
-const FIVE: &str = "## Phase 1\n- [x] 1 a\n- [x] 2 b\n- [x] 3 c\n- [ ] 4 d\n- [ ] 5 e\n";
+const FIVE: &str = "## Phase 1\n- [x] 1 a\n- [x] 2 b\n- [x] 3 c\n- [ ] 4 d\n  - **Verify**: `true`\n- [ ] 5 e\n  - **Verify**: `true`\n";
 
 fn done(start: &str, end: &str) -> Value {
     json!([{"n": 1, "status": "done", "startedAt": start, "endedAt": end}])
@@ -447,7 +447,10 @@ fn one_completed_task_makes_no_forecast() {
     let mut s = forecast_state(1000);
     s["attempts"]["2"] = Value::Null;
     s["attempts"]["3"] = Value::Null;
-    let (e, t) = exec("## P\n- [x] 1 a\n- [ ] 4 d\n- [ ] 5 e\n", s);
+    let (e, t) = exec(
+        "## P\n- [x] 1 a\n- [ ] 4 d\n  - **Verify**: `true`\n- [ ] 5 e\n  - **Verify**: `true`\n",
+        s,
+    );
     let out = stop(&e, &t);
     assert!(!out.contains("forecast"), "{out}");
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::common::TempProject;
 use crate::task_helpers::*;
 
-const RECOVERY: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs\n  - **Verify**: `true`\n- [ ] 1.2 Second\n";
+const RECOVERY: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n";
 
 /// Run `args` with the crash point set; it must die there (not exit normally).
 fn crash_at(p: &TempProject, point: &str, args: &[&str]) {

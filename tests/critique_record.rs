@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::common;
 use crate::common::TempProject;
 
-const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n- [ ] 1.2 Second\n";
+const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n";
 
 fn project() -> TempProject {
     let p = TempProject::git();

@@ -833,6 +833,12 @@ fn the_tasks_template_parses_with_the_canonical_parser() {
     assert!(counts.total >= 4, "template has {} tasks", counts.total);
     assert_eq!(counts.completed, 0);
     assert!(list.duplicate_ids().is_empty());
+    // What the planner copies must pass `state init`: no lint error (every task has Verify).
+    let errors: Vec<_> = specrun::model::tasks::lint::lint(&text, &list)
+        .into_iter()
+        .filter(|f| f.severity == specrun::model::tasks::lint::Severity::Error)
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 /// `task complete` and `learn` append under these headings; a template with other headings

@@ -29,7 +29,7 @@ fn executable(path: &Path, text: &str) {
 impl Env {
     fn new() -> Env {
         let project = TempProject::git();
-        project.spec("demo", "- [ ] 1 One\n");
+        project.spec("demo", "- [ ] 1 One\n  - **Verify**: `true`\n");
         let tools = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(which("git"), tools.path().join("git")).unwrap();
         executable(
@@ -93,6 +93,7 @@ fn a_healthy_setup_passes_every_check() {
         "claude-code",
         "hooks",
         "state",
+        "plan",
         "locks",
         "spec-names",
     ] {
@@ -102,6 +103,28 @@ fn a_healthy_setup_passes_every_check() {
         .as_str()
         .unwrap()
         .contains("none held"));
+}
+
+#[test]
+fn a_plan_the_format_misreads_is_a_warning_naming_the_line() {
+    let env = Env::new();
+    env.project
+        .spec("demo", "- [ ] 1 One\n  - **Verfiy**: `true`\n");
+    let (code, v) = env.json(&mut env.cmd());
+    let plan = check(&v, "plan");
+    assert_eq!(plan["status"], "warn", "{v:#}");
+    let detail = plan["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("spec demo: 2 error(s), 0 warning(s)"),
+        "{detail}"
+    );
+    assert!(detail.contains("line 1: task 1 has no Verify"), "{detail}");
+    assert_eq!(
+        plan["fix"],
+        "run `specrun tasks lint --spec demo` and fix each line it names"
+    );
+    // A warning: doctor's verdict is the other checks'.
+    assert_eq!(code, 0, "{v:#}");
 }
 
 #[test]
@@ -331,7 +354,10 @@ fn an_invalid_state_fails_with_the_init_fix() {
 fn an_invalid_state_of_a_spec_that_is_not_active_fails_too() {
     let env = Env::new();
     env.project.init_state("demo");
-    env.project.write("specs/other/tasks.md", "- [ ] 1 One\n");
+    env.project.write(
+        "specs/other/tasks.md",
+        "- [ ] 1 One\n  - **Verify**: `true`\n",
+    );
     env.project
         .write("specs/other/.specrun-state.json", "[1, 2]");
     let (code, v) = env.json(&mut env.cmd());

@@ -14,7 +14,7 @@ use specrun::protocol::{self, FailInput, Raises};
 
 use crate::common::TempProject;
 
-const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs, src/**/x.rs\n  - **Verify**: `true`\n- [ ] 1.2 [P] Second\n  - **Depends**: 1.1\n- [x] 1.3 Third\n";
+const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs, src/**/x.rs\n  - **Verify**: `true`\n- [ ] 1.2 [P] Second\n  - **Verify**: `true`\n  - **Depends**: 1.1\n- [x] 1.3 Third\n";
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
@@ -31,6 +31,11 @@ fn tasks_text() -> impl Strategy<Value = String> {
         "  - \\*\\*(Do|Files|Verify|Depends|Done when|Commit)\\*\\*: [a-z0-9`.,* /]{0,12}",
         "#{1,3} [A-Za-z0-9: ]{0,12}",
         "```[a-z]{0,3}",
+        // Nesting, GFM and Kiro boxes, letter ids, multi-line strings and heredocs.
+        " {0,6}([-*+]|1\\.) \\[[ xX\\-\t]\\]\\*? (V|T0|VE)?[0-9.]{0,4} ?(\\[[A-Z0-9 .]{0,6}\\] )?[a-z ]{0,8}",
+        "  - \\*\\*(Do|Verify)\\*\\*: `gh pr create --body \"\\$\\(cat <<'EOF'",
+        " {0,2}(EOF|```|~~~)",
+        "[a-z ]{0,5}`[a-z ]{0,5}",
         "\\PC{0,16}",
         Just(String::new()),
     ];

@@ -308,3 +308,22 @@ fn no_active_spec_is_a_usage_error() {
         .code(2)
         .stderr(predicates::str::contains("no active spec"));
 }
+
+/// Issue 26: a PR body's checkboxes inside a task's Do are not tasks the goal lists, and a
+/// nested sub-task under a checked parent is one it does.
+#[test]
+fn the_goal_lists_sub_tasks_and_not_the_checkboxes_of_a_pr_body() {
+    let env = Env::new(
+        "- [x] 1.1 Parent\n  - **Verify**: `true`\n  - [ ] 1.1.1 Sub-step\n    - **Verify**: `true`\n- [ ] 1.2 Create PR\n  - **Do**: `gh pr create --body \"$(cat <<'EOF'\n## Test plan\n- [ ] CI checks pass\nEOF\n)\"`\n  - **Verify**: `gh pr view`\n",
+    );
+    env.fake_claude("echo '2.1.197 (Claude Code)'");
+    env.project.init_state("demo");
+    let (code, v, _) = env.goal(&[]);
+    assert_eq!(code, 0);
+    let condition = v["condition"].as_str().unwrap();
+    assert!(
+        condition.contains("Remaining tasks: 1.1.1 Sub-step; 1.2 Create PR."),
+        "{condition}"
+    );
+    assert!(!condition.contains("CI checks pass"), "{condition}");
+}

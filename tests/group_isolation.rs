@@ -26,7 +26,7 @@ const TASKS: &str = "# Tasks
 - [ ] 1.4 [VERIFY] The merged notes
   - **Verify**: `test -f a.txt && test -f c.txt && grep -q alpha shared.txt`
 - [ ] 1.5 After
-";
+  - **Verify**: `true`\n";
 
 fn project() -> TempProject {
     let p = TempProject::git();
@@ -733,7 +733,7 @@ fn sequential_tasks_run_isolated_only_after_state_init_isolate() {
     let p = TempProject::git();
     p.spec(
         "demo",
-        "- [ ] 1 One\n  - **Files**: one.txt\n  - **Verify**: `test -f one.txt`\n- [ ] 2 Two\n",
+        "- [ ] 1 One\n  - **Files**: one.txt\n  - **Verify**: `test -f one.txt`\n- [ ] 2 Two\n  - **Verify**: `true`\n",
     );
     p.write(".gitignore", ".specrun/\n");
     p.commit_all("spec");

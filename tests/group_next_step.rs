@@ -231,7 +231,7 @@ fn group_merge_without_a_verify_task_runs_the_members_verify_commands() {
 /// says exactly what to pass, the merges are kept, and the command it prints works.
 #[test]
 fn group_merge_with_nothing_to_verify_says_what_to_pass() {
-    let tasks = "# Tasks\n\n- [ ] 1.1 [P] Alpha\n  - **Files**: a.txt\n- [ ] 1.2 [P] Beta\n  - **Files**: b.txt\n- [ ] 1.3 After\n";
+    let tasks = "# Tasks\n\n- [ ] 1.1 [P] Alpha\n  - **No verify**: checked by hand (the group has no Verify on purpose)\n  - **Files**: a.txt\n- [ ] 1.2 [P] Beta\n  - **No verify**: checked by hand (the group has no Verify on purpose)\n  - **Files**: b.txt\n- [ ] 1.3 After\n  - **No verify**: checked by hand (the group has no Verify on purpose)\n";
     let p = project(tasks);
     let a = start(&p, "1.1");
     let b = start(&p, "1.2");

@@ -305,14 +305,27 @@ fn a_tasks_evidence_must_come_from_its_own_verify_command() {
         p.state("demo")["taskEvidence"]["1.2"]["command"],
         "test -f b.txt"
     );
-    // A task without Verify needs --command; so does a phase.
-    let bare = executing("- [ ] 1 One\n", &[]);
+    // A task without Verify is sent to its plan, not invited to name any command as its
+    // own evidence (issue 26); a phase needs --command.
+    let bare = executing("- [ ] 1 One\n  - **No verify**: checked by hand (this test is about a task without Verify)\n", &[]);
     let out = specrun(&bare, &["verify", "run", "--task", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(
-        said(&out).contains("task 1 has no **Verify** command"),
+        said(&out).contains("task 1 has no **Verify** in") && said(&out).contains("(line 1)"),
         "{}",
         said(&out)
+    );
+    assert!(!said(&out).contains("--command"), "{}", said(&out));
+    let given = specrun(
+        &bare,
+        &["verify", "run", "--task", "1", "--command", "true"],
+    );
+    assert_eq!(given.status.code(), Some(0), "{}", said(&given));
+    assert_eq!(bare.state("demo")["taskEvidence"]["1"]["ownVerify"], false);
+    assert!(
+        said(&given).contains("not a Verify the plan gives"),
+        "{}",
+        said(&given)
     );
     let out = specrun(&bare, &["verify", "run", "--phase", "execution"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));

@@ -60,6 +60,7 @@ mod shell_surfaces;
 mod task_fail;
 mod task_rollback;
 mod task_start_complete;
+mod tasks_corpus;
 mod terminal_text;
 mod testlog_runners;
 mod verify_run;

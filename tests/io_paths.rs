@@ -230,7 +230,7 @@ fn an_explicit_file_argument_is_read_where_it_points_but_never_a_fifo_or_a_devic
     let p = fresh();
     let outside = tempfile::tempdir().unwrap();
     let md = outside.path().join("t.md");
-    std::fs::write(&md, "- [ ] 1 A\n").unwrap();
+    std::fs::write(&md, "- [ ] 1 A\n  - **Verify**: `true`\n").unwrap();
     let ran = run_bounded(&p, &["tasks", "count", md.to_str().unwrap()], b"");
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     let fifo = outside.path().join("fifo.md");

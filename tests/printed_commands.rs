@@ -13,7 +13,7 @@ use crate::common::{self, TempProject};
 use crate::hook_common::stop_stdin;
 
 const TASKS: &str =
-    "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second\n";
+    "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n";
 
 /// The verb's stdout and stderr, each a text to search.
 fn run(p: &TempProject, args: &[&str], stdin: &str) -> [String; 2] {

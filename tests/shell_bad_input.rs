@@ -163,13 +163,17 @@ fn new_refuses_unusable_and_existing_names_and_writes_nothing() {
         assert!(!p.path("specs").exists(), "{bad} created specs/");
     }
     sh.ok("specrun new demo --goal 'first'");
-    std::fs::write(p.path("specs/demo/tasks.md"), "- [ ] 1 Mine\n").unwrap();
+    std::fs::write(
+        p.path("specs/demo/tasks.md"),
+        "- [ ] 1 Mine\n  - **Verify**: `true`\n",
+    )
+    .unwrap();
     let again = sh.sh("specrun new demo --goal 'second'");
     assert_eq!(again.code, 2, "{}", again.text());
     assert!(again.stderr.contains("already exists"), "{}", again.text());
     assert_eq!(
         p.read("specs/demo/tasks.md"),
-        "- [ ] 1 Mine\n",
+        "- [ ] 1 Mine\n  - **Verify**: `true`\n",
         "nothing overwritten"
     );
     sh.follow(&again);
@@ -214,7 +218,10 @@ fn a_failed_command_leaves_nothing_that_changes_another_spec() {
     p.write("specs/notasks/.specrun-state.json.lock", "");
     assert_eq!(sh.sh("specrun verify status --spec demo").code, 0);
     // The hint names the step that works: write tasks, then the named init.
-    p.write("specs/notasks/tasks.md", "- [ ] 1 A\n");
+    p.write(
+        "specs/notasks/tasks.md",
+        "- [ ] 1 A\n  - **Verify**: `true`\n",
+    );
     sh.follow(&failed);
     assert_eq!(p.state("notasks")["phase"], "execution");
 }
@@ -262,7 +269,7 @@ fn state_merge_outside_the_project_names_the_cwd_that_works() {
 #[test]
 fn caps_of_zero_are_refused_with_a_clear_message() {
     let p = TempProject::git();
-    p.spec("demo", "- [ ] 1 A\n");
+    p.spec("demo", "- [ ] 1 A\n  - **Verify**: `true`\n");
     for flag in [
         "--max-task-iterations",
         "--max-global-iterations",

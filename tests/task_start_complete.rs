@@ -39,7 +39,7 @@ fn start_records_a_running_attempt_at_head_and_is_idempotent() {
 
 #[test]
 fn start_refuses_a_task_that_is_not_current_or_already_checked() {
-    let p = project("- [x] 1 Done\n- [ ] 2 Now\n- [ ] 3 Later\n", &[]);
+    let p = project("- [x] 1 Done\n- [ ] 2 Now\n  - **Verify**: `true`\n- [ ] 3 Later\n  - **Verify**: `true`\n", &[]);
     let (code, out, _) = run(&p, &["task", "start", "3"]);
     assert_eq!(code, 1);
     assert!(
@@ -60,7 +60,7 @@ fn start_refuses_a_task_that_is_not_current_or_already_checked() {
 
 #[test]
 fn members_of_the_current_parallel_group_can_start() {
-    let p = project("- [ ] 1 [P] A\n- [ ] 2 [P] B\n- [ ] 3 C\n", &[]);
+    let p = project("- [ ] 1 [P] A\n  - **Verify**: `true`\n- [ ] 2 [P] B\n  - **Verify**: `true`\n- [ ] 3 C\n  - **Verify**: `true`\n", &[]);
     assert_eq!(run(&p, &["task", "start", "1"]).0, 0);
     assert_eq!(run(&p, &["task", "start", "2"]).0, 0);
     assert_eq!(run(&p, &["task", "start", "3"]).0, 1);
@@ -68,7 +68,18 @@ fn members_of_the_current_parallel_group_can_start() {
 
 #[test]
 fn unknown_and_duplicate_ids_are_named() {
-    let p = project("- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n", &[]);
+    let dup = "- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n";
+    // state init refuses the plan, naming the line; written after init, every verb names both.
+    let q = common::TempProject::git();
+    q.spec(SPEC, dup);
+    let (code, _, err) = run(&q, &["state", "init", "--spec", SPEC]);
+    assert_eq!(code, 1, "a refusal: {err}");
+    assert!(err.contains("line 3: task id 2 is also on line 2"), "{err}");
+    assert!(!q
+        .path(&format!("specs/{SPEC}/.specrun-state.json"))
+        .exists());
+    let p = project("- [ ] 1 A\n  - **Verify**: `true`\n- [ ] 2 B\n  - **Verify**: `true`\n- [ ] 3 C\n  - **Verify**: `true`\n", &[]);
+    p.spec(SPEC, dup);
     let (code, _, err) = run(&p, &["task", "start", "9"]);
     assert_eq!(code, 2);
     assert!(err.contains("no task with id 9"), "{err}");

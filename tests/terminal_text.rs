@@ -17,7 +17,7 @@ const SHOWN: &str = "Boom\\x1b[2J\\x1b]0;pwned\\x07\\x9b31m end";
 /// A started task and a follow-up, each carrying `HOSTILE` (`state init` given `init`).
 fn hostile(init: &[&str]) -> TempProject {
     let tasks = format!(
-        "# Tasks\n\n## Phase 1\n- [ ] 1.1 {HOSTILE}\n  - **Verify**: `true`\n- [ ] 1.2 Second\n"
+        "# Tasks\n\n## Phase 1\n- [ ] 1.1 {HOSTILE}\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n"
     );
     let p = project(&tasks, &[&["--session-id", "s1"], init].concat());
     p.write("specs/.current-spec", "demo\n");

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::common::TempProject;
 
-const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n- [ ] 1.2 Second\n";
+const TASKS: &str = "# Tasks\n\n- [ ] 1.1 First\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n";
 
 fn project() -> TempProject {
     let p = TempProject::git();
@@ -189,7 +189,7 @@ fn a_command_that_changes_the_tree_leaves_stale_evidence_until_rerun() {
     assert_status(&p, &[], "fresh", "a re-run on the formatted tree");
 }
 
-const PARALLEL: &str = "# Tasks\n\n- [ ] 1 [P] A\n  - **Files**: src/a.rs\n- [ ] 2 [P] B\n  - **Files**: src/b.rs, src/shared.rs\n- [ ] 3 C\n  - **Files**: src/c.rs\n";
+const PARALLEL: &str = "# Tasks\n\n- [ ] 1 [P] A\n  - **Verify**: `true`\n  - **Files**: src/a.rs\n- [ ] 2 [P] B\n  - **Verify**: `true`\n  - **Files**: src/b.rs, src/shared.rs\n- [ ] 3 C\n  - **Verify**: `true`\n  - **Files**: src/c.rs\n";
 
 /// Regression: a parallel sibling's edit staled a finished member's evidence, so members
 /// of a `[P]` group could not complete while the group ran.

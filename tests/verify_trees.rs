@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::common::TempProject;
 
-const TASKS: &str = "- [ ] 1 Only\n";
+const TASKS: &str = "- [ ] 1 Only\n  - **Verify**: `true`\n";
 
 fn init_state(p: &TempProject) {
     p.specrun()

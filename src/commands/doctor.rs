@@ -77,6 +77,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
         claude_code(&readiness),
         hooks(&readiness),
         state_valid(project, args.spec.spec.as_deref()),
+        plan_lint(project, args.spec.spec.as_deref()),
         locks(project),
         guard_counting(project, args.spec.spec.as_deref()),
         spec_names(project),
@@ -263,6 +264,61 @@ fn hooks(r: &crate::claude::goal::Readiness) -> Check {
 
 /// The state of the selected spec (`--spec` or `.current-spec`) and of every other spec
 /// under specs/: a broken state anywhere breaks that spec's guard and verbs.
+/// The active (or `--spec`) spec's tasks.md against the format: the findings of `tasks
+/// lint`, as a warning (doctor reports; `state init` is where a plan is refused).
+fn plan_lint(project: &Project, spec_arg: Option<&str>) -> Check {
+    const ID: &str = "plan";
+    let spec = match project.spec(spec_arg) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => return Check::pass(ID, "no active spec"),
+        Err(e) => return Check::not(ID, Status::Warn, e.to_string(), "pass --spec NAME"),
+    };
+    let path = spec.tasks_path();
+    let text = match store::read_text(&path, "tasks file") {
+        Ok(text) => text,
+        Err(e) => {
+            return Check::not(
+                ID,
+                Status::Warn,
+                e.to_string(),
+                format!("write {}", path.display()),
+            )
+        }
+    };
+    let list = crate::model::tasks::parse(&text);
+    let findings = crate::model::tasks::lint::lint(&text, &list);
+    if findings.is_empty() {
+        return Check::pass(
+            ID,
+            format!(
+                "spec {}: {} task(s), no lint finding",
+                spec.name,
+                list.tasks.len()
+            ),
+        );
+    }
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == crate::model::tasks::lint::Severity::Error)
+        .count();
+    let first = &findings[0];
+    Check::not(
+        ID,
+        Status::Warn,
+        format!(
+            "spec {}: {errors} error(s), {} warning(s) in tasks.md (first: line {}: {})",
+            spec.name,
+            findings.len() - errors,
+            first.line,
+            first.message
+        ),
+        format!(
+            "run `specrun tasks lint {}` and fix each line it names",
+            crate::support::shell::spec_flag(&spec.name)
+        ),
+    )
+}
+
 fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
     const ID: &str = "state";
     let mut specs = Vec::new();

@@ -107,6 +107,10 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
+    if let Some(refusal) = check_plan(&spec.name, &loaded) {
+        output::error(&format!("{}: {refusal}", loaded.path.display()));
+        return Ok(ExitStatus::No);
+    }
     let counts = loaded.list.counts();
     let params = InitParams {
         name: spec.name.clone(),
@@ -185,6 +189,69 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// A plan the format misreads is refused before any state is written (a box that is not
+/// read, a fence that hides the rest, a misspelled field, duplicate ids, no task at all), and
+/// so is an unchecked task with neither `**Verify**` nor `**No verify**: reason`: nothing
+/// could show it done: the refusal (exit 1) names them and the fix. Warnings are counted.
+fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Option<String> {
+    use crate::model::tasks::lint::{self, Severity};
+    let findings = lint::lint(&loaded.text, &loaded.list);
+    let see = format!(
+        "`specrun tasks lint {}`",
+        crate::support::shell::spec_flag(name)
+    );
+    let mut refusals = Vec::new();
+    let unverified: Vec<String> = loaded
+        .list
+        .tasks
+        .iter()
+        .filter(|t| !t.checked && t.verify_command().is_none() && t.no_verify.is_none())
+        .map(|t| format!("{} (line {})", t.label(), t.line_start))
+        .collect();
+    if !unverified.is_empty() {
+        refusals.push(format!(
+            "{} task(s) have no **Verify**, so nothing can show them done: {}; add a line `  - **Verify**: <the command that shows it done, in backticks>` under each, or `  - **No verify**: <why no command can check it>`",
+            unverified.len(),
+            first_of(&unverified, 10, ", ")
+        ));
+    }
+    let errors: Vec<String> = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error && f.code != "missing-verify")
+        .map(|f| format!("line {}: {} (fix: {})", f.line, f.message, f.fix))
+        .collect();
+    if !errors.is_empty() {
+        refusals.push(format!(
+            "{} error(s): {}",
+            errors.len(),
+            first_of(&errors, 3, "; ")
+        ));
+    }
+    if !refusals.is_empty() {
+        return Some(format!(
+            "state init refused: {}; {see} lists every finding",
+            refusals.join("; ")
+        ));
+    }
+    let warnings = findings.len();
+    if warnings > 0 {
+        output::warn(&format!(
+            "{}: {warnings} warning(s) in the plan, {see} lists them",
+            loaded.path.display()
+        ));
+    }
+    None
+}
+
+/// The first `n` of `items` joined by `sep`, then how many more there are.
+fn first_of(items: &[String], n: usize, sep: &str) -> String {
+    let shown = items[..items.len().min(n)].join(sep);
+    match items.len().saturating_sub(n) {
+        0 => shown,
+        more => format!("{shown}{sep}and {more} more"),
+    }
 }
 
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting

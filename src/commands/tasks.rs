@@ -1,4 +1,4 @@
-//! `specrun tasks count|list|next|show|check`.
+//! `specrun tasks count|lint|list|next|show|check`.
 
 use serde::Serialize;
 
@@ -6,6 +6,7 @@ use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
+use crate::model::tasks::lint::{self, Finding, Severity};
 use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next;
@@ -13,21 +14,55 @@ use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
     match cmd {
-        TasksCommand::Count { file, spec } => {
+        TasksCommand::Count { file, spec, .. } => {
             // Counting needs no task structs: the fast path of the same line scanner.
-            let (_, text) = tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            output::json_line(&tasks::count(&text));
+            let (path, text) =
+                tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
+            let counts = tasks::count(&text);
+            output::json_line(&counts);
+            if counts.unread > 0 {
+                output::warn(&unread_note(&path, &text, counts.unread));
+            }
             Ok(ExitStatus::Success)
         }
-        TasksCommand::List(args) => {
-            let list = read(project, &args)?;
-            if args.json {
-                output::json_stream("counts", &list.counts(), "tasks", &list.tasks);
+        TasksCommand::Lint { file, spec, json } => {
+            let (path, text) =
+                tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
+            let list = tasks::parse(&text);
+            let findings = lint::lint(&text, &list);
+            if json {
+                let errors = findings
+                    .iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .count();
+                output::json_pretty(&LintAnswer {
+                    file: &path,
+                    errors,
+                    warnings: findings.len() - errors,
+                    counts: list.counts(),
+                    findings: &findings,
+                });
             } else {
-                for t in &list.tasks {
-                    output::line(&summary_line(t));
+                for f in &findings {
+                    output::line(&finding_line(&path, f));
                 }
-                let c = list.counts();
+                output::line(&lint_summary(&path, &findings));
+            }
+            // Errors are the verb's well-formed "no".
+            Ok(ExitStatus::yes_no(!lint::has_errors(&findings)))
+        }
+        TasksCommand::List(args) => {
+            // Streamed: the counts first (the fast scan), then each task as it is read, so
+            // a million tasks never sit in memory.
+            let (_, text) =
+                tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
+            let c = tasks::count(&text);
+            if args.json {
+                output::json_stream("counts", &c, "tasks", tasks::iter(&text));
+            } else {
+                for t in tasks::iter(&text) {
+                    output::line(&summary_line(&t));
+                }
                 output::line(&format!("{}/{} done", c.completed, c.total));
             }
             Ok(ExitStatus::Success)
@@ -117,10 +152,6 @@ fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option
     Some((standing.merge_command(), why))
 }
 
-fn read(project: &Project, args: &TasksReadArgs) -> Result<TaskList> {
-    Ok(load(project, args)?.list)
-}
-
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {
     let (path, text) =
         tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
@@ -154,6 +185,52 @@ pub fn detail(t: &Task) -> String {
     out.join("\n")
 }
 
+/// What `tasks count` says on stderr when lines look like tasks and are not read: the
+/// first few lines, and where the reasons are.
+fn unread_note(path: &std::path::Path, text: &str, unread: usize) -> String {
+    let list = tasks::parse(text);
+    let lines: Vec<String> = list
+        .unread
+        .iter()
+        .take(5)
+        .map(|u| u.line.to_string())
+        .collect();
+    let more = if unread > lines.len() { ", …" } else { "" };
+    format!(
+        "{unread} line(s) of {} look like tasks but are not read as tasks (line {}{more}); `specrun tasks lint {}` says why",
+        path.display(),
+        lines.join(", "),
+        crate::support::shell::path(path)
+    )
+}
+
+pub fn finding_line(path: &std::path::Path, f: &Finding) -> String {
+    let severity = match f.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    format!(
+        "{}:{}: {severity}: {} [{}]\n  fix: {}",
+        path.display(),
+        f.line,
+        f.message,
+        f.code,
+        f.fix
+    )
+}
+
+pub fn lint_summary(path: &std::path::Path, findings: &[Finding]) -> String {
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
+    format!(
+        "{}: {errors} error(s), {} warning(s)",
+        path.display(),
+        findings.len() - errors
+    )
+}
+
 /// `tasks next --json`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -170,4 +247,14 @@ struct NextAnswer<'a> {
 struct RunFirst<'a> {
     command: &'a str,
     why: &'a str,
+}
+
+/// `tasks lint --json`.
+#[derive(Serialize)]
+struct LintAnswer<'a> {
+    file: &'a std::path::Path,
+    errors: usize,
+    warnings: usize,
+    counts: Counts,
+    findings: &'a [Finding],
 }

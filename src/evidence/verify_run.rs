@@ -46,20 +46,23 @@ pub fn plan_run(
     command: Option<String>,
     accept_other: Option<String>,
 ) -> Result<RunPlan> {
-    let own_verify = match slot {
+    let (own_verify, line) = match slot {
         Slot::Task(id) => {
             let loaded = tasks_file::load(&spec.tasks_path())?;
-            loaded.find(id)?.verify_command().map(str::to_string)
+            let task = loaded.find(id)?;
+            (task.verify_command().map(str::to_string), task.line_start)
         }
-        Slot::Phase(_) => None,
+        Slot::Phase(_) => (None, 0),
     };
     let command = match (command, &own_verify, slot) {
         (Some(c), _, _) => c,
         (None, Some(v), _) => v.clone(),
+        // Not an invitation to name any command as the task's own check: the plan lacks it.
         (None, None, Slot::Task(id)) => {
             return Err(Error::Usage(format!(
-                "task {id} has no **Verify** command in {}: give the command with --command C",
-                spec.tasks_path().display()
+                "task {id} has no **Verify** in {} (line {line}): add a line `  - **Verify**: <the command that shows it done, in backticks>` under the task, then run `specrun verify run --task {}` again",
+                spec.tasks_path().display(),
+                crate::support::shell::word(id)
             )))
         }
         (None, None, Slot::Phase(_)) => {
@@ -244,13 +247,19 @@ fn own_verify_fields<'a>(slot: &Slot, plan: &'a RunPlan, at: &'a str) -> Option<
     let Slot::Task(id) = slot else {
         return None;
     };
+    // A task without Verify has no own check: a command given for it is never "its own".
     let own = plan
         .own_verify
         .as_deref()
-        .is_none_or(|v| v == plan.command.trim());
+        .is_some_and(|v| v == plan.command.trim());
     if let Some(reason) = &plan.accepted_other {
         output::warn(&format!(
             "task {id}: `{}` is not its Verify command; counted as its evidence because you accepted it: {reason}",
+            plan.command
+        ));
+    } else if plan.own_verify.is_none() {
+        output::warn(&format!(
+            "task {id} has no **Verify**: `{}` is recorded as its evidence, but it is not a Verify the plan gives; write the task's check into tasks.md as its **Verify**",
             plan.command
         ));
     } else if !own {

@@ -5,8 +5,6 @@
 
 use std::io::Write;
 
-use serde_json::Value;
-
 use crate::support::visible;
 
 /// Print a JSON answer on one line.
@@ -22,33 +20,39 @@ pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
 }
 
 /// Print `{"<head_key>": head, "<items_key>": [items…]}` indented, writing each item as it
-/// comes: a million items never sit in memory as one document or one string.
+/// comes through one serializer (no string per item): a million items never sit in memory
+/// as one document or one string. DEL and C1 are written `\u00NN` as `visible::json` does.
 pub fn json_stream<H: serde::Serialize, T: serde::Serialize>(
     head_key: &str,
     head: &H,
     items_key: &str,
     items: impl IntoIterator<Item = T>,
 ) {
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let write = || -> std::io::Result<()> {
-        let head = visible::json(&serde_json::to_string_pretty(head)?).replace('\n', "\n  ");
-        write!(
-            out,
-            "{{\n  {}: {head},\n  {}: [",
-            Value::from(head_key),
-            Value::from(items_key)
-        )?;
-        for (i, item) in items.into_iter().enumerate() {
-            out.write_all(if i == 0 { b"\n    " } else { b",\n    " })?;
-            let text = serde_json::to_string_pretty(&item)?;
-            let text = visible::json(&text);
-            out.write_all(text.replace('\n', "\n    ").as_bytes())?;
+    use serde::ser::{SerializeMap, Serializer};
+    /// The items, serialised once as a sequence as they are drawn.
+    struct Seq<I>(std::cell::RefCell<Option<I>>);
+    impl<I: Iterator<Item = T>, T: serde::Serialize> serde::Serialize for Seq<I> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.borrow_mut().take().into_iter().flatten())
         }
-        out.write_all(b"\n  ]\n}\n")?;
-        out.flush()
-    };
+    }
+    let seq = Seq(std::cell::RefCell::new(Some(items.into_iter())));
+    // The escaping sits under the buffer: it scans 64 KiB at a time, not serde's fragments.
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 16,
+        visible::JsonWriter::new(std::io::stdout().lock()),
+    );
+    let mut ser = serde_json::Serializer::pretty(&mut out);
+    let written = (|| {
+        let mut map = ser.serialize_map(Some(2))?;
+        map.serialize_entry(head_key, head)?;
+        map.serialize_entry(items_key, &seq)?;
+        map.end()
+    })();
     // A closed pipe (`specrun … | head`) is not an error.
-    let _ = write();
+    if written.is_ok() {
+        let _ = out.write_all(b"\n").and_then(|()| out.flush());
+    }
 }
 
 /// Print text on stdout; a closed pipe (`specrun … | head`) is not an error.

@@ -64,6 +64,9 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
             format!("specs/{name}/tasks.md has no tasks: there is nothing to complete."),
         ));
     }
+    if let Some(u) = hidden_tasks(name, tasks) {
+        out.push(u);
+    }
     let unchecked: Vec<String> = tasks
         .tasks
         .iter()
@@ -331,6 +334,23 @@ fn n_of(attempt: &Attempt) -> u64 {
     attempt.n.unwrap_or(0)
 }
 
+/// A tasks.md that may hold tasks it does not read (a fence never closed, a malformed
+/// box, a task written as a heading) is not "all done": the gate names the line.
+fn hidden_tasks(name: &str, tasks: &TaskList) -> Option<Unmet> {
+    use crate::model::tasks::UnreadKind;
+    let line = tasks.unclosed_fence.or_else(|| {
+        tasks
+            .unread
+            .iter()
+            .find(|u| matches!(u.kind, UnreadKind::Malformed | UnreadKind::Heading))
+            .map(|u| u.line)
+    })?;
+    Some(Unmet::new(
+        "tasks-unread",
+        format!("specs/{name}/tasks.md line {line} may hold a task that is not read (an unclosed fence, a malformed box or a heading task): fix what `specrun tasks lint --spec {name}` names."),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,6 +383,27 @@ mod tests {
 
     fn done(id: &str) -> Value {
         json!({id: [{"n": 1, "status": "done", "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:10:00Z"}]})
+    }
+
+    #[test]
+    fn a_plan_that_hides_tasks_is_not_complete() {
+        let s = state(json!({"checkedAtInit": ["1.1", "1.2"]}));
+        for (text, line) in [
+            (
+                "- [x] 1.1 First\n- [x] 1.2 Second\n```\n- [ ] 1.3 Hidden\n",
+                3,
+            ),
+            ("- [x] 1.1 First\n- [x] 1.2 Second\n- [] 1.3 Malformed\n", 3),
+        ] {
+            let u = unmet("demo", &typed(&s), &parse(text), Some(&good()));
+            assert_eq!(names(&u), ["tasks-unread"], "{text:?}");
+            assert!(u[0].detail.contains(&format!("line {line}")), "{}", u[0]);
+        }
+        // A nested unchecked sub-task under a checked parent keeps the gate shut.
+        let nested = "- [x] 1.1 First\n  - [ ] 1.1.1 Part\n- [x] 1.2 Second\n";
+        let u = unmet("demo", &typed(&s), &parse(nested), Some(&good()));
+        assert!(names(&u).contains(&"unchecked"), "{u:?}");
+        assert!(u.iter().any(|u| u.detail.contains("(1.1.1)")), "{u:?}");
     }
 
     #[test]

@@ -65,6 +65,69 @@ pub fn json(doc: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `json` as a writer, for a document written as it is serialised: bytes pass through
+/// untouched but DEL and the C1 controls (0xC2 0x80..=0x9F, possibly split between two
+/// writes), which are written `\u00NN`.
+pub struct JsonWriter<W: std::io::Write> {
+    inner: W,
+    /// A 0xC2 ended the last write: the next byte says whether it opened a C1 control.
+    lead: bool,
+}
+
+impl<W: std::io::Write> JsonWriter<W> {
+    pub fn new(inner: W) -> Self {
+        Self { inner, lead: false }
+    }
+
+    fn escaped(&mut self, code: u8) -> std::io::Result<()> {
+        write!(self.inner, "\\u{code:04x}")
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for JsonWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, mut buf: &[u8]) -> std::io::Result<()> {
+        if self.lead && !buf.is_empty() {
+            self.lead = false;
+            if (0x80..=0x9f).contains(&buf[0]) {
+                self.escaped(buf[0])?;
+                buf = &buf[1..];
+            } else {
+                self.inner.write_all(&[0xc2])?;
+            }
+        }
+        while let Some(at) = memchr::memchr2(0x7f, 0xc2, buf) {
+            self.inner.write_all(&buf[..at])?;
+            match (buf[at], buf.get(at + 1)) {
+                (0x7f, _) => self.escaped(0x7f)?,
+                (_, None) => {
+                    self.lead = true;
+                    return Ok(());
+                }
+                (_, Some(&next)) if (0x80..=0x9f).contains(&next) => {
+                    self.escaped(next)?;
+                    buf = &buf[at + 2..];
+                    continue;
+                }
+                (_, Some(_)) => self.inner.write_all(&[0xc2])?,
+            }
+            buf = &buf[at + 1..];
+        }
+        self.inner.write_all(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if std::mem::take(&mut self.lead) {
+            self.inner.write_all(&[0xc2])?;
+        }
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +154,23 @@ mod tests {
         assert!(!safe.chars().any(char::is_control), "{safe}");
         let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn the_json_writer_escapes_as_json_does_however_the_document_is_cut() {
+        use std::io::Write as _;
+        let doc = serde_json::json!({"t": HOSTILE, "k": "é ✓ \u{85}\u{a0}"}).to_string();
+        for cut in 1..doc.len() {
+            let mut writer = JsonWriter::new(Vec::new());
+            for chunk in doc.as_bytes().chunks(cut) {
+                writer.write_all(chunk).unwrap();
+            }
+            writer.flush().unwrap();
+            assert_eq!(
+                String::from_utf8(writer.inner).unwrap(),
+                json(&doc),
+                "{cut}"
+            );
+        }
     }
 }

@@ -1,16 +1,25 @@
 //! The one tasks.md parser (docs/design.md#tasks). Every consumer — snapshot, tasks, the
 //! guard, status, the task verbs — reads tasks through this module, so they cannot disagree.
 //!
-//! A task is a column-0 line `- [ ] `, `- [x] ` or `- [X] `, then an optional id (`1`,
-//! `1.2`, `1.2.3`), optional markers (`[P]`, `[VERIFY]`, `[FIX 1.2]`) and the title. Its
-//! block runs to the next column-0 task or heading. Indented checkboxes and anything in a
-//! fenced code block are not tasks. Pure: text in, data out.
+//! A task is a GFM task list item (`- [ ] `, `* [x] `, `+ [X] `, `1. [ ] `; Kiro's `[-]` is
+//! in progress, not done; `[ ]*` is optional) at any depth, then an optional id (`1`,
+//! `1.2`, `V4`, `T001`), optional markers (`[P]`, `[VERIFY]`, `[FIX 1.2]`) and the title.
+//! Its block runs to the next task item or heading. Which lines are items, code (fences,
+//! a multi-line string in a task's text) or text is `scan`'s one reading. A nested item
+//! is a task of its own that runs before its parent (`next_index`). Pure: text in, data out.
 
+pub mod lint;
+mod scan;
 pub mod text;
 
+use scan::{Code, Kind};
 use serde::Serialize;
 
 pub const MAX_PARALLEL_GROUP: usize = 5;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -34,6 +43,16 @@ pub struct Task {
     pub verify: Option<String>,
     pub commit: Option<String>,
     pub depends: Vec<String>,
+    /// Why the task has no Verify (`**No verify**: reason`): a task without either is a
+    /// lint error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_verify: Option<String>,
+    /// Nesting under earlier task items (0 at the top): a nested item is a sub-task.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub depth: usize,
+    /// Kiro's `[ ]*`: marked optional in the plan (still a task: see DESIGN-NOTES).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
     /// Byte offset of the character inside `[ ]` in the original text.
     #[serde(skip)]
     pub mark_offset: usize,
@@ -83,6 +102,31 @@ pub struct TaskList {
     pub tasks: Vec<Task>,
     pub bom: bool,
     pub crlf: bool,
+    /// Lines that look like tasks but were not read as tasks.
+    pub unread: Vec<Unread>,
+    /// The 1-based line of a fence that is never closed (it runs to the end of the file).
+    pub unclosed_fence: Option<usize>,
+}
+
+/// Why a line that looks like a task is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnreadKind {
+    /// A checkbox item inside a fenced code block.
+    InFence,
+    /// A checkbox item inside a multi-line string or heredoc of a task's text.
+    InString,
+    /// A box that is not `[ ]`, `[x]`, `[X]` or `[-]` (`- []`, `-[ ]`, `- [ x]`).
+    Malformed,
+    /// A heading written as a task (`### Task 1.2: …`): tasks are checkbox items.
+    Heading,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Unread {
+    /// 1-based line.
+    pub line: usize,
+    pub kind: UnreadKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -91,8 +135,10 @@ pub struct Counts {
     pub total: usize,
     pub completed: usize,
     pub pending: usize,
-    /// Index of the first unchecked task; `total` when every task is checked.
+    /// Index of the task to run next (`TaskList::next_index`); `total` when all are checked.
     pub next_index: usize,
+    /// Lines that look like tasks but were not read as tasks (`TaskList::unread`).
+    pub unread: usize,
 }
 
 /// Why a task id did not resolve to exactly one task.
@@ -127,12 +173,15 @@ impl TaskList {
             completed,
             pending: self.tasks.len() - completed,
             next_index: self.next_index(),
+            unread: self.unread.len(),
         }
     }
 
-    /// The task to run next: the first unchecked one, wherever earlier checked ones are,
-    /// or while that task has an unchecked `[FIX x]` task, that fix (at any depth): a fix
-    /// runs before its task is retried. `len()` when every task is checked.
+    /// The task to run next: the first unchecked one, wherever earlier checked ones are;
+    /// then, while it has unchecked sub-tasks (nested items), the first of those (a parent
+    /// is done after its parts); then, while that task has an unchecked `[FIX x]` task,
+    /// that fix (at any depth): a fix runs before its task is retried. `len()` when every
+    /// task is checked.
     pub fn next_index(&self) -> usize {
         self.next_index_where(|t| t.checked)
     }
@@ -143,17 +192,11 @@ impl TaskList {
     }
 
     fn next_index_where(&self, checked: impl Fn(&Task) -> bool) -> usize {
-        let pending: Vec<Pending<'_>> = self
-            .tasks
-            .iter()
-            .filter(|t| !checked(t))
-            .map(|t| Pending {
-                index: t.index,
-                id: t.id.as_deref(),
-                fixes: t.fixes(),
-            })
-            .collect();
-        next_pending(&pending).unwrap_or(self.tasks.len())
+        let mut pick = NextPick::default();
+        for t in &self.tasks {
+            pick.see(t.index, t.depth, checked(t), t.id.as_deref(), t.fixes());
+        }
+        pick.finish().unwrap_or(self.tasks.len())
     }
 
     /// Whether an unchecked `[FIX x]` task names this task.
@@ -239,76 +282,69 @@ struct Pending<'a> {
     fixes: Option<&'a str>,
 }
 
-/// The index of the task to run next among the unchecked tasks (in file order): the first,
-/// then down its chain of unchecked fix tasks. Bounded, so hand-written `[FIX]` cycles end.
-fn next_pending(pending: &[Pending<'_>]) -> Option<usize> {
-    let mut cur = pending.first()?;
-    for _ in 0..pending.len() {
-        let fix = pending
-            .iter()
-            .find(|p| p.index != cur.index && p.fixes.is_some() && p.fixes == cur.id);
-        match fix {
-            Some(f) => cur = f,
-            None => break,
+/// The choice of the next task, fed every task in file order: `count` streams it without
+/// building tasks and `next_index` feeds it the parsed tasks, so the two cannot disagree.
+#[derive(Default)]
+struct NextPick<'a> {
+    /// The first unchecked task, then its first unchecked sub-task, and so on.
+    cur: Option<(usize, usize, Option<&'a str>)>,
+    /// Still inside `cur`'s sub-tasks (the items after it, deeper than it).
+    descending: bool,
+    /// Every unchecked `[FIX x]` task.
+    fixes: Vec<Pending<'a>>,
+}
+
+impl<'a> NextPick<'a> {
+    /// Whether an unchecked task at `depth` seen now becomes the pick (its id is kept).
+    fn wants(&self, depth: usize) -> bool {
+        match self.cur {
+            None => true,
+            Some((_, cur_depth, _)) => self.descending && depth > cur_depth,
         }
     }
-    Some(cur.index)
-}
 
-/// Split `text` into lines, yielding (byte offset of line start, line without `\n`/`\r\n`).
-/// As `split_inclusive('\n')`, with memchr: half of `tasks count` was the line search.
-fn lines_with_offsets(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    let mut start = 0;
-    let mut ends = memchr::memchr_iter(b'\n', text.as_bytes());
-    std::iter::from_fn(move || {
-        if start >= text.len() {
-            return None;
+    fn see(
+        &mut self,
+        index: usize,
+        depth: usize,
+        checked: bool,
+        id: Option<&'a str>,
+        fixes: Option<&'a str>,
+    ) {
+        if !checked && fixes.is_some() {
+            self.fixes.push(Pending { index, id, fixes });
         }
-        let end = ends.next().map_or(text.len(), |i| i + 1);
-        let raw = &text[start..end];
-        let line_start = std::mem::replace(&mut start, end);
-        let line = raw.strip_suffix('\n').unwrap_or(raw);
-        Some((line_start, line.strip_suffix('\r').unwrap_or(line)))
-    })
-}
-
-/// A fence opener/closer: up to 3 spaces, then ``` or ~~~ (3 or more).
-fn fence_of(line: &str) -> Option<(u8, usize)> {
-    let trimmed = line.trim_start_matches(' ');
-    if line.len() - trimmed.len() > 3 {
-        return None;
+        match self.cur {
+            None if !checked => {
+                self.cur = Some((index, depth, id));
+                self.descending = true;
+            }
+            Some((_, cur_depth, _)) if self.descending => {
+                if depth <= cur_depth {
+                    self.descending = false;
+                } else if !checked {
+                    self.cur = Some((index, depth, id));
+                }
+            }
+            _ => {}
+        }
     }
-    let bytes = trimmed.as_bytes();
-    let ch = *bytes.first()?;
-    if ch != b'`' && ch != b'~' {
-        return None;
-    }
-    let run = bytes.iter().take_while(|&&b| b == ch).count();
-    (run >= 3).then_some((ch, run))
-}
 
-/// An ATX heading at column 0: 1–6 `#` then a space, a tab or the end of the line
-/// (`#hashtag` and `#5` are prose, as in CommonMark).
-fn is_heading(line: &str) -> bool {
-    let hashes = line.bytes().take_while(|&b| b == b'#').count();
-    (1..=6).contains(&hashes) && matches!(line.as_bytes().get(hashes), None | Some(b' ' | b'\t'))
-}
-
-/// If `line` is a column-0 task line, return (checked, offset of the mark, rest after "] ").
-fn task_line(line: &str) -> Option<(bool, usize, &str)> {
-    let b = line.as_bytes();
-    if b.len() < 5 || b[0] != b'-' || b[1] != b' ' || b[2] != b'[' || b[4] != b']' {
-        return None;
-    }
-    let checked = match b[3] {
-        b' ' => false,
-        b'x' | b'X' => true,
-        _ => return None,
-    };
-    match b.get(5) {
-        Some(b' ') => Some((checked, 3, &line[6..])),
-        None => Some((checked, 3, "")),
-        _ => None,
+    /// Down the chain of unchecked fix tasks from the task chosen. Bounded, so hand-written
+    /// `[FIX]` cycles end.
+    fn finish(self) -> Option<usize> {
+        let (mut index, _, mut id) = self.cur?;
+        for _ in 0..self.fixes.len() {
+            let fix = self
+                .fixes
+                .iter()
+                .find(|p| p.index != index && p.fixes == id);
+            match fix {
+                Some(f) => (index, id) = (f.index, f.id),
+                None => break,
+            }
+        }
+        Some(index)
     }
 }
 
@@ -316,19 +352,35 @@ fn task_line(line: &str) -> Option<(bool, usize, &str)> {
 /// (`1.2.3.1`), up to three fixes deep, so ids of up to 6 levels are read.
 pub const MAX_ID_PARTS: usize = 6;
 
-/// `1`, `1.2`, `1.2.3` … (an optional trailing `.` or `:` is dropped).
+/// The leading id of a task's text (an optional trailing `.` or `:` is dropped).
 fn split_id(rest: &str) -> (Option<String>, &str) {
     let (id, rest) = split_id_str(rest);
     (id.map(str::to_string), rest)
 }
 
-/// `split_id` without allocating.
+/// `split_id` without allocating. The first token is an id when it has digits (`1.2`,
+/// `V4`, `VE1`, `T001`, `T003A`: see `is_id`), or when it is 1–4 capitals followed by a
+/// marker (`VF [VERIFY]`): a capitalised word that starts a title (`CI checks pass`) is
+/// not an id.
 fn split_id_str(rest: &str) -> (Option<&str>, &str) {
-    let token_end = memchr::memchr(b' ', rest.as_bytes()).unwrap_or(rest.len());
-    let token = &rest[..token_end];
-    let bare = token.trim_end_matches(['.', ':']);
-    if is_id(bare) {
-        (Some(bare), rest[token_end..].trim_start())
+    let token_end = memchr::memchr2(b' ', b'\t', rest.as_bytes()).unwrap_or(rest.len());
+    let token = &rest.as_bytes()[..token_end];
+    let bare_len = token.len()
+        - token
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'.' || b == b':')
+            .count();
+    let bare = &rest[..bare_len];
+    let after = &rest[token_end..];
+    let after = &after[after
+        .bytes()
+        .take_while(|&b| b == b' ' || b == b'\t')
+        .count()..];
+    let letters_only =
+        (1..=4).contains(&bare.len()) && bare.bytes().all(|b| b.is_ascii_uppercase());
+    if is_id(bare) || (letters_only && !split_marker_strs(after).0.is_empty()) {
+        (Some(bare), after)
     } else {
         (None, rest)
     }
@@ -339,17 +391,25 @@ fn split_markers(rest: &str) -> (Vec<String>, &str) {
     (markers.into_iter().map(str::to_string).collect(), rest)
 }
 
-/// Digits in 1 to `MAX_ID_PARTS` dot-separated parts, none empty.
+/// 0–4 capitals, then digits in 1 to `MAX_ID_PARTS` dot-separated parts (none empty),
+/// then at most one capital: `1.2`, `V4`, `VE1.1`, `T001`, `T003A`.
 fn is_id(text: &str) -> bool {
+    let b = text.as_bytes();
+    let prefix = b.iter().take_while(|c| c.is_ascii_uppercase()).count();
+    let body = &b[prefix..];
+    let body = match body.last() {
+        Some(c) if c.is_ascii_uppercase() => &body[..body.len() - 1],
+        _ => body,
+    };
     let (mut parts, mut part_len) = (1, 0);
-    for b in text.bytes() {
-        match b {
+    for &c in body {
+        match c {
             b'0'..=b'9' => part_len += 1,
             b'.' if part_len > 0 => (parts, part_len) = (parts + 1, 0),
             _ => return false,
         }
     }
-    part_len > 0 && parts <= MAX_ID_PARTS
+    prefix <= 4 && part_len > 0 && parts <= MAX_ID_PARTS
 }
 
 /// `split_markers` borrowing the names (no allocation for a line without markers).
@@ -426,10 +486,66 @@ fn split_depends(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// `None`, `n/a`, `-`, `(none, PR only)`: a field that says there is nothing.
+fn means_none(value: &str) -> bool {
+    let v = value.trim().trim_start_matches('(').to_ascii_lowercase();
+    let first = v
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .next()
+        .unwrap_or("");
+    first == "none" || v == "n/a" || v == "-"
+}
+
 struct Open {
     task: Task,
     last_content_line: usize,
     field: Option<&'static str>,
+    /// The lines of a Verify written as a block under an empty (or `…:`) Verify line.
+    verify_block: Option<String>,
+}
+
+impl Open {
+    fn new(task: Task) -> Open {
+        let line = task.line_start;
+        Open {
+            task,
+            last_content_line: line,
+            field: None,
+            verify_block: None,
+        }
+    }
+
+    /// A field line: the previous field's block ends, this one may open one.
+    fn field(&mut self, name: &str, value: &str) {
+        self.end_verify_block();
+        self.field = apply_field(&mut self.task, name, value);
+        let bare = value.trim_end();
+        if self.field == Some("verify")
+            && (bare.is_empty() || (bare.ends_with(':') && !bare.contains('`')))
+        {
+            self.verify_block = Some(String::new());
+        }
+    }
+
+    /// A line of the block under the field (code or text): kept if it is a Verify block.
+    fn block_line(&mut self, line: &str) -> bool {
+        match self.verify_block.as_mut() {
+            Some(block) => {
+                if !block.is_empty() {
+                    block.push('\n');
+                }
+                block.push_str(line.trim());
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn end_verify_block(&mut self) {
+        if let Some(block) = self.verify_block.take().filter(|b| !b.is_empty()) {
+            self.task.verify = Some(block);
+        }
+    }
 }
 
 fn apply_field(task: &mut Task, name: &str, value: &str) -> Option<&'static str> {
@@ -451,12 +567,16 @@ fn apply_field(task: &mut Task, name: &str, value: &str) -> Option<&'static str>
             Some("verify")
         }
         "commit" => {
-            task.commit = Some(strip_code(value)).filter(|v| !v.is_empty());
+            task.commit = Some(strip_code(value)).filter(|v| !v.is_empty() && !means_none(v));
             Some("commit")
         }
         "depends" => {
             task.depends = split_depends(value);
             Some("depends")
+        }
+        "no verify" => {
+            task.no_verify = Some(value.to_string());
+            Some("no verify")
         }
         _ => None,
     }
@@ -480,100 +600,91 @@ fn continue_field(task: &mut Task, field: &str, line: &str) {
     }
 }
 
-fn close(open: Option<Open>, tasks: &mut Vec<Task>) {
-    if let Some(mut o) = open {
-        o.task.line_end = o.last_content_line;
-        tasks.push(o.task);
+impl Open {
+    /// The task, its block ended at its last non-blank line.
+    fn close(mut self) -> Task {
+        self.end_verify_block();
+        self.task.line_end = self.last_content_line;
+        self.task
     }
 }
 
-/// What one line of tasks.md is. Every reader classifies lines through `scan`, so the
-/// full parse and the fast count cannot disagree about which lines are tasks.
-enum LineKind<'a> {
-    /// A fence line or a line inside a fenced block.
-    Fenced,
-    Heading(&'a str),
-    /// A column-0 task line: checked, byte offset of the mark in the text, text after `] `.
-    Task(bool, usize, &'a str),
-    Other(&'a str),
+/// A line that looks like a task and is not one, by its kind.
+fn unread_kind(kind: &Kind<'_>) -> Option<UnreadKind> {
+    match *kind {
+        Kind::Code(Code::Fenced, line) => scan::checkbox(line).map(|_| UnreadKind::InFence),
+        Kind::Code(Code::String, line) => scan::checkbox(line).map(|_| UnreadKind::InString),
+        Kind::Heading(line) => heading_task(line).then_some(UnreadKind::Heading),
+        Kind::Other(line) => malformed_box(line).then_some(UnreadKind::Malformed),
+        _ => None,
+    }
 }
 
-/// Classify every line: (1-based line number, kind).
-fn scan(text: &str) -> impl Iterator<Item = (usize, LineKind<'_>)> {
-    let bom = text.starts_with('\u{feff}');
-    let mut fence: Option<(u8, usize)> = None;
-    lines_with_offsets(text)
-        .enumerate()
-        .map(move |(line_no, (mut offset, mut line))| {
-            let number = line_no + 1;
-            if number == 1 && bom {
-                line = &line[3..];
-                offset += 3;
-            }
-            if let Some((ch, len)) = fence {
-                if let Some((c, l)) = fence_of(line) {
-                    if c == ch
-                        && l >= len
-                        && line
-                            .trim_start()
-                            .trim_start_matches(ch as char)
-                            .trim()
-                            .is_empty()
-                    {
-                        fence = None;
-                    }
-                }
-                return (number, LineKind::Fenced);
-            }
-            if let Some(f) = fence_of(line) {
-                fence = Some(f);
-                return (number, LineKind::Fenced);
-            }
-            if is_heading(line) {
-                return (number, LineKind::Heading(line));
-            }
-            match task_line(line) {
-                Some((checked, mark, rest)) => {
-                    (number, LineKind::Task(checked, offset + mark, rest))
-                }
-                None => (number, LineKind::Other(line)),
-            }
-        })
+/// `### Task 1.2: …` or `## [ ] …`: a task written as a heading.
+fn heading_task(line: &str) -> bool {
+    let text = line.trim_start_matches('#').trim_start();
+    let after_task = text.strip_prefix("Task ").map(str::trim_start);
+    after_task.is_some_and(|t| t.starts_with(|c: char| c.is_ascii_digit()))
+        || text.starts_with("[ ]")
+        || text.starts_with("[x]")
+}
+
+/// A list item whose box is not one the format reads: `- []`, `-[ ]`, `- [ x]`, `- [o]`.
+fn malformed_box(line: &str) -> bool {
+    let t = &line[scan::indent_of(line)..];
+    if !matches!(t.as_bytes().first(), Some(b'-' | b'*' | b'+')) {
+        return false;
+    }
+    let after = &t[1..];
+    let Some(inner) = after.trim_start().strip_prefix('[') else {
+        return false;
+    };
+    let Some(close) = inner.find(']') else {
+        return false;
+    };
+    let mark = &inner[..close];
+    let looks_like_box = mark.chars().count() <= 3
+        && mark
+            .chars()
+            .all(|c| matches!(c, ' ' | 'x' | 'X' | '-' | '*' | '/' | '✓' | '✔' | 'o' | 'v'));
+    // A real box, or a link such as `- [x](url)`: not a malformed box.
+    looks_like_box && scan::checkbox(line).is_none() && !inner[close + 1..].starts_with('(')
 }
 
 /// Counts only, without building tasks: what `tasks count` needs, at a fraction of the cost
 /// of `parse` on a large file. Always equal to `parse(text).counts()`.
 pub fn count(text: &str) -> Counts {
-    let (mut total, mut completed) = (0, 0);
-    // The next task is the first unchecked one, or down its chain of unchecked fix tasks:
-    // only those are kept (borrowed), so a large file costs no allocation per task.
-    let mut pending: Vec<Pending<'_>> = Vec::new();
-    for (_, kind) in scan(text) {
-        if let LineKind::Task(checked, _, rest) = kind {
-            if checked {
+    let (mut total, mut completed, mut unread) = (0, 0, 0);
+    let mut pick = NextPick::default();
+    for (_, kind) in scan::scan(text) {
+        if let Kind::Task(item) = kind {
+            if item.checked {
                 completed += 1;
+                pick.see(total, item.depth, true, None, None);
+            } else if !pick.wants(item.depth)
+                && memchr::memchr(b'[', item.rest.as_bytes()).is_none()
+            {
+                // No marker, so not a fix, and not the pick: its id is never asked for.
+                pick.see(total, item.depth, false, None, None);
             } else {
-                let (id, rest) = split_id_str(rest);
+                let (id, rest) = split_id_str(item.rest);
                 let fixes = split_marker_strs(rest)
                     .0
                     .into_iter()
                     .find_map(|m| m.strip_prefix("FIX "));
-                if pending.is_empty() || fixes.is_some() {
-                    pending.push(Pending {
-                        index: total,
-                        id,
-                        fixes,
-                    });
-                }
+                pick.see(total, item.depth, false, id, fixes);
             }
             total += 1;
+        } else if unread_kind(&kind).is_some() {
+            unread += 1;
         }
     }
     Counts {
         total,
         completed,
         pending: total - completed,
-        next_index: next_pending(&pending).unwrap_or(total),
+        next_index: pick.finish().unwrap_or(total),
+        unread,
     }
 }
 
@@ -581,9 +692,9 @@ pub fn count(text: &str) -> Counts {
 /// line shows on every refresh. Always equal to `parse(text)`'s `counts()` and `next()`.
 pub fn headline(text: &str) -> (Counts, Option<(String, String)>) {
     let counts = count(text);
-    let next = scan(text)
+    let next = scan::scan(text)
         .filter_map(|(_, kind)| match kind {
-            LineKind::Task(_, _, rest) => Some(rest),
+            Kind::Task(item) => Some(item.rest),
             _ => None,
         })
         .nth(counts.next_index)
@@ -596,71 +707,126 @@ pub fn headline(text: &str) -> (Counts, Option<(String, String)>) {
 }
 
 pub fn parse(text: &str) -> TaskList {
-    let bom = text.starts_with('\u{feff}');
-    let crlf = text.contains("\r\n");
-    let mut tasks = Vec::new();
-    let mut open: Option<Open> = None;
-    let mut section = 0usize;
-    let mut phase: Option<String> = None;
-
-    for (number, kind) in scan(text) {
-        let line = match kind {
-            LineKind::Fenced => {
-                if let Some(o) = open.as_mut() {
-                    o.last_content_line = number;
-                }
-                continue;
-            }
-            LineKind::Heading(line) => {
-                close(open.take(), &mut tasks);
-                section += 1;
-                phase =
-                    Some(line.trim_start_matches('#').trim().to_string()).filter(|p| !p.is_empty());
-                continue;
-            }
-            LineKind::Task(checked, mark_offset, rest) => {
-                close(open.take(), &mut tasks);
-                let (id, rest) = split_id(rest);
-                let (markers, title) = split_markers(rest);
-                open = Some(Open {
-                    task: Task {
-                        index: tasks.len(),
-                        id,
-                        title: title.to_string(),
-                        checked,
-                        markers,
-                        line_start: number,
-                        line_end: number,
-                        phase: phase.clone(),
-                        do_: None,
-                        files: Vec::new(),
-                        done_when: None,
-                        verify: None,
-                        commit: None,
-                        depends: Vec::new(),
-                        mark_offset,
-                        section,
-                    },
-                    last_content_line: number,
-                    field: None,
-                });
-                continue;
-            }
-            LineKind::Other(line) => line,
-        };
-        let Some(o) = open.as_mut() else { continue };
-        if line.trim().is_empty() {
-            continue;
-        }
-        o.last_content_line = number;
-        if let Some((name, value)) = field_line(line) {
-            o.field = apply_field(&mut o.task, name, value);
-        } else if let Some(field) = o.field {
-            continue_field(&mut o.task, field, line);
-        }
+    let mut iter = iter(text);
+    let tasks = iter.by_ref().collect();
+    TaskList {
+        tasks,
+        bom: text.starts_with('\u{feff}'),
+        crlf: text.contains("\r\n"),
+        unread: iter.unread,
+        unclosed_fence: iter.scanner.unclosed.0,
     }
-    close(open, &mut tasks);
-    TaskList { tasks, bom, crlf }
+}
+
+/// The tasks of `text` one at a time, as `parse` reads them: `tasks list` streams a
+/// million tasks without holding them (the counts come from `count` first).
+pub fn iter(text: &str) -> Tasks<'_> {
+    Tasks {
+        scanner: scan::scan(text),
+        open: None,
+        index: 0,
+        section: 0,
+        phase: None,
+        unread: Vec::new(),
+    }
+}
+
+pub struct Tasks<'a> {
+    scanner: scan::Scanner<'a>,
+    open: Option<Open>,
+    index: usize,
+    section: usize,
+    phase: Option<String>,
+    /// The lines read so far that look like tasks and are not.
+    pub unread: Vec<Unread>,
+}
+
+impl Iterator for Tasks<'_> {
+    type Item = Task;
+
+    fn next(&mut self) -> Option<Task> {
+        for (number, kind) in self.scanner.by_ref() {
+            if let Some(kind) = unread_kind(&kind) {
+                self.unread.push(Unread { line: number, kind });
+            }
+            let line = match kind {
+                Kind::Code(code, line) => {
+                    if let Some(o) = self.open.as_mut() {
+                        o.last_content_line = number;
+                        if code != Code::Fence {
+                            o.block_line(line);
+                        }
+                    }
+                    continue;
+                }
+                Kind::Heading(line) => {
+                    self.section += 1;
+                    let phase = line.trim_start_matches('#').trim();
+                    self.phase = Some(phase.to_string()).filter(|p| !p.is_empty());
+                    match self.open.take() {
+                        Some(done) => return Some(done.close()),
+                        None => continue,
+                    }
+                }
+                Kind::Task(item) => {
+                    let task = new_task(self.index, item, number, &self.phase, self.section);
+                    self.index += 1;
+                    match self.open.replace(Open::new(task)) {
+                        Some(done) => return Some(done.close()),
+                        None => continue,
+                    }
+                }
+                Kind::Other(line) => line,
+            };
+            let Some(o) = self.open.as_mut() else {
+                continue;
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            o.last_content_line = number;
+            if let Some((name, value)) = field_line(line) {
+                o.field(name, value);
+            } else if !o.block_line(line) {
+                if let Some(field) = o.field {
+                    continue_field(&mut o.task, field, line);
+                }
+            }
+        }
+        self.open.take().map(Open::close)
+    }
+}
+
+fn new_task(
+    index: usize,
+    item: scan::Item<'_>,
+    line: usize,
+    phase: &Option<String>,
+    section: usize,
+) -> Task {
+    let (id, rest) = split_id(item.rest);
+    let (markers, title) = split_markers(rest);
+    Task {
+        index,
+        id,
+        title: title.to_string(),
+        checked: item.checked,
+        markers,
+        line_start: line,
+        line_end: line,
+        phase: phase.clone(),
+        do_: None,
+        files: Vec::new(),
+        done_when: None,
+        verify: None,
+        commit: None,
+        depends: Vec::new(),
+        no_verify: None,
+        depth: item.depth,
+        optional: item.optional,
+        mark_offset: item.mark,
+        section,
+    }
 }
 
 /// Set one task's checkbox, changing exactly one byte of `text`. Returns `None` when the
@@ -727,7 +893,7 @@ mod tests {
                 })
                 .collect();
             assert_eq!(
-                lines_with_offsets(text).collect::<Vec<_>>(),
+                scan::lines_with_offsets(text).collect::<Vec<_>>(),
                 want,
                 "{text:?}"
             );
@@ -749,11 +915,19 @@ mod tests {
     }
 
     #[test]
-    fn fenced_code_and_indented_checkboxes_are_not_tasks() {
-        let text = "- [ ] 1 Real\n  - [ ] sub step\n```md\n- [ ] fenced\n```\n~~~~\n- [ ] tilde\n~~~\n- [ ] still fenced\n~~~~\n   - [ ] indented\n- [x] 2 Real too\n";
+    fn fenced_checkboxes_are_not_tasks_and_are_counted_as_unread() {
+        let text = "- [ ] 1 Real\n```md\n- [ ] fenced\n```\n~~~~\n- [ ] tilde\n~~~\n- [ ] still fenced\n~~~~\n- [x] 2 Real too\n";
         let list = parse(text);
         assert_eq!(ids(&list), ["1", "2"]);
         assert_eq!(list.counts().total, 2);
+        assert_eq!(list.counts().unread, 3);
+        assert_eq!(
+            list.unread[0],
+            Unread {
+                line: 3,
+                kind: UnreadKind::InFence
+            }
+        );
         assert_eq!(count(text), list.counts());
     }
 
@@ -864,10 +1038,11 @@ mod tests {
                 total: 0,
                 completed: 0,
                 pending: 0,
-                next_index: 0
+                next_index: 0,
+                unread: 0
             }
         );
-        let list = parse("# Title\n\nSome prose.\n* [ ] star is not a task\n");
+        let list = parse("# Title\n\nSome prose.\n*[ ] not a list item\n");
         assert_eq!(list.counts().total, 0);
         assert!(list.next().is_none());
     }
@@ -917,5 +1092,163 @@ mod tests {
         let t = &list.tasks[0];
         assert_eq!(t.do_.as_deref(), Some("step one\n- step two"));
         assert_eq!(t.files, ["a.rs"]);
+    }
+
+    // Issue 26: each class of real task file the old reader misread silently.
+
+    #[test]
+    fn a_heredoc_or_multi_line_string_in_a_task_holds_no_tasks() {
+        let text = "- [ ] 4.1 Create PR\n  - **Do**: `gh pr create --body \"$(cat <<'EOF'\n## Summary\n- [ ] CI checks pass\nEOF\n)\"`\n  - **Verify**: `gh pr view`\n- [ ] 4.2 Merge\n  - **Verify**: `gh pr checks --body \"## Plan\n- [ ] Verify it\n\\`x\\` escaped\n- [x] Done\" && echo ok`\n- [ ] 4.3 Last\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["4.1", "4.2", "4.3"]);
+        assert_eq!(list.tasks[0].verify.as_deref(), Some("gh pr view"));
+        assert_eq!(
+            list.tasks[0].phase, None,
+            "the string's `## Summary` is no heading"
+        );
+        let kinds: Vec<_> = list.unread.iter().map(|u| (u.line, u.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (4, UnreadKind::InString),
+                (10, UnreadKind::InString),
+                (12, UnreadKind::InString)
+            ]
+        );
+        assert_eq!(count(text), list.counts());
+        // A backtick or heredoc that never closes hides nothing.
+        let open =
+            "- [ ] 1 A\n  - **Do**: run `this\n- [ ] 2 B\n  - **Do**: cat <<EOF\n- [ ] 3 C\n";
+        assert_eq!(ids(&parse(open)), ["1", "2", "3"]);
+    }
+
+    #[test]
+    fn nested_items_are_sub_tasks_run_before_their_parent() {
+        let text = "- [x] 1.1 Parent\n  - [ ] 1.1.1 Unfinished\n  - [x] 1.1.2 Done\n- [ ] 2 Next\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["1.1", "1.1.1", "1.1.2", "2"]);
+        assert_eq!(list.tasks[1].depth, 1);
+        let c = list.counts();
+        assert_eq!((c.total, c.pending, c.next_index), (4, 2, 1));
+        assert!(!list.all_checked());
+        // An unchecked parent waits for its unchecked parts, deepest first.
+        let text = "- [ ] 1 Parent\n  - [x] 1.1 A\n  - [ ] 1.2 B\n    - [ ] 1.2.1 C\n- [ ] 2 D\n";
+        let list = parse(text);
+        assert_eq!(list.next().unwrap().label(), "1.2.1");
+        assert_eq!(list.tasks[list.next_index_after(3)].label(), "1.2");
+        assert_eq!(count(text), list.counts());
+        let done = parse(&text.replace("[ ] 1.2.1", "[x] 1.2.1"));
+        assert_eq!(done.tasks[done.next_index_after(2)].label(), "1");
+        assert_eq!(headline(text).1.unwrap().0, "1.2.1");
+    }
+
+    #[test]
+    fn kiro_in_progress_and_optional_boxes_are_tasks_not_done() {
+        let text =
+            "- [-] 1. Started\n- [ ]* 2. Optional tests\n- [x]* 3. Optional done\n- [x] 4. Done\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["1", "2", "3", "4"]);
+        assert!(!list.tasks[0].checked && list.tasks[1].optional && list.tasks[2].checked);
+        assert_eq!(list.tasks[1].title, "Optional tests");
+        let c = list.counts();
+        assert_eq!((c.total, c.completed, c.next_index), (4, 2, 0));
+        // Ticking `[-]` writes one byte, as for any box.
+        let out = set_checked(text, &list.tasks[0], true).unwrap();
+        assert_eq!(out, text.replacen("[-]", "[x]", 1));
+    }
+
+    #[test]
+    fn ids_with_letters_keep_their_markers() {
+        let text = "- [ ] V4 [VERIFY] Gate\n- [ ] VE1 [VERIFY] E2E\n- [ ] VF [VERIFY] Final\n- [ ] T001 [P] Par\n- [ ] T003A [VERIFY] Check\n- [ ] CI checks pass\n- [ ] TXXX Code cleanup\n- [ ] 2FA support\n";
+        let list = parse(text);
+        let got: Vec<(Option<&str>, &[String])> = list
+            .tasks
+            .iter()
+            .map(|t| (t.id.as_deref(), t.markers.as_slice()))
+            .collect();
+        let v = vec!["VERIFY".to_string()];
+        let p = vec!["P".to_string()];
+        let none: Vec<String> = Vec::new();
+        assert_eq!(
+            got,
+            [
+                (Some("V4"), v.as_slice()),
+                (Some("VE1"), v.as_slice()),
+                (Some("VF"), v.as_slice()),
+                (Some("T001"), p.as_slice()),
+                (Some("T003A"), v.as_slice()),
+                (None, none.as_slice()),
+                (None, none.as_slice()),
+                (None, none.as_slice()),
+            ]
+        );
+        assert_eq!(list.tasks[5].title, "CI checks pass");
+        assert_eq!(count(text), list.counts());
+    }
+
+    #[test]
+    fn an_unclosed_fence_is_reported_with_what_it_hides() {
+        let text = "- [ ] 1 A\n\n```bash\necho\n\n- [ ] 2 B\n- [x] 3 C\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["1"]);
+        assert_eq!(list.unclosed_fence, Some(3));
+        assert_eq!(list.counts().unread, 2);
+        assert_eq!(count(text), list.counts());
+        // Found by the fuzz run: a fence or string opener on a last line without `\n`.
+        for text in [
+            "- [ ] 1 A\n```",
+            "- [ ] 1 A\n  - **Do**: `x",
+            "- [ ] 1 A\n  ~~~\r",
+        ] {
+            assert_eq!(count(text), parse(text).counts(), "{text:?}");
+        }
+        // A fence inside a list item ends with the item, as in CommonMark.
+        let text = "- [ ] 1 A\n  - **Do**:\n    ```\n    x\n- [ ] 2 B\n";
+        let list = parse(text);
+        assert_eq!(
+            (ids(&list), list.unclosed_fence),
+            (vec!["1".into(), "2".into()], None)
+        );
+    }
+
+    #[test]
+    fn gfm_task_items_and_field_forms() {
+        let text =
+            "* [ ] 1 Star\n+ [x] 2 Plus\n- [\t] 3 Tab\n1. [ ] 4 Ordered\n- [ ]\t5 Tab after\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["1", "2", "3", "4", "5"]);
+        assert_eq!(list.counts().completed, 1);
+        let text = "- [ ] 1 A\n  - **Commit**: None\n- [ ] 2 B\n  - **Commit**: (none, PR only)\n";
+        assert!(parse(text).tasks.iter().all(|t| t.commit.is_none()));
+        let text = "- [ ] 1 Fenced\n  - **Verify**:\n    ```bash\n    cargo test\n    cargo clippy\n    ```\n  - **Commit**: `x`\n- [ ] 2 Indented\n  - **Verify**:\n      npm test\n- [ ] 3 Said then shown\n  - **Verify**: Run the suite:\n    ```\n    make check\n    ```\n";
+        let list = parse(text);
+        let verify: Vec<Option<&str>> = list.tasks.iter().map(|t| t.verify_command()).collect();
+        assert_eq!(
+            verify,
+            [
+                Some("cargo test\ncargo clippy"),
+                Some("npm test"),
+                Some("make check")
+            ]
+        );
+        assert_eq!(list.tasks[0].commit.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn malformed_boxes_and_heading_tasks_are_unread() {
+        let text = "### Task 1.1: Heading task\n- []  1 Empty box\n-[ ] 2 No space\n- [ x] 3 Spaced\n- [link](url)\n- [ ] 4 Real\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["4"]);
+        let kinds: Vec<_> = list.unread.iter().map(|u| (u.line, u.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                (1, UnreadKind::Heading),
+                (2, UnreadKind::Malformed),
+                (3, UnreadKind::Malformed),
+                (4, UnreadKind::Malformed)
+            ]
+        );
+        assert_eq!(count(text), list.counts());
     }
 }

@@ -1,0 +1,490 @@
+//! The structural pre-pass over tasks.md: which lines are task items, headings, code or
+//! text. One reading of Markdown structure for every consumer (parse, count, headline,
+//! lint), written by hand rather than with a CommonMark parser because the files it
+//! reads break CommonMark on purpose: a `gh pr create --body "$(cat <<'EOF'` inside a
+//! task's Do puts column-0 `## Summary` and `- [ ] CI checks pass` lines into a shell
+//! string, which a Markdown parser reads as a heading and a task (DESIGN-NOTES
+//! "Inbox: reading real task files").
+//!
+//! - A task item is a GFM task list item at any indent: `-`, `*`, `+` or `1.`/`1)`, then
+//!   `[ ]`, `[x]`, `[X]`, a tab in the box, or Kiro's `[-]` (in progress: not done), then
+//!   an optional `*` (Kiro's optional task). Its depth is its nesting under earlier items.
+//! - Fences (``` or ~~~, at any indent) hide their lines up to their closer, as their
+//!   author meant, even where a line inside is indented less than the opener. An indented
+//!   fence with no closer ends with its list item (the first non-blank line indented less
+//!   than the opener, as in CommonMark); one at column 0–1 with no closer runs to the end
+//!   of the file (reported by `unclosed`).
+//! - Inside a task's block, a line that leaves a code span open or opens a heredoc
+//!   (`<<'EOF'`) starts a multi-line string running to its close; the string's lines are
+//!   code. A string that never closes is not a string (nothing is hidden by it).
+
+/// One task item line as the scanner reads it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Item<'a> {
+    pub checked: bool,
+    /// Byte offset (in the whole text) of the character inside the box.
+    pub mark: usize,
+    /// Nesting under earlier task items: 0 at the top.
+    pub depth: usize,
+    /// Kiro's `[ ]*`: the plan marks the task optional.
+    pub optional: bool,
+    /// Text after the box.
+    pub rest: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Code {
+    /// A fence's opening or closing line.
+    Fence,
+    /// A line inside a fenced block.
+    Fenced,
+    /// A line of a multi-line string or heredoc in a task's text.
+    String,
+}
+
+/// What one line of tasks.md is.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kind<'a> {
+    Code(Code, &'a str),
+    Heading(&'a str),
+    Task(Item<'a>),
+    Other(&'a str),
+}
+
+/// A fence that was never closed: its 1-based opening line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Unclosed(pub Option<usize>);
+
+/// The lines of `text`: (byte offset of line start, line without `\n`/`\r\n`). As
+/// `split_inclusive('\n')`, with memchr: half of `tasks count` was the line search.
+pub(super) struct Lines<'a> {
+    text: &'a str,
+    start: usize,
+}
+
+pub(super) fn lines_with_offsets(text: &str) -> Lines<'_> {
+    Lines { text, start: 0 }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (usize, &'a str);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let text = self.text;
+        if self.start >= text.len() {
+            return None;
+        }
+        let end = next_line_end(text.as_bytes(), self.start);
+        let raw = &text[self.start..end];
+        let line_start = std::mem::replace(&mut self.start, end);
+        let line = raw.strip_suffix('\n').unwrap_or(raw);
+        Some((line_start, line.strip_suffix('\r').unwrap_or(line)))
+    }
+}
+
+pub(super) fn indent_of(line: &str) -> usize {
+    line.bytes()
+        .take_while(|&b| b == b' ' || b == b'\t')
+        .count()
+}
+
+#[derive(Clone, Copy)]
+struct Fence {
+    ch: u8,
+    len: usize,
+    indent: usize,
+    line: usize,
+    /// A closer follows somewhere: the fence runs to it whatever the indentation.
+    closed: bool,
+}
+
+/// A fence opener/closer: ``` or ~~~ (3 or more) after any indent; a backtick fence's
+/// info string holds no backtick (CommonMark), so "```a``` b" is an inline span.
+fn fence_of(line: &str) -> Option<(u8, usize, usize)> {
+    let indent = indent_of(line);
+    let bytes = &line.as_bytes()[indent..];
+    let ch = *bytes.first()?;
+    if ch != b'`' && ch != b'~' {
+        return None;
+    }
+    let run = bytes.iter().take_while(|&&b| b == ch).count();
+    let info_ok = ch == b'~' || !bytes[run..].contains(&b'`');
+    (run >= 3 && info_ok).then_some((ch, run, indent))
+}
+
+fn closes(fence: &Fence, line: &str) -> bool {
+    fence_of(line).is_some_and(|(c, l, _)| {
+        c == fence.ch && l >= fence.len && line.trim().bytes().all(|b| b == c)
+    })
+}
+
+/// An ATX heading at column 0: 1–6 `#` then a space, a tab or the end of the line
+/// (`#hashtag` and `#5` are prose, as in CommonMark).
+pub(super) fn is_heading(line: &str) -> bool {
+    let hashes = line.bytes().take_while(|&b| b == b'#').count();
+    (1..=6).contains(&hashes) && matches!(line.as_bytes().get(hashes), None | Some(b' ' | b'\t'))
+}
+
+/// The list marker at the start of `line` (after `indent`): its length with the one
+/// space or tab after it. `-`, `*`, `+`, or 1–9 digits then `.` or `)`.
+fn bullet_len(b: &[u8]) -> Option<usize> {
+    let marker = match b.first()? {
+        b'-' | b'*' | b'+' => 1,
+        b'0'..=b'9' => {
+            let digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+            (digits <= 9 && matches!(b.get(digits), Some(b'.' | b')'))).then_some(digits + 1)?
+        }
+        _ => return None,
+    };
+    matches!(b.get(marker), Some(b' ' | b'\t')).then_some(marker + 1)
+}
+
+/// A task item line: (indent, offset of the mark in `line`, checked, optional, rest).
+pub(super) fn checkbox(line: &str) -> Option<(usize, usize, bool, bool, &str)> {
+    let indent = indent_of(line);
+    let b = &line.as_bytes()[indent..];
+    let box_at = bullet_len(b)?;
+    let bx = b.get(box_at..box_at + 3)?;
+    if bx[0] != b'[' || bx[2] != b']' {
+        return None;
+    }
+    let checked = match bx[1] {
+        b' ' | b'\t' | b'-' => false,
+        b'x' | b'X' => true,
+        _ => return None,
+    };
+    let mut after = box_at + 3;
+    let optional = b.get(after) == Some(&b'*');
+    if optional {
+        after += 1;
+    }
+    match b.get(after) {
+        None => Some((indent, indent + box_at + 1, checked, optional, "")),
+        Some(b' ' | b'\t') => Some((
+            indent,
+            indent + box_at + 1,
+            checked,
+            optional,
+            &line[indent + after + 1..],
+        )),
+        _ => None,
+    }
+}
+
+/// The length of a backtick run left open on `line` (a code span continuing on later
+/// lines), if any. A run closes at the next run of the same length; `\`` is escaped.
+fn open_code_span(line: &str) -> Option<usize> {
+    let b = line.as_bytes();
+    let mut open: Option<usize> = None;
+    let mut i = find(b'`', b)?;
+    loop {
+        let run = b[i..].iter().take_while(|&&c| c == b'`').count();
+        let escaped = i > 0 && b[i - 1] == b'\\';
+        if !escaped {
+            open = match open {
+                Some(len) if len == run => None,
+                Some(len) => Some(len),
+                None => Some(run),
+            };
+        }
+        match find(b'`', &b[i + run..]) {
+            Some(next) => i += run + next,
+            None => return open,
+        }
+    }
+}
+
+/// The byte offset just past the line holding the next unescaped run of exactly `len`
+/// backticks at or after `from`.
+fn span_close(text: &str, from: usize, len: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = from;
+    while let Some(found) = memchr::memchr(b'`', &b[i..]) {
+        let at = i + found;
+        let run = b[at..].iter().take_while(|&&c| c == b'`').count();
+        if run == len && (at == 0 || b[at - 1] != b'\\') {
+            return Some(line_end(text, at));
+        }
+        i = at + run;
+    }
+    None
+}
+
+fn line_end(text: &str, at: usize) -> usize {
+    memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |n| at + n + 1)
+}
+
+/// `line_end` for the line-by-line walk: a plan's lines are short (30 bytes is typical),
+/// where memchr's set-up costs more than the search: `find` reads them a word at a time.
+fn next_line_end(b: &[u8], at: usize) -> usize {
+    find(b'\n', &b[at..]).map_or(b.len(), |n| at + n + 1)
+}
+
+/// The first `needle` in `hay`. The first 64 bytes are read a word at a time (the zero-byte
+/// test of `word ^ needle`, exact for the lowest byte it marks), the rest by memchr: a plan's
+/// lines are short, where memchr's set-up costs more than the search.
+fn find(needle: u8, hay: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let short = hay.len().min(64);
+    if short < 8 {
+        return hay.iter().position(|&c| c == needle);
+    }
+    let mut i = 0;
+    loop {
+        // The last word overlaps the one before it: those bytes hold no needle.
+        let at = i.min(short - 8);
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&hay[at..at + 8]);
+        let x = u64::from_le_bytes(word) ^ (ONES * u64::from(needle));
+        let found = x.wrapping_sub(ONES) & !x & HIGHS;
+        if found != 0 {
+            return Some(at + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+        if i >= short {
+            break;
+        }
+    }
+    if short == hay.len() {
+        return None;
+    }
+    memchr::memchr(needle, &hay[short..]).map(|n| short + n)
+}
+
+/// The delimiter of a heredoc `line` opens (`<<EOF`, `<<-'EOF'`, `<< "END"`) and does
+/// not close on the same line.
+fn heredoc_word(line: &str) -> Option<&str> {
+    let b = line.as_bytes();
+    let mut at = find(b'<', b)?;
+    while b.get(at + 1) != Some(&b'<') {
+        at += 1 + find(b'<', &b[at + 1..])?;
+    }
+    let rest = line[at + 2..].trim_start_matches('-').trim_start();
+    let quoted = rest.starts_with(['\'', '"']);
+    let body = if quoted { &rest[1..] } else { rest };
+    let len = body
+        .bytes()
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .count();
+    let word = &body[..len];
+    let after = &body[len..];
+    (len > 0 && !word.as_bytes()[0].is_ascii_digit() && !after.contains(word)).then_some(word)
+}
+
+/// The byte offset just past the line that is `word` alone, at or after `from`.
+fn heredoc_close(text: &str, from: usize, word: &str) -> Option<usize> {
+    lines_with_offsets(&text[from..])
+        .find(|(_, l)| l.trim() == word)
+        .map(|(at, _)| line_end(text, from + at))
+}
+
+/// Where a multi-line string opened on `line` (ending at byte `next`) ends: just past
+/// its closing line. `None` when the line opens none, or the string never closes.
+fn string_end(text: &str, line: &str, next: usize) -> Option<usize> {
+    let span = open_code_span(line);
+    let heredoc = heredoc_word(line).and_then(|w| heredoc_close(text, next, w));
+    match (heredoc, span) {
+        (Some(end), Some(len)) => Some(span_close(text, end, len).unwrap_or(end)),
+        (Some(end), None) => Some(end),
+        (None, Some(len)) => span_close(text, next, len),
+        (None, None) => None,
+    }
+}
+
+/// The line classifier; an iterator so `count` allocates nothing per line.
+pub(super) struct Scanner<'a> {
+    text: &'a str,
+    lines: std::iter::Enumerate<Lines<'a>>,
+    bom: bool,
+    fence: Option<Fence>,
+    /// Byte offset the current multi-line string ends at (lines before it are code).
+    string_until: usize,
+    /// Indents of the task items the current line may nest under.
+    stack: Vec<usize>,
+    in_task: bool,
+    /// Per fence character, the shortest run no closer was found for past `.1`: a later
+    /// opener at least that long has none either (keeps the look-ahead linear).
+    no_closer: [Option<(usize, usize)>; 2],
+    pub unclosed: Unclosed,
+}
+
+pub(super) fn scan(text: &str) -> Scanner<'_> {
+    Scanner {
+        text,
+        lines: lines_with_offsets(text).enumerate(),
+        bom: text.starts_with('\u{feff}'),
+        fence: None,
+        string_until: 0,
+        stack: Vec::new(),
+        in_task: false,
+        no_closer: [None, None],
+        unclosed: Unclosed::default(),
+    }
+}
+
+impl<'a> Scanner<'a> {
+    /// Whether a closer for a fence of `len` `ch`s follows byte `from`.
+    fn has_closer(&mut self, ch: u8, len: usize, from: usize) -> bool {
+        let slot = usize::from(ch == b'~');
+        if self.no_closer[slot].is_some_and(|(l, at)| len >= l && from >= at) {
+            return false;
+        }
+        let probe = Fence {
+            ch,
+            len,
+            indent: 0,
+            line: 0,
+            closed: false,
+        };
+        let found = lines_with_offsets(&self.text[from..]).any(|(_, l)| closes(&probe, l));
+        if !found {
+            self.no_closer[slot] = Some((len, from));
+        }
+        found
+    }
+
+    fn classify(&mut self, number: usize, offset: usize, line: &'a str) -> Kind<'a> {
+        if offset < self.string_until {
+            return Kind::Code(Code::String, line);
+        }
+        let indent = indent_of(line);
+        let blank = indent == line.len();
+        // Just past this line (its `\r\n` or `\n` included): where look-aheads start.
+        let text = self.text;
+        let next = || {
+            let b = text.as_bytes();
+            let mut end = offset + line.len();
+            end += usize::from(b.get(end) == Some(&b'\r'));
+            end + usize::from(b.get(end) == Some(&b'\n'))
+        };
+        if let Some(f) = self.fence {
+            let dedent = !f.closed && f.indent >= 2 && !blank && indent < f.indent;
+            if !dedent {
+                if closes(&f, line) {
+                    self.fence = None;
+                    return Kind::Code(Code::Fence, line);
+                }
+                // A heredoc in the block may dedent to column 0 without ending the block.
+                if let Some(end) =
+                    heredoc_word(line).and_then(|w| heredoc_close(self.text, next(), w))
+                {
+                    self.string_until = end;
+                }
+                return Kind::Code(Code::Fenced, line);
+            }
+            // A list item's fence ends with its item (CommonMark): read the line anew.
+            self.fence = None;
+        }
+        match line.as_bytes().get(indent) {
+            Some(b'`' | b'~') => {
+                if let Some((ch, len, indent)) = fence_of(line) {
+                    let closed = self.has_closer(ch, len, next());
+                    self.fence = Some(Fence {
+                        ch,
+                        len,
+                        indent,
+                        line: number,
+                        closed,
+                    });
+                    return Kind::Code(Code::Fence, line);
+                }
+            }
+            Some(b'#') if indent == 0 && is_heading(line) => {
+                self.stack.clear();
+                self.in_task = false;
+                return Kind::Heading(line);
+            }
+            // A bullet's box is 2 bytes on (`- [`): most field lines (`- **Verify**`) stop here.
+            Some(b'-' | b'*' | b'+') if line.as_bytes().get(indent + 2) != Some(&b'[') => {}
+            Some(b'-' | b'*' | b'+' | b'0'..=b'9') => {
+                if let Some((indent, mark, checked, optional, rest)) = checkbox(line) {
+                    return Kind::Task(self.item(indent, offset + mark, checked, optional, rest));
+                }
+            }
+            _ => {}
+        }
+        if !blank {
+            while self.stack.last().is_some_and(|&i| i >= indent) {
+                self.stack.pop();
+            }
+            if self.in_task {
+                if let Some(end) = string_end(self.text, line, next()) {
+                    self.string_until = end;
+                }
+            }
+        }
+        Kind::Other(line)
+    }
+
+    /// A task item at `indent`: nested under the items before it that are less indented.
+    fn item(
+        &mut self,
+        indent: usize,
+        mark: usize,
+        checked: bool,
+        optional: bool,
+        rest: &'a str,
+    ) -> Item<'a> {
+        while self.stack.last().is_some_and(|&i| i >= indent) {
+            self.stack.pop();
+        }
+        let depth = self.stack.len();
+        self.stack.push(indent);
+        self.in_task = true;
+        Item {
+            checked,
+            mark,
+            depth,
+            optional,
+            rest,
+        }
+    }
+}
+
+impl<'a> Iterator for Scanner<'a> {
+    /// (1-based line number, byte offset of the line, kind).
+    type Item = (usize, Kind<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let Some((line_no, (mut offset, mut line))) = self.lines.next() else {
+            if let Some(f) = self.fence.take() {
+                self.unclosed = Unclosed(Some(f.line));
+            }
+            return None;
+        };
+        let number = line_no + 1;
+        if number == 1 && self.bom {
+            line = &line[3..];
+            offset += 3;
+        }
+        Some((number, self.classify(number, offset, line)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_agrees_with_memchr_at_every_length_and_place() {
+        for len in 0..150 {
+            for at in 0..=len {
+                let mut hay = vec![b'a'; len];
+                if at < len {
+                    hay[at] = b'\n';
+                    // A byte just above the needle and one equal to needle + 0x80 must not
+                    // be taken for it.
+                    if at + 1 < len {
+                        hay[at + 1] = b'\x0b';
+                    }
+                }
+                assert_eq!(find(b'\n', &hay), memchr::memchr(b'\n', &hay), "{len} {at}");
+                assert_eq!(find(b'\x8a', &hay), None);
+            }
+        }
+        let text = "a\r\nbb\n\nccc";
+        let lines: Vec<_> = lines_with_offsets(text).collect();
+        assert_eq!(lines, [(0, "a"), (3, "bb"), (6, ""), (7, "ccc")]);
+    }
+}
