@@ -15,7 +15,7 @@
 //! SessionStart 10 s, PreToolUse 5 s: where Claude Code kills it), a verb's `common::BOUND`
 //! (15 s).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -406,16 +406,32 @@ fn copy_project(from: &Path, to: &Path) {
         .status()
         .unwrap();
     assert!(status.success());
-    // The member worktree's links name the prepared project: point them at the copy.
-    let worktrees = to.join(".specrun/worktrees/demo");
-    if let Ok(entries) = std::fs::read_dir(&worktrees) {
-        let paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        let mut repair = Command::new("git");
-        repair
-            .current_dir(to)
-            .args(["worktree", "repair"])
-            .args(&paths);
-        assert!(repair.output().unwrap().status.success());
+    // The member worktrees' links name the prepared project: point them at the copy, so no
+    // command in a copy writes into the prepared project's git directory while another
+    // thread copies it (`git worktree repair` left them pointing there).
+    let canonical = from.canonicalize().unwrap();
+    let retarget = |file: &Path| {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            return;
+        };
+        let text = text
+            .replace(&*canonical.to_string_lossy(), &to.to_string_lossy())
+            .replace(&*from.to_string_lossy(), &to.to_string_lossy());
+        std::fs::write(file, &text).unwrap();
+        assert!(
+            !text.contains(&*from.to_string_lossy()),
+            "{}: {text}",
+            file.display()
+        );
+    };
+    for dir in [".specrun/worktrees/demo", ".git/worktrees"] {
+        let Ok(entries) = std::fs::read_dir(to.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            retarget(&entry.path().join(".git"));
+            retarget(&entry.path().join("gitdir"));
+        }
     }
 }
 
