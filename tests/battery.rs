@@ -4,8 +4,8 @@
 //!
 //! The fields are derived, not listed: every leaf of a state the real verbs wrote (task
 //! start, verify, critique, task complete, task fail, an isolated group, the Stop hook
-//! reading a transcript) and every path of the type check's tables
-//! (`specrun::model::state::known_fields`: the type check's tables and the typed records' keys).
+//! reading a transcript) and every field of the typed records the type check derives from
+//! (`specrun::model::state::known_fields`).
 //! Task ids and list indices become `*`: the value goes into every entry. Each field gets
 //! every boundary value of the type the verbs gave it, null and one value of another type
 //! (`values_for`). One project is prepared once; each mutation runs in a copy of it, four

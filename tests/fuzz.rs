@@ -201,7 +201,7 @@ fn decide_everything(doc: &Value) {
     };
     let _ = protocol::resume(&typed, raises, Some("s2"), now);
     let _ = protocol::cancel(&typed, now);
-    let _ = state::resume_command("demo", state::View(doc));
+    let _ = typed.resume_command("demo");
 }
 
 proptest! {

@@ -14,6 +14,7 @@ use crate::evidence::verify::{self, Freshness, Slot};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
+use crate::model::state::{self, State};
 
 pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
     match cmd {
@@ -55,11 +56,11 @@ fn read_input(project: &Project, file: Option<&str>) -> Result<Value> {
 }
 
 /// The task's evidence record, if the state file exists and holds one.
-fn task_evidence(spec: &Spec, task: &str) -> Result<(Option<Value>, Option<Value>)> {
-    let state = store::read_json(&spec.state_path())?;
+fn task_evidence(spec: &Spec, task: &str) -> Result<(Option<State>, Option<Value>)> {
+    let state = state::read_lenient(&spec.state_path())?;
     let record = state
         .as_ref()
-        .and_then(|s| Slot::Task(task.to_string()).record_in(s))
+        .and_then(|s| Slot::Task(task.to_string()).record_of(s))
         .cloned();
     Ok((state, record))
 }
@@ -120,7 +121,7 @@ fn record(
         // gate judges freshness, but the executor hears about it now.
         if let Some(state) = &state {
             let slot = Slot::Task(task.to_string());
-            if verify::check_record(project, spec, slot.record_in(state)) == Freshness::Stale {
+            if verify::check_record(project, spec, slot.record_of(state)) == Freshness::Stale {
                 output::warn(&format!(
                     "taskEvidence[{task}] is stale: the tree changed since the tests ran; re-run them before completing the task"
                 ));

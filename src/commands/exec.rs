@@ -57,8 +57,7 @@ impl<'a> Exec<'a> {
     /// The state read under its (already held) lock; a missing file says how to create one.
     fn read_state(&self) -> Result<State> {
         let path = self.spec.state_path();
-        let bytes = store::read_optional(&path)?.ok_or_else(|| no_state(&self.spec))?;
-        State::from_slice(&path, &bytes)
+        state::read(&path, state::Reading::Checked)?.ok_or_else(|| no_state(&self.spec))
     }
 
     /// Apply a verb's patch to the state read under the lock and write it atomically. The

@@ -13,7 +13,7 @@ use crate::commands::exec::Exec;
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
-use crate::model::state::{Phase, State};
+use crate::model::state::Phase;
 use crate::next::facts::{self, StateRead};
 
 pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
@@ -43,7 +43,7 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
             .map(str::to_string),
         max_turns: args
             .max_turns
-            .or_else(|| state_doc.map(State::max_global_iterations))
+            .or_else(|| state_doc.map(|s| s.max_global_iterations()))
             .unwrap_or(goal::DEFAULT_MAX_TURNS),
     };
     let condition = goal::build_condition(&facts);

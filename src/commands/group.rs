@@ -443,9 +443,12 @@ fn verify_merged(
         .as_deref()
         .and_then(|id| list.find(id).ok())
         .filter(|t| t.verify_command().is_some());
-    let state = store::read_json(&spec.state_path())?.unwrap_or(Value::Null);
-    let recorded = state
-        .pointer("/verificationBlocks/execution/command")
+    let state = crate::model::state::read_lenient(&spec.state_path())?;
+    let execution = state
+        .as_ref()
+        .and_then(|s| s.verification_block("execution"));
+    let recorded = execution
+        .and_then(|r| r.get("command"))
         .and_then(Value::as_str)
         .map(str::to_string);
     let (slot, command) = match (verify_task, &args.command, recorded) {

@@ -26,11 +26,11 @@ use crate::hooks::{
 };
 use crate::io::events::{By, Event, Tag};
 use crate::io::project::{Project, Spec};
-use crate::model::state::{self, State, View};
+use crate::model::state::{Phase, State};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
-use crate::next::facts::{read_state, StateRead};
-use crate::next::gates::{self, completion_gates_json as completion_gates, evidence_fact};
+use crate::next::facts::{read_typed as read_state, StateRead};
+use crate::next::gates::{self, completion_gates, evidence_fact};
 use crate::{
     evidence::criteria, evidence::critique, evidence::proof, evidence::testlog, hooks::claims,
     hooks::uncounted, io::events, io::git, io::notify, io::output, io::store,
@@ -170,7 +170,7 @@ impl HookInput {
 struct Active {
     project: Project,
     spec: Spec,
-    state: Value,
+    state: State,
 }
 
 /// What locating the active execution found.
@@ -251,14 +251,14 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
         StateRead::Valid(state) if hook::executing(&state) => Located::Executing(Active {
             project,
             spec,
-            state,
+            state: *state,
         }),
         // A cancelled execution still denies new work (PreToolUse), nothing else.
-        StateRead::Valid(state) if View(&state).phase() == Some("cancelled") => {
+        StateRead::Valid(state) if state.phase() == Some(Phase::Cancelled) => {
             Located::Cancelled(Active {
                 project,
                 spec,
-                state,
+                state: *state,
             })
         }
         StateRead::Valid(_) => Located::Nothing,
@@ -338,7 +338,7 @@ fn under_lock(
     event: HookEvent,
     input: &HookInput,
     active: &Active,
-    change: impl FnOnce(&Value) -> Result<Option<Outcome>>,
+    change: impl FnOnce(&State) -> Result<Option<Outcome>>,
 ) -> Option<HookAnswer> {
     let (project, spec) = (&active.project, &active.spec);
     let path = spec.state_path();
@@ -353,7 +353,7 @@ fn under_lock(
         }
         Err(e) => return not_counted(event, input, active, "error", &e.to_string()),
     };
-    let state = match read_state(&path) {
+    let mut state = match read_state(&path) {
         StateRead::Valid(s) => s,
         StateRead::Absent => return None,
         StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error),
@@ -367,8 +367,8 @@ fn under_lock(
         };
         let file = path.display().to_string();
         if outcome.patch.as_object().is_some_and(|p| !p.is_empty()) {
-            let next = state::apply_patch(Some(state), &outcome.patch, &file)?;
-            store::write_atomic(&path, &store::to_pretty_bytes(&next))?;
+            state.merge(&outcome.patch, &file)?;
+            store::write_atomic(&path, &store::to_pretty_bytes(&state))?;
         }
         Ok(Some(outcome))
     });
@@ -415,17 +415,15 @@ fn not_counted(
     }
     let name = &active.spec.name;
     let ledger = uncounted::record(project, name, input.session(), cause);
-    let offset = uncounted::offset_json(&active.state);
+    let offset = uncounted::offset(&active.state);
     let mut missed = uncounted::since(project, name, offset).count;
     if ledger.is_err() {
         missed += 1;
     }
     let ledger_error = ledger.err().map(|e| e.to_string());
-    // issue-12 boundary: read_state type-checked the document.
-    let typed = State::from_value(&active.state).unwrap_or_default();
     let (decision, outcome_rule) = hook::decide_uncounted_stop(
         name,
-        &typed,
+        &active.state,
         missed.max(1),
         cause,
         ledger_error.as_deref(),
@@ -478,13 +476,6 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
     notify::send(project, &event);
 }
 
-/// issue-12 boundary: the typed state of a document `read_state` already type-checked
-/// (only shaped here, not checked twice on the hook's path).
-fn typed_state(spec: &Spec, doc: &Value) -> Result<State> {
-    // A copy moved into place costs less than serde's walk over a borrowed document.
-    State::from_checked(doc.clone(), &spec.state_path().display().to_string())
-}
-
 fn load_tasks(spec: &Spec) -> Result<TaskList> {
     tasks_file::load(&spec.tasks_path()).map(|loaded| loaded.list)
 }
@@ -496,9 +487,9 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     // A completion claim's gates fingerprint the tree (git): judged from the state read
     // before the lock, and kept if what they read is unchanged under it.
     let claim = hook::claims_all_complete(input.str("last_assistant_message"));
-    let early = (claim && View(&active.state).halt().is_none()).then(|| {
+    let early = (claim && active.state.halt().is_none()).then(|| {
         let gates = completion_gates(&active.project, &active.spec, &active.state);
-        (gates::completion_key_json(&active.state), gates)
+        (gates::completion_key(&active.state), gates)
     });
     under_lock(HookEvent::Stop, input, &active, |state| {
         let (project, spec) = (&active.project, &active.spec);
@@ -508,12 +499,11 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
         let usage = read.usage.clone();
         let agents = hook_cost::reread_pending(state);
         let message = input.str("last_assistant_message");
-        let completion = (hook::claims_all_complete(message) && View(state).halt().is_none()).then(
-            || match early {
-                Some((key, gates)) if key == gates::completion_key_json(state) => gates,
+        let completion =
+            (hook::claims_all_complete(message) && state.halt().is_none()).then(|| match early {
+                Some((key, gates)) if key == gates::completion_key(state) => gates,
                 _ => completion_gates(project, spec, state),
-            },
-        );
+            });
         let now = chrono::Utc::now();
         let facts = StopFacts {
             spec_name: &spec.name,
@@ -522,7 +512,7 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
             usage,
             completion,
             now,
-            missed: uncounted::since(project, &spec.name, uncounted::offset_json(state)),
+            missed: uncounted::since(project, &spec.name, uncounted::offset(state)),
         };
         let running = hook::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
@@ -531,8 +521,7 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
             last_assistant_message: message,
             running_agents: &running,
         };
-        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
-        let mut outcome = hook::decide_stop(&stop_input, &typed, &facts);
+        let mut outcome = hook::decide_stop(&stop_input, state, &facts);
         let ctx = hook_cost::Ctx {
             project,
             spec,
@@ -545,7 +534,7 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
 }
 
 /// What the transcript gained since the stored offset (nothing without a path).
-fn read_transcript(input: &HookInput, state: &Value) -> hook_cost::Read {
+fn read_transcript(input: &HookInput, state: &State) -> hook_cost::Read {
     let Some(path) = input.str("transcript_path").filter(|p| !p.is_empty()) else {
         return hook_cost::Read {
             usage: UsageRead::default(),
@@ -581,7 +570,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
     });
     under_lock(HookEvent::SubagentStop, input, &active, |state| {
         let now = chrono::Utc::now();
-        let typed = typed_state(&active.spec, state)?; // issue-12 boundary
+        let typed = state;
         let sub = SubagentInput {
             session_id: input.session(),
             agent_id: input.str("agent_id"),
@@ -593,11 +582,11 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
                 &id,
                 &facts,
                 &sub,
-                &typed,
+                typed,
                 now,
             )),
             None if !prose.is_empty() => {
-                Some(claims::decide(&active.spec.name, &prose, &sub, &typed, now))
+                Some(claims::decide(&active.spec.name, &prose, &sub, typed, now))
             }
             None => None,
         };
@@ -608,7 +597,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
             if usage.next_offset.is_some() {
                 let patch = hook::subagent_usage_patch(state, key, usage);
                 let outcome = outcome.get_or_insert_with(|| usage_outcome(input, key, usage));
-                state::merge_into(&mut outcome.patch, &patch);
+                crate::support::json::merge_into(&mut outcome.patch, &patch);
                 outcome.event["outputTokens"] = Value::from(usage.output_tokens);
                 let list = load_tasks(&active.spec)?;
                 let head = git::head_fast(&active.project.root);
@@ -639,7 +628,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         return Vec::new();
     }
     let (project, spec) = (&active.project, &active.spec);
-    let fresh: Vec<claims::FreshRun> = criteria::runs_json(project, spec, &active.state)
+    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state)
         .into_iter()
         .filter(|r| r.freshness == Freshness::Fresh)
         .map(|r| claims::FreshRun {
@@ -669,7 +658,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
 }
 
 /// A subagent's usage since its stored offset (its whole transcript the first time).
-fn read_agent_usage(path: &str, key: &str, state: &Value) -> hook_cost::Read {
+fn read_agent_usage(path: &str, key: &str, state: &State) -> hook_cost::Read {
     let (offset, last_id) = hook::agent_transcript_start(state, key);
     hook_cost::read(path, Some(offset), last_id)
 }
@@ -749,11 +738,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
     let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
         return Vec::new();
     };
-    // issue-12 boundary: facts reads the state as JSON.
-    let Ok(state) = crate::model::state::State::from_value(&active.state) else {
-        return Vec::new();
-    };
-    proof::complete_unmet(&active.project, &active.spec, &state, &list, task)
+    proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
         .into_iter()
         .map(|u| format!("{}: {}", u.name, u.detail))
         .collect()
@@ -761,19 +746,21 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
 
 fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let list = load_tasks(&active.spec).ok();
-    // issue-12 boundary: the hook holds the document; SessionStart is not a hot path.
-    let typed = crate::model::state::State::from_value(&active.state).ok()?;
-    let context = hook::session_context(&active.spec.name, &typed, list.as_ref(), input.session())?;
+    let context = hook::session_context(
+        &active.spec.name,
+        &active.state,
+        list.as_ref(),
+        input.session(),
+    )?;
     Some(HookAnswer::specific(HookSpecific::SessionStart {
         additional_context: context,
     }))
 }
 
 fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
-    let typed = State::from_value(&active.state).ok()?; // issue-12 boundary
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
-        &typed,
+        &active.state,
         hook::ToolCall {
             name: input.str("tool_name"),
             isolation: input

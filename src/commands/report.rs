@@ -45,8 +45,7 @@ pub fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
     let events = spec_events(project, spec)?;
     let now = chrono::Utc::now();
     // The same cost table as `status`, so the two agree.
-    // issue-12 boundary: the cost report reads the document (cost stays on JSON for hook_cost).
-    let cost = cost::priced_report(project, &state.to_value(), &tasks);
+    let cost = cost::priced_report(project, &state, &tasks);
     let story = report::build(&Inputs {
         spec: &spec.name,
         state: &state,

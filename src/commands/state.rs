@@ -11,7 +11,7 @@ use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
-use crate::model::state::{self, InitParams};
+use crate::model::state::{self, InitParams, State};
 use crate::support::shell::word as shell_word;
 
 pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
@@ -128,12 +128,13 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         quick: args.quick,
         recovery_mode: args.recovery_mode,
         driver: args.driver.map(|d| d.as_str()),
+        isolate: args.isolate,
     };
     let path = spec.state_path();
     let now = now_rfc3339();
     let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-        let existing = match store::read_json(&path) {
+        let existing = match state::read_document(&path) {
             Ok(Some(v)) if !v.is_object() => {
                 let problem = format!("{} is not a JSON object", path.display());
                 set_aside(&path, &problem, args.force)?;
@@ -146,27 +147,25 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
             }
             Err(e) => return Err(e),
         };
-        refuse_model_restart(&spec.name, existing.as_ref(), &args)?;
         // The existing document is not type-checked yet: a mistyped field is dropped, the
-        // baseline kept (a garbled field must not launder hand-ticked boxes into it).
-        let earlier = existing.as_ref().map(state::State::lenient);
+        // rest read (a garbled field must not launder hand-ticked boxes into the baseline).
+        let earlier = existing.as_ref().map(State::lenient);
+        refuse_model_restart(&spec.name, earlier.as_ref(), &args)?;
         let baseline = crate::next::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
-        let mut continued = existing
+        let mut continued = earlier
             .as_ref()
-            .is_some_and(|doc| !args.restart && state::is_resumable(doc));
+            .is_some_and(|s| !args.restart && state::is_resumable(s));
         let mut doc = match existing {
             Some(doc) if continued => {
                 state::continue_execution(doc, &params, counts.next_index, counts.total)
             }
             other => state::init_execution(other, &params, counts.next_index, counts.total, &now),
         };
-        set_isolate(&mut doc, args.isolate);
         // A field init does not rewrite may still hold the wrong type: refuse, or with
         // --force set the file aside and start from nothing.
         if let Err(err) = state::typecheck(&doc, &path.display().to_string()) {
             set_aside(&path, &err.to_string(), args.force)?;
             doc = state::init_execution(None, &params, counts.next_index, counts.total, &now);
-            set_isolate(&mut doc, args.isolate);
             continued = false;
         }
         // The boxes ticked before this execution started: the completion gate excepts
@@ -181,7 +180,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    let typed = state::State::from_json(doc, &path.display().to_string())?;
+    let typed = State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
     if args.isolate && !crate::io::git::is_repo(&project.root) {
         output::warn(&format!(
@@ -258,20 +257,20 @@ fn first_of(items: &[String], n: usize, sep: &str) -> String {
 /// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting
 /// over clears the caps' counters, which is a person's decision (`specrun resume` names the
 /// raise it needs).
-fn refuse_model_restart(name: &str, existing: Option<&Value>, args: &StateInitArgs) -> Result<()> {
-    let Some(doc) = existing.filter(|_| args.restart || args.force) else {
+fn refuse_model_restart(name: &str, existing: Option<&State>, args: &StateInitArgs) -> Result<()> {
+    let Some(v) = existing.filter(|_| args.restart || args.force) else {
         return Ok(());
     };
-    let v = state::View(doc);
-    let stopped = v.halt().is_some() || v.phase() == Some("cancelled");
+    let cancelled = v.phase() == Some(state::Phase::Cancelled);
+    let stopped = v.halt().is_some() || cancelled;
     if !stopped || !crate::claude::releases::inside() {
         return Ok(());
     }
     Err(Error::Refused {
         message: format!(
             "state init --restart refused inside Claude Code: the execution is {} and starting over would clear its counters; a person runs `{}` (or restarts it from their own shell)",
-            if v.phase() == Some("cancelled") { "cancelled" } else { "halted" },
-            state::resume_command(name, v)
+            if cancelled { "cancelled" } else { "halted" },
+            v.resume_command(name)
         ),
     })
 }
@@ -301,18 +300,6 @@ fn report_init(name: &str, v: &state::State, counts: crate::model::tasks::Counts
             v.resume_command(name)
         ));
     }
-}
-
-/// `isolation.sequential`: whether sequential tasks may run in worktrees too; the rest of
-/// the isolation record (members of a group under way) is kept.
-fn set_isolate(doc: &mut Value, isolate: bool) {
-    let mut iso = doc
-        .get("isolation")
-        .filter(|v| v.is_object())
-        .cloned()
-        .unwrap_or_else(|| serde_json::json!({}));
-    iso["sequential"] = Value::Bool(isolate);
-    doc["isolation"] = iso;
 }
 
 /// A state file `init` cannot build on: refused without `--force`; with it, copied to

@@ -197,8 +197,7 @@ impl Dashboard {
     /// and the cost table (the price table).
     pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
-            // issue-12 boundary: the cost report reads the document.
-            self.cost = Some(cost::priced_report(project, &state.to_value(), list));
+            self.cost = Some(cost::priced_report(project, state, list));
         }
         if let Some(problem) = time_cap_problem(facts) {
             self.notes.push(("time cap", problem));
@@ -809,7 +808,12 @@ mod tests {
         });
         let tasks = crate::model::tasks::parse("- [x] 1.1 One\n- [ ] 1.2 Two\n");
         let mut b = board();
-        b.cost = Some(cost::report(&state, &tasks, Ok(None), Utc::now()));
+        b.cost = Some(cost::report(
+            &State::from_value(&state).unwrap(),
+            &tasks,
+            Ok(None),
+            Utc::now(),
+        ));
         for width in [40, 80] {
             let text = render(&b, width, false);
             for l in text.lines().filter(|l| !l.starts_with("  specrun")) {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
-use crate::model::state::View;
+use crate::model::state::{Phase, State, Timestamp};
 use crate::model::tasks;
 use crate::next::minutes_since;
 
@@ -43,12 +43,8 @@ fn project_of(stdin: &[u8], cwd: Option<&Path>) -> Option<Project> {
 fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
     let project = project_of(stdin, cwd)?;
     let spec = project.spec(None).ok()??;
-    // Parsed but not type-checked: the line reads every field through `View`, which takes a
-    // mistyped field as absent, and the check was a third of the line's cost.
-    let state = store::read_json(&spec.state_path())
-        .ok()
-        .flatten()
-        .filter(Value::is_object)?;
+    // Read leniently: a mistyped field reads as absent, the line still shows the rest.
+    let state = crate::model::state::read_lenient(&spec.state_path()).ok()??;
     let text = store::read_text(&spec.tasks_path(), "tasks file").ok()?;
     // Counts and the next task only: a full parse was most of the line's cost.
     let (counts, next) = tasks::headline(&text);
@@ -59,22 +55,20 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
 /// headroom left under each cap.
 pub fn compose(
     name: &str,
-    state: &Value,
+    state: &State,
     c: tasks::Counts,
     next: Option<(String, String)>,
     now: chrono::DateTime<Utc>,
 ) -> String {
-    let v = View(state);
+    let v = state;
     let head = format!("specrun {name} {}/{}", c.completed, c.total);
     let text = if let Some(kind) = v.halt_kind() {
-        format!(
-            "{head} HALTED ({kind}): {}",
-            crate::model::state::resume_command(name, v)
-        )
-    } else if v.phase() == Some("completed") {
+        format!("{head} HALTED ({kind}): {}", v.resume_command(name))
+    } else if v.phase() == Some(Phase::Completed) {
         format!("{head} complete")
-    } else if v.phase() != Some("execution") {
-        format!("{head} {}", v.phase().unwrap_or("not started"))
+    } else if v.phase() != Some(Phase::Execution) {
+        let phase = v.phase().map_or("not started", Phase::as_str);
+        format!("{head} {phase}")
     } else {
         let mut parts = vec![head];
         if let Some((label, title)) = next {
@@ -97,7 +91,7 @@ pub fn compose(
 }
 
 /// The caps' headroom: task attempts, stops, and tokens and minutes when capped.
-fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
+fn headroom(v: &State, now: chrono::DateTime<Utc>) -> String {
     let mut parts = vec![
         format!(
             "try {}/{}",
@@ -116,7 +110,8 @@ fn headroom(v: View<'_>, now: chrono::DateTime<Utc>) -> String {
             (v.output_tokens() * 100).checked_div(max).unwrap_or(0)
         ));
     }
-    if let (Some(max), Some(start)) = (v.max_minutes(), v.started_at()) {
+    let start = v.started_at().and_then(Timestamp::text);
+    if let (Some(max), Some(start)) = (v.max_minutes(), start) {
         if let Some(used) = minutes_since(start, now) {
             parts.push(format!("{}m left", max.saturating_sub(used)));
         }
@@ -146,7 +141,7 @@ mod tests {
         let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:10:00Z")
             .unwrap()
             .with_timezone(&Utc);
-        let line = compose("demo", &state, counts, next, now);
+        let line = compose("demo", &State::lenient(&state), counts, next, now);
         assert!(
             line.starts_with("specrun demo 1/2 · 1.2 Long title"),
             "{line}"
@@ -168,7 +163,13 @@ mod tests {
             json!({"phase": "execution", "budget": {"maxOutputTokens": -1, "maxMinutes": "x"},
                    "usage": {"outputTokens": "many"}, "startedAt": "yesterday"}),
         ] {
-            let line = compose("demo", &state, counts, next.clone(), Utc::now());
+            let line = compose(
+                "demo",
+                &State::lenient(&state),
+                counts,
+                next.clone(),
+                Utc::now(),
+            );
             assert!(line.starts_with("specrun demo 0/1"), "{line}");
         }
     }
@@ -179,7 +180,7 @@ mod tests {
         let state = json!({"phase": "execution", "halt": {"kind": "task-cap"},
             "taskIteration": 5, "maxTaskIterations": 5});
         assert_eq!(
-            compose("demo", &state, counts, next, Utc::now()),
+            compose("demo", &State::lenient(&state), counts, next, Utc::now()),
             "specrun demo 0/1 HALTED (task-cap): specrun resume --spec demo --raise-task 10"
         );
     }

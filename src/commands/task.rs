@@ -87,8 +87,6 @@ struct Held<'a> {
     ex: Exec<'a>,
     _lock: store::Lock,
     state: State,
-    /// issue-12 boundary: the state as JSON, for isolation, proof and the gates.
-    doc: Value,
     tasks: LoadedTasks,
 }
 
@@ -105,7 +103,6 @@ fn hold<'a>(project: &'a Project, args: &TaskVerbArgs) -> Result<Held<'a>> {
     Ok(Held {
         ex,
         _lock: lock,
-        doc: state.to_value(),
         state,
         tasks,
     })
@@ -193,8 +190,8 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<ExitS
 /// records. Facts computed from one key hold for any state with the same key.
 type EvidenceKey = (Option<String>, Option<Value>, Option<Value>);
 
-fn evidence_key(state: &Value, task: &Task) -> EvidenceKey {
-    let record = |slot: Slot| slot.record_in(state).cloned();
+fn evidence_key(state: &State, task: &Task) -> EvidenceKey {
+    let record = |slot: Slot| slot.record_of(state).cloned();
     (
         task.verify_command().map(str::to_string),
         record(Slot::Task(task.label())),
@@ -207,7 +204,7 @@ fn evidence_key(state: &Value, task: &Task) -> EvidenceKey {
 fn evidence_facts(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    state: &State,
     task: &Task,
 ) -> (EvidenceFact, EvidenceFact) {
     let id = task.label();
@@ -234,7 +231,7 @@ fn evidence_before_lock(
 ) -> Option<(EvidenceKey, (EvidenceFact, EvidenceFact))> {
     let ex = Exec::new(project, args.spec.spec.as_deref()).ok()?;
     let crate::next::facts::StateRead::Valid(state) =
-        crate::next::facts::read_state(&ex.spec.state_path())
+        crate::next::facts::read_typed(&ex.spec.state_path())
     else {
         return None;
     };
@@ -264,8 +261,8 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
     // Kept when nothing they were judged from changed before the lock was taken (another
     // `verify run` in between makes them be judged again, under the lock).
     let (task_evidence, phase_evidence) = match early {
-        Some((key, facts)) if key == evidence_key(&held.doc, task) => facts,
-        _ => evidence_facts(project, spec, &held.doc, task),
+        Some((key, facts)) if key == evidence_key(&held.state, task) => facts,
+        _ => evidence_facts(project, spec, &held.state, task),
     };
     let input = CompleteInput {
         state: &held.state,

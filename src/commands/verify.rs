@@ -15,9 +15,7 @@ use crate::evidence::verify::{self, Fingerprint, Freshness, RunRecord, Slot};
 use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
-use crate::io::store;
 use crate::isolation::worktree::Isolation;
-use crate::model::state::State;
 use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
@@ -117,8 +115,8 @@ fn short(tree: &str) -> &str {
 }
 
 fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result<ExitStatus> {
-    let state = store::read_json(&spec.state_path())?;
-    let record = state.as_ref().and_then(|s| slot.record_in(s));
+    let state = crate::model::state::read_lenient(&spec.state_path())?;
+    let record = state.as_ref().and_then(|s| slot.record_of(s));
     // Only a passing record needs the current tree.
     let passed = record.is_some_and(verify::passed);
     let current: Option<Fingerprint> = if passed {
@@ -187,7 +185,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     // Evidence a member recorded in its worktree says where it is judged now.
     let note = verify::merged_note(record).or_else(|| {
         let name = verify::worktree_gone(project, spec, record)?;
-        let iso = state.as_ref().map(|d| Isolation::of(&State::lenient(d)));
+        let iso = state.as_ref().map(Isolation::of);
         Some(crate::isolation::gone_note(&iso.unwrap_or_default(), &name))
     });
     let reason = match note {

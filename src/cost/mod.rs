@@ -17,9 +17,8 @@ use serde_json::Value;
 
 use crate::io::project::Project;
 use crate::model::state::ledger::{self, Ledger, Tokens};
-use crate::model::state::View;
+use crate::model::state::{Budget, Nullable, State};
 use crate::model::tasks::TaskList;
-use crate::protocol;
 use prices::Prices;
 
 /// The forecast cap defaults live with the state's caps (the state seeds them).
@@ -145,12 +144,12 @@ pub type PriceTable<'a> = Result<Option<&'a Prices>, &'a str>;
 
 /// The cost table of an execution.
 pub fn report(
-    state: &Value,
+    state: &State,
     tasks: &TaskList,
     prices: PriceTable<'_>,
     now: DateTime<Utc>,
 ) -> CostReport {
-    let (ledger, ledger_error) = match Ledger::of(state) {
+    let (ledger, ledger_error) = match state.ledger() {
         Ok(l) => (l, None),
         Err(e) => (Ledger::default(), Some(e)),
     };
@@ -159,7 +158,7 @@ pub fn report(
     for task in &tasks.tasks {
         let id = task.label();
         let account = ledger.tasks.get(&id).cloned().unwrap_or_default();
-        let attempts = protocol::attempts(state, &id);
+        let attempts = state.attempts_of(&id);
         if attempts.is_empty() && account.by_model.is_empty() {
             continue;
         }
@@ -203,18 +202,15 @@ fn median(sorted: &[f64]) -> f64 {
 /// Tasks checked in tasks.md whose latest attempt is `done` and that this execution's
 /// ledger charged (boxes ticked before it, or done before a `state init` emptied the
 /// ledger, are no sample).
-fn completed_ids(state: &Value, tasks: &TaskList, ledger: &Ledger) -> Vec<String> {
+fn completed_ids(state: &State, tasks: &TaskList, ledger: &Ledger) -> Vec<String> {
     tasks
         .tasks
         .iter()
         .filter(|t| t.checked)
         .map(|t| t.label())
         .filter(|id| {
-            protocol::attempts(state, id)
-                .last()
-                .and_then(|a| a.get("status"))
-                .and_then(Value::as_str)
-                == Some("done")
+            let last = state.attempts_of(id).last();
+            last.and_then(|a| a.status.as_deref()) == Some("done")
         })
         .filter(|id| ledger.tasks.contains_key(id))
         .collect()
@@ -222,13 +218,13 @@ fn completed_ids(state: &Value, tasks: &TaskList, ledger: &Ledger) -> Vec<String
 
 /// Forecasts for every budget that is set, once enough tasks are complete.
 pub fn forecasts(
-    state: &Value,
+    state: &State,
     tasks: &TaskList,
     ledger: &Ledger,
     prices: Option<&Prices>,
     now: DateTime<Utc>,
 ) -> Vec<Forecast> {
-    let v = View(state);
+    let v = state;
     let done = completed_ids(state, tasks, ledger);
     if done.len() < FORECAST_MIN_COMPLETED {
         return Vec::new();
@@ -260,7 +256,7 @@ pub fn forecasts(
     if let Some(p) = prices {
         push(
             Measure::Usd,
-            max_usd(state),
+            state.max_usd(),
             p.usd(&ledger.by_model()).priced,
             done.iter()
                 .map(|id| p.usd(&account(id).by_model).priced)
@@ -271,7 +267,7 @@ pub fn forecasts(
 }
 
 fn project(
-    state: &Value,
+    state: &State,
     measure: Measure,
     budget: f64,
     spent: f64,
@@ -309,34 +305,24 @@ fn project(
     }
 }
 
-fn elapsed_minutes(v: View<'_>, now: DateTime<Utc>) -> f64 {
-    v.started_at()
-        .and_then(crate::model::state::time::parse)
+fn elapsed_minutes(state: &State, now: DateTime<Utc>) -> f64 {
+    state
+        .started_at()
+        .and_then(crate::model::state::Timestamp::at)
         .map(|s| crate::model::state::time::ms_between(s, now) as f64 / 60_000.0)
         .unwrap_or(0.0)
 }
 
 /// `budget.forecastWarn` and `budget.forecastHalt`, in percent.
-pub fn forecast_levels(state: &Value) -> (u64, u64) {
-    let get = |k: &str, d: u64| {
-        state
-            .get("budget")
-            .and_then(|b| b.get(k))
-            .and_then(Value::as_u64)
-            .unwrap_or(d)
+pub fn forecast_levels(state: &State) -> (u64, u64) {
+    let budget = state.budget.as_ref();
+    let get = |cap: fn(&Budget) -> &Nullable<u64>, d: u64| {
+        budget.and_then(|b| cap(b).get().copied()).unwrap_or(d)
     };
     (
-        get("forecastWarn", DEFAULT_FORECAST_WARN),
-        get("forecastHalt", DEFAULT_FORECAST_HALT),
+        get(|b| &b.forecast_warn, DEFAULT_FORECAST_WARN),
+        get(|b| &b.forecast_halt, DEFAULT_FORECAST_HALT),
     )
-}
-
-/// `budget.maxUsd`.
-pub fn max_usd(state: &Value) -> Option<f64> {
-    state
-        .get("budget")
-        .and_then(|b| b.get("maxUsd"))
-        .and_then(Value::as_f64)
 }
 
 /// A task past a per-task cap: it is failed through the normal failure path.
@@ -349,19 +335,13 @@ pub struct CapHit {
 }
 
 /// Running attempts past `budget.maxTaskTokens` or `budget.maxTaskMinutes`.
-pub fn task_cap_hits(state: &Value, ledger: &Ledger, now: DateTime<Utc>) -> Vec<CapHit> {
-    let budget = |k: &str| {
-        state
-            .get("budget")
-            .and_then(|b| b.get(k))
-            .and_then(Value::as_u64)
-    };
-    let (max_tokens, max_minutes) = (budget("maxTaskTokens"), budget("maxTaskMinutes"));
+pub fn task_cap_hits(state: &State, ledger: &Ledger, now: DateTime<Utc>) -> Vec<CapHit> {
+    let (max_tokens, max_minutes) = (state.max_task_tokens(), state.max_task_minutes());
     if max_tokens.is_none() && max_minutes.is_none() {
         return Vec::new();
     }
     let mut hits = Vec::new();
-    for id in crate::model::state::running_attempts(state) {
+    for id in state.running_attempts() {
         let Some((n, minutes)) = ledger::running_attempt_minutes(state, &id, now) else {
             continue;
         };
@@ -404,14 +384,14 @@ pub enum Spend {
 
 /// The dollar cap, then the forecast (halt before warn; the first halting budget wins).
 pub fn spend_rule(
-    state: &Value,
+    state: &State,
     ledger: &Ledger,
     tasks: &TaskList,
     prices: PriceTable<'_>,
     now: DateTime<Utc>,
 ) -> Spend {
     let mut warnings = Vec::new();
-    let table = match (prices, max_usd(state)) {
+    let table = match (prices, state.max_usd()) {
         (Ok(t), _) => t,
         (Err(e), Some(max)) => {
             warnings.push(format!(
@@ -421,7 +401,7 @@ pub fn spend_rule(
         }
         (Err(_), None) => None,
     };
-    if let (Some(p), Some(max)) = (table, max_usd(state)) {
+    if let (Some(p), Some(max)) = (table, state.max_usd()) {
         let spent = p.usd(&ledger.by_model());
         if spent.priced >= max {
             let reason = format!(
@@ -473,7 +453,7 @@ pub fn spend_rule(
 }
 
 /// The execution's cost table, priced with the project's price table when it has one.
-pub fn priced_report(project: &Project, state: &Value, tasks: &TaskList) -> CostReport {
+pub fn priced_report(project: &Project, state: &State, tasks: &TaskList) -> CostReport {
     let loaded = prices::load(&project.root);
     let table = match &loaded {
         Ok(p) => Ok(p.as_ref()),
@@ -487,6 +467,10 @@ mod tests {
     use super::*;
     use crate::model::tasks;
     use serde_json::json;
+
+    fn st(doc: &Value) -> State {
+        State::from_value(doc).unwrap()
+    }
 
     fn now() -> DateTime<Utc> {
         DateTime::parse_from_rfc3339("2026-01-01T01:00:00Z")
@@ -518,7 +502,7 @@ mod tests {
     #[test]
     fn forecast_projects_median_times_tasks_left_with_the_spread() {
         let list = tasks::parse(TASKS);
-        let r = report(&state(100_000), &list, Ok(None), now());
+        let r = report(&st(&state(100_000)), &list, Ok(None), now());
         assert_eq!(r.tasks.len(), 3);
         assert_eq!(r.total.output, 3500);
         assert_eq!(r.overhead.output, 500);
@@ -537,7 +521,8 @@ mod tests {
     #[test]
     fn forecast_warns_then_halts_past_the_margin() {
         let list = tasks::parse(TASKS);
-        let level = |budget: u64| report(&state(budget), &list, Ok(None), now()).forecasts[0].level;
+        let level =
+            |budget: u64| report(&st(&state(budget)), &list, Ok(None), now()).forecasts[0].level;
         assert_eq!(level(6876), Level::Ok); // 5500 < 80 % of 6876
         assert_eq!(level(6875), Level::Warn); // 5500 = 80 % of 6875
         assert_eq!(level(6000), Level::Warn);
@@ -546,7 +531,7 @@ mod tests {
         let mut s = state(3666);
         s["budget"]["forecastHalt"] = json!(100);
         assert_eq!(
-            report(&s, &list, Ok(None), now()).forecasts[0].level,
+            report(&st(&s), &list, Ok(None), now()).forecasts[0].level,
             Level::Warn
         );
     }
@@ -554,13 +539,13 @@ mod tests {
     #[test]
     fn no_forecast_before_two_completed_tasks_and_minutes_and_dollars_are_projected() {
         let list = tasks::parse("- [x] 1 a\n- [ ] 2 b\n- [ ] 4 d\n");
-        assert!(report(&state(10), &list, Ok(None), now())
+        assert!(report(&st(&state(10)), &list, Ok(None), now())
             .forecasts
             .is_empty());
         // Tasks done before the ledger was started (a re-init) are no sample.
         let mut s = state(10);
         s["ledger"]["tasks"] = json!({"1": account(1000)});
-        assert!(report(&s, &tasks::parse(TASKS), Ok(None), now())
+        assert!(report(&st(&s), &tasks::parse(TASKS), Ok(None), now())
             .forecasts
             .is_empty());
         let list = tasks::parse(TASKS);
@@ -571,7 +556,7 @@ mod tests {
             crate::cost::prices::parse(r#"{"prices": {"m": {"input": 0, "output": 100}}}"#)
                 .unwrap()
                 .unwrap();
-        let r = report(&s, &list, Ok(Some(&prices)), now());
+        let r = report(&st(&s), &list, Ok(Some(&prices)), now());
         let minutes = &r.forecasts[1];
         assert_eq!(
             (minutes.spent, minutes.median, minutes.projected),
@@ -615,7 +600,7 @@ mod tests {
             },
             1,
         );
-        let hits = task_cap_hits(&s, &ledger, now());
+        let hits = task_cap_hits(&st(&s), &ledger, now());
         assert_eq!(hits.len(), 2, "{hits:?}");
         assert_eq!(
             (hits[0].task.as_str(), hits[0].kind),
@@ -638,15 +623,15 @@ mod tests {
         // Tokens of an earlier attempt do not count against the new one.
         s["attempts"]["1"][0]["n"] = json!(3);
         s["budget"]["maxTaskMinutes"] = Value::Null;
-        assert!(task_cap_hits(&s, &ledger, now()).is_empty());
+        assert!(task_cap_hits(&st(&s), &ledger, now()).is_empty());
     }
 
     #[test]
     fn spend_rule_halts_on_the_forecast_with_the_raise_and_warns_on_broken_prices() {
         let list = tasks::parse(TASKS);
         let s = state(3000);
-        let ledger = Ledger::of(&s).unwrap();
-        let Spend::Halt(kind, reason, extra) = spend_rule(&s, &ledger, &list, Ok(None), now())
+        let ledger = st(&s).ledger().unwrap();
+        let Spend::Halt(kind, reason, extra) = spend_rule(&st(&s), &ledger, &list, Ok(None), now())
         else {
             panic!("no halt")
         };
@@ -661,7 +646,7 @@ mod tests {
         let mut s = state(100_000);
         s["budget"]["maxUsd"] = json!(5);
         let Spend::Warn(w) = spend_rule(
-            &s,
+            &st(&s),
             &ledger,
             &list,
             Err("`prices.m.input` is missing"),
@@ -678,7 +663,8 @@ mod tests {
                 .unwrap()
                 .unwrap();
         s["budget"]["maxUsd"] = json!(3);
-        let Spend::Halt(kind, reason, _) = spend_rule(&s, &ledger, &list, Ok(Some(&prices)), now())
+        let Spend::Halt(kind, reason, _) =
+            spend_rule(&st(&s), &ledger, &list, Ok(Some(&prices)), now())
         else {
             panic!("no usd halt")
         };

@@ -198,12 +198,6 @@ pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
     out
 }
 
-/// `runs` over the JSON document (the hook's prose-claims check).
-// issue-12 boundary: goes when the hook passes its `State`.
-pub fn runs_json(project: &Project, spec: &Spec, state: &Value) -> Vec<Run> {
-    runs(project, spec, &State::lenient(state))
-}
-
 /// The spec's criteria: tasks.md's Done when bullets and requirements.md's ACs.
 pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
     let req = spec.artifact_path("requirements");

@@ -19,6 +19,7 @@ use crate::io::output;
 use crate::io::process::{self, Group, KILL_GRACE};
 use crate::io::project::{Project, Spec};
 use crate::io::store;
+use crate::model::state::{self, Reading, State};
 use crate::model::tasks_file;
 
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
@@ -99,17 +100,15 @@ pub fn plan_run(
 
 /// The state document, which must already exist: evidence is part of an execution that
 /// `state init` starts, and creating a state here would hide a wrong `--spec`.
-fn read_existing_state(spec: &Spec) -> Result<Value> {
+fn read_existing_state(spec: &Spec) -> Result<State> {
     let path = spec.state_path();
-    let doc = store::read_json(&path)?.ok_or_else(|| Error::Refused {
+    state::read(&path, Reading::Checked)?.ok_or_else(|| Error::Refused {
         message: format!(
             "no state file at {}: run `specrun state init {}` first",
             path.display(),
             crate::support::shell::spec_flag(&spec.name)
         ),
-    })?;
-    crate::model::state::typecheck(&doc, &path.display().to_string())?;
-    Ok(doc)
+    })
 }
 
 /// Run the planned command in the tree the project stands in and record the evidence in
@@ -183,7 +182,7 @@ pub fn record_run(
     })
     .expect("an evidence record serializes");
     let path = spec.state_path();
-    store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
+    state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
             return Err(Error::Refused {
                 message: format!(
@@ -192,7 +191,6 @@ pub fn record_run(
                 ),
             });
         };
-        crate::model::state::typecheck(&doc, &path.display().to_string())?;
         verify::put_record(&mut doc, slot, stored.clone());
         Ok((Some(doc), ()))
     })?;

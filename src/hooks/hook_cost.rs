@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::hooks::{self as hook, Decision, Outcome, UsageRead};
 use crate::io::project::{Project, Spec};
 use crate::model::state::ledger::{self, Ledger, MessageUsage};
-use crate::model::state::{self, View};
+use crate::model::state::{self, State};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 use crate::protocol::{self, FailInput};
@@ -53,8 +53,8 @@ pub fn read(path: &str, offset: Option<u64>, last_id: Option<&str>) -> Read {
 
 /// Agents read at their own stop and not since: their final message may have been written
 /// after that read, so a Stop reads each once more from its stored offset.
-pub fn reread_pending(state: &Value) -> Vec<(String, Read)> {
-    let Ok(ledger) = Ledger::of(state) else {
+pub fn reread_pending(state: &State) -> Vec<(String, Read)> {
+    let Ok(ledger) = state.ledger() else {
         return Vec::new();
     };
     ledger
@@ -135,20 +135,28 @@ impl CostRecord {
     }
 }
 
-fn apply(outcome: &mut Outcome, after: &mut Value, patch: &Value) {
+/// Add `patch` to the outcome's and to `after`, the state as the outcome leaves it.
+fn apply(outcome: &mut Outcome, after: &mut State, patch: &Value) -> Result<()> {
     state::merge_into(&mut outcome.patch, patch);
-    state::merge_into(after, patch);
+    after.apply(patch)
 }
 
-fn done_or_halted(after: &Value) -> bool {
-    View(after).halt().is_some() || !hook::executing(after)
+fn done_or_halted(after: &State) -> bool {
+    after.halt().is_some() || !hook::executing(after)
+}
+
+/// The state as `outcome`'s patch leaves it.
+fn state_after(state: &State, outcome: &Outcome) -> Result<State> {
+    let mut after = state.clone();
+    after.apply(&outcome.patch)?;
+    Ok(after)
 }
 
 /// After the guard decided a Stop: charge the coordinator's messages and the pending
 /// agents' late lines, fail tasks past their caps, then the dollar cap and the forecast.
 pub fn after_stop(
     ctx: &Ctx<'_>,
-    state: &Value,
+    state: &State,
     outcome: &mut Outcome,
     coordinator: &Read,
     agents: Vec<(String, Read)>,
@@ -162,16 +170,15 @@ pub fn after_stop(
 
 fn stop_costs(
     ctx: &Ctx<'_>,
-    state: &Value,
+    state: &State,
     outcome: &mut Outcome,
     record: &mut CostRecord,
     coordinator: &Read,
     agents: Vec<(String, Read)>,
     list: &TaskList,
 ) -> Result<()> {
-    let mut after = state.clone();
-    state::merge_into(&mut after, &outcome.patch);
-    let mut ledger = match Ledger::of(state) {
+    let mut after = state_after(state, outcome)?;
+    let mut ledger = match state.ledger() {
         Ok(l) => l,
         Err(e) => {
             note(outcome, &format!("specrun: the cost ledger is unusable ({e}); costs are not counted until it is fixed (`specrun state merge <state file> '{{\"$unset\": [\"ledger\"]}}'` starts it afresh)."));
@@ -188,11 +195,11 @@ fn stop_costs(
         }
         if read.usage.next_offset.is_some() {
             let p = hook::subagent_usage_patch(&after, &key, &read.usage);
-            apply(outcome, &mut after, &p);
+            apply(outcome, &mut after, &p)?;
         }
         invalid += read.invalid_usage;
     }
-    apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}));
+    apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}))?;
     record_totals(record, &ledger, invalid);
     if done_or_halted(&after) {
         return Ok(());
@@ -227,12 +234,12 @@ type Failed = Vec<(CapHit, protocol::Transition)>;
 /// The dollar cap and the forecast (prices are read only when they matter: a dollar cap).
 fn spend(
     ctx: &Ctx<'_>,
-    after: &mut Value,
+    after: &mut State,
     outcome: &mut Outcome,
     record: &mut CostRecord,
     ledger: &Ledger,
 ) -> Result<()> {
-    let loaded = match cost::max_usd(after) {
+    let loaded = match after.max_usd() {
         Some(_) => prices::load(&ctx.project.root),
         None => Ok(None),
     };
@@ -252,9 +259,9 @@ fn spend(
             let at = crate::model::state::time::format(ctx.now);
             let mut halt = json!({"kind": kind, "reason": reason, "at": at});
             state::merge_into(&mut halt, &extra);
-            apply(outcome, after, &json!({"halt": halt}));
+            apply(outcome, after, &json!({"halt": halt}))?;
             let name = &ctx.spec.name;
-            let resume = state::resume_command(name, View(after));
+            let resume = after.resume_command(name);
             let text = format!(
                 "specrun halted spec '{name}': {reason}. To let it finish: `{resume}`, then /specrun:implement {name}."
             );
@@ -274,7 +281,7 @@ fn record_totals(record: &mut CostRecord, ledger: &Ledger, invalid: u64) {
 /// Fail every task past a per-task cap; returns each hit with the failure's outcome.
 fn fail_over_caps(
     ctx: &Ctx<'_>,
-    after: &mut Value,
+    after: &mut State,
     record: &mut CostRecord,
     outcome: &mut Outcome,
     ledger: &Ledger,
@@ -295,7 +302,7 @@ fn fail_over_caps(
         )?;
         if let Some(out) = out {
             if let Some(p) = &out.patch {
-                apply(outcome, after, &p.to_value()); // issue-12 boundary
+                apply(outcome, after, &p.to_value())?;
             }
             failed.push((hit, out));
         }
@@ -319,7 +326,7 @@ fn fail_over_caps(
 fn fail_by_guard(
     tasks_path: &Path,
     list: &TaskList,
-    state: &Value,
+    state: &State,
     id: &str,
     reason: &str,
     head: Option<&str>,
@@ -328,9 +335,8 @@ fn fail_by_guard(
     let Ok(task) = list.find(id) else {
         return Ok(None);
     };
-    let typed = state::State::from_value(state)?; // issue-12 boundary
     let input = |insert| FailInput {
-        state: &typed,
+        state,
         list,
         task,
         reason,
@@ -338,7 +344,7 @@ fn fail_by_guard(
         head,
         now,
     };
-    let recovery = typed.recovery_mode();
+    let recovery = state.recovery_mode();
     // A fix task that cannot be planned (limits) still leaves the failure recorded.
     let out = match protocol::fail(&input(recovery)) {
         Ok(out) => out,
@@ -373,15 +379,15 @@ fn failures_text(failed: &Failed) -> String {
 /// session; otherwise add the failure to what the hook says.
 fn halt_or_note(
     ctx: &Ctx<'_>,
-    after: &Value,
+    after: &State,
     outcome: &mut Outcome,
     record: &mut CostRecord,
     text: &str,
 ) {
-    let v = View(after);
+    let v = after;
     if v.halt().is_some() {
         let name = &ctx.spec.name;
-        let resume = state::resume_command(name, v);
+        let resume = v.resume_command(name);
         let said = format!(
             "{text} specrun halted spec '{name}': {}. To continue: `{resume}`, then /specrun:implement {name}.",
             v.halt_reason().unwrap_or("task cap")
@@ -408,7 +414,7 @@ pub struct AgentStop<'a> {
 /// executor is told once to stop and report the failure).
 pub fn after_subagent(
     ctx: &Ctx<'_>,
-    state: &Value,
+    state: &State,
     outcome: &mut Outcome,
     agent: &AgentStop<'_>,
     read: &Read,
@@ -422,16 +428,15 @@ pub fn after_subagent(
 
 fn subagent_costs(
     ctx: &Ctx<'_>,
-    state: &Value,
+    state: &State,
     outcome: &mut Outcome,
     record: &mut CostRecord,
     agent: &AgentStop<'_>,
     read: &Read,
     list: &TaskList,
 ) -> Result<()> {
-    let mut after = state.clone();
-    state::merge_into(&mut after, &outcome.patch);
-    let Ok(mut ledger) = Ledger::of(state) else {
+    let mut after = state_after(state, outcome)?;
+    let Ok(mut ledger) = state.ledger() else {
         return Ok(());
     };
     let entry = ledger.agents.entry(agent.key.to_string()).or_default();
@@ -449,7 +454,7 @@ fn subagent_costs(
     entry.pending = true;
     let task = entry.task.clone();
     ledger::charge_agent(&mut ledger, task.as_deref(), &read.messages, &after);
-    apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}));
+    apply(outcome, &mut after, &json!({"ledger": ledger.to_value()}))?;
     record_totals(record, &ledger, read.invalid_usage);
     record.task = Some(task.clone());
     if done_or_halted(&after) {
@@ -464,7 +469,7 @@ fn subagent_costs(
         return Ok(());
     };
     let text = failures_text(&failed);
-    if View(&after).halt().is_some() || agent.stop_hook_active {
+    if after.halt().is_some() || agent.stop_hook_active {
         // A subagent's stop cannot end the session; the coordinator's next Stop halts.
         outcome.decision = Decision::Allow(Some(text));
     } else {

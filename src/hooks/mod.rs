@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
 use crate::io::events::Event;
-use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp, View};
+use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp};
 use crate::model::tasks::{Task, TaskList};
 use crate::support::shell::word as shell_word;
 
@@ -30,7 +30,6 @@ pub use crate::hooks::decision::{
     no_patch, record, refusal, with_message, Decision, HookAnswer, HookSpecific, Outcome,
     SubagentInput,
 };
-pub use crate::model::state::running_attempts;
 pub use crate::support::text::final_line;
 
 pub fn claims_all_complete(message: Option<&str>) -> bool {
@@ -53,12 +52,7 @@ pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
 /// Whether `session` is the session that owns this execution. An execution with no
 /// `sessionId` is owned by nobody: the guard never drives or halts a session it cannot
 /// prove started the execution.
-pub fn owned_by(state: &Value, session: Option<&str>) -> bool {
-    same_owner(View(state).session_id(), session)
-}
-
-/// `owned_by` on the typed state.
-fn owns(state: &State, session: Option<&str>) -> bool {
+pub fn owned_by(state: &State, session: Option<&str>) -> bool {
     same_owner(state.session_id(), session)
 }
 
@@ -67,12 +61,7 @@ fn same_owner(owner: Option<&str>, session: Option<&str>) -> bool {
 }
 
 /// Whether the stop/advisory hooks apply: the state is executing.
-pub fn executing(state: &Value) -> bool {
-    View(state).phase() == Some("execution")
-}
-
-/// `executing` on the typed state.
-fn is_executing(state: &State) -> bool {
+pub fn executing(state: &State) -> bool {
     state.phase() == Some(Phase::Execution)
 }
 
@@ -81,30 +70,25 @@ fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
     let Some(p) = patch else {
         return state.resume_command(name);
     };
-    let mut doc = state.to_value();
-    state::merge_into(&mut doc, p);
-    let after = State::from_value(&doc).unwrap_or_else(|_| state.clone());
-    after.resume_command(name)
+    let mut after = state.clone();
+    match after.apply(p) {
+        Ok(()) => after.resume_command(name),
+        Err(_) => state.resume_command(name),
+    }
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
 /// to a different transcript file (then start at the new file's end).
 pub fn transcript_start<'a>(
-    state: &'a Value,
+    state: &'a State,
     transcript_path: &str,
 ) -> (Option<u64>, Option<&'a str>) {
-    let v = View(state);
-    let same_file = v
-        .get("usage.transcriptPath")
-        .and_then(Value::as_str)
-        .is_none_or(|p| p == transcript_path);
+    let same_file = state.transcript_path().is_none_or(|p| p == transcript_path);
     if !same_file {
         return (None, None);
     }
-    (
-        v.transcript_offset(),
-        v.get("guard.lastMessageId").and_then(Value::as_str),
-    )
+    let last = state.guard().last_message_id.get();
+    (state.transcript_offset(), last.map(String::as_str))
 }
 
 /// Transcript usage read since the stored offset.
@@ -938,32 +922,19 @@ fn judge_task_claim(
 
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
 /// whole file is this execution's work) and the last message id counted.
-pub fn agent_transcript_start<'a>(state: &'a Value, agent_key: &str) -> (u64, Option<&'a str>) {
-    let entry = agent_usage(state, agent_key);
-    let offset = entry
-        .and_then(|e| e.get("offset"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
-    let last = entry
-        .and_then(|e| e.get("lastMessageId"))
-        .and_then(Value::as_str);
-    (offset, last)
-}
-
-/// `usage.agents.<key>`: what is stored of one subagent's usage. Looked up key by key, as
-/// a key without an agent id is the transcript path, dots and all.
-fn agent_usage<'a>(state: &'a Value, agent_key: &str) -> Option<&'a Value> {
-    state.get("usage")?.get("agents")?.get(agent_key)
+pub fn agent_transcript_start<'a>(state: &'a State, agent_key: &str) -> (u64, Option<&'a str>) {
+    let entry = state.agent_usage(agent_key);
+    let offset = entry.and_then(|e| e.offset.get().copied());
+    let last = entry.and_then(|e| e.last_message_id.get());
+    (offset.unwrap_or(0), last.map(String::as_str))
 }
 
 /// The state patch that adds a subagent's newly read usage to the execution's totals, so
 /// the token budget counts the executors' work and not only the coordinator's.
-pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -> Value {
-    let v = View(state);
-    let previous = agent_usage(state, agent_key)
-        .and_then(|e| e.get("outputTokens"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+pub fn subagent_usage_patch(state: &State, agent_key: &str, usage: &UsageRead) -> Value {
+    let entry = state.agent_usage(agent_key);
+    let previous = entry.and_then(|e| e.output_tokens.get().copied());
+    let previous = previous.unwrap_or(0);
     let mut entry = json!({"outputTokens": previous.saturating_add(usage.output_tokens)});
     if let Some(offset) = usage.next_offset {
         entry["offset"] = json!(offset);
@@ -972,8 +943,8 @@ pub fn subagent_usage_patch(state: &Value, agent_key: &str, usage: &UsageRead) -
         entry["lastMessageId"] = json!(id);
     }
     json!({"usage": {
-        "inputTokens": v.input_tokens().saturating_add(usage.input_tokens),
-        "outputTokens": v.output_tokens().saturating_add(usage.output_tokens),
+        "inputTokens": state.input_tokens().saturating_add(usage.input_tokens),
+        "outputTokens": state.output_tokens().saturating_add(usage.output_tokens),
         "agents": {agent_key: entry},
     }})
 }
@@ -1003,7 +974,7 @@ pub fn deny_delegation(
     now: DateTime<Utc>,
 ) -> Option<(String, String)> {
     let tool = tool_name.filter(|t| WORK_TOOLS.contains(t))?;
-    if !owns(state, session) {
+    if !owned_by(state, session) {
         return None;
     }
     let v = state;
@@ -1016,7 +987,7 @@ pub fn deny_delegation(
             ),
         ));
     }
-    if !is_executing(state) {
+    if !executing(state) {
         return None;
     }
     let (rule, why) = match v.halt() {
@@ -1090,7 +1061,7 @@ fn deny_native_isolation(
     let spec_flag = crate::support::shell::spec_flag(name);
     let isolation = tool.isolation.filter(|i| !i.is_empty())?;
     let applies =
-        matches!(tool.name, Some("Agent" | "Task")) && is_executing(state) && owns(state, session);
+        matches!(tool.name, Some("Agent" | "Task")) && executing(state) && owned_by(state, session);
     applies.then(|| format!(
         "specrun: delegate without `isolation` (\"{isolation}\" asked for): specrun makes the worktree itself. Run `specrun task start <id> --worktree {spec_flag}`, put the path it prints in the brief, and delegate again without `isolation` (references/isolated-groups.md)."
     ))
@@ -1114,7 +1085,7 @@ pub fn decide_pre_tool_use(
             Some((rule, reason)) => (rule, Some(reason)),
             None => match deny_native_isolation(name, state, tool, session) {
                 Some(reason) => ("native-isolation".to_string(), Some(reason)),
-                None if owns(state, session) => ("allow".to_string(), None),
+                None if owned_by(state, session) => ("allow".to_string(), None),
                 None => return None,
             },
         },
@@ -1183,9 +1154,9 @@ pub fn deny_question(
     session: Option<&str>,
 ) -> Option<String> {
     let applies = tool_name == Some("AskUserQuestion")
-        && is_executing(state)
+        && executing(state)
         && state.quick_mode()
-        && (state.session_id().is_none() || owns(state, session));
+        && (state.session_id().is_none() || owned_by(state, session));
     applies.then(|| {
         "specrun quick mode: do not ask the user. Decide yourself from the spec (requirements, design, tasks.md), pick the most reasonable option, note the assumption in .progress.md, and continue.".to_string()
     })
@@ -1332,10 +1303,10 @@ mod tests {
     #[test]
     fn ownership_requires_a_matching_session() {
         let s = state();
-        assert!(owned_by(&s, Some("s1")));
-        assert!(!owned_by(&s, Some("s2")));
-        assert!(!owned_by(&s, None));
-        assert!(!owned_by(&json!({"sessionId": null}), Some("s1")));
+        assert!(owned_by(&typed(&s), Some("s1")));
+        assert!(!owned_by(&typed(&s), Some("s2")));
+        assert!(!owned_by(&typed(&s), None));
+        assert!(!owned_by(&typed(&json!({"sessionId": null})), Some("s1")));
     }
 
     #[test]
@@ -1512,8 +1483,8 @@ mod tests {
         let mut s = state();
         s["usage"] = json!({"inputTokens": 10, "outputTokens": 100,
                             "agents": {"a1": {"offset": 50, "lastMessageId": "m1", "outputTokens": 7}}});
-        assert_eq!(agent_transcript_start(&s, "a1"), (50, Some("m1")));
-        assert_eq!(agent_transcript_start(&s, "new"), (0, None));
+        assert_eq!(agent_transcript_start(&typed(&s), "a1"), (50, Some("m1")));
+        assert_eq!(agent_transcript_start(&typed(&s), "new"), (0, None));
         let read = UsageRead {
             input_tokens: 3,
             output_tokens: 40,
@@ -1521,7 +1492,7 @@ mod tests {
             last_message_id: Some("m2".into()),
             transcript_path: None,
         };
-        let patch = subagent_usage_patch(&s, "a1", &read);
+        let patch = subagent_usage_patch(&typed(&s), "a1", &read);
         assert_eq!(
             patch,
             json!({"usage": {"inputTokens": 13, "outputTokens": 140,
@@ -2076,7 +2047,7 @@ mod tests {
     #[test]
     fn transcript_start_resets_for_another_file() {
         let s = json!({"usage": {"transcriptOffset": 10, "transcriptPath": "/a"}, "guard": {"lastMessageId": "m"}});
-        assert_eq!(transcript_start(&s, "/a"), (Some(10), Some("m")));
-        assert_eq!(transcript_start(&s, "/b"), (None, None));
+        assert_eq!(transcript_start(&typed(&s), "/a"), (Some(10), Some("m")));
+        assert_eq!(transcript_start(&typed(&s), "/b"), (None, None));
     }
 }

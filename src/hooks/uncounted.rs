@@ -69,14 +69,6 @@ pub fn offset(state: &State) -> u64 {
     state.guard().uncounted_offset.get().copied().unwrap_or(0)
 }
 
-/// `offset` over the JSON document: the Stop hook reads it every turn, so no conversion.
-// issue-12 boundary: goes when the hook passes its `State`.
-pub fn offset_json(state: &Value) -> u64 {
-    let guard = state.get("guard");
-    let offset = guard.and_then(|g| g.get("uncountedOffset"));
-    offset.and_then(Value::as_u64).unwrap_or(0)
-}
-
 /// The ledger's lines past `offset` (none when it does not exist or cannot be read). A
 /// ledger shorter than the offset (it was removed) starts again from 0.
 pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {

@@ -477,9 +477,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Serialise a JSON document the way state files are written: indented, newline-terminated.
-pub fn to_pretty_bytes(value: &Value) -> Vec<u8> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).expect("a serde_json::Value always serialises");
+pub fn to_pretty_bytes<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    // A JSON value, or a record of them (the typed state: string keys only), always
+    // serialises; never write a stand-in over the file.
+    let mut bytes = serde_json::to_vec_pretty(value).expect("a JSON document serialises");
     bytes.push(b'\n');
     bytes
 }

@@ -20,12 +20,12 @@ use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskPro
 
 pub use crate::model::state::read_lenient;
 
-/// What the state file holds, if it can be read: the document (`read_state`, for the
-/// hooks and the verbs), or the typed state (`read_typed`, for the surfaces here).
-pub enum StateRead<T = Value> {
+/// What the state file holds, if it can be read (checked: `state::read`).
+pub enum StateRead {
     Absent,
     Invalid(String),
-    Valid(T),
+    /// Boxed: a `State` is two kilobytes, the other variants a few words.
+    Valid(Box<State>),
 }
 
 pub struct Facts {
@@ -33,30 +33,15 @@ pub struct Facts {
     pub spec_dir_exists: bool,
     pub tasks: Option<TaskList>,
     pub tasks_error: Option<String>,
-    pub state: StateRead<State>,
+    pub state: StateRead,
     pub git: git::GitInfo,
 }
 
-pub fn read_state(path: &Path) -> StateRead {
-    match store::read_json(path) {
+/// The state file as a typed `State`, checked (see `state::read`).
+pub fn read_typed(path: &Path) -> StateRead {
+    match state::read(path, state::Reading::Checked) {
         Ok(None) => StateRead::Absent,
-        Ok(Some(doc)) => match state::typecheck(&doc, &path.display().to_string()) {
-            Ok(()) => StateRead::Valid(doc),
-            Err(e) => StateRead::Invalid(e.to_string()),
-        },
-        Err(e) => StateRead::Invalid(e.to_string()),
-    }
-}
-
-/// The state file as a typed `State` (one parse; type errors named as `read_state` names
-/// them).
-pub fn read_typed(path: &Path) -> StateRead<State> {
-    match store::read_json(path) {
-        Ok(None) => StateRead::Absent,
-        Ok(Some(doc)) => match State::from_json(doc, &path.display().to_string()) {
-            Ok(s) => StateRead::Valid(s),
-            Err(e) => StateRead::Invalid(e.to_string()),
-        },
+        Ok(Some(s)) => StateRead::Valid(Box::new(s)),
         Err(e) => StateRead::Invalid(e.to_string()),
     }
 }

@@ -19,11 +19,11 @@ use crate::protocol::EvidenceFact;
 pub fn evidence_fact(
     project: &Project,
     spec: &Spec,
-    state: &Value,
+    state: &State,
     slot: Slot,
     (id, own_verify): (&str, Option<&str>),
 ) -> EvidenceFact {
-    let record = slot.record_in(state);
+    let record = slot.record_of(state);
     let freshness = verify::check_record(project, spec, record);
     let ended_at = record.and_then(verify::ended_at);
     let mismatch = record.and_then(|r| verify::command_fit(r, own_verify).problem(&spec.name, id));
@@ -72,30 +72,11 @@ pub type CompletionKey<'a> = (
     Option<bool>,
 );
 
-/// `completion_key` over the JSON document (the Stop hook reads it on every completion
-/// claim: no conversion).
-// issue-12 boundary: goes when the hook and `finish` pass their `State`.
-pub fn completion_key_json(state: &Value) -> [Option<&Value>; 3] {
-    ["verificationBlocks", "taskEvidence", "acceptanceGate"].map(|k| state.get(k))
-}
-
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
 pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
     let record = Slot::Phase("execution".into()).record_of(state);
     gates_of(project, spec, record, || {
         uncovered_criteria(project, spec, state)
-    })
-}
-
-/// `completion_gates` over the JSON document: the state is typed only when the execution
-/// enforces criteria (the Stop hook judges a completion claim with it).
-// issue-12 boundary: goes when the hook and `finish` pass their `State`.
-pub fn completion_gates_json(project: &Project, spec: &Spec, state: &Value) -> CompletionGates {
-    let record = Slot::Phase("execution".into()).record_in(state);
-    let enforced = state.get(criteria::GATE_FIELD) == Some(&Value::Bool(true));
-    gates_of(project, spec, record, || match enforced {
-        true => uncovered_criteria(project, spec, &State::lenient(state)),
-        false => Vec::new(),
     })
 }
 

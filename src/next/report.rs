@@ -630,7 +630,12 @@ mod tests {
         let prices = crate::cost::prices::parse(r#"{"prices": {"m": {"input": 3, "output": 15}}}"#)
             .unwrap()
             .unwrap();
-        let cost = crate::cost::report(&state, &tasks, Ok(Some(&prices)), now);
+        let cost = crate::cost::report(
+            &crate::model::state::State::from_value(&state).unwrap(),
+            &tasks,
+            Ok(Some(&prices)),
+            now,
+        );
         let events = vec![
             json!({"at": "2026-01-01T00:25:00Z", "event": "task-rollback", "task": "1.2", "halted": true}),
             json!({"at": "2026-01-01T00:30:00Z", "event": "resume", "cleared": "maxTaskIterations"}),

@@ -34,7 +34,6 @@ pub use rollback::{plan_rollback, rollback_done, RollbackPlan};
 pub use start::{start, startable};
 
 pub use crate::io::git::short_commit;
-pub use crate::model::state::attempts;
 pub use crate::model::unmet::Unmet;
 pub use crate::support::glob::path_in_files;
 

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::io::project::{Project, Spec};
+use crate::model::state::State;
 
 pub use crate::io::project::bookkeeping_paths;
 
@@ -60,15 +61,6 @@ impl Slot {
             Slot::Phase(p) => format!("verificationBlocks.{p}"),
             Slot::Task(id) => format!("taskEvidence[{id}]"),
         }
-    }
-
-    /// The record in a state document, if any.
-    pub fn record_in<'a>(&self, state: &'a Value) -> Option<&'a Value> {
-        let (key, name) = match self {
-            Slot::Phase(p) => ("verificationBlocks", p),
-            Slot::Task(id) => ("taskEvidence", id),
-        };
-        state.get(key)?.get(name.as_str()).filter(|v| v.is_object())
     }
 
     /// The record in the typed state, if any.
@@ -671,29 +663,15 @@ pub struct RecordFields<'a> {
     pub tree_after: Option<&'a str>,
 }
 
-/// Store `record` in `slot` of a state document (an object).
-pub fn put_record(state: &mut Value, slot: &Slot, record: Value) {
-    let (key, name) = match slot {
-        Slot::Phase(p) => ("verificationBlocks", p),
-        Slot::Task(id) => ("taskEvidence", id),
-    };
-    let Some(map) = state.as_object_mut() else {
-        return;
-    };
-    let holder = map
-        .entry(key)
-        .or_insert_with(|| Value::Object(Default::default()));
-    if !holder.is_object() {
-        *holder = Value::Object(Default::default());
+/// Store `record` in `slot` of the state, replacing the one there.
+pub fn put_record(state: &mut State, slot: &Slot, record: Value) {
+    match slot {
+        Slot::Phase(p) => state.put_verification_block(p, record),
+        Slot::Task(id) => state.put_task_evidence(id, record),
     }
-    holder
-        .as_object_mut()
-        .expect("made an object above")
-        .insert(name.clone(), record);
 }
 
-/// Assess a slot's record (`Slot::record_of` in the State, `record_in` in a document)
-/// against the current tree.
+/// Assess a slot's record (`Slot::record_of`) against the current tree.
 pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> Freshness {
     // Only a passing record needs the current tree (a git process or a walk of the files).
     let tree = record
@@ -822,11 +800,11 @@ mod tests {
             (Some("t1"), Some("t2"))
         );
         assert_eq!(assess(Some(&json), Some("t2")), Freshness::Stale);
-        let mut state = serde_json::json!({"name": "x", "taskEvidence": 3});
+        let mut state = State::lenient(&serde_json::json!({"name": "x", "taskEvidence": 3}));
         put_record(&mut state, &Slot::Task("1.2".into()), json.clone());
         put_record(&mut state, &Slot::Phase("execution".into()), json);
-        assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
-        assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
+        assert!(Slot::Task("1.2".into()).record_of(&state).is_some());
+        assert!(Slot::Phase("execution".into()).record_of(&state).is_some());
     }
 
     #[test]
@@ -847,10 +825,11 @@ mod tests {
 
     #[test]
     fn slots_find_their_records() {
-        let state = json!({"verificationBlocks": {"execution": {"exitCode": 0}}, "taskEvidence": {"1.2": {"exitCode": 1}}});
-        assert!(Slot::Phase("execution".into()).record_in(&state).is_some());
-        assert!(Slot::Task("1.2".into()).record_in(&state).is_some());
-        assert!(Slot::Task("1.3".into()).record_in(&state).is_none());
+        let doc = json!({"verificationBlocks": {"execution": {"exitCode": 0}}, "taskEvidence": {"1.2": {"exitCode": 1}}});
+        let state = State::from_value(&doc).unwrap();
+        assert!(Slot::Phase("execution".into()).record_of(&state).is_some());
+        assert!(Slot::Task("1.2".into()).record_of(&state).is_some());
+        assert!(Slot::Task("1.3".into()).record_of(&state).is_none());
     }
 }
 

@@ -21,7 +21,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::model::state::time::{self, parse as parse_time};
+use crate::model::state::{time, State};
 use crate::model::tasks::TaskList;
 
 /// Agents whose transcripts belong to one task.
@@ -135,17 +135,17 @@ pub struct MessageUsage {
 }
 
 impl Ledger {
-    /// The ledger of a state document; a missing one is empty. A malformed one is an
-    /// error naming the problem (`state merge` refuses it, so only a hand edit makes one).
-    pub fn of(state: &Value) -> Result<Ledger, String> {
-        match state.get("ledger") {
-            None | Some(Value::Null) => Ok(Ledger::default()),
-            Some(v) => Ledger::deserialize(v).map_err(ledger_error),
+    /// A `ledger` value (null = empty); a malformed one is an error naming the problem
+    /// (`state merge` refuses it, so only a hand edit makes one).
+    pub fn parse(ledger: &Value) -> Result<Ledger, String> {
+        match ledger {
+            Value::Null => Ok(Ledger::default()),
+            v => Ledger::deserialize(v).map_err(ledger_error),
         }
     }
 
-    /// `of` on the typed state.
-    pub fn of_state(state: &crate::model::state::State) -> Result<Ledger, String> {
+    /// The ledger of the typed state; a missing one is empty.
+    pub fn of_state(state: &State) -> Result<Ledger, String> {
         match state.ledger.get() {
             None => Ok(Ledger::default()),
             Some(map) => Ledger::deserialize(map).map_err(ledger_error),
@@ -204,15 +204,6 @@ impl Ledger {
     }
 }
 
-/// The latest attempt number of task `id` (0 before any).
-pub fn latest_attempt(state: &Value, id: &str) -> u64 {
-    crate::model::state::attempts(state, id)
-        .last()
-        .and_then(|a| a.get("n"))
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
-}
-
 /// The task a delegation prompt names: the first known task id right after the word
 /// "task" (any case, punctuation around either word ignored).
 pub fn task_in_prompt(prompt: &str, tasks: &TaskList) -> Option<String> {
@@ -229,7 +220,7 @@ pub fn charge_coordinator(
     ledger: &mut Ledger,
     messages: &[MessageUsage],
     tasks: &TaskList,
-    state: &Value,
+    state: &State,
 ) {
     for m in messages {
         if !m.delegations.is_empty() {
@@ -247,7 +238,7 @@ pub fn charge_coordinator(
             continue;
         }
         for (id, share) in ids.iter().zip(m.tokens.split(ids.len() as u64)) {
-            let n = latest_attempt(state, id);
+            let n = state.latest_attempt(id);
             ledger.charge(Some(id), m.model.as_deref(), &share, n);
         }
     }
@@ -258,9 +249,9 @@ pub fn charge_agent(
     ledger: &mut Ledger,
     task: Option<&str>,
     messages: &[MessageUsage],
-    state: &Value,
+    state: &State,
 ) {
-    let n = task.map(|id| latest_attempt(state, id)).unwrap_or(0);
+    let n = task.map(|id| state.latest_attempt(id)).unwrap_or(0);
     for m in messages {
         ledger.charge(task, m.model.as_deref(), &m.tokens, n);
     }
@@ -271,7 +262,7 @@ pub fn bind_agent(
     agent_type: Option<&str>,
     messages: &[MessageUsage],
     claim: Option<&str>,
-    state: &Value,
+    state: &State,
     tasks: &TaskList,
 ) -> Option<String> {
     if !agent_type.is_some_and(|t| TASK_AGENTS.contains(&t)) {
@@ -288,7 +279,7 @@ pub fn bind_agent(
     if let Some(id) = claim.map(str::to_string).filter(known) {
         return Some(id);
     }
-    let running = crate::model::state::running_attempts(state);
+    let running = state.running_attempts();
     (running.len() == 1).then(|| running[0].clone())
 }
 
@@ -309,14 +300,15 @@ pub fn claimed_task(message: Option<&str>) -> Option<String> {
 }
 
 /// Milliseconds task `id`'s attempts took (a running one up to `now`).
-pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
-    crate::model::state::attempts(state, id)
+pub fn task_ms(state: &State, id: &str, now: DateTime<Utc>) -> u64 {
+    state
+        .attempts_of(id)
         .iter()
         .filter_map(|a| {
-            let start = parse_time(a.get("startedAt")?.as_str()?)?;
-            let end = match a.get("endedAt").and_then(Value::as_str) {
-                Some(e) => parse_time(e)?,
-                None if a.get("status").and_then(Value::as_str) == Some("running") => now,
+            let start = a.started_at.get()?.at()?;
+            let end = match a.ended_at.get() {
+                Some(e) => e.at()?,
+                None if a.is_running() => now,
                 None => return None,
             };
             Some(time::ms_between(start, end))
@@ -325,15 +317,10 @@ pub fn task_ms(state: &Value, id: &str, now: DateTime<Utc>) -> u64 {
 }
 
 /// The running attempt of task `id`: (number, whole minutes since it started).
-pub fn running_attempt_minutes(state: &Value, id: &str, now: DateTime<Utc>) -> Option<(u64, u64)> {
-    let list = crate::model::state::attempts(state, id);
-    let last = list.last()?;
-    if last.get("status").and_then(Value::as_str) != Some("running") {
-        return None;
-    }
-    let start = parse_time(last.get("startedAt")?.as_str()?)?;
-    let n = last.get("n").and_then(Value::as_u64).unwrap_or(0);
-    Some((n, time::minutes_between(start, now)))
+pub fn running_attempt_minutes(state: &State, id: &str, now: DateTime<Utc>) -> Option<(u64, u64)> {
+    let last = state.attempts_of(id).last().filter(|a| a.is_running())?;
+    let start = last.started_at.get()?.at()?;
+    Some((last.n.unwrap_or(0), time::minutes_between(start, now)))
 }
 
 fn ledger_error(e: serde_json::Error) -> String {
@@ -343,6 +330,10 @@ fn ledger_error(e: serde_json::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn st(doc: &Value) -> State {
+        State::from_value(doc).unwrap()
+    }
     use crate::model::tasks;
     use serde_json::json;
 
@@ -409,7 +400,7 @@ mod tests {
             ),
         ];
         let mut ledger = Ledger::default();
-        charge_coordinator(&mut ledger, &msgs, &list, &state);
+        charge_coordinator(&mut ledger, &msgs, &list, &st(&state));
         assert_eq!(ledger.run.tokens(), t(7, 3, 0, 0));
         assert_eq!(ledger.tasks["1.1"].tokens(), t(11, 4, 101, 8));
         assert_eq!(ledger.tasks["1.1"].attempt, 1);
@@ -447,20 +438,29 @@ mod tests {
                 exec,
                 std::slice::from_ref(&started),
                 Some("1.2"),
-                &none,
+                &st(&none),
                 &list
             ),
             Some("1.3".into())
         );
         assert_eq!(
-            bind_agent(exec, &[], Some("1.2"), &none, &list),
+            bind_agent(exec, &[], Some("1.2"), &st(&none), &list),
             Some("1.2".into())
         );
-        assert_eq!(bind_agent(exec, &[], Some("7"), &none, &list), None);
+        assert_eq!(bind_agent(exec, &[], Some("7"), &st(&none), &list), None);
         let one = json!({"attempts": {"1.1": [{"n": 1, "status": "done"}], "1.2": [{"n": 2, "status": "running"}]}});
-        assert_eq!(bind_agent(exec, &[], None, &one, &list), Some("1.2".into()));
         assert_eq!(
-            bind_agent(Some("specrun:spec-reviewer"), &[started], None, &one, &list),
+            bind_agent(exec, &[], None, &st(&one), &list),
+            Some("1.2".into())
+        );
+        assert_eq!(
+            bind_agent(
+                Some("specrun:spec-reviewer"),
+                &[started],
+                None,
+                &st(&one),
+                &list
+            ),
             None
         );
     }
@@ -481,20 +481,19 @@ mod tests {
 
     #[test]
     fn minutes_come_from_the_attempts() {
-        let now = parse_time("2026-01-01T01:00:00Z").unwrap();
+        let now = crate::model::state::time::parse("2026-01-01T01:00:00Z").unwrap();
         let s = json!({"attempts": {"1.1": [
             {"n": 1, "status": "failed", "startedAt": "2026-01-01T00:00:00Z", "endedAt": "2026-01-01T00:10:00Z"},
             {"n": 2, "status": "running", "startedAt": "2026-01-01T00:30:00Z"}]}});
-        assert_eq!(task_ms(&s, "1.1", now), 40 * 60_000);
-        assert_eq!(running_attempt_minutes(&s, "1.1", now), Some((2, 30)));
-        assert_eq!(running_attempt_minutes(&s, "1.2", now), None);
+        assert_eq!(task_ms(&st(&s), "1.1", now), 40 * 60_000);
+        assert_eq!(running_attempt_minutes(&st(&s), "1.1", now), Some((2, 30)));
+        assert_eq!(running_attempt_minutes(&st(&s), "1.2", now), None);
     }
 
     #[test]
     fn a_malformed_ledger_is_named() {
-        let err =
-            Ledger::of(&json!({"ledger": {"run": {"byModel": {"m": {"input": -1}}}}})).unwrap_err();
+        let err = Ledger::parse(&json!({"run": {"byModel": {"m": {"input": -1}}}})).unwrap_err();
         assert!(err.contains("ledger"), "{err}");
-        assert_eq!(Ledger::of(&json!({})).unwrap(), Ledger::default());
+        assert_eq!(Ledger::parse(&Value::Null).unwrap(), Ledger::default());
     }
 }

@@ -1,12 +1,15 @@
-//! The execution state document (docs/design.md#state), as pure functions over JSON: merge
-//! a patch, type-check known fields, seed an execution, and read fields with their defaults.
-//! Unknown fields are carried through untouched. `State` (typed.rs) is the typed reading
-//! of the same document, `Patch` (patch.rs) the typed writing, `Timestamp` (time.rs) its
-//! times.
+//! The execution state document (docs/design.md#state): `State` (typed.rs) is its one
+//! schema, the typed records, whose types the check derives from (check.rs); `Patch`
+//! (patch.rs) the typed writing, `Timestamp` (time.rs) its times. The JSON functions here
+//! are `state get`/`state merge`'s, which work on any JSON file by path, and `state init`'s
+//! seeding. Unknown fields are carried through untouched.
 
 mod caps;
+mod check;
 pub mod group;
 pub mod ledger;
+#[cfg(test)]
+mod legacy_check;
 mod patch;
 pub mod time;
 mod typed;
@@ -16,8 +19,8 @@ pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FO
 pub use patch::Patch;
 pub use time::Timestamp;
 pub use typed::{
-    Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable, Phase, State,
-    Usage,
+    typecheck, Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable,
+    Phase, State, Usage,
 };
 
 use chrono::{DateTime, Utc};
@@ -33,154 +36,14 @@ pub const DEFAULT_MAX_STALL_STOPS: u64 = 5;
 pub const PHASES: &[&str] = &["planning", "execution", "completed", "cancelled"];
 pub const DRIVERS: &[&str] = &["native-goal", "stop-hook", "manual"];
 
-#[derive(Clone, Copy)]
-pub(crate) enum Kind {
-    UInt,
-    OptUInt,
-    /// A non-negative number (fractions allowed: dollars) or null.
-    OptNumber,
-    Str,
-    OptStr,
-    Bool,
-    Object,
-    OptObject,
-    Array,
-    StrArray,
-    OneOf(&'static [&'static str]),
-}
-
-impl Kind {
-    fn accepts(self, v: &Value) -> bool {
-        match self {
-            Kind::UInt => v.is_u64(),
-            Kind::OptUInt => v.is_u64() || v.is_null(),
-            Kind::OptNumber => v.is_null() || v.as_f64().is_some_and(|x| x >= 0.0),
-            Kind::Str => v.is_string(),
-            Kind::OptStr => v.is_string() || v.is_null(),
-            Kind::Bool => v.is_boolean(),
-            Kind::Object => v.is_object(),
-            Kind::OptObject => v.is_object() || v.is_null(),
-            Kind::Array => v.is_array(),
-            Kind::StrArray => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
-            Kind::OneOf(options) => v.as_str().is_some_and(|s| options.contains(&s)),
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Kind::UInt => "a non-negative integer",
-            Kind::OptUInt => "a non-negative integer or null",
-            Kind::OptNumber => "a non-negative number or null",
-            Kind::Str => "a string",
-            Kind::OptStr => "a string or null",
-            Kind::Bool => "true or false",
-            Kind::Object => "an object",
-            Kind::OptObject => "an object or null",
-            Kind::Array => "an array",
-            Kind::StrArray => "an array of strings",
-            Kind::OneOf(options) if options == PHASES => {
-                "one of \"planning\", \"execution\", \"completed\", \"cancelled\""
-            }
-            Kind::OneOf(_) => "one of \"native-goal\", \"stop-hook\", \"manual\"",
-        }
-    }
-}
-
-/// The known fields and their types; everything else is the user's and passes through.
-pub(crate) const KNOWN: &[(&str, Kind)] = &[
-    ("version", Kind::UInt),
-    ("name", Kind::Str),
-    ("phase", Kind::OneOf(PHASES)),
-    ("sessionId", Kind::OptStr),
-    ("taskIndex", Kind::UInt),
-    ("totalTasks", Kind::UInt),
-    ("taskIteration", Kind::UInt),
-    ("maxTaskIterations", Kind::UInt),
-    ("globalIteration", Kind::UInt),
-    ("maxGlobalIterations", Kind::UInt),
-    ("budget", Kind::Object),
-    ("budget.maxOutputTokens", Kind::OptUInt),
-    ("budget.maxMinutes", Kind::OptUInt),
-    ("budget.maxStallStops", Kind::OptUInt),
-    ("budget.maxTaskTokens", Kind::OptUInt),
-    ("budget.maxTaskMinutes", Kind::OptUInt),
-    ("budget.maxUsd", Kind::OptNumber),
-    ("budget.forecastWarn", Kind::OptUInt),
-    ("budget.forecastHalt", Kind::OptUInt),
-    ("ledger", Kind::OptObject),
-    ("usage", Kind::Object),
-    ("usage.outputTokens", Kind::UInt),
-    ("usage.inputTokens", Kind::UInt),
-    ("usage.transcriptOffset", Kind::OptUInt),
-    ("usage.transcriptPath", Kind::OptStr),
-    // `startedAt` is not type-checked here: a garbled one must not make the whole state
-    // unreadable (the guard would enforce nothing); `check_times` refuses writing one and
-    // the time cap falls back to another origin (`time_origin`).
-    ("executionDriver", Kind::OneOf(DRIVERS)),
-    ("quickMode", Kind::Bool),
-    ("recoveryMode", Kind::Bool),
-    ("awaitingApproval", Kind::Bool),
-    ("verificationBlocks", Kind::Object),
-    ("taskEvidence", Kind::Object),
-    ("attempts", Kind::Object),
-    ("fixTaskMap", Kind::Object),
-    ("modificationMap", Kind::Object),
-    ("halt", Kind::OptObject),
-    ("halt.kind", Kind::Str),
-    ("halt.reason", Kind::Str),
-    ("completed", Kind::Bool),
-    ("completedAt", Kind::OptStr),
-    ("guard", Kind::Object),
-    ("unverifiedClaims", Kind::Array),
-    ("isolation", Kind::Object),
-    ("isolation.sequential", Kind::Bool),
-    ("acceptanceGate", Kind::Bool),
-    ("checkedAtInit", Kind::Array),
-];
-
-/// The fields of one attempt (`attempts.<id>.<i>`), which the task verbs rewrite.
-const ATTEMPT: &[(&str, Kind)] = &[
-    ("n", Kind::UInt),
-    ("status", Kind::Str),
-    ("startedAt", Kind::OptStr),
-    ("endedAt", Kind::OptStr),
-    ("startCommit", Kind::OptStr),
-    ("endCommit", Kind::OptStr),
-    ("reason", Kind::OptStr),
-    ("fixTaskId", Kind::OptStr),
-    ("rollbackRef", Kind::OptStr),
-    ("rolledBackAt", Kind::OptStr),
-];
-
-/// The fields of one `fixTaskMap.<id>` entry.
-const FIX_ENTRY: &[(&str, Kind)] = &[
-    ("attempts", Kind::UInt),
-    ("fixTaskIds", Kind::StrArray),
-    ("lastError", Kind::OptStr),
-];
-
-/// Every field the type check and the typed records know, as dot paths with `*` for each task id or list
-/// index (`attempts.*.*.endCommit`): what the whole-process battery mutates
-/// (tests/battery.rs), so a field added to the tables is mutated too.
+/// Every field the typed records know (whose types the check derives from), as dot paths
+/// with `*` for each task id or list index (`attempts.*.*.endCommit`): what the
+/// whole-process battery mutates (tests/battery.rs), so a field added to a record is
+/// mutated too.
 pub fn known_fields() -> Vec<String> {
-    let top = KNOWN.iter().map(|(path, _)| path.to_string());
-    let attempt = ATTEMPT.iter().map(|(key, _)| format!("attempts.*.*.{key}"));
-    let fix = FIX_ENTRY
-        .iter()
-        .map(|(key, _)| format!("fixTaskMap.*.{key}"));
-    let records: [(&str, &[&str]); 7] = [
-        ("", State::KEYS),
-        ("budget.", typed::Budget::KEYS),
-        ("usage.", typed::Usage::KEYS),
-        ("halt.", typed::Halt::KEYS),
-        ("isolation.", typed::Isolation::KEYS),
-        ("guard.", typed::GuardRecord::KEYS),
-        ("attempts.*.*.", typed::Attempt::KEYS),
-    ];
-    let typed = records
-        .into_iter()
-        .flat_map(|(at, keys)| keys.iter().map(move |key| format!("{at}{key}")));
-    top.chain(attempt).chain(fix).chain(typed).collect()
+    let mut out = Vec::new();
+    <State as check::Check>::paths("", &mut out);
+    out
 }
 
 /// Look up a dot path (`budget.maxMinutes`). Keys may themselves hold dots (task ids such
@@ -193,8 +56,8 @@ pub fn get_path<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     lookup(doc, path)
 }
 
-/// `get_path` on the slices of `path` itself: no allocation (the type check runs it for
-/// every known field on every read and write of the state).
+/// `get_path` on the slices of `path` itself: no allocation (`check_times` runs it on
+/// every patch).
 fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     match doc {
         Value::Object(map) => {
@@ -236,85 +99,6 @@ pub fn guarded_fields(patch: &Value) -> Vec<String> {
         .filter(|k| !MODEL_MERGEABLE.contains(&k.as_str()))
         .cloned()
         .collect()
-}
-
-/// Check every known field present in `doc`. `source_name` names the file or patch.
-pub fn typecheck(doc: &Value, source_name: &str) -> Result<()> {
-    if !doc.is_object() {
-        return Err(Error::FieldType {
-            source_name: source_name.to_string(),
-            field: "(top level)".into(),
-            expected: "an object",
-        });
-    }
-    for (path, kind) in KNOWN {
-        if let Some(v) = get_path(doc, path) {
-            if !kind.accepts(v) {
-                return Err(field_error(source_name, path.to_string(), kind.describe()));
-            }
-        }
-    }
-    if let Err(e) = crate::model::state::ledger::Ledger::of(doc) {
-        return Err(Error::FieldType {
-            source_name: source_name.to_string(),
-            field: e.trim_start_matches("field `ledger`: ").to_string(),
-            expected: "a ledger: tasks/run accounts of non-negative integer token counts",
-        });
-    }
-    check_entries(doc, source_name)
-}
-
-fn field_error(source_name: &str, field: String, expected: &'static str) -> Error {
-    Error::FieldType {
-        source_name: source_name.to_string(),
-        field,
-        expected,
-    }
-}
-
-/// Check the known `fields` present in `entry` (named `at` in errors).
-fn check_fields(entry: &Value, at: &str, fields: &[(&str, Kind)], source: &str) -> Result<()> {
-    let Some(map) = entry.as_object() else {
-        return Err(field_error(source, at.to_string(), "an object"));
-    };
-    for (key, kind) in fields {
-        if map.get(*key).is_some_and(|v| !kind.accepts(v)) {
-            return Err(field_error(source, format!("{at}.{key}"), kind.describe()));
-        }
-    }
-    Ok(())
-}
-
-/// One level into the per-task maps the verbs index into: every `attempts.<id>` a list of
-/// attempt objects, every `fixTaskMap.<id>`, evidence record and subagent entry an object.
-fn check_entries(doc: &Value, source: &str) -> Result<()> {
-    let entries = |key: &str| {
-        doc.get(key)
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-    };
-    for (id, list) in entries("attempts") {
-        let Some(items) = list.as_array() else {
-            return Err(field_error(source, format!("attempts.{id}"), "an array"));
-        };
-        for (i, attempt) in items.iter().enumerate() {
-            check_fields(attempt, &format!("attempts.{id}.{i}"), ATTEMPT, source)?;
-        }
-    }
-    for (id, entry) in entries("fixTaskMap") {
-        check_fields(entry, &format!("fixTaskMap.{id}"), FIX_ENTRY, source)?;
-    }
-    for key in ["taskEvidence", "verificationBlocks"] {
-        for (id, record) in entries(key) {
-            check_fields(record, &format!("{key}.{id}"), &[], source)?;
-        }
-    }
-    let agents = doc.get("usage").and_then(|u| u.get("agents"));
-    for (key, entry) in agents.and_then(Value::as_object).into_iter().flatten() {
-        check_fields(entry, &format!("usage.agents.{key}"), &[], source)?;
-    }
-    Ok(())
 }
 
 /// Delete a dot path; missing paths are ignored. Dotted keys resolve as in `get_path`.
@@ -400,6 +184,8 @@ pub struct InitParams {
     pub quick: bool,
     pub recovery_mode: bool,
     pub driver: Option<&'static str>,
+    /// `isolation.sequential`: whether sequential tasks may run in worktrees too.
+    pub isolate: bool,
 }
 
 /// Write the execution fields onto `existing`, keeping every other field.
@@ -473,22 +259,34 @@ pub fn init_execution(
     // The guard's bookkeeping (stall count, fingerprints, blocks) belongs to one execution;
     // merging `{}` would keep it all, so a re-init could halt on the old stall count.
     doc["guard"] = json!({});
+    set_isolate(&mut doc, params.isolate);
     doc
+}
+
+/// `isolation.sequential` from `--isolate`; the rest of the isolation record (members of a
+/// group under way) is kept.
+fn set_isolate(doc: &mut Value, isolate: bool) {
+    let mut iso = doc
+        .get("isolation")
+        .filter(|v| v.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    iso["sequential"] = Value::Bool(isolate);
+    doc["isolation"] = iso;
 }
 
 /// Whether `state init` continues `doc` rather than starting over: an execution that is
 /// running, halted or cancelled. Re-initialising it would reset the counters and put back
 /// caps that `specrun resume` raised.
-pub fn is_resumable(doc: &Value) -> bool {
-    let view = View(doc);
+pub fn is_resumable(state: &State) -> bool {
     // A cancel is recorded as a halt, which `resume` lifts; a cancelled phase without
     // one (edited by hand) has nothing to resume and starts over.
-    let resumable = match view.phase() {
-        Some("execution") => true,
-        Some("cancelled") => view.halt().is_some(),
+    let resumable = match state.phase() {
+        Some(Phase::Execution) => true,
+        Some(Phase::Cancelled) => state.halt().is_some(),
         _ => false,
     };
-    resumable && !view.completed()
+    resumable && !state.completed()
 }
 
 /// `state init` on a resumable execution: bind the session and apply the flags that were
@@ -545,110 +343,8 @@ pub fn continue_execution(
         patch["budget"]["maxUsd"] = Value::from(v);
     }
     merge_into(&mut doc, &patch);
+    set_isolate(&mut doc, params.isolate);
     doc
-}
-
-/// Typed, defaulting reads over a state document.
-#[derive(Debug, Clone, Copy)]
-pub struct View<'a>(pub &'a Value);
-
-impl<'a> View<'a> {
-    fn u64_or(&self, path: &str, default: u64) -> u64 {
-        get_path(self.0, path)
-            .and_then(Value::as_u64)
-            .unwrap_or(default)
-    }
-
-    fn opt_u64(&self, path: &str) -> Option<u64> {
-        get_path(self.0, path).and_then(Value::as_u64)
-    }
-
-    pub fn str_at(&self, path: &str) -> Option<&'a str> {
-        get_path(self.0, path).and_then(Value::as_str)
-    }
-
-    fn bool_at(&self, path: &str) -> bool {
-        get_path(self.0, path)
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    }
-
-    pub fn phase(&self) -> Option<&'a str> {
-        self.str_at("phase")
-    }
-    pub fn name(&self) -> Option<&'a str> {
-        self.str_at("name")
-    }
-    pub fn session_id(&self) -> Option<&'a str> {
-        self.str_at("sessionId")
-    }
-    pub fn task_index(&self) -> u64 {
-        self.u64_or("taskIndex", 0)
-    }
-    pub fn total_tasks(&self) -> u64 {
-        self.u64_or("totalTasks", 0)
-    }
-    pub fn task_iteration(&self) -> u64 {
-        self.u64_or("taskIteration", 0)
-    }
-    pub fn max_task_iterations(&self) -> u64 {
-        self.u64_or("maxTaskIterations", DEFAULT_MAX_TASK_ITERATIONS)
-    }
-    pub fn global_iteration(&self) -> u64 {
-        self.u64_or("globalIteration", 0)
-    }
-    pub fn max_global_iterations(&self) -> u64 {
-        self.u64_or("maxGlobalIterations", DEFAULT_MAX_GLOBAL_ITERATIONS)
-    }
-    pub fn max_output_tokens(&self) -> Option<u64> {
-        self.opt_u64("budget.maxOutputTokens")
-    }
-    pub fn max_minutes(&self) -> Option<u64> {
-        self.opt_u64("budget.maxMinutes")
-    }
-    pub fn max_stall_stops(&self) -> u64 {
-        self.u64_or("budget.maxStallStops", DEFAULT_MAX_STALL_STOPS)
-    }
-    pub fn output_tokens(&self) -> u64 {
-        self.u64_or("usage.outputTokens", 0)
-    }
-    pub fn input_tokens(&self) -> u64 {
-        self.u64_or("usage.inputTokens", 0)
-    }
-    pub fn transcript_offset(&self) -> Option<u64> {
-        self.opt_u64("usage.transcriptOffset")
-    }
-    pub fn started_at(&self) -> Option<&'a str> {
-        self.str_at("startedAt")
-    }
-    pub fn driver(&self) -> &'a str {
-        self.str_at("executionDriver").unwrap_or("manual")
-    }
-    pub fn quick_mode(&self) -> bool {
-        self.bool_at("quickMode")
-    }
-    pub fn recovery_mode(&self) -> bool {
-        self.bool_at("recoveryMode")
-    }
-    pub fn awaiting_approval(&self) -> bool {
-        self.bool_at("awaitingApproval")
-    }
-    pub fn completed(&self) -> bool {
-        self.bool_at("completed")
-    }
-    /// `halt` when set: `{kind, reason, at}`.
-    pub fn halt(&self) -> Option<&'a Value> {
-        get_path(self.0, "halt").filter(|v| !v.is_null())
-    }
-    pub fn halt_kind(&self) -> Option<&'a str> {
-        self.str_at("halt.kind")
-    }
-    pub fn halt_reason(&self) -> Option<&'a str> {
-        self.str_at("halt.reason")
-    }
-    pub fn get(&self, path: &str) -> Option<&'a Value> {
-        get_path(self.0, path)
-    }
 }
 
 /// Halt kinds the guard and the task verbs record, and the `resume` flag that lifts each cap.
@@ -665,31 +361,6 @@ pub const HALT_USD: &str = "usd-cap";
 pub const FAIL_TASK_TOKENS: &str = "task-token-cap";
 pub const FAIL_TASK_TIME: &str = "task-time-cap";
 pub const HALT_CANCELLED: &str = "cancelled";
-
-/// `State::resume_command` over a `View`, for the modules still on JSON.
-pub fn resume_command(spec_name: &str, view: View<'_>) -> String {
-    // issue-12 boundary: goes when guard, protocol, facts and next read a `State`.
-    State::lenient(view.0).resume_command(spec_name)
-}
-
-/// `State::time_origin` over a `View` (the Stop hook asks every turn: no conversion).
-pub fn time_origin(view: View<'_>, now: DateTime<Utc>) -> TimeOrigin {
-    let attempts = view
-        .get("attempts")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|m| m.values())
-        .filter_map(Value::as_array)
-        .flatten()
-        .filter_map(|a| a.get("startedAt").and_then(Value::as_str));
-    let clock = view.str_at("guard.clockStartedAt");
-    caps::origin(view.started_at(), clock, attempts, now)
-}
-
-/// Whole minutes from the time cap's origin to `now`, and the origin.
-pub fn minutes_since(view: View<'_>, now: DateTime<Utc>) -> (u64, TimeOrigin) {
-    caps::minutes_from(time_origin(view, now), now)
-}
 
 /// Timestamp fields a patch may only set to a readable RFC 3339 time (or null).
 const TIME_FIELDS: &[&str] = &[
@@ -723,39 +394,53 @@ pub fn check_times(patch: &Value, now: DateTime<Utc>) -> Result<()> {
     Ok(())
 }
 
-/// `attempts.<id>` of the JSON document as a list (absent or malformed = none), for the
-/// callers that still read the document; the verbs read `State::attempts_of`.
-pub fn attempts(state: &Value, id: &str) -> Vec<Value> {
-    state
-        .get("attempts")
-        .and_then(|a| a.get(id))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+/// How the one reader takes a mistyped known field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// An error naming the field: what the verbs and the hooks act on.
+    Checked,
+    /// The field reads as absent, the rest as it is: for read-only views that must show
+    /// what is readable (the status line, the acceptance matrix, doctor, evidence lookups).
+    /// A document that is not an object reads as no state.
+    Lenient,
 }
 
-/// Ids of the tasks whose latest attempt is still running.
-pub fn running_attempts(state: &Value) -> Vec<String> {
-    let Some(attempts) = state.get("attempts").and_then(Value::as_object) else {
-        return Vec::new();
+/// The one reader of a state file: `None` when it does not exist. The bytes are parsed
+/// once and moved into the typed state (a UTF-8 BOM is accepted).
+pub fn read(path: &std::path::Path, reading: Reading) -> Result<Option<State>> {
+    let Some(doc) = read_document(path)? else {
+        return Ok(None);
     };
-    attempts
-        .iter()
-        .filter(|(_, list)| {
-            list.as_array()
-                .and_then(|l| l.last())
-                .and_then(|a| a.get("status"))
-                .and_then(Value::as_str)
-                == Some("running")
-        })
-        .map(|(id, _)| id.clone())
-        .collect()
+    match reading {
+        Reading::Checked => State::from_json(doc, &path.display().to_string()).map(Some),
+        Reading::Lenient => Ok(doc.is_object().then(|| State::lenient_owned(doc))),
+    }
 }
 
-/// The state file for a read-only view that never type-checked it (the acceptance matrix,
-/// doctor's worktrees): a mistyped field reads as absent, the rest as it is.
-pub fn read_lenient(path: &std::path::Path) -> crate::error::Result<Option<State>> {
-    Ok(crate::io::store::read_json(path)?.map(|doc| State::lenient(&doc)))
+/// The state file's parsed document, not yet read as a `State`: for `read`, and for
+/// `state init`, which must see a broken file to set it aside.
+pub fn read_document(path: &std::path::Path) -> Result<Option<Value>> {
+    crate::io::store::read_json(path)
+}
+
+/// `read` leniently.
+pub fn read_lenient(path: &std::path::Path) -> Result<Option<State>> {
+    read(path, Reading::Lenient)
+}
+
+/// Under the state file's lock: read it (checked), let `change` produce the new state,
+/// write it atomically. Nothing is written when `change` fails or returns `None`.
+pub fn update<T>(
+    path: &std::path::Path,
+    wait: std::time::Duration,
+    change: impl FnOnce(Option<State>) -> Result<(Option<State>, T)>,
+) -> Result<T> {
+    let _lock = crate::io::store::lock(path, wait)?;
+    let (next, out) = change(read(path, Reading::Checked)?)?;
+    if let Some(next) = next {
+        crate::io::store::write_atomic(path, &crate::io::store::to_pretty_bytes(&next))?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -846,7 +531,7 @@ mod tests {
 
     #[test]
     fn resume_command_raises_above_what_was_used() {
-        let cmd = |doc: Value| resume_command("demo", View(&doc));
+        let cmd = |doc: Value| State::from_value(&doc).unwrap().resume_command("demo");
         assert_eq!(
             cmd(
                 json!({"halt": {"kind": HALT_GLOBAL}, "globalIteration": 31, "maxGlobalIterations": 30})
@@ -884,8 +569,8 @@ mod tests {
     fn the_time_cap_origin_fails_closed() {
         let now = at("2026-01-01T02:00:00Z");
         let ok = json!({"startedAt": "2026-01-01T00:00:00Z"});
-        assert_eq!(minutes_since(View(&ok), now).0, 120);
-        assert_eq!(time_origin(View(&ok), now).problem, None);
+        assert_eq!(State::lenient(&ok).minutes_since(now).0, 120);
+        assert_eq!(State::lenient(&ok).time_origin(now).problem, None);
         let fallback = json!({"guard": {"clockStartedAt": "2026-01-01T01:00:00Z"},
             "attempts": {"1": [{"startedAt": "2026-01-01T00:30:00Z"}, {"startedAt": "2099-01-01T00:00:00Z"}]}});
         for (bad, says) in [
@@ -901,12 +586,12 @@ mod tests {
         ] {
             let mut doc = fallback.clone();
             doc["startedAt"] = bad;
-            let (minutes, origin) = minutes_since(View(&doc), now);
+            let (minutes, origin) = State::lenient(&doc).minutes_since(now);
             let typed = State::from_value(&doc).unwrap().minutes_since(now);
             assert_eq!(
                 typed,
                 (minutes, origin.clone()),
-                "State reads it as View does"
+                "the lenient read reads it as the checked one does"
             );
             assert_eq!(minutes, 90, "the earliest sound recorded time counts");
             let problem = origin.problem.unwrap();
@@ -917,13 +602,13 @@ mod tests {
             );
         }
         // Nothing recorded at all: the cap counts from now, never not at all.
-        let (minutes, origin) = minutes_since(View(&json!({"startedAt": 5})), now);
+        let (minutes, origin) = State::lenient(&json!({"startedAt": 5})).minutes_since(now);
         assert_eq!((minutes, origin.source), (0, "this stop"));
         let typed = State::from_value(&json!({"startedAt": 5})).unwrap();
         assert_eq!(typed.minutes_since(now).1.source, "this stop");
         // A few minutes ahead is clock skew, not an error.
         let skew = json!({"startedAt": "2026-01-01T02:03:00Z"});
-        assert_eq!(time_origin(View(&skew), now).problem, None);
+        assert_eq!(State::lenient(&skew).time_origin(now).problem, None);
     }
 
     #[test]
@@ -983,11 +668,11 @@ mod tests {
             ..Default::default()
         };
         let doc = init_execution(Some(existing), &params, 2, 7, "2026-01-01T00:00:00Z");
-        let v = View(&doc);
+        let v = State::from_value(&doc).unwrap();
         assert_eq!(doc["custom"], json!({"x": 1}));
         assert_eq!(doc["attempts"], json!({"1": []}));
         assert_eq!(v.name(), Some("demo"));
-        assert_eq!(v.phase(), Some("execution"));
+        assert_eq!(v.phase(), Some(Phase::Execution));
         assert_eq!(
             (v.task_index(), v.total_tasks(), v.global_iteration()),
             (2, 7, 0)
@@ -998,7 +683,7 @@ mod tests {
         );
         assert_eq!(v.session_id(), Some("s1"));
         assert!(v.halt().is_none() && v.quick_mode() && !v.recovery_mode());
-        assert_eq!(v.driver(), "stop-hook");
+        assert_eq!(v.driver(), Driver::StopHook);
         assert_eq!(
             doc["usage"],
             json!({"outputTokens": 0, "note": "mine", "inputTokens": 0})
@@ -1017,13 +702,19 @@ mod tests {
             "usage": {"outputTokens": 99}, "guard": {"stallStops": 3, "lastFingerprint": "f"},
             "halt": {"kind": HALT_STALL}, "attempts": {"1": [{"n": 1}]}
         });
-        assert!(is_resumable(&running));
-        assert!(!is_resumable(&json!({"phase": "completed"})));
-        assert!(!is_resumable(&json!({"phase": "planning"})));
-        assert!(!is_resumable(&json!({"phase": "cancelled", "halt": null})));
-        assert!(is_resumable(
+        assert!(is_resumable(&State::lenient(&running)));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "completed"})
+        )));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "planning"})
+        )));
+        assert!(!is_resumable(&State::lenient(
+            &json!({"phase": "cancelled", "halt": null})
+        )));
+        assert!(is_resumable(&State::lenient(
             &json!({"phase": "cancelled", "halt": {"kind": HALT_CANCELLED}})
-        ));
+        )));
         let params = InitParams {
             name: "demo".into(),
             max_minutes: Some(120),
@@ -1031,7 +722,7 @@ mod tests {
             ..Default::default()
         };
         let doc = continue_execution(running.clone(), &params, 3, 9);
-        let v = View(&doc);
+        let v = State::from_value(&doc).unwrap();
         assert_eq!(
             (
                 v.global_iteration(),

@@ -3,9 +3,10 @@
 //!
 //! Reading: `typecheck` runs first on the JSON, so a mistyped known field gives the same
 //! `Error::FieldType` text as before; the document that passed is then moved into the
-//! records (`Owned`, `take`). Fields the table does not check (`startedAt`, `halt.at`, the
-//! guard's record) are read leniently: a garbled value is kept as it was and reads as
-//! unknown, as `View` read it.
+//! records (`Owned`, `read_map`). The check is derived from these records (check.rs: each
+//! field's type, or the check declared after `=>`), so the schema is written once. Fields
+//! it leaves alone (`startedAt`, `halt.at`, the guard's record) are read leniently: a
+//! garbled value is kept as it was and reads as unknown.
 //!
 //! Nulls and absences are kept apart (`Nullable`), so `to_value` gives back the document
 //! that was read, with known fields in this file's order and unknown ones after them.
@@ -15,11 +16,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
+use super::check::{self, join, Check, Checked, LooseRecords, Records, Unchecked};
 use super::time::Timestamp;
-use super::{
-    typecheck, DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS,
-};
+use super::{DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS};
 use crate::error::{Error, Result};
+use crate::support::json::merge_into;
 
 /// A field that may be absent, `null`, or set; absent and `null` read the same but are
 /// written back as they were.
@@ -242,20 +243,24 @@ impl<T: DeserializeOwned> Field for Loose<T> {
     }
 }
 
-/// Known field `key` out of `map` (absent when it is not there), its value moved.
-fn take<T: Field>(map: &mut Map<String, Value>, key: &str) -> serde_json::Result<T> {
-    map.shift_remove(key)
-        .map_or_else(|| Ok(T::default()), T::from_json)
+/// `merge_into` of one key of a patch into `map`.
+fn merge_key(map: &mut Map<String, Value>, key: &str, pv: &Value) {
+    match map.get_mut(key) {
+        Some(tv) if tv.is_object() && pv.is_object() => merge_into(tv, pv),
+        _ => {
+            map.insert(key.to_string(), pv.clone());
+        }
+    }
 }
 
 /// A record of the state: its known fields, each with its JSON key, and the unknown ones in
-/// `other` in their order. Reading takes each known key out of the object and moves its
-/// value (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
+/// `other` in their order. Reading walks the object once and moves each known value into
+/// its field (a derived `Deserialize` with `#[serde(flatten)]` copies the document into an
 /// intermediate tree first, about twice the cost of the parse); writing puts the known
 /// fields first, then `other`.
 macro_rules! record {
     ($(#[$meta:meta])* pub struct $name:ident {
-        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal,)*
+        $($(#[$fmeta:meta])* $field:ident: $ty:ty = $key:literal $(=> $chk:ty)?,)*
     }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Default, Serialize)]
@@ -270,14 +275,33 @@ macro_rules! record {
         }
 
         impl $name {
-            /// The JSON keys of the known fields, in order.
-            pub const KEYS: &'static [&'static str] = &[$($key),*];
+            fn from_map(map: Map<String, Value>) -> serde_json::Result<Self> {
+                $name::read_map(map, false)
+            }
 
-            fn from_map(mut map: Map<String, Value>) -> serde_json::Result<Self> {
-                Ok($name {
-                    $($field: take(&mut map, $key)?,)*
-                    other: map,
-                })
+            /// `from_map` with each field that does not read dropped (absent).
+            #[allow(dead_code)]
+            fn from_map_lenient(map: Map<String, Value>) -> Self {
+                $name::read_map(map, true).unwrap_or_default()
+            }
+
+            /// One pass over the object, each value moved to its field (a removal per known
+            /// key would shift the map's entries once per field).
+            fn read_map(map: Map<String, Value>, lenient: bool) -> serde_json::Result<Self> {
+                let mut out = $name::default();
+                for (key, value) in map {
+                    match key.as_str() {
+                        $($key => match Field::from_json(value) {
+                            Ok(v) => out.$field = v,
+                            Err(_) if lenient => {}
+                            Err(e) => return Err(e),
+                        },)*
+                        _ => {
+                            out.other.insert(key, value);
+                        }
+                    }
+                }
+                Ok(out)
             }
         }
 
@@ -287,12 +311,71 @@ macro_rules! record {
             }
         }
 
+        impl $name {
+            /// `merge_into` of a JSON merge patch, field by field: only the fields the
+            /// patch names are written out, merged and read back.
+            #[allow(dead_code)]
+            fn merge_map(&mut self, patch: &Map<String, Value>) -> serde_json::Result<()> {
+                for (key, pv) in patch {
+                    match key.as_str() {
+                        $($key => {
+                            let mut cur = serde_json::to_value(&self.$field)?;
+                            merge_into(&mut cur, pv);
+                            self.$field = <$ty as Field>::from_json(cur)?;
+                        })*
+                        _ => merge_key(&mut self.other, key, pv),
+                    }
+                }
+                Ok(())
+            }
+        }
+
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
                 let map = Map::deserialize(d)?;
                 $name::from_map(map).map_err(serde::de::Error::custom)
             }
         }
+
+        /// The record's type check: an object whose known fields have their types (a
+        /// field's check is its type's, or the one declared after `=>`).
+        impl Check for $name {
+            const EXPECTED: &'static str = "an object";
+            const OR_NULL: &'static str = "an object or null";
+            fn accepts(v: &Value) -> bool {
+                v.is_object()
+            }
+            fn check_fields(v: &Value, at: &str) -> Checked {
+                let Some(map) = v.as_object() else { return Ok(()) };
+                $(if let Some(fv) = map.get($key) {
+                    check::field::<check_ty!($ty $(, $chk)?)>(fv, &join(at, $key), true)?;
+                })*
+                Ok(())
+            }
+            fn check_entries(v: &Value, at: &str) -> Checked {
+                let Some(map) = v.as_object() else { return Ok(()) };
+                $(if let Some(fv) = map.get($key) {
+                    check::field::<check_ty!($ty $(, $chk)?)>(fv, &join(at, $key), false)?;
+                })*
+                Ok(())
+            }
+            fn paths(at: &str, out: &mut Vec<String>) {
+                $(
+                    out.push(join(at, $key));
+                    <check_ty!($ty $(, $chk)?)>::paths(&join(at, $key), out);
+                )*
+            }
+        }
+    };
+}
+
+/// A field's check: its type's, unless the record declares another (`=> Unchecked`).
+macro_rules! check_ty {
+    ($ty:ty) => {
+        $ty
+    };
+    ($ty:ty, $chk:ty) => {
+        $chk
     };
 }
 
@@ -312,13 +395,26 @@ pub struct Budget {
 }
 
 record! {
-/// `usage`: the token counters and how far the transcript was read; `agents` (per-subagent
-/// counters) stays in `other`: hook_cost owns its shape.
+/// `usage`: the token counters, how far the transcript was read, and per subagent
+/// (`agents`, keyed by agent id or transcript path) how far its transcript was read.
 pub struct Usage {
     output_tokens: Option<u64> = "outputTokens",
     input_tokens: Option<u64> = "inputTokens",
     transcript_offset: Nullable<u64> = "transcriptOffset",
     transcript_path: Nullable<String> = "transcriptPath",
+    /// Nothing type-checks `agents` as a whole (only the hooks write it): `Loose`; an
+    /// entry that is there is an object.
+    agents: Loose<IndexMap<String, AgentUsage>> = "agents" => LooseRecords,
+}
+}
+
+record! {
+/// `usage.agents.<key>`: one subagent's counted output and where its transcript was read
+/// to. Only the hook writes it, so a hand-garbled value reads as absent and is kept.
+pub struct AgentUsage {
+    output_tokens: Loose<u64> = "outputTokens",
+    offset: Loose<u64> = "offset",
+    last_message_id: Loose<String> = "lastMessageId",
 }
 }
 
@@ -328,7 +424,7 @@ record! {
 pub struct Halt {
     kind: Option<String> = "kind",
     reason: Option<String> = "reason",
-    at: Nullable<Timestamp> = "at",
+    at: Nullable<Timestamp> = "at" => Unchecked,
 }
 }
 
@@ -371,7 +467,7 @@ pub struct GuardRecord {
     stall_stops: Loose<u64> = "stallStops",
     blocks: Loose<u64> = "blocks",
     last_block_fingerprint: Loose<String> = "lastBlockFingerprint",
-    clock_started_at: Nullable<Timestamp> = "clockStartedAt",
+    clock_started_at: Nullable<Timestamp> = "clockStartedAt" => Unchecked,
     uncounted_stops: Loose<u64> = "uncountedStops",
     uncounted_offset: Loose<u64> = "uncountedOffset",
     last_message_id: Loose<String> = "lastMessageId",
@@ -380,7 +476,7 @@ pub struct GuardRecord {
 
 record! {
 /// The whole state document. Fields are `Option`/`Nullable` so a round trip writes back
-/// exactly what was read; the accessors below give `View`'s defaults.
+/// exactly what was read; the accessors below give the defaults.
 pub struct State {
     version: Option<u64> = "version",
     name: Option<String> = "name",
@@ -394,18 +490,21 @@ pub struct State {
     max_global_iterations: Option<u64> = "maxGlobalIterations",
     budget: Option<Budget> = "budget",
     /// The cost ledger: `ledger::Ledger::of` owns its shape (and `typecheck` checks it).
-    ledger: Nullable<Map<String, Value>> = "ledger",
+    ledger: Nullable<Map<String, Value>> = "ledger" => Nullable<LedgerShape>,
     usage: Option<Usage> = "usage",
-    started_at: Nullable<Timestamp> = "startedAt",
+    /// Not type-checked: a garbled one must not make the whole state unreadable (the
+    /// guard would enforce nothing); `check_times` refuses writing one and the time cap
+    /// falls back to another origin (`time_origin`).
+    started_at: Nullable<Timestamp> = "startedAt" => Unchecked,
     execution_driver: Option<Driver> = "executionDriver",
     quick_mode: Option<bool> = "quickMode",
     recovery_mode: Option<bool> = "recoveryMode",
     awaiting_approval: Option<bool> = "awaitingApproval",
     /// Per task, the verify gate's block record: an object whose fields the verify verb
     /// and the guard each add to; open so either can grow it.
-    verification_blocks: Option<Map<String, Value>> = "verificationBlocks",
+    verification_blocks: Option<Map<String, Value>> = "verificationBlocks" => Records,
     /// Per task, the evidence record (`evidence.rs` owns its varied body).
-    task_evidence: Option<Map<String, Value>> = "taskEvidence",
+    task_evidence: Option<Map<String, Value>> = "taskEvidence" => Records,
     attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
     fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.
@@ -436,26 +535,26 @@ impl State {
         State::from_checked(doc.clone(), source_name)
     }
 
-    /// The document with each mistyped known field dropped (the type check names them one
-    /// at a time), the rest read as it is: for readers of an unchecked file that must keep
+    /// The document with each top-level known field that does not read dropped, the rest
+    /// read as it is: for readers of an unchecked file that must keep
     /// what is readable — `state init`'s baseline of boxes ticked before the execution,
     /// which a garbled unrelated field must not reset — and for messages built from a
     /// document checked elsewhere. Not an object: empty.
     pub fn lenient(doc: &Value) -> State {
-        let mut doc = doc.clone();
-        let fields = doc.as_object().map_or(0, Map::len);
-        for _ in 0..=fields {
-            let field = match typecheck(&doc, "state") {
-                Ok(()) => return State::from_owned(doc).unwrap_or_default(),
-                Err(Error::FieldType { field, .. }) => field,
-                Err(_) => break,
-            };
-            let top = field.split('.').next().unwrap_or_default();
-            if doc.as_object_mut().and_then(|m| m.remove(top)).is_none() {
-                break;
-            }
+        State::lenient_owned(doc.clone())
+    }
+
+    /// `lenient` on a document the caller no longer needs (no copy).
+    /// Each top-level field is read as the checked read reads it, and dropped when it does
+    /// not read; the checks beyond the types (`maxUsd`'s sign, the ledger's and the
+    /// evidence maps' inner shapes) are the accessors' to meet (`ledger()` names a bad
+    /// ledger, `Slot::record_of` skips a record that is not an object). No type check runs
+    /// first: the status line reads this way on every refresh.
+    pub fn lenient_owned(doc: Value) -> State {
+        match doc {
+            Value::Object(map) => State::from_map_lenient(map),
+            _ => State::default(),
         }
-        State::default()
     }
 
     /// The hot path: the parsed document is moved into the typed state, not copied.
@@ -467,12 +566,6 @@ impl State {
     /// A document `typecheck` (or `apply_patch`) has just passed.
     pub(crate) fn from_checked(doc: Value, source_name: &str) -> Result<State> {
         State::from_owned(doc).map_err(|e| shape_error(source_name, e))
-    }
-
-    /// Parse the state file's bytes (a UTF-8 BOM is accepted) and read them once.
-    pub fn from_slice(path: &std::path::Path, bytes: &[u8]) -> Result<State> {
-        let doc = crate::io::store::parse_json(path, bytes)?;
-        State::from_json(doc, &path.display().to_string())
     }
 
     /// The document: known fields in this struct's order, unknown ones after them in
@@ -610,9 +703,69 @@ impl State {
     pub fn verification_block(&self, id: &str) -> Option<&Value> {
         self.verification_blocks.as_ref()?.get(id)
     }
+    /// Ids of the tasks whose latest attempt is still running.
+    pub fn running_attempts(&self) -> Vec<String> {
+        let all = self.attempts.iter().flatten();
+        all.filter(|(_, list)| list.last().is_some_and(Attempt::is_running))
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+    /// The latest attempt number of task `id` (0 before any).
+    pub fn latest_attempt(&self, id: &str) -> u64 {
+        self.attempts_of(id).last().and_then(|a| a.n).unwrap_or(0)
+    }
+    /// `usage.agents.<key>`: what is stored of one subagent's usage. Looked up key by key,
+    /// as a key without an agent id is the transcript path, dots and all.
+    pub fn agent_usage(&self, key: &str) -> Option<&AgentUsage> {
+        self.usage.as_ref()?.agents.get()?.get(key)
+    }
+    /// The typed cost ledger (`ledger`; absent or null = empty).
+    pub fn ledger(&self) -> std::result::Result<super::ledger::Ledger, String> {
+        super::ledger::Ledger::of_state(self)
+    }
+
+    /// A merge patch applied as `apply_patch` applies it: the patch is checked as `state
+    /// merge` checks one, then merged field by field, so only the fields it names are
+    /// written out and read back. (A checked patch merged into a checked state stays
+    /// checked: every check is a value's type at a path, and merging keeps it.)
+    pub fn merge(&mut self, patch: &Value, file_name: &str) -> Result<()> {
+        let Some(map) = patch.as_object().filter(|m| !m.contains_key("$unset")) else {
+            let doc = super::apply_patch(Some(self.to_value()), patch, file_name)?;
+            *self = State::from_checked(doc, file_name)?;
+            return Ok(());
+        };
+        typecheck(patch, "patch")?;
+        super::check_times(patch, chrono::Utc::now())?;
+        self.merge_map(map).map_err(|e| shape_error(file_name, e))
+    }
+
+    /// `merge` of a patch this binary built (the hooks' own records): not checked again.
+    pub fn apply(&mut self, patch: &Value) -> Result<()> {
+        match patch.as_object() {
+            Some(map) => self.merge_map(map).map_err(|e| shape_error("patch", e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Store task `id`'s evidence record, replacing the one there.
+    pub fn put_task_evidence(&mut self, id: &str, record: Value) {
+        let map = self.task_evidence.get_or_insert_with(Map::new);
+        map.insert(id.to_string(), record);
+    }
+    /// Store phase `phase`'s verification record, replacing the one there.
+    pub fn put_verification_block(&mut self, phase: &str, record: Value) {
+        let map = self.verification_blocks.get_or_insert_with(Map::new);
+        map.insert(phase.to_string(), record);
+    }
     pub fn sequential(&self) -> bool {
         let iso = self.isolation.as_ref();
         iso.and_then(|i| i.sequential).unwrap_or(false)
+    }
+}
+
+impl Attempt {
+    pub fn is_running(&self) -> bool {
+        self.status.as_deref() == Some("running")
     }
 }
 
@@ -626,14 +779,144 @@ fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
     }
 }
 
+// The type checks of the state's own types (check.rs has the plain ones).
+
+impl Check for Phase {
+    const EXPECTED: &'static str =
+        "one of \"planning\", \"execution\", \"completed\", \"cancelled\"";
+    fn accepts(v: &Value) -> bool {
+        v.as_str().is_some_and(|s| super::PHASES.contains(&s))
+    }
+}
+
+impl Check for Driver {
+    const EXPECTED: &'static str = "one of \"native-goal\", \"stop-hook\", \"manual\"";
+    fn accepts(v: &Value) -> bool {
+        v.as_str().is_some_and(|s| super::DRIVERS.contains(&s))
+    }
+}
+
+/// A list of records (a task's attempts): each item a record, named by its index.
+impl Check for Vec<Attempt> {
+    const EXPECTED: &'static str = "an array";
+    fn accepts(v: &Value) -> bool {
+        v.is_array()
+    }
+    fn check_fields(v: &Value, at: &str) -> Checked {
+        for (i, item) in v.as_array().into_iter().flatten().enumerate() {
+            check::field::<Attempt>(item, &join(at, &i.to_string()), true)?;
+        }
+        Ok(())
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        Attempt::paths(&join(at, "*"), out);
+    }
+}
+
+impl<T: Check> Check for Nullable<T> {
+    const EXPECTED: &'static str = T::OR_NULL;
+    fn accepts(v: &Value) -> bool {
+        v.is_null() || T::accepts(v)
+    }
+    fn check_fields(v: &Value, at: &str) -> Checked {
+        if v.is_null() {
+            return Ok(());
+        }
+        T::check_fields(v, at)
+    }
+    fn check_entries(v: &Value, at: &str) -> Checked {
+        if v.is_null() {
+            return Ok(());
+        }
+        T::check_entries(v, at)
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(at, out)
+    }
+}
+
+/// The hooks' own records (`guard`'s fields, `usage.agents`' entries): not checked, a
+/// garbled value reads as absent.
+impl<T> Check for Loose<T> {
+    const EXPECTED: &'static str = "anything";
+    fn accepts(_: &Value) -> bool {
+        true
+    }
+}
+
+/// The cost ledger: an object (or null) whose accounts `Ledger` reads.
+pub(crate) struct LedgerShape;
+
+impl Check for LedgerShape {
+    const EXPECTED: &'static str = "an object";
+    const OR_NULL: &'static str = "an object or null";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+    fn check_entries(v: &Value, _at: &str) -> Checked {
+        match super::ledger::Ledger::parse(v) {
+            Ok(_) => Ok(()),
+            Err(e) => check::fault(
+                e.trim_start_matches("field `ledger`: ").to_string(),
+                "a ledger: tasks/run accounts of non-negative integer token counts",
+            ),
+        }
+    }
+}
+
+/// Check every known field present in `doc` (a state document or a patch): the first that
+/// does not have its type is an `Error::FieldType` naming it. `source_name` names the file
+/// or patch.
+pub fn typecheck(doc: &Value, source_name: &str) -> crate::error::Result<()> {
+    let checked = if doc.is_object() {
+        <State as Check>::check_fields(doc, "").and_then(|()| State::check_entries(doc, ""))
+    } else {
+        check::fault("(top level)".into(), "an object")
+    };
+    checked.map_err(|f| crate::error::Error::FieldType {
+        source_name: source_name.to_string(),
+        field: f.field,
+        expected: f.expected,
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::{Patch, View, KNOWN};
+    use super::super::legacy_check::{typecheck as table_check, ATTEMPT, FIX_ENTRY, KNOWN};
+    use super::super::Patch;
     use super::*;
     use serde_json::json;
 
     fn keys(v: &Value) -> Vec<&str> {
         v.as_object().unwrap().keys().map(String::as_str).collect()
+    }
+
+    /// The battery's fields (`known_fields`) walk the records: every path the old tables
+    /// named is there (task ids and list indices as `*`), and the records' own fields the
+    /// check leaves alone (`halt.at`, `guard.*`, `usage.agents`) too, each once.
+    #[test]
+    fn known_fields_cover_the_tables_and_the_records() {
+        let fields = super::super::known_fields();
+        let tables = KNOWN.iter().map(|(k, _)| k.to_string());
+        let attempt = ATTEMPT.iter().map(|(k, _)| format!("attempts.*.*.{k}"));
+        let fix = FIX_ENTRY.iter().map(|(k, _)| format!("fixTaskMap.*.{k}"));
+        let others = [
+            "halt.at",
+            "guard.clockStartedAt",
+            "guard.stallStops",
+            "usage.agents",
+        ];
+        for path in tables
+            .chain(attempt)
+            .chain(fix)
+            .chain(others.map(String::from))
+        {
+            assert!(fields.contains(&path), "{path} missing from {fields:?}");
+        }
+        let mut unique = fields.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), fields.len(), "{fields:?}");
     }
 
     fn full() -> Value {
@@ -693,72 +976,57 @@ mod tests {
         // Every known field is written in the struct's order, then the unknown ones.
         assert_eq!(keys(&back)[..3], ["version", "name", "phase"]);
         let bytes = serde_json::to_vec(&doc).unwrap();
-        let read = State::from_slice(std::path::Path::new("s.json"), &bytes).unwrap();
+        let read = State::from_json(serde_json::from_slice(&bytes).unwrap(), "s.json").unwrap();
         assert_eq!(read, state);
     }
 
     #[test]
-    fn accessors_default_as_view_does() {
+    fn accessors_give_the_documented_defaults() {
         for doc in [
             json!({}),
             json!({"budget": {"maxStallStops": null}, "halt": null,
             "usage": {}, "sessionId": null}),
-            full(),
         ] {
-            let (s, v) = (State::from_value(&doc).unwrap(), View(&doc));
-            assert_eq!(s.phase().map(Phase::as_str), v.phase());
-            assert_eq!((s.name(), s.session_id()), (v.name(), v.session_id()));
-            let counters = |s: &State| {
-                (
-                    s.task_index(),
-                    s.total_tasks(),
-                    s.task_iteration(),
-                    s.max_task_iterations(),
-                    s.global_iteration(),
-                    s.max_global_iterations(),
-                )
-            };
+            let s = State::from_value(&doc).unwrap();
+            assert_eq!((s.phase(), s.name(), s.session_id()), (None, None, None));
+            let counters = (s.task_index(), s.total_tasks(), s.task_iteration());
+            assert_eq!(counters, (0, 0, 0));
             assert_eq!(
-                counters(&s),
-                (
-                    v.task_index(),
-                    v.total_tasks(),
-                    v.task_iteration(),
-                    v.max_task_iterations(),
-                    v.global_iteration(),
-                    v.max_global_iterations()
-                )
+                (s.max_task_iterations(), s.max_global_iterations()),
+                (5, 30)
             );
             assert_eq!(
                 (s.max_output_tokens(), s.max_minutes(), s.max_stall_stops()),
-                (v.max_output_tokens(), v.max_minutes(), v.max_stall_stops())
+                (None, None, 5)
             );
             assert_eq!(
                 (s.output_tokens(), s.input_tokens(), s.transcript_offset()),
-                (v.output_tokens(), v.input_tokens(), v.transcript_offset())
+                (0, 0, None)
             );
-            assert_eq!(s.started_at().and_then(Timestamp::text), v.started_at());
-            assert_eq!(s.driver().as_str(), v.driver());
-            assert_eq!(
-                (
-                    s.quick_mode(),
-                    s.recovery_mode(),
-                    s.awaiting_approval(),
-                    s.completed()
-                ),
-                (
-                    v.quick_mode(),
-                    v.recovery_mode(),
-                    v.awaiting_approval(),
-                    v.completed()
-                )
+            assert_eq!(s.driver(), Driver::Manual);
+            assert!(
+                !(s.quick_mode() || s.recovery_mode() || s.awaiting_approval() || s.completed())
             );
-            assert_eq!(s.halt().is_some(), v.halt().is_some());
-            assert_eq!(
-                (s.halt_kind(), s.halt_reason()),
-                (v.halt_kind(), v.halt_reason())
-            );
+            assert!(s.halt().is_none() && s.halt_kind().is_none());
         }
+        let s = State::from_value(&full()).unwrap();
+        assert_eq!(
+            (s.phase(), s.name()),
+            (Some(Phase::Execution), Some("demo"))
+        );
+        assert_eq!(
+            (s.task_index(), s.total_tasks(), s.task_iteration()),
+            (2, 3, 1)
+        );
+        assert_eq!((s.max_stall_stops(), s.output_tokens()), (4, 7));
+        assert_eq!(
+            s.started_at().and_then(Timestamp::text),
+            Some("2026-01-01T00:00:00+01:00")
+        );
+        assert_eq!(
+            (s.driver(), s.halt_kind()),
+            (Driver::StopHook, Some("stall"))
+        );
     }
 
     /// A value of the wrong kind for each known field, nested as its path says.
@@ -781,7 +1049,10 @@ mod tests {
         for (path, _) in KNOWN {
             for value in &bad {
                 let doc = mistyped(path, value.clone());
-                let Err(want) = typecheck(&doc, "s.json") else {
+                let derived = typecheck(&doc, "s.json").map_err(|e| e.to_string());
+                let table = table_check(&doc, "s.json").map_err(|e| e.to_string());
+                assert_eq!(derived, table, "the records check {doc} as the table did");
+                let Err(want) = table_check(&doc, "s.json") else {
                     // What typecheck passes, serde reads and writes back unchanged.
                     let read = State::parse(&doc, "s.json").unwrap();
                     assert_eq!(read.to_value(), doc, "{path}");
@@ -812,7 +1083,7 @@ mod tests {
             (json!({"ledger": {"tasks": 1}}), "a ledger"),
         ] {
             let got = State::parse(&doc, "s").unwrap_err().to_string();
-            assert_eq!(got, typecheck(&doc, "s").unwrap_err().to_string());
+            assert_eq!(got, table_check(&doc, "s").unwrap_err().to_string());
             assert!(got.contains(field), "{got}");
         }
         let err = State::from_value(&json!({"taskIndex": "3"}))
@@ -831,6 +1102,18 @@ mod tests {
             "attempts": {"1": [{"startedAt": "x", "endedAt": "2026-01-01T00:00:00Z"}]}});
         let s = State::from_value(&doc).unwrap();
         assert_eq!(s.to_value(), doc);
+        // `usage.agents` is the hooks' own record: garbled, it reads as absent and is kept.
+        for agents in [json!(5), json!({"a": {"offset": "x"}})] {
+            let doc = json!({"usage": {"agents": agents}});
+            let read = State::from_value(&doc).unwrap();
+            assert_eq!(
+                (
+                    read.to_value(),
+                    read.agent_usage("a").and_then(|a| a.offset.get())
+                ),
+                (doc, None)
+            );
+        }
         assert_eq!(s.started_at().map(Timestamp::at), Some(None));
         assert_eq!(s.started_at().and_then(Timestamp::text), Some("yesterday"));
         assert_eq!(s.halt().unwrap().at.get().unwrap().at(), None);
@@ -897,5 +1180,98 @@ mod tests {
         assert_eq!(doc["guard"], json!({"blocks": 1, "stallStops": 0}));
         let lifted = Patch::new().halt(None).merge(Patch::new().completed(true));
         assert_eq!(lifted.to_value(), json!({"halt": null, "completed": true}));
+    }
+
+    #[test]
+    fn a_typed_merge_writes_what_the_json_merge_writes() {
+        let patches = [
+            json!({"usage": {"outputTokens": 9, "agents": {"a1": {"offset": 5}}}}),
+            json!({"halt": {"kind": "stall", "reason": "r"}, "taskIndex": 1, "new": {"x": 1}}),
+            json!({"halt": null, "ledger": {"run": {"attempt": 0}}, "mine": 2}),
+            json!({"attempts": {"1.2": [{"n": 2, "status": "running"}]}, "guard": {"blocks": 1}}),
+            json!({"sessionId": "s2", "budget": {"maxUsd": 7}, "$unset": ["zeta"]}),
+        ];
+        for patch in patches {
+            let want = super::super::apply_patch(Some(full()), &patch, "s").unwrap();
+            let mut typed = State::from_value(&full()).unwrap();
+            typed.merge(&patch, "s").unwrap();
+            assert_eq!(typed, State::from_value(&want).unwrap(), "{patch}");
+            let mut applied = State::from_value(&full()).unwrap();
+            if patch.get("$unset").is_none() {
+                applied.apply(&patch).unwrap();
+                assert_eq!(applied, typed, "{patch}");
+            }
+        }
+        let mut s = State::from_value(&full()).unwrap();
+        let err = s.merge(&json!({"taskIndex": "3"}), "s").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "patch: field `taskIndex` must be a non-negative integer"
+        );
+        assert_eq!(
+            s,
+            State::from_value(&full()).unwrap(),
+            "a refused patch changes nothing"
+        );
+    }
+
+    #[test]
+    fn the_records_check_the_per_task_maps_as_the_table_did() {
+        let bad = [
+            json!("x"),
+            json!(-1),
+            json!(1.5),
+            json!([1]),
+            json!(null),
+            json!({}),
+        ];
+        let attempt = json!({"n": 1, "status": "done", "startedAt": "2026-01-01T00:00:00Z",
+            "endedAt": null, "startCommit": "a", "endCommit": null, "reason": null,
+            "fixTaskId": null, "rollbackRef": null, "rolledBackAt": null});
+        let fix = json!({"attempts": 1, "fixTaskIds": ["1.1"], "lastError": null});
+        let mut docs = Vec::new();
+        for key in keys(&attempt) {
+            for v in &bad {
+                let mut a = attempt.clone();
+                a[key] = v.clone();
+                docs.push(json!({"attempts": {"1.1": [attempt.clone(), a]}}));
+            }
+        }
+        for key in keys(&fix) {
+            for v in &bad {
+                let mut f = fix.clone();
+                f[key] = v.clone();
+                docs.push(json!({"fixTaskMap": {"1": fix.clone(), "1.2": f}}));
+            }
+        }
+        for v in &bad {
+            docs.push(json!({"attempts": {"1": v}}));
+            docs.push(json!({"attempts": {"1": [v]}}));
+            docs.push(json!({"fixTaskMap": {"1": v}}));
+            docs.push(json!({"taskEvidence": {"1": {}, "2": v}}));
+            docs.push(json!({"verificationBlocks": {"p": v}}));
+            docs.push(json!({"usage": {"agents": {"a": {}, "b": v}}}));
+            docs.push(json!({"usage": {"agents": v}}));
+            docs.push(json!({"ledger": {"tasks": {"1": {"byModel": {"m": {"input": v}}}}}}));
+            docs.push(json!({"ledger": {"run": v}}));
+            docs.push(json!({"guard": {"stallStops": v, "clockStartedAt": v}}));
+            docs.push(json!({"halt": {"kind": "k", "at": v}, "startedAt": v}));
+            // Two faults in the first pass, or one in each: the first pass's is named.
+            docs.push(json!({"taskIndex": v, "budget": {"maxMinutes": v}, "halt": v}));
+            docs.push(json!({"attempts": {"1": v}, "usage": {"outputTokens": v}}));
+        }
+        docs.push(full());
+        docs.push(json!([]));
+        let mut refused = 0;
+        for doc in docs {
+            let derived = typecheck(&doc, "s").map_err(|e| e.to_string());
+            assert_eq!(
+                derived,
+                table_check(&doc, "s").map_err(|e| e.to_string()),
+                "{doc}"
+            );
+            refused += usize::from(derived.is_err());
+        }
+        assert!(refused > 60, "{refused}");
     }
 }
