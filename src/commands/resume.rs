@@ -5,7 +5,7 @@ use crate::cli::ResumeArgs;
 use crate::commands::exec::{refuse, report, Exec, Extra};
 use crate::error::{ExitStatus, Result};
 use crate::io::events::now_rfc3339;
-use crate::io::events::{self, Event, Refusal};
+use crate::io::events::{Event, Refusal};
 use crate::io::output;
 use crate::io::project::Project;
 use crate::isolation;
@@ -52,13 +52,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
             ex.record_event(&Event::Resume {
                 cleared,
                 session_id: session,
-                raises: events::Raises {
-                    global: raises.global,
-                    task: raises.task,
-                    tokens: raises.tokens,
-                    minutes: raises.minutes,
-                    usd: raises.usd,
-                },
+                raises: raises.event(),
             });
             let group = isolation::summary(&spec.name, &iso);
             report(

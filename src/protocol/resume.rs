@@ -19,6 +19,17 @@ pub struct Raises {
 }
 
 impl Raises {
+    /// The raises as `resume`'s events line records them (the priced spend is not a raise).
+    pub fn event(&self) -> crate::io::events::Raises {
+        crate::io::events::Raises {
+            global: self.global,
+            task: self.task,
+            tokens: self.tokens,
+            minutes: self.minutes,
+            usd: self.usd,
+        }
+    }
+
     fn any(&self) -> bool {
         self.global.is_some()
             || self.usd.is_some()
