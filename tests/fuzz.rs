@@ -197,9 +197,8 @@ fn decide_everything(doc: &Value) {
         tokens: None,
         minutes: Some(0),
         usd: Some(f64::NAN),
-        usd_spent: f64::INFINITY,
     };
-    let _ = protocol::resume(&typed, raises, Some("s2"), now);
+    let _ = protocol::resume(&typed, raises, f64::INFINITY, Some("s2"), now);
     let _ = protocol::cancel(&typed, now);
     let _ = typed.resume_command("demo");
 }

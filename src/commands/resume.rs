@@ -26,10 +26,10 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
         tokens: args.raise_tokens,
         minutes: args.raise_minutes,
         usd: args.raise_usd,
-        usd_spent: usd_spent(project, &state),
     };
+    let spent = usd_spent(project, &state);
     let session = args.session_id.as_deref().filter(|s| !s.trim().is_empty());
-    match protocol::resume(&state, raises, session, &now_rfc3339()) {
+    match protocol::resume(&state, raises, spent, session, &now_rfc3339()) {
         Err(unmet) => {
             let names: Vec<&str> = unmet.iter().map(|u| u.name).collect();
             ex.record_event(&Event::Refused {
@@ -52,7 +52,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
             ex.record_event(&Event::Resume {
                 cleared,
                 session_id: session,
-                raises: raises.event(),
+                raises,
             });
             let group = isolation::summary(&spec.name, &iso);
             report(

@@ -185,7 +185,7 @@ pub enum Refusal<'a> {
 }
 
 /// `resume`'s raised caps.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct Raises {
     pub global: Option<u64>,
     pub task: Option<u64>,

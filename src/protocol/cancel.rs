@@ -65,7 +65,7 @@ mod tests {
         assert!(!cancel(&typed(&s2), NOW).changed);
         let s3 = after(
             &s2,
-            &resume(&typed(&s2), Raises::default(), None, NOW).unwrap(),
+            &resume(&typed(&s2), Raises::default(), 0.0, None, NOW).unwrap(),
         );
         assert_eq!(s3["phase"], "execution");
         assert!(s3["halt"].is_null());
@@ -75,7 +75,7 @@ mod tests {
         let cancelled = after(&planning, &cancel(&typed(&planning), NOW));
         let resumed = after(
             &cancelled,
-            &resume(&typed(&cancelled), Raises::default(), None, NOW).unwrap(),
+            &resume(&typed(&cancelled), Raises::default(), 0.0, None, NOW).unwrap(),
         );
         assert_eq!(resumed["phase"], "planning");
         // A completed execution is not cancelled (resume could not undo it).

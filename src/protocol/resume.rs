@@ -6,51 +6,37 @@ use serde::Deserialize;
 use super::{decide, resume_command, Transition, Unmet};
 use crate::model::state::{self, Patch, Phase, State};
 
-/// `resume`'s cap raises.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Raises {
-    pub global: Option<u64>,
-    pub task: Option<u64>,
-    pub tokens: Option<u64>,
-    pub minutes: Option<u64>,
-    /// New `budget.maxUsd`, and the priced spend it must exceed (0 without prices).
-    pub usd: Option<f64>,
-    pub usd_spent: f64,
+/// `resume`'s cap raises: the type its events line records, so the two cannot drift.
+pub use crate::io::events::Raises;
+
+fn any(raises: &Raises) -> bool {
+    raises.global.is_some()
+        || raises.usd.is_some()
+        || raises.task.is_some()
+        || raises.tokens.is_some()
+        || raises.minutes.is_some()
 }
 
-impl Raises {
-    /// The raises as `resume`'s events line records them (the priced spend is not a raise).
-    pub fn event(&self) -> crate::io::events::Raises {
-        crate::io::events::Raises {
-            global: self.global,
-            task: self.task,
-            tokens: self.tokens,
-            minutes: self.minutes,
-            usd: self.usd,
-        }
-    }
-
-    fn any(&self) -> bool {
-        self.global.is_some()
-            || self.usd.is_some()
-            || self.task.is_some()
-            || self.tokens.is_some()
-            || self.minutes.is_some()
-    }
-}
-
+/// `usd_spent`: the priced spend a `--raise-usd` must exceed (0 without prices).
 pub fn resume(
     state: &State,
     raises: Raises,
+    usd_spent: f64,
     session_id: Option<&str>,
     now: &str,
 ) -> Result<Transition, Vec<Unmet>> {
-    decide(unmet(state, &raises, session_id, now), || {
+    decide(unmet(state, &raises, usd_spent, session_id, now), || {
         apply(state, &raises, session_id)
     })
 }
 
-fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) -> Vec<Unmet> {
+fn unmet(
+    state: &State,
+    raises: &Raises,
+    usd_spent: f64,
+    session_id: Option<&str>,
+    now: &str,
+) -> Vec<Unmet> {
     let spec = state.name().unwrap_or("<spec>");
     let mut unmet = Vec::new();
     if state.phase() == Some(Phase::Completed) || state.completed() {
@@ -59,7 +45,7 @@ fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) ->
             "the execution is completed; there is nothing to resume",
         ));
     }
-    unmet.extend(raises_too_low(state, raises, now));
+    unmet.extend(raises_too_low(state, raises, usd_spent, now));
     if let Some((false, flag)) = needed_raise(state, raises) {
         unmet.push(Unmet::new(
             "raise",
@@ -70,7 +56,7 @@ fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) ->
             ),
         ));
     }
-    let asked = raises.any() || session_id.is_some();
+    let asked = any(raises) || session_id.is_some();
     if state.halt().is_none() && !asked && unmet.is_empty() {
         unmet.push(Unmet::new(
             "halted",
@@ -81,7 +67,7 @@ fn unmet(state: &State, raises: &Raises, session_id: Option<&str>, now: &str) ->
 }
 
 /// Each raise must lift its cap above what is already used, or the guard halts at once.
-fn raises_too_low(view: &State, raises: &Raises, now: &str) -> Vec<Unmet> {
+fn raises_too_low(view: &State, raises: &Raises, usd_spent: f64, now: &str) -> Vec<Unmet> {
     // Counted as the guard counts: a missing or bad startedAt does not make it 0.
     let minutes_used = state::time::parse(now)
         .map(|n| view.minutes_since(n).0)
@@ -122,12 +108,11 @@ fn raises_too_low(view: &State, raises: &Raises, now: &str) -> Vec<Unmet> {
             ))
         })
         .collect();
-    if let Some(v) = raises.usd.filter(|v| *v <= raises.usd_spent) {
+    if let Some(v) = raises.usd.filter(|v| *v <= usd_spent) {
         unmet.push(Unmet::new(
             "raise",
             format!(
-                "--raise-usd {v} does not lift the cap: ${:.2} spent; give more than that",
-                raises.usd_spent
+                "--raise-usd {v} does not lift the cap: ${usd_spent:.2} spent; give more than that"
             ),
         ));
     }
@@ -231,12 +216,12 @@ mod tests {
     fn resume_requires_the_right_raise() {
         let mut s = exec_state();
         assert_eq!(
-            names(&resume(&typed(&s), Raises::default(), None, NOW).unwrap_err()),
+            names(&resume(&typed(&s), Raises::default(), 0.0, None, NOW).unwrap_err()),
             ["halted"]
         );
         s["halt"] = json!({"kind": state::HALT_TASK, "reason": "r"});
         s["taskIteration"] = json!(2);
-        let err = resume(&typed(&s), Raises::default(), None, NOW).unwrap_err();
+        let err = resume(&typed(&s), Raises::default(), 0.0, None, NOW).unwrap_err();
         assert!(err[0].detail.contains("--raise-task"), "{}", err[0]);
         let err = resume(
             &typed(&s),
@@ -244,6 +229,7 @@ mod tests {
                 task: Some(2),
                 ..Default::default()
             },
+            0.0,
             None,
             NOW,
         )
@@ -255,6 +241,7 @@ mod tests {
                 task: Some(4),
                 ..Default::default()
             },
+            0.0,
             Some("sess"),
             NOW,
         )
@@ -274,12 +261,13 @@ mod tests {
                 minutes: Some(5),
                 ..Default::default()
             },
+            0.0,
             None,
             NOW,
         )
         .unwrap_err();
         assert!(err[0].detail.contains("10 minutes elapsed"), "{}", err[0]);
         s["halt"] = json!({"kind": state::HALT_STALL, "reason": "r"});
-        assert!(resume(&typed(&s), Raises::default(), None, NOW).is_ok());
+        assert!(resume(&typed(&s), Raises::default(), 0.0, None, NOW).is_ok());
     }
 }
