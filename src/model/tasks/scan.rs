@@ -4,7 +4,7 @@
 //! reads break CommonMark on purpose: a `gh pr create --body "$(cat <<'EOF'` inside a
 //! task's Do puts column-0 `## Summary` and `- [ ] CI checks pass` lines into a shell
 //! string, which a Markdown parser reads as a heading and a task (DESIGN-NOTES
-//! "Inbox: reading real task files").
+//! "One structural pass, written by hand").
 //!
 //! - A task item is a GFM task list item at any indent: `-`, `*`, `+` or `1.`/`1)`, then
 //!   `[ ]`, `[x]`, `[X]`, a tab in the box, or Kiro's `[-]` (in progress: not done), then
