@@ -673,7 +673,7 @@ pub fn count(text: &str) -> Counts {
             if item.checked {
                 completed += 1;
                 pick.see(total, item.depth, true, None, None);
-            } else if !pick.wants(item.depth) && !(any_fix && may_fix(item.rest)) {
+            } else if !(pick.wants(item.depth) || (any_fix && may_fix(item.rest))) {
                 // Not a fix and not the pick: its id is never asked for.
                 pick.see(total, item.depth, false, None, None);
             } else {
