@@ -636,8 +636,18 @@ fn malformed_box(line: &str) -> bool {
         return false;
     }
     let after = &t[1..];
-    let Some(inner) = after.trim_start().strip_prefix('[') else {
-        return false;
+    // `trim_start` by bytes while they are ASCII (a field line, `- **Do**`, ends at its `*`).
+    let blank = after
+        .bytes()
+        .take_while(|b| matches!(b, b'\t'..=b'\r' | b' '))
+        .count();
+    let inner = match after.as_bytes().get(blank) {
+        Some(b'[') => &after[blank + 1..],
+        Some(c) if !c.is_ascii() => match after.trim_start().strip_prefix('[') {
+            Some(inner) => inner,
+            None => return false,
+        },
+        _ => return false,
     };
     let Some(close) = inner.find(']') else {
         return false;
@@ -656,15 +666,15 @@ fn malformed_box(line: &str) -> bool {
 pub fn count(text: &str) -> Counts {
     let (mut total, mut completed, mut unread) = (0, 0, 0);
     let mut pick = NextPick::default();
+    // One search of the text instead of one per task when no `[FIX ` is anywhere in it.
+    let any_fix = memchr::memmem::find(text.as_bytes(), b"[FIX ").is_some();
     for (_, kind) in scan::scan(text) {
         if let Kind::Task(item) = kind {
             if item.checked {
                 completed += 1;
                 pick.see(total, item.depth, true, None, None);
-            } else if !pick.wants(item.depth)
-                && memchr::memchr(b'[', item.rest.as_bytes()).is_none()
-            {
-                // No marker, so not a fix, and not the pick: its id is never asked for.
+            } else if !(pick.wants(item.depth) || (any_fix && may_fix(item.rest))) {
+                // Not a fix and not the pick: its id is never asked for.
                 pick.see(total, item.depth, false, None, None);
             } else {
                 let (id, rest) = split_id_str(item.rest);
@@ -686,6 +696,21 @@ pub fn count(text: &str) -> Counts {
         next_index: pick.finish().unwrap_or(total),
         unread,
     }
+}
+
+/// Whether a task's text may hold a `[FIX x]` marker: a marker's name is the text between
+/// its brackets, so one that starts `FIX ` is a `[FIX ` in the text. `[P]`, the marker of
+/// most tasks in a parallel plan, is not.
+fn may_fix(rest: &str) -> bool {
+    let b = rest.as_bytes();
+    let mut at = 0;
+    while let Some(i) = scan::find(b'[', &b[at..]) {
+        at += i + 1;
+        if b[at..].starts_with(b"FIX ") {
+            return true;
+        }
+    }
+    false
 }
 
 /// The counts and the next task's label and title, without building tasks: what the status
@@ -881,7 +906,21 @@ mod tests {
 
     #[test]
     fn lines_split_as_split_inclusive_does() {
-        for text in ["", "a", "a\n", "a\nb", "\n\n", "a\r\nb\r\n", "é\nü", "x\r"] {
+        // Line ends are found a word at a time: texts across word and 64-byte edges, with
+        // bytes next to `\n` in value (`\x0b`, `\t`, `\u{8a}`'s UTF-8).
+        let mut long = Vec::new();
+        for len in [63, 64, 65, 127, 128, 129, 200] {
+            for nl in [0, 1, 7, 8, 31, 62, 63, 64, 65, 126, 127, 128] {
+                let mut t: String = (0..len).map(|i| ['a', '\x0b', '\t', 'b'][i % 4]).collect();
+                if nl < len {
+                    t.replace_range(nl..=nl, "\n");
+                }
+                t.push_str("\u{8a}\n\n\u{8a}");
+                long.push(t);
+            }
+        }
+        let short = ["", "a", "a\n", "a\nb", "\n\n", "a\r\nb\r\n", "é\nü", "x\r"];
+        for text in short.into_iter().chain(long.iter().map(String::as_str)) {
             let mut offset = 0;
             let want: Vec<(usize, &str)> = text
                 .split_inclusive('\n')

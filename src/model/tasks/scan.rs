@@ -172,11 +172,12 @@ pub(super) fn checkbox(line: &str) -> Option<(usize, usize, bool, bool, &str)> {
 }
 
 /// The length of a backtick run left open on `line` (a code span continuing on later
-/// lines), if any. A run closes at the next run of the same length; `\`` is escaped.
-fn open_code_span(line: &str) -> Option<usize> {
+/// lines), if any; `first` is the line's first backtick. A run closes at the next run of
+/// the same length; `\`` is escaped.
+fn open_code_span(line: &str, first: usize) -> Option<usize> {
     let b = line.as_bytes();
     let mut open: Option<usize> = None;
-    let mut i = find(b'`', b)?;
+    let mut i = first;
     loop {
         let run = b[i..].iter().take_while(|&&c| c == b'`').count();
         let escaped = i > 0 && b[i - 1] == b'\\';
@@ -223,7 +224,7 @@ fn next_line_end(b: &[u8], at: usize) -> usize {
 /// The first `needle` in `hay`. The first 64 bytes are read a word at a time (the zero-byte
 /// test of `word ^ needle`, exact for the lowest byte it marks), the rest by memchr: a plan's
 /// lines are short, where memchr's set-up costs more than the search.
-fn find(needle: u8, hay: &[u8]) -> Option<usize> {
+pub(super) fn find(needle: u8, hay: &[u8]) -> Option<usize> {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGHS: u64 = 0x8080_8080_8080_8080;
     let short = hay.len().min(64);
@@ -281,14 +282,43 @@ fn heredoc_close(text: &str, from: usize, word: &str) -> Option<usize> {
 
 /// Where a multi-line string opened on `line` (ending at byte `next`) ends: just past
 /// its closing line. `None` when the line opens none, or the string never closes.
-fn string_end(text: &str, line: &str, next: usize) -> Option<usize> {
-    let span = open_code_span(line);
-    let heredoc = heredoc_word(line).and_then(|w| heredoc_close(text, next, w));
+/// `tick` is the line's first backtick, `lt` whether it holds a `<`: without either it
+/// opens nothing.
+fn string_end(text: &str, line: &str, next: usize, tick: Option<usize>, lt: bool) -> Option<usize> {
+    let span = tick.and_then(|first| open_code_span(line, first));
+    let heredoc = lt
+        .then(|| heredoc_word(line))
+        .flatten()
+        .and_then(|w| heredoc_close(text, next, w));
     match (heredoc, span) {
         (Some(end), Some(len)) => Some(span_close(text, end, len).unwrap_or(end)),
         (Some(end), None) => Some(end),
         (None, Some(len)) => span_close(text, next, len),
         (None, None) => None,
+    }
+}
+
+/// The next place one byte occurs in the text at or after the line being read. A backtick
+/// or a `<` is in few lines of a plan: one search answers "not on this line" for every line
+/// up to the next one, where searching each line cost a fifth of `count`. `find`, not
+/// memchr: in a plan with a Verify command per task the next backtick is a line or two on.
+struct NextByte {
+    byte: u8,
+    at: usize,
+}
+
+impl NextByte {
+    fn new(byte: u8, text: &[u8]) -> NextByte {
+        let at = memchr::memchr(byte, text).unwrap_or(text.len());
+        NextByte { byte, at }
+    }
+
+    /// Where the byte first occurs in `text[start..end]`; lines are asked in file order.
+    fn within(&mut self, text: &[u8], start: usize, end: usize) -> Option<usize> {
+        if self.at < start {
+            self.at = find(self.byte, &text[start..]).map_or(text.len(), |n| start + n);
+        }
+        (self.at < end).then_some(self.at)
     }
 }
 
@@ -306,6 +336,8 @@ pub(super) struct Scanner<'a> {
     /// Per fence character, the shortest run no closer was found for past `.1`: a later
     /// opener at least that long has none either (keeps the look-ahead linear).
     no_closer: [Option<(usize, usize)>; 2],
+    tick: NextByte,
+    lt: NextByte,
     pub unclosed: Unclosed,
 }
 
@@ -319,6 +351,8 @@ pub(super) fn scan(text: &str) -> Scanner<'_> {
         stack: Vec::new(),
         in_task: false,
         no_closer: [None, None],
+        tick: NextByte::new(b'`', text.as_bytes()),
+        lt: NextByte::new(b'<', text.as_bytes()),
         unclosed: Unclosed::default(),
     }
 }
@@ -366,8 +400,10 @@ impl<'a> Scanner<'a> {
                     return Kind::Code(Code::Fence, line);
                 }
                 // A heredoc in the block may dedent to column 0 without ending the block.
-                if let Some(end) =
-                    heredoc_word(line).and_then(|w| heredoc_close(self.text, next(), w))
+                let lt = self.lt.within(text.as_bytes(), offset, offset + line.len());
+                if let Some(end) = lt
+                    .and_then(|_| heredoc_word(line))
+                    .and_then(|w| heredoc_close(self.text, next(), w))
                 {
                     self.string_until = end;
                 }
@@ -409,8 +445,13 @@ impl<'a> Scanner<'a> {
                 self.stack.pop();
             }
             if self.in_task {
-                if let Some(end) = string_end(self.text, line, next()) {
-                    self.string_until = end;
+                let (b, end) = (text.as_bytes(), offset + line.len());
+                let tick = self.tick.within(b, offset, end).map(|at| at - offset);
+                let lt = self.lt.within(b, offset, end).is_some();
+                if tick.is_some() || lt {
+                    if let Some(end) = string_end(self.text, line, next(), tick, lt) {
+                        self.string_until = end;
+                    }
                 }
             }
         }
