@@ -31,6 +31,7 @@ mod cost_ledger;
 mod crash_steps;
 mod critique_record;
 mod docs_contract;
+mod docs_reference;
 mod doctor_cli;
 mod end_to_end;
 mod end_to_end_isolation;
