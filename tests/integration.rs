@@ -54,6 +54,7 @@ mod layers;
 mod learn_verb;
 mod panics;
 mod printed_commands;
+mod readme_flow;
 mod resume_cancel;
 mod shell_bad_input;
 mod shell_flow;
