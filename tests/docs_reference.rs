@@ -280,3 +280,18 @@ fn every_link_in_the_readme_and_docs_leads_somewhere() {
     assert!(broken.is_empty(), "\n{}", broken.join("\n"));
     assert_eq!(anchor("## The shell flow"), "the-shell-flow");
 }
+
+/// The README is for a person's first screen: short, the two commands near the top.
+#[test]
+fn the_readme_is_short_and_starts_with_the_two_commands() {
+    let text = fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines.len() <= 200, "README has {} lines", lines.len());
+    for command in ["cargo install --locked --path .", "scripts/test"] {
+        let at = lines.iter().position(|l| l.starts_with(command));
+        assert!(
+            at.is_some_and(|i| i < 40),
+            "`{command}` is not in the README's first 40 lines (line {at:?})"
+        );
+    }
+}
