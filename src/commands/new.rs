@@ -58,7 +58,8 @@ pub fn run(project: &Project, args: NewArgs) -> Result<ExitStatus> {
         "created {SPECS_DIR}/{name}/ (tasks.md, .progress.md); {name} is now the active spec."
     ));
     output::line(&format!(
-        "next: write the tasks in {SPECS_DIR}/{name}/tasks.md (one `- [ ] 1.1 Title` line each, with **Verify** lines), then run `specrun state init --spec {name}`; inside Claude Code, /specrun:start plans it for you."
+        "next: write the tasks in {SPECS_DIR}/{name}/tasks.md (its comment holds one example task: one `- [ ] 1.1 Title` line each, with a **Verify** line), check them with `specrun tasks lint --spec {flag}`, then run `specrun state init --spec {flag}`; inside Claude Code, /specrun:start plans it for you.",
+        flag = crate::support::shell::word(name)
     ));
     Ok(ExitStatus::Success)
 }
