@@ -436,6 +436,13 @@ pub enum CritiqueCommand {
         #[command(flatten)]
         spec: SpecArg,
     },
+    /// Print a blank record for a stage (every checklist id, its question, an empty
+    /// note) to fill in and pass to `critique record`.
+    Skeleton {
+        /// Which review: after the code, or after the tests ran.
+        #[arg(long, value_enum)]
+        stage: CritiqueStage,
+    },
     /// Say which critique records exist for a task.
     Status {
         /// The task whose records to list.

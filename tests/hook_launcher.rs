@@ -123,3 +123,101 @@ fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
     wanted.extend(specrun::hooks::WORK_TOOLS);
     assert_eq!(hooks["PreToolUse"][0]["matcher"], wanted.join("|"));
 }
+
+/// A binary that answers `--version` with `version`, and otherwise prints its name, its
+/// arguments and the launcher's stated choice.
+fn versioned_binary(dir: &Path, name: &str, version: &str, mtime: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("specrun");
+    common::write_executable(
+        &path,
+        &format!("#!/bin/sh\n[ \"$1\" = --version ] && {{ echo 'specrun {version}'; exit 0; }}\necho {name} \"$@\" \"| $SPECRUN_LAUNCHER_CHOICE\"\n"),
+    );
+    let touched = Command::new("touch")
+        .args(["-d", mtime])
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    path
+}
+
+/// A marketplace copy of a checkout carries an old target/release: the launcher takes the
+/// newer binary when it proves the plugin's version, the proven one when only one is, and
+/// the plugin's build when neither is; each choice is stated for `doctor`.
+#[test]
+fn with_two_binaries_the_newer_one_of_the_plugins_version_wins() {
+    let plugin = plugin_copy();
+    std::fs::create_dir_all(plugin.path().join(".claude-plugin")).unwrap();
+    std::fs::write(
+        plugin.path().join(".claude-plugin/plugin.json"),
+        "{\n  \"name\": \"specrun\",\n  \"version\": \"9.9.9\"\n}\n",
+    )
+    .unwrap();
+    let launcher = plugin.path().join("bin/specrun");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let path_dir = elsewhere.path().join("path-bin");
+    let path_env = format!("{}:{SYS_PATH}", path_dir.display());
+    let release_dir = plugin.path().join("target/release");
+    let run = || {
+        let out = launch(&launcher, &path_env, None, &["status"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+
+    versioned_binary(&release_dir, "release", "9.9.9", "2020-01-01");
+    versioned_binary(&path_dir, "path", "9.9.9", "2024-01-01");
+    let out = run();
+    assert!(out.starts_with("path status | "), "{out}");
+    assert!(
+        out.contains("(the newer of two, specrun 9.9.9 as the plugin)"),
+        "{out}"
+    );
+
+    // The newer one is another version: the older, proven one.
+    versioned_binary(&path_dir, "path", "9.10.0", "2024-01-01");
+    let out = run();
+    assert!(out.starts_with("release status | "), "{out}");
+    assert!(out.contains("only it is specrun 9.9.9"), "{out}");
+
+    // Neither proves it: the plugin's build, said so.
+    versioned_binary(&release_dir, "release", "1.0.0", "2020-01-01");
+    let out = run();
+    assert!(out.starts_with("release status | "), "{out}");
+    assert!(
+        out.contains("neither is proven to be specrun 9.9.9"),
+        "{out}"
+    );
+
+    // Newer plugin build, proven: it wins over the older install.
+    versioned_binary(&release_dir, "release", "9.9.9", "2025-01-01");
+    versioned_binary(&path_dir, "path", "9.9.9", "2024-01-01");
+    assert!(run().starts_with("release status | "));
+}
+
+#[test]
+fn doctor_says_which_binary_the_launcher_chose() {
+    let plugin = plugin_copy();
+    let launcher = plugin.path().join("bin/specrun");
+    let bin = common::bin_path();
+    let out = launch(&launcher, SYS_PATH, Some(&bin), &["doctor", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "launcher")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    let detail = check["detail"].as_str().unwrap();
+    assert_eq!(
+        detail,
+        format!("bin/specrun chose {} (SPECRUN_BIN)", bin.display())
+    );
+    // Run directly, it says so.
+    let out = Command::new(&bin)
+        .args(["doctor", "--json"])
+        .env_remove("SPECRUN_LAUNCHER_CHOICE")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.to_string().contains("run directly"), "{v:#}");
+}

@@ -305,3 +305,50 @@ fn caps_of_zero_are_refused_with_a_clear_message() {
         .assert()
         .success();
 }
+
+/// A misspelled `--spec` gets one answer from every verb a person runs: exit 2, the specs
+/// that exist, and nothing created. `status` used to offer to plan the typo as a new spec.
+#[test]
+fn a_misspelled_spec_is_answered_alike_by_every_verb() {
+    let p = TempProject::git();
+    p.spec("cart-discounts", "- [ ] 1 A\n  - **Verify**: `true`\n");
+    p.write("specs/.current-spec", "cart-discounts\n");
+    let expected = "spec \"cart-discount\" not found";
+    for verb in [
+        "status",
+        "status --json",
+        "status --watch",
+        "finish",
+        "report",
+        "tasks list",
+        "tasks count",
+        "tasks lint",
+        "verify status",
+        "ac status",
+        "followup list",
+        "goal",
+        "cancel",
+        "resume",
+    ] {
+        let mut args: Vec<&str> = verb.split(' ').collect();
+        args.extend(["--spec", "cart-discount"]);
+        let out = common::run_bounded(&p, &args, b"");
+        assert_eq!(out.code, Some(2), "{verb}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains(expected), "{verb}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("`--spec cart-discounts`"),
+            "{verb}: {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains("/specrun:start"),
+            "{verb}: {}",
+            out.stderr
+        );
+        assert!(!p.path("specs/cart-discount").exists(), "{verb} created it");
+    }
+    // Without --spec, a project with no active spec is a state `status` shows.
+    p.write("specs/.current-spec", "");
+    let out = common::run_bounded(&p, &["status"], b"");
+    assert_eq!(out.code, Some(0), "{}{}", out.stdout, out.stderr);
+}

@@ -1,4 +1,4 @@
-//! `specrun critique record|status`: self-critique records (docs/design.md#critique),
+//! `specrun critique record|skeleton|status`: self-critique records (docs/design.md#critique),
 //! validated by the pure rules in `crate::evidence::critique` and written atomically under
 //! the spec's critique/.
 
@@ -28,12 +28,37 @@ pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
             ex.require_task(&task)?;
             record(project, &ex.spec, &task, stage.as_str(), file.as_deref())
         }
+        CritiqueCommand::Skeleton { stage } => {
+            output::line(&skeleton(stage.as_str()));
+            Ok(ExitStatus::Success)
+        }
         CritiqueCommand::Status { task, spec, json } => {
             let ex = Exec::new(project, spec.spec.as_deref())?;
             ex.require_task(&task)?;
             status(&ex.spec, &task, json)
         }
     }
+}
+
+/// A record for `stage` that `critique record` refuses until each note is written: every
+/// id with its question (kept in the record, which allows extra fields), `pass` as the
+/// result to change, and no issues.
+fn skeleton(stage: &str) -> String {
+    let items: serde_json::Map<String, Value> = critique::checklist(stage)
+        .unwrap_or_default()
+        .iter()
+        .map(|(id, question)| {
+            let item = serde_json::json!({"question": question, "result": "pass", "note": ""});
+            ((*id).to_string(), item)
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "stage": stage,
+        "checklist": items,
+        "issuesFound": [],
+        "issuesFixed": [],
+    });
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
 fn read_input(project: &Project, file: Option<&str>) -> Result<Value> {
@@ -260,4 +285,28 @@ fn status(spec: &Spec, task: &str, json_out: bool) -> Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::yes_no(complete))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skeleton_is_refused_until_every_note_is_written() {
+        for stage in critique::STAGES {
+            let mut doc: Value = serde_json::from_str(&skeleton(stage)).unwrap();
+            let ids = critique::checklist(stage).unwrap();
+            let problems = critique::validate(stage, "1.1", &doc).unwrap_err();
+            let expected: Vec<String> = ids
+                .iter()
+                .map(|(id, _)| format!("{id}: `note` must be a non-empty string"))
+                .collect();
+            assert_eq!(problems, expected);
+            for (id, question) in ids {
+                assert_eq!(doc["checklist"][id]["question"], *question);
+                doc["checklist"][id]["note"] = Value::from("checked");
+            }
+            critique::validate(stage, "1.1", &doc).unwrap();
+        }
+    }
 }

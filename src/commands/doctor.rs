@@ -73,6 +73,7 @@ pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
     let readiness = probe_readiness(project);
     let checks = vec![
         binary_version(),
+        launcher_choice(),
         git_present(),
         claude_code(&readiness),
         hooks(&readiness),
@@ -107,6 +108,22 @@ fn plugin_root() -> Option<PathBuf> {
         .skip(1)
         .find(|dir| dir.join(".claude-plugin/plugin.json").is_file())
         .map(Path::to_path_buf)
+}
+
+/// Which binary the plugin's launcher ran, and why: it says so in SPECRUN_LAUNCHER_CHOICE.
+/// Informational: the version check above judges the binary itself.
+fn launcher_choice() -> Check {
+    const ID: &str = "launcher";
+    let exe = std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "this binary".into());
+    match std::env::var("SPECRUN_LAUNCHER_CHOICE") {
+        Ok(choice) if !choice.is_empty() => Check::pass(ID, format!("bin/specrun chose {choice}")),
+        _ => Check::pass(
+            ID,
+            format!("{exe}, run directly (not through the plugin's bin/specrun)"),
+        ),
+    }
 }
 
 fn binary_version() -> Check {

@@ -58,7 +58,8 @@ pub fn run(project: &Project, args: NewArgs) -> Result<ExitStatus> {
         "created {SPECS_DIR}/{name}/ (tasks.md, .progress.md); {name} is now the active spec."
     ));
     output::line(&format!(
-        "next: write the tasks in {SPECS_DIR}/{name}/tasks.md (one `- [ ] 1.1 Title` line each, with **Verify** lines), then run `specrun state init --spec {name}`; inside Claude Code, /specrun:start plans it for you."
+        "next: write the tasks in {SPECS_DIR}/{name}/tasks.md (its comment holds one example task: one `- [ ] 1.1 Title` line each, with a **Verify** line), check them with `specrun tasks lint --spec {flag}`, then run `specrun state init --spec {flag}`; inside Claude Code, /specrun:start plans it for you.",
+        flag = crate::support::shell::word(name)
     ));
     Ok(ExitStatus::Success)
 }
@@ -147,14 +148,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_tasks_file_keeps_the_format_notes_and_no_example_task() {
+    fn the_tasks_file_keeps_the_format_notes_and_one_commented_example_task() {
         let text = tasks_text("demo");
         assert!(text.starts_with("# Tasks: demo\n"), "{text}");
         assert!(
             text.contains("[VERIFY] tasks go to the qa-engineer"),
             "{text}"
         );
-        assert_eq!(crate::model::tasks::parse(&text).tasks.len(), 0);
+        assert!(
+            text.contains("\n- [ ] 1.1 Add the greeting function\n"),
+            "{text}"
+        );
+        // Inside the comment: neither a task nor a line that looks like one.
+        let list = crate::model::tasks::parse(&text);
+        assert_eq!(list.tasks.len(), 0);
+        assert!(list.unread.is_empty(), "{:?}", list.unread);
     }
 
     #[test]

@@ -29,6 +29,11 @@ const WATCH_POLL: Duration = Duration::from_millis(300);
 
 pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
     let spec_arg = args.spec.spec.as_deref();
+    // A `--spec` naming no spec is a typo: answered as every verb answers it (the specs
+    // that exist), not as a new spec to plan. Without `--spec`, "no spec" is a state.
+    if spec_arg.is_some() {
+        project.require_spec(spec_arg)?;
+    }
     if args.watch {
         return watch(project, spec_arg);
     }

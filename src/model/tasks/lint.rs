@@ -308,6 +308,12 @@ mod tests {
     }
 
     #[test]
+    fn a_commented_example_task_is_not_linted() {
+        let text = "# Tasks\n<!--\n- [ ] 1.1 Example without Verify\n-->\n- [ ] 1.1 Real\n  - **Verify**: `t`\n";
+        assert_eq!(codes(text), []);
+    }
+
+    #[test]
     fn a_checklist_among_tasks_with_ids_is_named() {
         let text = "- [x] T001 A\n- [x] T002 B\n## Quality checklist\n- [ ] All links resolve\n";
         let found = codes(text);

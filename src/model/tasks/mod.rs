@@ -775,6 +775,8 @@ impl Iterator for Tasks<'_> {
                 self.unread.push(Unread { line: number, kind });
             }
             let line = match kind {
+                // A comment is neither part of a task nor the end of one.
+                Kind::Code(Code::Comment, _) => continue,
                 Kind::Code(code, line) => {
                     if let Some(o) = self.open.as_mut() {
                         o.last_content_line = number;
@@ -951,6 +953,21 @@ mod tests {
         assert!(list.tasks[1].checked);
         let out = set_checked(text, &list.tasks[0], true).unwrap();
         assert_eq!(out, text.replacen("- [ ] 1", "- [x] 1", 1));
+    }
+
+    #[test]
+    fn checkboxes_in_an_html_comment_are_neither_tasks_nor_unread() {
+        let text = "# Tasks\n<!--\n- [ ] 1.1 Example\n  - **Verify**: `false`\n-->\n- [ ] 1.1 Real\n  - **Verify**: `true`\n   <!-- one line: - [ ] 9 not a task -->\n  - **Files**: a.rs\n<!-- - [ ] 8\n- [x] 2 After\n-->\n- [ ] 3 Last\n";
+        let list = parse(text);
+        assert_eq!(ids(&list), ["1.1", "3"]);
+        assert!(list.unread.is_empty(), "{:?}", list.unread);
+        assert_eq!(list.tasks[0].verify.as_deref(), Some("true"));
+        assert_eq!(list.tasks[0].files, ["a.rs"]);
+        assert_eq!(count(text), list.counts());
+        // An opener never closed hides nothing; one indented 4 is code text, not a comment.
+        let text = "<!-- draft\n- [ ] 1 A\n    <!--\n- [ ] 2 B\n";
+        assert_eq!(ids(&parse(text)), ["1", "2"]);
+        assert_eq!(count(text).total, 2);
     }
 
     #[test]

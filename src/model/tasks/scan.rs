@@ -17,6 +17,10 @@
 //! - Inside a task's block, a line that leaves a code span open or opens a heredoc
 //!   (`<<'EOF'`) starts a multi-line string running to its close; the string's lines are
 //!   code. A string that never closes is not a string (nothing is hidden by it).
+//! - An HTML comment (`<!--` at an indent of at most 3, as a CommonMark HTML block) hides
+//!   its lines up to the line holding `-->`: `specrun new` writes an example task inside
+//!   one. A comment that never closes is not a comment, so an unfinished `<!--` cannot
+//!   hide the rest of the plan.
 
 /// One task item line as the scanner reads it.
 #[derive(Debug, Clone, Copy)]
@@ -40,6 +44,8 @@ pub(super) enum Code {
     Fenced,
     /// A line of a multi-line string or heredoc in a task's text.
     String,
+    /// A line of an HTML comment: not read, not reported.
+    Comment,
 }
 
 /// What one line of tasks.md is.
@@ -330,6 +336,10 @@ pub(super) struct Scanner<'a> {
     fence: Option<Fence>,
     /// Byte offset the current multi-line string ends at (lines before it are code).
     string_until: usize,
+    /// Byte offset the current HTML comment ends at (lines before it are comment).
+    comment_until: usize,
+    /// A `-->` search from here found none: none follows any later opener either.
+    no_comment_close: Option<usize>,
     /// Indents of the task items the current line may nest under.
     stack: Vec<usize>,
     in_task: bool,
@@ -348,6 +358,8 @@ pub(super) fn scan(text: &str) -> Scanner<'_> {
         bom: text.starts_with('\u{feff}'),
         fence: None,
         string_until: 0,
+        comment_until: 0,
+        no_comment_close: None,
         stack: Vec::new(),
         in_task: false,
         no_closer: [None, None],
@@ -378,9 +390,31 @@ impl<'a> Scanner<'a> {
         found
     }
 
+    /// Where the HTML comment opened on this line ends: just past the line holding its
+    /// `-->`; None when `line` opens none or it never closes.
+    fn comment_end(&mut self, offset: usize, indent: usize, line: &str) -> Option<usize> {
+        if indent > 3 || !line[indent..].starts_with("<!--") {
+            return None;
+        }
+        let from = offset + indent + 4;
+        if self.no_comment_close.is_some_and(|at| from >= at) {
+            return None;
+        }
+        let bytes = self.text.as_bytes();
+        let Some(at) = memchr::memmem::find(&bytes[from..], b"-->") else {
+            self.no_comment_close = Some(from);
+            return None;
+        };
+        let close = from + at + 3;
+        Some(memchr::memchr(b'\n', &bytes[close..]).map_or(bytes.len(), |n| close + n + 1))
+    }
+
     fn classify(&mut self, number: usize, offset: usize, line: &'a str) -> Kind<'a> {
         if offset < self.string_until {
             return Kind::Code(Code::String, line);
+        }
+        if offset < self.comment_until {
+            return Kind::Code(Code::Comment, line);
         }
         let indent = indent_of(line);
         let blank = indent == line.len();
@@ -411,6 +445,10 @@ impl<'a> Scanner<'a> {
             }
             // A list item's fence ends with its item (CommonMark): read the line anew.
             self.fence = None;
+        }
+        if let Some(end) = self.comment_end(offset, indent, line) {
+            self.comment_until = end;
+            return Kind::Code(Code::Comment, line);
         }
         match line.as_bytes().get(indent) {
             Some(b'`' | b'~') => {
