@@ -134,7 +134,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let now = now_rfc3339();
     let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-        if let Some(refusal) = refuse_laundering(project, &spec.name, &path, &args) {
+        if let Some(refusal) = refuse_laundering(project, &spec.name, &path) {
             output::error(&refusal);
             return Ok(ExitStatus::No);
         }
@@ -178,7 +178,8 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         // from: a box the model ticked (or a ticked spec it copied) is not in that commit.
         let session = params.session_id.as_deref();
         let start = start_commit(project, session);
-        let baseline = match (continued, crate::claude::releases::inside()) {
+        let carried = crate::next::completion::carries_baseline(earlier.as_ref());
+        let baseline = match (carried, crate::claude::releases::inside()) {
             (false, true) => ticked_at(project, spec, start.as_deref(), baseline),
             _ => baseline,
         };
@@ -337,14 +338,13 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
 }
 
 /// Inside Claude Code, an execution the guard's record shows under way is not started
-/// again over a state that was deleted, garbled or is being forced or restarted: its boxes
-/// would count as ticked before the run (issue 23, "laundering"). A person's `state init`
+/// again over a state that was deleted, garbled (`--force` sets it aside) or no longer
+/// matches the record: its boxes would count as ticked before the run (issue 23, "laundering"). A person's `state init`
 /// at a shell keeps today's rule.
 fn refuse_laundering(
     project: &Project,
     name: &str,
     path: &Path,
-    args: &StateInitArgs,
 ) -> Option<String> {
     use crate::io::record::Read;
     if !crate::claude::releases::inside() {
@@ -365,9 +365,6 @@ fn refuse_laundering(
         Ok(None) => Some("its state file was deleted".to_string()),
         Ok(Some(doc)) => match State::from_json(doc, &path.display().to_string()) {
             Err(e) => Some(format!("its state file cannot be used ({e})")),
-            Ok(_) if args.force || args.restart => {
-                Some("--force or --restart would start it over".to_string())
-            }
             Ok(s) => rec.as_ref().and_then(|r| {
                 let found = crate::model::record::Found::State(&s);
                 let m = crate::model::record::mismatch(r, found)?;
