@@ -339,3 +339,77 @@ pub fn follow(root: &Path, name: &str, state: &State) -> Result<()> {
     }
     save(root, &rec)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state(patch: serde_json::Value) -> State {
+        let mut doc = json!({"version": 1, "name": "demo", "phase": "execution",
+            "sessionId": "s1", "globalIteration": 3, "maxGlobalIterations": 30,
+            "maxTaskIterations": 5, "usage": {"outputTokens": 100}, "halt": null});
+        crate::model::state::merge_into(&mut doc, &patch);
+        State::from_json(doc, "state").unwrap()
+    }
+
+    fn record() -> Record {
+        let mut rec = Record {
+            spec: "demo".into(),
+            spec_dir: "/p/specs/demo".into(),
+            session_id: Some("s1".into()),
+            ..Record::default()
+        };
+        rec.mirror(&state(json!({})));
+        rec
+    }
+
+    #[test]
+    fn the_state_the_record_mirrored_matches_it() {
+        assert_eq!(mismatch(&record(), Found::State(&state(json!({})))), None);
+        // Counters that went on are the hooks' own progress.
+        let later = state(json!({"globalIteration": 9, "usage": {"outputTokens": 900}}));
+        assert_eq!(mismatch(&record(), Found::State(&later)), None);
+    }
+
+    #[test]
+    fn each_way_the_files_stop_matching_is_named() {
+        let rec = record();
+        let why = |found| mismatch(&rec, found).unwrap();
+        assert!(why(Found::CurrentSpec(None)).contains(".current-spec"));
+        assert!(why(Found::CurrentSpec(Some("x"))).contains("'x'"));
+        assert!(why(Found::SpecDirGone).contains("/p/specs/demo"));
+        assert!(why(Found::StateGone).contains("deleted"));
+        assert!(why(Found::StateGarbled("bad")).contains("bad"));
+        let rewound = state(json!({"globalIteration": 1}));
+        assert!(why(Found::State(&rewound)).contains("stop count went backwards"));
+        let fewer = state(json!({"usage": {"outputTokens": 5}}));
+        assert!(why(Found::State(&fewer)).contains("output tokens went backwards"));
+        let other = state(json!({"sessionId": "s2"}));
+        assert!(why(Found::State(&other)).contains("\"s2\""));
+        let raised = state(json!({"maxGlobalIterations": 1000}));
+        assert!(why(Found::State(&raised)).contains("caps"));
+    }
+
+    #[test]
+    fn a_cap_halt_cleared_outside_resume_and_a_record_halt_are_kept() {
+        let mut rec = record();
+        rec.mirror(&state(json!({"halt": {"kind": "stall", "reason": "5 stops"}})));
+        let cleared = state(json!({}));
+        assert!(mismatch(&rec, Found::State(&cleared))
+            .unwrap()
+            .contains("5 stops"));
+        rec.halt_for("gone", "t");
+        rec.halt_for("later", "t");
+        assert_eq!(rec.record_halt(), Some("gone"));
+        // Mirroring a state without a halt keeps the record's own.
+        rec.mirror(&cleared);
+        assert_eq!(rec.record_halt(), Some("gone"));
+    }
+
+    #[test]
+    fn the_halt_text_names_no_persons_verb() {
+        let m = halt_message("demo", "why");
+        assert!(!m.contains("resume") && !m.contains("state init"), "{m}");
+    }
+}
