@@ -339,13 +339,9 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
 
 /// Inside Claude Code, an execution the guard's record shows under way is not started
 /// again over a state that was deleted, garbled (`--force` sets it aside) or no longer
-/// matches the record: its boxes would count as ticked before the run (issue 23, "laundering"). A person's `state init`
-/// at a shell keeps today's rule.
-fn refuse_laundering(
-    project: &Project,
-    name: &str,
-    path: &Path,
-) -> Option<String> {
+/// matches the record: its boxes would count as ticked before the run (issue 23,
+/// "laundering"). A person's `state init` at a shell keeps today's rule.
+fn refuse_laundering(project: &Project, name: &str, path: &Path) -> Option<String> {
     use crate::io::record::Read;
     if !crate::claude::releases::inside() {
         return None;

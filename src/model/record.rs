@@ -394,7 +394,9 @@ mod tests {
     #[test]
     fn a_cap_halt_cleared_outside_resume_and_a_record_halt_are_kept() {
         let mut rec = record();
-        rec.mirror(&state(json!({"halt": {"kind": "stall", "reason": "5 stops"}})));
+        rec.mirror(&state(
+            json!({"halt": {"kind": "stall", "reason": "5 stops"}}),
+        ));
         let cleared = state(json!({}));
         assert!(mismatch(&rec, Found::State(&cleared))
             .unwrap()

@@ -117,7 +117,7 @@ pub fn isolate_state_dir() -> &'static Path {
             .prefix("specrun-state-")
             .tempdir()
             .expect("state tempdir")
-            .into_path();
+            .keep();
         let dir = std::fs::canonicalize(&dir).expect("canonical state dir");
         std::env::set_var("SPECRUN_STATE_DIR", &dir);
         dir
