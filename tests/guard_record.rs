@@ -76,23 +76,13 @@ fn agent_call(p: &TempProject) -> String {
     hook(p, "pre-tool-use", &stdin)
 }
 
-fn append(path: &str, text: &str) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
 /// A committed spec `demo`, a session that started (SessionStart bound it), and the
 /// execution the model starts in it with `state init` (inside Claude Code).
 fn executing() -> TempProject {
     let p = TempProject::git();
     p.spec("demo", PLAN);
     p.commit_all("plan");
-    append(&transcript(&p), &assistant_line("m0", 10, 1000));
+    append(transcript(&p).as_ref(), &assistant_line("m0", 10, 1000));
     session_start(&p);
     let out = run(
         &p,
@@ -251,7 +241,7 @@ fn boxes_ticked_in_the_start_commit_or_by_a_person_at_a_shell_still_count() {
 fn output_before_the_first_stop_counts_from_the_execution_start() {
     let p = executing();
     // Written after `state init`, before the execution's first Stop.
-    append(&transcript(&p), &assistant_line("m1", 5, 50));
+    append(transcript(&p).as_ref(), &assistant_line("m1", 5, 50));
     stop(&p);
     assert_eq!(p.state("demo")["usage"]["outputTokens"], 50);
 }
@@ -259,13 +249,13 @@ fn output_before_the_first_stop_counts_from_the_execution_start() {
 #[test]
 fn a_stop_with_another_transcript_does_not_move_the_offset() {
     let p = executing();
-    append(&transcript(&p), &assistant_line("m1", 5, 50));
+    append(transcript(&p).as_ref(), &assistant_line("m1", 5, 50));
     stop(&p);
     // The model runs `specrun hook stop` itself with an empty transcript of its own.
     let fake = p.root().join("fake.jsonl").display().to_string();
-    append(&fake, "");
+    append(fake.as_ref(), "");
     stop_with(&p, &fake);
-    append(&transcript(&p), &assistant_line("m2", 5, 70));
+    append(transcript(&p).as_ref(), &assistant_line("m2", 5, 70));
     stop(&p);
     let s = p.state("demo");
     assert_eq!(s["usage"]["outputTokens"], 120, "{s}");
@@ -285,8 +275,8 @@ fn past_the_read_bound_tokens_are_estimated_and_said() {
     for _ in 0..65 {
         big.push_str(&filler);
     }
-    append(&path, &big);
-    append(&path, &assistant_line("m1", 5, 50));
+    append(path.as_ref(), &big);
+    append(path.as_ref(), &assistant_line("m1", 5, 50));
     stop(&p);
     let tokens = p.state("demo")["usage"]["outputTokens"].as_u64().unwrap();
     assert!(tokens >= 50 + (1 << 20) / 4, "{tokens}");
