@@ -283,3 +283,23 @@ fn past_the_read_bound_tokens_are_estimated_and_said() {
     let said = p.read(".specrun/events.jsonl");
     assert!(said.contains("estimatedOutputTokens"), "{said}");
 }
+
+#[test]
+fn a_person_s_init_before_the_session_counts_the_session_s_first_turn() {
+    // At a shell, before Claude Code starts: no hook has seen the session yet.
+    let p = TempProject::git();
+    p.spec("demo", PLAN);
+    p.commit_all("plan");
+    let args = ["state", "init", "--spec", "demo", "--session-id", SESSION];
+    let out = run(&p, false, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    // The session starts; its SessionStart gives the transcript, its first turn writes.
+    session_start(&p);
+    append(transcript(&p).as_ref(), &assistant_line("m1", 5, 40));
+    // The model's own `hook stop` with another transcript is ignored.
+    let fake = p.root().join("fake.jsonl").display().to_string();
+    append(fake.as_ref(), &assistant_line("f1", 5, 0));
+    stop_with(&p, &fake);
+    stop(&p);
+    assert_eq!(p.state("demo")["usage"]["outputTokens"], 40);
+}

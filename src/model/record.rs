@@ -261,15 +261,21 @@ pub fn binding(root: &Path, session: &str) -> Option<Binding> {
 }
 
 /// Bind `session` as a hook first saw it; an existing binding is kept as it is (the
-/// transcript and start commit are the first ones Claude Code gave).
+/// transcript and start commit are the first ones Claude Code gave), except that a binding
+/// `state init` made before any hook ran takes the first transcript a hook gives.
 pub fn bind(root: &Path, binding: &Binding) -> Result<()> {
     let Some(path) = record::session_path(root, &binding.session_id) else {
         return Ok(());
     };
-    if matches!(record::read::<Binding>(Some(&path)), record::Read::Valid(_)) {
-        return Ok(());
+    match record::read::<Binding>(Some(&path)) {
+        record::Read::Valid(b) if b.transcript_path.is_some() => Ok(()),
+        record::Read::Valid(mut b) if binding.transcript_path.is_some() => {
+            b.transcript_path = binding.transcript_path.clone();
+            record::save(&path, &b)
+        }
+        record::Read::Valid(_) => Ok(()),
+        _ => record::save(&path, binding),
     }
-    record::save(&path, binding)
 }
 
 /// Rewrite a binding (the first Stop adds the transcript no SessionStart gave).
