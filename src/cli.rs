@@ -711,6 +711,10 @@ pub struct ResumeArgs {
     /// Bind the execution to this Claude Code session; default: unchanged.
     #[arg(long, value_name = "ID")]
     pub session_id: Option<String>,
+    /// Accept the spec's files as they are now over the guard's record (which halted the
+    /// execution because they no longer matched it): a person's decision, at a shell.
+    #[arg(long, conflicts_with_all = ["raise_global", "raise_task", "raise_tokens", "raise_minutes", "raise_usd", "session_id"])]
+    pub accept_record: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -473,7 +473,11 @@ fn state_init_writes_execution_fields_and_keeps_the_rest() {
     assert_eq!(s["quickMode"], true);
     assert_eq!(s["recoveryMode"], true);
     assert_eq!(s["executionDriver"], "stop-hook");
-    assert_eq!(s["usage"], json!({"outputTokens": 0, "inputTokens": 0}));
+    // No hook gave the session's transcript: the first Stop reads it from its start.
+    assert_eq!(
+        s["usage"],
+        json!({"outputTokens": 0, "inputTokens": 0, "transcriptOffset": 0})
+    );
     assert!(s["startedAt"].as_str().unwrap().ends_with('Z'));
     assert_eq!(s["halt"], Value::Null);
 }

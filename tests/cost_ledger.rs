@@ -50,16 +50,6 @@ fn starts(id: &str, tokens: [i64; 4], task: &str) -> String {
     )
 }
 
-fn append(path: &Path, text: &str) {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .unwrap();
-    f.write_all(text.as_bytes()).unwrap();
-}
-
 fn running(n: u64) -> Value {
     json!([{"n": n, "status": "running", "startedAt": chrono::Utc::now().to_rfc3339(), "startCommit": null}])
 }

@@ -54,7 +54,7 @@ fn a_cwd_that_does_not_exist_falls_back_to_the_process_directory() {
 }
 
 #[test]
-fn unreadable_state_files_allow_with_a_message_naming_the_file() {
+fn unreadable_state_files_halt_the_stop_and_allow_the_rest_with_a_message() {
     let cases: [(&str, &str); 5] = [
         ("corrupt", "{\"phase\": \"execution\", oops}"),
         ("truncated", "{\"version\": 1, \"phase\": \"exec"),
@@ -74,7 +74,12 @@ fn unreadable_state_files_allow_with_a_message_naming_the_file() {
         };
         std::fs::write(e.state_path(), &bytes).unwrap();
         let state_path = e.state_path().display().to_string();
-        for event in ["stop", "subagent-stop", "session-start"] {
+        // The Stop halts (issue 23: a garbled state must not switch the guard off).
+        let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
+        let v = json_of(&out);
+        assert_eq!(v["continue"], false, "{what}: {out}");
+        assert!(v["stopReason"].as_str().unwrap().contains(&state_path));
+        for event in ["subagent-stop", "session-start"] {
             let out = e.hook(event, stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
             let v = json_of(&out);
             let keys: Vec<&String> = v.as_object().unwrap().keys().collect();

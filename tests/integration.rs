@@ -41,6 +41,7 @@ mod goal_cli;
 mod group_isolation;
 mod group_next_step;
 mod guard_hardening;
+mod guard_record;
 mod hook_bad_input;
 mod hook_launcher;
 mod hook_session;

@@ -19,11 +19,11 @@ use serde_json::{Map, Value};
 use crate::cli::HookEvent;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
-use crate::hooks::hook_cost;
 use crate::hooks::{
     self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
     SubagentInput, UsageRead,
 };
+use crate::hooks::{bound, hook_cost};
 use crate::io::events::{By, Event, Tag};
 use crate::io::project::{Project, Spec};
 use crate::model::state::{Phase, State};
@@ -171,6 +171,8 @@ struct Active {
     project: Project,
     spec: Spec,
     state: State,
+    /// The guard's record of this execution, when one binds it to this session.
+    bound: Option<Box<bound::Bound>>,
 }
 
 /// What locating the active execution found.
@@ -186,6 +188,13 @@ enum Located {
     Executing(Active),
     /// Cancelled by `specrun cancel`: only PreToolUse still applies.
     Cancelled(Active),
+    /// The record binds this session to an execution whose files no longer match it.
+    RecordHalt {
+        project: Project,
+        spec: String,
+        record: Option<Box<crate::model::record::Record>>,
+        reason: String,
+    },
     /// A bookkeeping path the hook must not use (a link, a FIFO).
     Trouble {
         project: Project,
@@ -196,9 +205,18 @@ enum Located {
 fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
     let _ = STDIN.set(stdin.to_vec());
     let input = HookInput::parse(stdin)?;
+    if event == HookEvent::SessionStart {
+        bind_session(&input, cwd, "session-start");
+    }
     let located = locate(&input, cwd);
     let active = match located {
         Located::Nothing => return None,
+        Located::RecordHalt {
+            project,
+            spec,
+            record,
+            reason,
+        } => return record_halt(event, &input, &project, &spec, record.as_deref(), &reason),
         Located::Unreadable {
             project,
             spec,
@@ -230,6 +248,25 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
     let Some(project) = input.project(cwd) else {
         return Located::Nothing;
     };
+    match bound::lookup(&project, input.session()) {
+        bound::Lookup::None => {}
+        bound::Lookup::Halted {
+            spec,
+            record,
+            reason,
+        } => {
+            return Located::RecordHalt {
+                project,
+                spec,
+                record,
+                reason,
+            }
+        }
+        bound::Lookup::Bound(b) => {
+            let (spec, state) = (b.spec.clone(), b.state.clone());
+            return located(project, spec, state, Some(b));
+        }
+    }
     let spec = match project.spec(None) {
         Ok(Some(spec)) => spec,
         // A link or a special file at .current-spec is trouble to report, not "no spec".
@@ -248,20 +285,100 @@ fn locate(input: &HookInput, cwd: Option<&Path>) -> Located {
             spec,
             error,
         },
-        StateRead::Valid(state) if hook::executing(&state) => Located::Executing(Active {
-            project,
-            spec,
-            state: *state,
-        }),
+        StateRead::Valid(state) => located(project, spec, *state, None),
+    }
+}
+
+/// An execution's state, as the hooks go on with it.
+fn located(
+    project: Project,
+    spec: Spec,
+    state: State,
+    bound: Option<Box<bound::Bound>>,
+) -> Located {
+    let phase = state.phase();
+    let active = Active {
+        project,
+        spec,
+        state,
+        bound,
+    };
+    match phase {
+        _ if hook::executing(&active.state) => Located::Executing(active),
         // A cancelled execution still denies new work (PreToolUse), nothing else.
-        StateRead::Valid(state) if state.phase() == Some(Phase::Cancelled) => {
-            Located::Cancelled(Active {
-                project,
-                spec,
-                state: *state,
-            })
+        Some(Phase::Cancelled) => Located::Cancelled(active),
+        _ => Located::Nothing,
+    }
+}
+
+/// Bind the session as Claude Code first gave it (`which` hook saw it first): its
+/// transcript path and the commit HEAD names now. Only in a project with specs/; an
+/// existing binding is kept.
+fn bind_session(input: &HookInput, cwd: Option<&Path>, which: &str) {
+    let Some(sid) = input.session().filter(|s| !s.is_empty()) else {
+        return;
+    };
+    let Some(project) = input.project(cwd).filter(|p| p.specs_dir().is_dir()) else {
+        return;
+    };
+    let binding = crate::model::record::Binding {
+        session_id: sid.to_string(),
+        transcript_path: input
+            .str("transcript_path")
+            .filter(|p| !p.is_empty())
+            .map(str::to_string),
+        start_commit: git::head_fast(&project.root),
+        bound_at: events::now_rfc3339(),
+        bound_by: which.to_string(),
+        spec: None,
+    };
+    let _ = crate::model::record::bind(&project.root, &binding);
+}
+
+/// The record halted this session's execution (or halts it now): the Stop halts again
+/// naming the reason, work-starting tools are denied, SessionStart says so; nothing traps
+/// the session (a halt ends the turn).
+fn record_halt(
+    event: HookEvent,
+    input: &HookInput,
+    project: &Project,
+    spec: &str,
+    rec: Option<&crate::model::record::Record>,
+    reason: &str,
+) -> Option<HookAnswer> {
+    let message = crate::model::record::halt_message(spec, reason);
+    let (answer, decision) = match event {
+        HookEvent::Stop => {
+            bound::halt(project, rec, reason, &events::now_rfc3339());
+            (hook::Decision::Halt(message.clone()).to_hook_json(), "halt")
         }
-        StateRead::Valid(_) => Located::Nothing,
+        HookEvent::PreToolUse
+            if input
+                .str("tool_name")
+                .is_some_and(|t| hook::WORK_TOOLS.contains(&t)) =>
+        {
+            (
+                Some(HookAnswer::specific(HookSpecific::PreToolUse {
+                    permission_decision: "deny",
+                    permission_decision_reason: message.clone(),
+                })),
+                "deny",
+            )
+        }
+        HookEvent::SessionStart => (
+            Some(HookAnswer::specific(HookSpecific::SessionStart {
+                additional_context: message.clone(),
+            })),
+            "allow",
+        ),
+        _ => return None,
+    };
+    match record(project, event, input, decision, "record-mismatch", &message) {
+        Ok(()) => answer,
+        Err(e) => Some(hook::with_message(
+            answer,
+            &format!("specrun guard: this decision was not recorded: {e}"),
+        )),
     }
 }
 
@@ -282,9 +399,38 @@ fn unreadable_state(
     spec: &Spec,
     error: &str,
 ) -> Option<HookAnswer> {
-    // A question in quick mode is not worth a warning per call; the other hooks say it.
-    if event == HookEvent::PreToolUse {
-        return None;
+    // A garbled state halts (issue 23): the Stop ends the turn naming the file and work
+    // is not delegated; the guard never allows an execution it cannot judge.
+    let halt = format!(
+        "specrun halted spec '{}': its state file {} cannot be used ({error}); the guard cannot judge the execution, so nothing more runs. End your turn; a person decides at a shell (`specrun doctor` names the trouble).",
+        spec.name,
+        spec.state_path().display()
+    );
+    match event {
+        HookEvent::Stop => {
+            let answer = hook::Decision::Halt(halt.clone()).to_hook_json();
+            return match record(project, event, input, "halt", "unreadable-state", &halt) {
+                Ok(()) => answer,
+                Err(e) => Some(hook::with_message(
+                    answer,
+                    &format!("specrun guard: this decision was not recorded: {e}"),
+                )),
+            };
+        }
+        HookEvent::PreToolUse => {
+            let tool = input.str("tool_name");
+            // A question in quick mode is not worth a warning per call; work is denied.
+            if !tool.is_some_and(|t| hook::WORK_TOOLS.contains(&t)) {
+                return None;
+            }
+            let answer = Some(HookAnswer::specific(HookSpecific::PreToolUse {
+                permission_decision: "deny",
+                permission_decision_reason: halt.clone(),
+            }));
+            let _ = record(project, event, input, "deny", "unreadable-state", &halt);
+            return answer;
+        }
+        _ => {}
     }
     let message = format!(
         "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
@@ -369,6 +515,10 @@ fn under_lock(
         if outcome.patch.as_object().is_some_and(|p| !p.is_empty()) {
             state.merge(&outcome.patch, &file)?;
             store::write_atomic(&path, &store::to_pretty_bytes(&state))?;
+        }
+        if let Some(b) = &active.bound {
+            let estimated = outcome.event["estimatedOutputTokens"].as_u64().unwrap_or(0);
+            bound::mirror(project, b, &state, estimated);
         }
         Ok(Some(outcome))
     });
@@ -495,7 +645,7 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
         let (project, spec) = (&active.project, &active.spec);
         let list = load_tasks(spec)?;
         let head = git::head_fast(&project.root);
-        let read = read_transcript(input, state);
+        let (read, ignored) = read_transcript(&project.root, input, state, active.bound.as_deref());
         let usage = read.usage.clone();
         let agents = hook_cost::reread_pending(state);
         let message = input.str("last_assistant_message");
@@ -529,21 +679,48 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
             now,
         };
         hook_cost::after_stop(&ctx, state, &mut outcome, &read, agents, &list)?;
+        if let Some(path) = ignored {
+            outcome.event["transcriptIgnored"] = Value::from(path);
+        }
+        if read.estimated_output_tokens > 0 {
+            outcome.event["estimatedOutputTokens"] = Value::from(read.estimated_output_tokens);
+        }
         Ok(Some(outcome))
     })
 }
 
-/// What the transcript gained since the stored offset (nothing without a path).
-fn read_transcript(input: &HookInput, state: &State) -> hook_cost::Read {
-    let Some(path) = input.str("transcript_path").filter(|p| !p.is_empty()) else {
-        return hook_cost::Read {
-            usage: UsageRead::default(),
-            messages: Vec::new(),
-            invalid_usage: 0,
-        };
+/// What the transcript gained since the stored offset (nothing without a path), and the
+/// path stdin gave when it was not the one the record bound to the session (ignored: a
+/// `specrun hook stop` with another transcript does not move the offset).
+fn read_transcript(
+    root: &Path,
+    input: &HookInput,
+    state: &State,
+    bound: Option<&bound::Bound>,
+) -> (hook_cost::Read, Option<String>) {
+    let given = input.str("transcript_path").filter(|p| !p.is_empty());
+    let bound_path = bound.and_then(|b| {
+        (b.binding.transcript_path.as_deref()).or(b.record.transcript_path.as_deref())
+    });
+    let Some(path) = bound_path.or(given) else {
+        return (hook_cost::Read::default(), None);
     };
+    let ignored = given.filter(|g| *g != path).map(str::to_string);
+    if bound.is_some_and(|b| b.binding.transcript_path.is_none()) {
+        // The first Stop binds the transcript when no SessionStart did.
+        first_transcript(root, input, path);
+    }
     let (offset, last_id) = hook::transcript_start(state, path);
-    hook_cost::read(path, offset, last_id)
+    (hook_cost::read(path, offset, last_id), ignored)
+}
+
+/// Bind the session's transcript at its first Stop (SessionStart had not).
+fn first_transcript(root: &Path, input: &HookInput, path: &str) {
+    let Some(sid) = input.session() else { return };
+    if let Some(mut b) = crate::model::record::binding(root, sid) {
+        b.transcript_path = Some(path.to_string());
+        let _ = crate::model::record::rebind(root, &b);
+    }
 }
 
 fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {

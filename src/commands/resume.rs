@@ -16,6 +16,9 @@ use crate::next::Audience;
 use crate::protocol::{self, Raises};
 
 pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
+    if args.accept_record {
+        return accept_record(project, args.spec.spec.as_deref());
+    }
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;
@@ -48,6 +51,8 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
                 Some(patch) => ex.write_state(&state, patch)?,
                 None => state.clone(),
             };
+            // The guard's record follows a person's resume (caps raised, session rebound).
+            crate::model::record::follow(&project.root, &spec.name, &after)?;
             let cleared = state.halt_kind();
             ex.record_event(&Event::Resume {
                 cleared,
@@ -86,4 +91,70 @@ fn usd_spent(project: &Project, state: &State) -> f64 {
         Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
         _ => 0.0,
     }
+}
+
+/// `resume --accept-record`: a person accepts the spec's files as they are now over the
+/// guard's record that halted the execution. The record takes the state's counters, caps,
+/// session and directory; with no usable state the record is closed (a fresh `state init`
+/// starts the next one). Inside Claude Code it is refused.
+fn accept_record(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
+    use crate::io::record::Read;
+    use crate::model::record;
+    if crate::claude::releases::inside() {
+        // ROLES: the lead swaps this text for `claude::roles::refuse_person` at merge.
+        output::error("resume refused inside Claude Code: whether the spec's files replace the guard's record is a person's decision. Fail a task you cannot finish, record a follow-up, or end your turn; a person decides at a shell");
+        return Ok(ExitStatus::No);
+    }
+    let name = match spec {
+        Some(s) => s.to_string(),
+        None => project.current_spec_name()?.ok_or_else(|| {
+            crate::error::Error::Usage("name the spec whose record to accept: --spec <name>".into())
+        })?,
+    };
+    let Some(found) = project.spec(Some(&name))? else {
+        return Err(crate::error::Error::Usage(format!("no spec {name:?}")));
+    };
+    let mut rec = match record::execution(&project.root, &found.name) {
+        Read::Valid(r) => r,
+        Read::Absent => {
+            output::line(&format!(
+                "{}: the guard keeps no record of it; nothing to accept",
+                found.name
+            ));
+            return Ok(ExitStatus::No);
+        }
+        Read::Invalid(e) => {
+            output::warn(&format!("the record was unreadable ({e}); it is replaced"));
+            record::Record {
+                spec: found.name.clone(),
+                version: record::VERSION,
+                ..Default::default()
+            }
+        }
+    };
+    let state =
+        crate::model::state::read(&found.state_path(), crate::model::state::Reading::Checked)
+            .ok()
+            .flatten();
+    rec.halt = None;
+    rec.spec_dir = found.dir.display().to_string();
+    let what = match &state {
+        Some(s) => {
+            rec.stops = s.global_iteration();
+            rec.output_tokens = s.output_tokens();
+            rec.session_id = s.session_id().map(str::to_string);
+            rec.mirror(s);
+            if let Some(sid) = s.session_id() {
+                record::bind_spec(&project.root, sid, &found.name, &now_rfc3339())?;
+            }
+            "the record now follows the state as it is"
+        }
+        None => {
+            rec.phase = "closed".into();
+            "no usable state: the record is closed; `specrun state init` starts a new execution"
+        }
+    };
+    record::save(&project.root, &rec)?;
+    output::line(&format!("{}: record accepted; {what}", found.name));
+    Ok(ExitStatus::Success)
 }

@@ -134,6 +134,10 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let now = now_rfc3339();
     let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
+        if let Some(refusal) = refuse_laundering(project, &spec.name, &path) {
+            output::error(&refusal);
+            return Ok(ExitStatus::No);
+        }
         let existing = match state::read_document(&path) {
             Ok(Some(v)) if !v.is_object() => {
                 let problem = format!("{} is not a JSON object", path.display());
@@ -169,8 +173,20 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
             continued = false;
         }
         // The boxes ticked before this execution started: the completion gate excepts
-        // them from "ticked through `task complete`".
+        // them from "ticked through `task complete`". Inside Claude Code a fresh
+        // execution's box counts only if it was ticked in the commit the session started
+        // from: a box the model ticked (or a ticked spec it copied) is not in that commit.
+        let session = params.session_id.as_deref();
+        let start = start_commit(project, session);
+        let carried = crate::next::completion::carries_baseline(earlier.as_ref());
+        let baseline = match (carried, crate::claude::releases::inside()) {
+            (false, true) => ticked_at(project, spec, start.as_deref(), baseline),
+            _ => baseline,
+        };
         doc["checkedAtInit"] = serde_json::json!(baseline);
+        if !continued {
+            count_from_start(&mut doc, project, session);
+        }
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -181,6 +197,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         (doc, continued)
     };
     let typed = State::from_json(doc, &path.display().to_string())?;
+    write_record(project, spec, &typed, &loaded.list, continued)?;
     report_init(&spec.name, &typed, counts, continued);
     if args.isolate && !crate::io::git::is_repo(&project.root) {
         output::warn(&format!(
@@ -318,4 +335,154 @@ fn set_aside(path: &Path, problem: &str, force: bool) -> Result<()> {
     store::write_new(&backup, &bytes)?;
     output::warn(&format!("kept the unusable state as {}", backup.display()));
     Ok(())
+}
+
+/// Inside Claude Code, an execution the guard's record shows under way is not started
+/// again over a state that was deleted, garbled (`--force` sets it aside) or no longer
+/// matches the record: its boxes would count as ticked before the run (issue 23,
+/// "laundering"). A person's `state init` at a shell keeps today's rule.
+fn refuse_laundering(project: &Project, name: &str, path: &Path) -> Option<String> {
+    use crate::io::record::Read;
+    if !crate::claude::releases::inside() {
+        return None;
+    }
+    let rec = match crate::model::record::execution(&project.root, name) {
+        Read::Absent => return None,
+        Read::Valid(r) if !r.open() => return None,
+        Read::Valid(r) => Some(r),
+        Read::Invalid(_) => None,
+    };
+    let halted = rec.as_ref().and_then(|r| r.record_halt());
+    let why = match state::read_document(path) {
+        _ if halted.is_some() => Some(format!(
+            "the guard halted it ({})",
+            halted.unwrap_or_default()
+        )),
+        Ok(None) => Some("its state file was deleted".to_string()),
+        Ok(Some(doc)) => match State::from_json(doc, &path.display().to_string()) {
+            Err(e) => Some(format!("its state file cannot be used ({e})")),
+            Ok(s) => rec.as_ref().and_then(|r| {
+                let found = crate::model::record::Found::State(&s);
+                let m = crate::model::record::mismatch(r, found)?;
+                // Continuing in a new session rebinds it; anything else no longer matches.
+                (!m.starts_with("the state names session")).then_some(m)
+            }),
+        },
+        Err(e) => Some(format!("its state file cannot be read ({e})")),
+    };
+    let why = why?;
+    let shown = rec
+        .as_ref()
+        .map_or("its record cannot be read".to_string(), |r| {
+            format!("{} stops counted, {} tasks earned", r.stops, r.earned.len())
+        });
+    // ROLES: the lead swaps this text for `claude::roles::refuse_person` at merge.
+    Some(format!(
+        "state init refused inside Claude Code: the guard's record shows spec '{name}' under way ({shown}) and {why}; starting it again would count its ticked boxes as done before the run. Carry on with the execution as it is: fail a task you cannot finish (`specrun task fail`), record a follow-up, or end your turn; a person decides at a shell"
+    ))
+}
+
+/// The commit the session started from (its binding, as a hook saw it), else HEAD now.
+fn start_commit(project: &Project, session: Option<&str>) -> Option<String> {
+    session
+        .and_then(|sid| crate::model::record::binding(&project.root, sid))
+        .and_then(|b| b.start_commit)
+        .or_else(|| crate::io::git::head_fast(&project.root))
+}
+
+/// The ids of `baseline` whose box is ticked in `commit`'s copy of the spec's tasks.md
+/// (none without a commit, or when that commit has no such file).
+fn ticked_at(
+    project: &Project,
+    spec: &crate::io::project::Spec,
+    commit: Option<&str>,
+    baseline: Vec<String>,
+) -> Vec<String> {
+    let rel = spec
+        .tasks_path()
+        .strip_prefix(&project.root)
+        .map(|p| p.to_string_lossy().into_owned())
+        .ok();
+    let (Some(commit), Some(rel)) = (commit, rel) else {
+        return Vec::new();
+    };
+    let object = format!("{commit}:{rel}");
+    let Ok(text) = crate::io::git::run(&project.root, &["show", &object], &[]) else {
+        return Vec::new();
+    };
+    let then = crate::model::tasks::parse(&text);
+    let ticked: Vec<String> = then
+        .tasks
+        .iter()
+        .filter(|t| t.checked)
+        .map(|t| t.label())
+        .collect();
+    baseline
+        .into_iter()
+        .filter(|id| ticked.contains(id))
+        .collect()
+}
+
+/// A fresh execution's tokens count from its start: the transcript the session was bound
+/// to is read from its size now; with no transcript known, from its beginning (more than
+/// the execution's, never less).
+fn count_from_start(doc: &mut Value, project: &Project, session: Option<&str>) {
+    let bound = session
+        .and_then(|sid| crate::model::record::binding(&project.root, sid))
+        .and_then(|b| b.transcript_path);
+    let offset = bound
+        .as_deref()
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len());
+    doc["usage"]["transcriptOffset"] = serde_json::json!(offset);
+    if let Some(path) = bound {
+        doc["usage"]["transcriptPath"] = serde_json::json!(path);
+    }
+}
+
+/// The guard's record of this execution (`model::record`), outside the spec: a fresh one,
+/// or the continued one brought up to the state as init left it.
+fn write_record(
+    project: &Project,
+    spec: &crate::io::project::Spec,
+    state: &State,
+    tasks: &crate::model::tasks::TaskList,
+    continued: bool,
+) -> Result<()> {
+    use crate::model::record::{self, Record};
+    let now = now_rfc3339();
+    let session = state.session_id();
+    let binding = match session {
+        Some(sid) => Some(record::bind_spec(&project.root, sid, &spec.name, &now)?),
+        None => None,
+    };
+    let earlier = match record::execution(&project.root, &spec.name) {
+        crate::io::record::Read::Valid(r) if continued => Some(r),
+        _ => None,
+    };
+    let fresh = earlier.is_none();
+    let mut rec = earlier.unwrap_or_else(|| Record {
+        version: record::VERSION,
+        started_at: now.clone(),
+        ..Record::default()
+    });
+    rec.spec = spec.name.clone();
+    rec.spec_dir = spec.dir.display().to_string();
+    rec.session_id = session.map(str::to_string);
+    if let Some(b) = &binding {
+        rec.transcript_path = b.transcript_path.clone().or(rec.transcript_path.take());
+    }
+    if fresh {
+        rec.start_commit = binding
+            .and_then(|b| b.start_commit)
+            .or_else(|| crate::io::git::head_fast(&project.root));
+        // CONTRACT: `model::plan::digest` replaces this digest at merge.
+        rec.plan_digest = Some(record::plan_digest(tasks));
+    }
+    // A person's init (at a shell) is what the record follows: the counters as written.
+    rec.stops = state.global_iteration();
+    rec.output_tokens = state.output_tokens();
+    rec.halt = None;
+    rec.mirror(state);
+    record::save(&project.root, &rec)
 }

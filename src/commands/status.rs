@@ -59,11 +59,51 @@ pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
                 last_at: missed.last_at.as_deref(),
             },
             time_cap_problem: time_cap_problem(&facts),
+            guard_record: record_of(project, &facts),
         });
     } else {
         output::styled(&render(&board, width(), colour()));
+        for line in record_lines(project, &facts) {
+            output::line(&line);
+        }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The guard's record of the spec's execution (outside the spec), when there is one.
+fn record_of(project: &Project, facts: &Facts) -> Option<crate::model::record::Record> {
+    let spec = facts.spec.as_ref()?;
+    match crate::model::record::execution(&project.root, &spec.name) {
+        crate::io::record::Read::Valid(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// What the record adds for the person: its own halt (the files stopped matching it) and
+/// tokens estimated past the read bound. The command that clears the halt is named only
+/// at a shell.
+fn record_lines(project: &Project, facts: &Facts) -> Vec<String> {
+    let Some(rec) = record_of(project, facts) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    if let Some(reason) = rec.record_halt() {
+        let mut line = format!("guard's record: halted: {reason}");
+        if crate::next::Audience::detect() == crate::next::Audience::Shell {
+            line.push_str(&format!(
+                "; after checking the files, a person accepts them with `specrun resume --accept-record --spec {}`",
+                rec.spec
+            ));
+        }
+        lines.push(line);
+    }
+    if rec.estimated_output_tokens > 0 {
+        lines.push(format!(
+            "guard's record: {} output tokens estimated (transcript spans past the 64 MiB read bound, at 4 bytes a token)",
+            rec.estimated_output_tokens
+        ));
+    }
+    lines
 }
 
 /// `status --json`: the snapshot, then what the dashboard adds.
@@ -80,6 +120,7 @@ struct Answer<'a> {
     accepted_other: Vec<AcceptedOther<'a>>,
     uncounted_stops: UncountedStops<'a>,
     time_cap_problem: Option<String>,
+    guard_record: Option<crate::model::record::Record>,
 }
 
 #[derive(Serialize)]

@@ -325,6 +325,13 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
         }
         crate::support::fault::point("complete:progress-written");
     }
+    if out.check_box {
+        if let Err(e) = crate::model::record::earn(&project.root, &held.ex.spec.name, &id) {
+            out.notes.push(format!(
+                "warning: task {id} is complete, but the guard's record was not updated: {e}"
+            ));
+        }
+    }
     held.ex.record_event(&Event::TaskComplete {
         task: &id,
         changed: out.changed,

@@ -29,19 +29,29 @@ pub struct Ctx<'a> {
 }
 
 /// One transcript read: the guard's totals and the ledger's messages.
+#[derive(Default)]
 pub struct Read {
     pub usage: UsageRead,
     pub messages: Vec<MessageUsage>,
     pub invalid_usage: u64,
+    /// Output tokens estimated for the bytes past the read bound (in `usage` too).
+    pub estimated_output_tokens: u64,
 }
+
+/// Bytes of transcript per output token assumed for a span too large to read: a
+/// transcript line holds the message's text and much JSON around it, so 4 bytes per
+/// output token over-counts (the guard's direction) rather than under-counts.
+pub const BYTES_PER_ESTIMATED_TOKEN: u64 = 4;
 
 /// Read `path` past `offset` (see `transcript::read_usage`).
 pub fn read(path: &str, offset: Option<u64>, last_id: Option<&str>) -> Read {
     let tail = transcript::read_usage(Path::new(path), offset, last_id);
+    let estimated = tail.skipped / BYTES_PER_ESTIMATED_TOKEN;
     Read {
+        estimated_output_tokens: estimated,
         usage: UsageRead {
             input_tokens: tail.input_tokens,
-            output_tokens: tail.output_tokens,
+            output_tokens: tail.output_tokens.saturating_add(estimated),
             next_offset: tail.next_offset,
             last_message_id: tail.last_message_id,
             transcript_path: Some(path.to_string()),

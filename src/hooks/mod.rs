@@ -4,6 +4,7 @@
 //! the time — and applies what comes back: a decision, a state patch (merged with
 //! `state::apply_patch`) and an event for `.specrun/events.jsonl`.
 
+pub mod bound;
 pub mod claims;
 pub mod decision;
 pub mod hook_cost;

@@ -8,4 +8,5 @@ pub mod notify;
 pub mod output;
 pub mod process;
 pub mod project;
+pub mod record;
 pub mod store;

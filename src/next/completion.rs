@@ -279,10 +279,7 @@ pub fn checked_at_init(state: &State) -> Vec<String> {
 /// either way.
 pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<String> {
     let checked = tasks.tasks.iter().filter(|t| t.checked).map(|t| t.label());
-    let earlier = existing.filter(|s| {
-        matches!(s.phase(), Some(Phase::Execution | Phase::Cancelled)) && !s.completed()
-    });
-    match earlier.filter(|s| s.checked_at_init.is_some()) {
+    match existing.filter(|s| carries_baseline(Some(s))) {
         None => checked.collect(),
         Some(old) => {
             let kept = checked_at_init(old);
@@ -293,6 +290,16 @@ pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<Strin
                 .collect()
         }
     }
+}
+
+/// Whether `existing` is an execution whose baseline a new `state init` carries on (its
+/// `checkedAtInit` and its earned boxes), rather than one that starts from the boxes now.
+pub fn carries_baseline(existing: Option<&State>) -> bool {
+    existing.is_some_and(|s| {
+        matches!(s.phase(), Some(Phase::Execution | Phase::Cancelled))
+            && !s.completed()
+            && s.checked_at_init.is_some()
+    })
 }
 
 /// Unverified claims about tasks of this tasks.md that no attempt has settled since: an

@@ -14,6 +14,7 @@ pub struct TempProject {
 impl TempProject {
     /// An empty directory (no git, no specs).
     pub fn bare() -> Self {
+        isolate_state_dir();
         TempProject {
             dir: tempfile::tempdir().expect("tempdir"),
         }
@@ -102,7 +103,25 @@ impl TempProject {
 }
 
 pub fn bin_path() -> PathBuf {
+    isolate_state_dir();
     assert_cmd::cargo::cargo_bin("specrun")
+}
+
+/// The guard's record (`$SPECRUN_STATE_DIR`) of every binary this test process starts
+/// lives in one temporary directory, never in the user's state directory. Set once,
+/// before any child inherits the environment (std's env lock orders it with spawns).
+pub fn isolate_state_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("specrun-state-")
+            .tempdir()
+            .expect("state tempdir")
+            .keep();
+        let dir = std::fs::canonicalize(&dir).expect("canonical state dir");
+        std::env::set_var("SPECRUN_STATE_DIR", &dir);
+        dir
+    })
 }
 
 /// Writes `text` to `path` as an executable (mode 755), from a child process.

@@ -185,3 +185,14 @@ pub fn hold_lock(file: &std::path::Path, secs: u32) -> std::process::Child {
     assert_eq!(line, "locked\n");
     holder
 }
+
+/// Append `text` to `path` (created when missing), as Claude Code grows a transcript.
+pub fn append(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
