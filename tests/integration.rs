@@ -54,6 +54,7 @@ mod learn_verb;
 mod panics;
 mod printed_commands;
 mod resume_cancel;
+mod roles;
 mod shell_bad_input;
 mod shell_flow;
 mod shell_surfaces;

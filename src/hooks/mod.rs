@@ -65,16 +65,13 @@ pub fn executing(state: &State) -> bool {
     state.phase() == Some(Phase::Execution)
 }
 
-/// `State::resume_command`, on the state as `patch` (when given) will leave it.
-fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
-    let Some(p) = patch else {
-        return state.resume_command(name);
-    };
-    let mut after = state.clone();
-    match after.apply(p) {
-        Ok(()) => after.resume_command(name),
-        Err(_) => state.resume_command(name),
-    }
+/// What a halt tells the session: a person's decision, never its command (the model reads
+/// hook answers; a command it reads is one it runs). `specrun status` at a shell names it.
+pub fn halt_text(name: &str, what: &str) -> String {
+    format!(
+        "specrun: spec '{name}' is halted ({what}): {}; then /specrun:implement {name} continues it.",
+        crate::claude::roles::PERSON_DECIDES
+    )
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
@@ -192,7 +189,6 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// are the edge's, before the lock; docs/design.md#what-specrun-does): count the stop, then
 /// let `STOP_RULES` decide, then write down the bookkeeping and the event.
 pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
-    let now = rfc3339(facts.now);
     let fp = fingerprint(facts.tasks, state, facts.head);
     let counted = count(input, state, facts, &fp);
     let mut effects = Effects {
@@ -211,7 +207,6 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
         facts,
         counted,
         fp: &fp,
-        now: &now,
         minutes: minutes.as_ref(),
     };
     let (decision, rule) = decide_after_count(&stop, &mut effects);
@@ -389,9 +384,8 @@ pub fn decide_uncounted_stop(
     }
     if v.halt().is_some() {
         let s = format!(
-            "specrun: spec '{name}' is halted ({}). A person continues it with `{}`. {m}",
-            v.halt_reason().unwrap_or("no reason recorded"),
-            resume_command(name, v, None)
+            "{} {m}",
+            halt_text(name, v.halt_reason().unwrap_or("no reason recorded"))
         );
         return (Decision::Halt(s), "halted".into());
     }
@@ -441,7 +435,6 @@ struct CountedStop<'a> {
     counted: Counted,
     /// This stop's progress fingerprint.
     fp: &'a str,
-    now: &'a str,
     /// The time cap's count, when one is set.
     minutes: Option<&'a Minutes>,
 }
@@ -515,11 +508,7 @@ fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     let v = stop.state;
     v.halt()?;
     let name = stop.facts.spec_name;
-    let reason = v.halt_reason().unwrap_or("no reason recorded");
-    let resume = resume_command(name, v, None);
-    let s = format!(
-        "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
-    );
+    let s = halt_text(name, v.halt_reason().unwrap_or("no reason recorded"));
     Some((Decision::Halt(s), "halted".into()))
 }
 
@@ -529,16 +518,9 @@ fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
         output_tokens,
         stall,
     } = stop.counted;
-    let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
+    let (state, name) = (stop.state, stop.facts.spec_name);
     let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.minutes)?;
-    // The resume command is computed on the state as it will be written (this stop
-    // counted, this turn's tokens added), so its raise lifts the cap above the usage.
-    let mut after = effects.patch.to_value();
-    state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
-    let resume = resume_command(name, state, Some(&after));
-    let s = format!(
-        "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
-    );
+    let s = halt_text(name, &reason);
     let halt = Halt {
         kind: Some(kind.to_string()),
         reason: Some(reason),
@@ -569,6 +551,18 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
         effects.patch = patch.merge(completion_patch(stop.facts.now));
         let m = format!("specrun: {}", completion_message(name, facts.tasks));
         return Some((Decision::Allow(Some(m)), "completion-accepted".into()));
+    }
+    // What is left only a person can do: the run ends here, honestly not complete.
+    if crate::next::completion::waits_for_person(&unmet) {
+        let m = format!(
+            "specrun: spec '{name}' is waiting for a person, not complete: {} Nothing is left for the model; end the turn ({}).",
+            unmet.iter().map(|u| u.detail.as_str()).collect::<Vec<_>>().join(" "),
+            crate::claude::roles::PERSON_DECIDES
+        );
+        return Some((
+            Decision::Allow(Some(m)),
+            "completion-waiting-for-person".into(),
+        ));
     }
     if stop.no_progress_since_block() {
         let m = stop.stall_note(&format!(
@@ -982,8 +976,8 @@ pub fn deny_delegation(
         return Some((
             "cancelled".into(),
             format!(
-                "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
-                resume_command(name, v, None)
+                "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; {}.",
+                crate::claude::roles::PERSON_DECIDES
             ),
         ));
     }
@@ -1013,7 +1007,8 @@ pub fn deny_delegation(
     Some((
         rule,
         format!(
-            "specrun: do not delegate more work ({tool} starts work): {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+            "specrun: do not delegate more work ({tool} starts work): {why}. End your turn now: the Stop hook halts the execution, and {}.",
+            crate::claude::roles::PERSON_DECIDES
         ),
     ))
 }
@@ -1132,8 +1127,9 @@ pub fn session_context(
     // The halt is the engine's finding (`next::halt`), as snapshot and status see it.
     match crate::next::halt(name, v) {
         Some(h) => lines.push(format!(
-            "Halted: {}. A person continues it with `{}`.",
-            h.reason, h.resume
+            "Halted: {}; {}.",
+            h.reason,
+            crate::claude::roles::PERSON_DECIDES
         )),
         None => {
             // The merge comes before the next task (the engine's step, as snapshot says).
@@ -1235,6 +1231,7 @@ mod tests {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
             criteria: vec![],
+            proposed: vec![],
         })
     }
 
@@ -1392,10 +1389,9 @@ mod tests {
             text.contains("global iterations 31 > maxGlobalIterations 30"),
             "{text}"
         );
-        assert!(
-            text.contains("specrun resume --spec demo --raise-global 60"),
-            "{text}"
-        );
+        // The model reads this: a person's decision, never its command.
+        assert!(text.contains("a person decides at a shell"), "{text}");
+        assert!(!text.contains("specrun resume"), "{text}");
         assert_eq!(o.patch["halt"]["kind"], "global-cap");
         assert_eq!(o.rule, "cap:global-cap");
         assert_eq!(o.decision.to_hook_json().unwrap().go_on, Some(false));
@@ -1407,7 +1403,7 @@ mod tests {
         s["taskIteration"] = json!(5);
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_text(&o).contains("task iterations 5 >= maxTaskIterations 5"));
-        assert!(halt_text(&o).contains("--raise-task 10"));
+        assert!(!halt_text(&o).contains("--raise-task"));
     }
 
     #[test]
@@ -1532,7 +1528,10 @@ mod tests {
         let (rule, m) =
             deny_delegation("demo", &typed(&s), Some("Agent"), Some("s1"), now()).unwrap();
         assert_eq!(rule, "cancelled");
-        assert!(m.contains("`specrun resume --spec demo`"), "{m}");
+        assert!(
+            m.contains("a person decides at a shell") && !m.contains("resume"),
+            "{m}"
+        );
         s["phase"] = json!("completed");
         assert_eq!(deny(&s, "Agent", "s1"), None);
     }
@@ -1778,6 +1777,7 @@ mod tests {
         s["verificationBlocks"] = json!({"execution": {"command": "cargo test --all"}});
         let gates = Some(CompletionGates {
             criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
+            proposed: vec![],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),
@@ -2026,7 +2026,7 @@ mod tests {
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
         let c = session_context("demo", &typed(&halted), None, Some("s1")).unwrap();
         assert!(
-            c.contains("Halted: stuck. A person continues it with `specrun resume --spec demo`."),
+            c.contains("Halted: stuck; a person decides at a shell"),
             "{c}"
         );
         let mut done = state();
