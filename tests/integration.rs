@@ -64,6 +64,7 @@ mod task_start_complete;
 mod tasks_corpus;
 mod terminal_text;
 mod testlog_runners;
+mod tool_guard;
 mod verify_run;
 mod verify_status;
 mod verify_trees;

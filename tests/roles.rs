@@ -39,7 +39,7 @@ pub fn inside(p: &TempProject, args: &[&str]) -> Output {
         .expect("specrun runs")
 }
 
-fn ok_at_shell(p: &TempProject, args: &[&str]) -> String {
+pub fn ok_at_shell(p: &TempProject, args: &[&str]) -> String {
     let out = at_shell(p, args);
     assert!(out.status.success(), "{args:?} at a shell: {}", said(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()

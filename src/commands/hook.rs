@@ -20,6 +20,7 @@ use crate::cli::HookEvent;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::hooks::hook_cost;
+use crate::hooks::tool_guard;
 use crate::hooks::{
     self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
     SubagentInput, UsageRead,
@@ -196,6 +197,13 @@ enum Located {
 fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnswer> {
     let _ = STDIN.set(stdin.to_vec());
     let input = HookInput::parse(stdin)?;
+    // Bash/Write/Edit: judged from the call alone first; a read-only one never reads the state.
+    let guarded = (event == HookEvent::PreToolUse)
+        .then(|| guarded_call(&input))
+        .flatten();
+    if guarded == Some(tool_guard::Call::ReadOnly) {
+        return None;
+    }
     let located = locate(&input, cwd);
     let active = match located {
         Located::Nothing => return None,
@@ -220,8 +228,27 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
         HookEvent::Stop => stop(&input, active),
         HookEvent::SubagentStop => subagent_stop(&input, active),
         HookEvent::SessionStart => session_start(&input, &active),
-        HookEvent::PreToolUse => pre_tool_use(&input, &active),
+        HookEvent::PreToolUse => pre_tool_use(&input, &active, guarded.as_ref()),
     }
+}
+
+/// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).
+fn guarded_call(input: &HookInput) -> Option<tool_guard::Call> {
+    let tool = input.str("tool_name")?;
+    if !tool_guard::GUARDED_TOOLS.contains(&tool) {
+        return None;
+    }
+    let field = |k: &str| {
+        input
+            .doc
+            .get("tool_input")
+            .and_then(|t| t.get(k))
+            .and_then(Value::as_str)
+    };
+    Some(match tool {
+        "Bash" => tool_guard::bash(field("command").unwrap_or("")),
+        _ => tool_guard::file(field("file_path").or(field("notebook_path")).unwrap_or("")),
+    })
 }
 
 /// Find the project from stdin `cwd` (falling back to `--cwd` or the process directory),
@@ -287,9 +314,9 @@ fn unreadable_state(
         return None;
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (replacing it is a person's decision: {}).",
         spec.state_path().display(),
-        crate::support::shell::spec_flag(&spec.name)
+        crate::claude::roles::PERSON_DECIDES
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -757,7 +784,11 @@ fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     }))
 }
 
-fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
+fn pre_tool_use(
+    input: &HookInput,
+    active: &Active,
+    guarded: Option<&tool_guard::Call>,
+) -> Option<HookAnswer> {
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
         &active.state,
@@ -768,6 +799,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
                 .get("tool_input")
                 .and_then(|t| t.get("isolation"))
                 .and_then(Value::as_str),
+            guarded,
         },
         input.session(),
         chrono::Utc::now(),

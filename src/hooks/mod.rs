@@ -7,6 +7,7 @@
 pub mod claims;
 pub mod decision;
 pub mod hook_cost;
+pub mod tool_guard;
 pub mod uncounted;
 
 use chrono::{DateTime, Utc};
@@ -1041,6 +1042,9 @@ impl ToolDecision {
 pub struct ToolCall<'a> {
     pub name: Option<&'a str>,
     pub isolation: Option<&'a str>,
+    /// For Bash, Write, Edit, MultiEdit, NotebookEdit: what the call does
+    /// (`tool_guard::bash`, `tool_guard::file`).
+    pub guarded: Option<&'a tool_guard::Call>,
 }
 
 /// PreToolUse: an executing spec's delegation that asks Claude Code for its own
@@ -1074,6 +1078,13 @@ pub fn decide_pre_tool_use(
     now: DateTime<Utc>,
 ) -> Option<ToolDecision> {
     let tool_name = tool.name;
+    if let Some(call) = tool.guarded {
+        return guard_tool(state, call, session).map(|(rule, reason)| ToolDecision {
+            deny: Some(reason),
+            rule,
+            tool: tool_name.map(str::to_string),
+        });
+    }
     let (rule, deny) = match deny_question(state, tool_name, session) {
         Some(reason) => ("quick-mode-question".to_string(), Some(reason)),
         None => match deny_delegation(name, state, tool_name, session, now) {
@@ -1090,6 +1101,41 @@ pub fn decide_pre_tool_use(
         rule,
         tool: tool_name.map(str::to_string),
     })
+}
+
+/// The guard on Bash, Write, Edit, MultiEdit and NotebookEdit of the owning session: a
+/// forbidden call while the execution runs, halted or cancelled; after a halt or a cancel
+/// also any call that may change the code (read-only ones never reach here). `None`
+/// allows, unrecorded (a line per Bash call would flood the events).
+fn guard_tool(
+    state: &State,
+    call: &tool_guard::Call,
+    session: Option<&str>,
+) -> Option<(String, String)> {
+    if !owned_by(state, session) {
+        return None;
+    }
+    let stopped = state.halt().is_some() || state.phase() == Some(Phase::Cancelled);
+    let steps = "What you may do: fail the task (`specrun task fail <id> --reason \"…\"`), record a follow-up (`specrun followup add …`), or end your turn";
+    match call {
+        tool_guard::Call::Forbidden(rule, why) => Some((
+            (*rule).to_string(),
+            format!(
+                "specrun guard: denied during an execution: {why}. {steps}; {}.",
+                crate::claude::roles::PERSON_DECIDES
+            ),
+        )),
+        tool_guard::Call::Changes if stopped => Some((
+            "stopped-no-changes".to_string(),
+            format!(
+                "specrun guard: the execution is {} ({}): tools that may change the code are denied until a person lifts it; read-only commands stay allowed. End your turn; {}.",
+                if state.phase() == Some(Phase::Cancelled) { "cancelled" } else { "halted" },
+                state.halt_reason().unwrap_or("no reason recorded"),
+                crate::claude::roles::PERSON_DECIDES
+            ),
+        )),
+        _ => None,
+    }
 }
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
@@ -1558,6 +1604,7 @@ mod tests {
             ToolCall {
                 name: Some("AskUserQuestion"),
                 isolation: None,
+                guarded: None,
             },
             Some("s2"),
             now(),
@@ -1571,6 +1618,7 @@ mod tests {
         ToolCall {
             name: Some("Agent"),
             isolation,
+            guarded: None,
         }
     }
 
