@@ -173,7 +173,7 @@ fn simple_call(words: &[String]) -> Call {
     let writes_out = words.iter().any(|w| writes_to(w));
     let touched = words.iter().find(|w| is_bookkeeping(w));
     let reads = is_reader(name, args);
-    if let Some(path) = touched.filter(|_| !(reads && !writes_out) && name != "specrun") {
+    if let Some(path) = touched.filter(|_| (writes_out || !reads) && name != "specrun") {
         return Call::Forbidden(
             "bookkeeping-write",
             format!(
