@@ -174,3 +174,31 @@ fn after_a_halt_or_a_cancel_only_read_only_calls_are_allowed() {
         }
     }
 }
+
+/// Issue 23 class 7: an executor's claim dressed in emphasis, code ticks, quotes or
+/// trailing text is still checked at SubagentStop (on main it skipped the check); a final
+/// message with no claim is left alone.
+#[test]
+fn a_dressed_up_task_claim_is_still_checked() {
+    let e = Exec::new(TASKS, json!({}));
+    let stop = |message: &str| {
+        let stdin = json!({
+            "session_id": SESSION, "cwd": e.p.root(), "agent_id": "agent-7",
+            "agent_type": "specrun:spec-executor", "hook_event_name": "SubagentStop",
+            "stop_hook_active": false, "last_assistant_message": message,
+        });
+        e.hook("subagent-stop", stdin.to_string())
+    };
+    for message in [
+        "Done.\n**TASK_COMPLETE 1.2**",
+        "Done.\n`TASK_COMPLETE 1.2`",
+        "Done.\n\"TASK_COMPLETE 1.2\"",
+        "Done.\nTASK_COMPLETE 1.2 — all tests pass",
+        "TASK_COMPLETE 1.2\n\nLet me know if you need more.",
+    ] {
+        let out = stop(message);
+        assert!(out.contains("\"block\""), "{message:?} was not checked: {out}");
+        assert!(out.contains("1.2"), "{out}");
+    }
+    assert_eq!(stop("I could not finish: the build fails."), "");
+}

@@ -34,20 +34,27 @@ pub use crate::hooks::decision::{
 pub use crate::support::text::final_line;
 
 pub fn claims_all_complete(message: Option<&str>) -> bool {
-    message.and_then(final_line) == Some(COMPLETION_TOKEN)
+    message
+        .and_then(final_line)
+        .is_some_and(|l| crate::support::text::claim_text(l) == COMPLETION_TOKEN)
 }
 
-/// The task id an executor claims to have completed, if its last line is
-/// `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`.
+/// The task id an executor claims to have completed: the last line that reads, once
+/// normalised (`support::text::claim_text`), `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`,
+/// whatever follows the id on that line and whatever lines follow it. Reading more lines
+/// as claims only checks more: a claim the hook missed would go unchecked.
 pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
-    let line = final_line(message?)?;
-    let rest = line.strip_prefix(TASK_COMPLETE_TOKEN)?;
-    let rest = rest.strip_prefix(':').unwrap_or(rest);
-    if !rest.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let id = rest.trim();
-    (!id.is_empty() && !id.contains(char::is_whitespace)).then(|| id.to_string())
+    crate::support::text::lines_last_first(message?).find_map(|line| {
+        let text = crate::support::text::claim_text(line);
+        let rest = text.strip_prefix(TASK_COMPLETE_TOKEN)?;
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        if !rest.starts_with(char::is_whitespace) {
+            return None;
+        }
+        let id = rest.split_whitespace().next()?;
+        let id = id.trim_end_matches(['.', ',', ';', ':', ')', '!']);
+        (!id.is_empty()).then(|| id.to_string())
+    })
 }
 
 /// Whether `session` is the session that owns this execution. An execution with no
@@ -1334,13 +1341,35 @@ mod tests {
             task_complete_claim(Some("TASK_COMPLETE: 3")),
             Some("3".into())
         );
-        assert_eq!(
-            task_complete_claim(Some("TASK_COMPLETE 1.2\nthen more")),
-            None
-        );
         assert_eq!(task_complete_claim(Some("TASK_COMPLETE")), None);
         assert_eq!(task_complete_claim(Some("TASK_COMPLETED 1")), None);
-        assert_eq!(task_complete_claim(Some("TASK_COMPLETE 1 and 2")), None);
+        assert_eq!(
+            task_complete_claim(Some("I will end with TASK_COMPLETE 1 later")),
+            None
+        );
+    }
+
+    /// Issue 23 class 7: a claim dressed up still asks to be checked.
+    #[test]
+    fn claim_lines_are_normalised_before_they_are_matched() {
+        for message in [
+            "Done.\n**TASK_COMPLETE 1.1**",
+            "Done.\n`TASK_COMPLETE 1.1`",
+            "Done.\n\"TASK_COMPLETE 1.1\"",
+            "Done.\n“TASK_COMPLETE: 1.1”.",
+            "Done.\n> - TASK_COMPLETE 1.1 — all tests pass",
+            "Done.\n__TASK_COMPLETE 1.1__",
+            "TASK_COMPLETE 1.1\nLet me know if anything else is needed.",
+            "Done.\n```\nTASK_COMPLETE 1.1\n```",
+            "TASK_COMPLETE 1.1 and 1.2",
+        ] {
+            assert_eq!(task_complete_claim(Some(message)), Some("1.1".into()), "{message}");
+        }
+        for message in ["**ALL_TASKS_COMPLETE**", "`ALL_TASKS_COMPLETE`", "\"ALL_TASKS_COMPLETE\".", "done\n> ALL_TASKS_COMPLETE"] {
+            assert!(claims_all_complete(Some(message)), "{message}");
+        }
+        assert!(!claims_all_complete(Some("I will print ALL_TASKS_COMPLETE later")));
+        assert!(!claims_all_complete(Some("ALL_TASKS_COMPLETE soon")));
     }
 
     #[test]
