@@ -201,8 +201,10 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
     let guarded = (event == HookEvent::PreToolUse)
         .then(|| guarded_call(&input))
         .flatten();
-    if guarded == Some(tool_guard::Call::ReadOnly) {
-        return None;
+    match &guarded {
+        Some(tool_guard::Call::ReadOnly) => return None,
+        Some(tool_guard::Call::Changes) if running_unhalted(&input, cwd) => return None,
+        _ => {}
     }
     let located = locate(&input, cwd);
     let active = match located {
@@ -230,6 +232,27 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
         HookEvent::SessionStart => session_start(&input, &active),
         HookEvent::PreToolUse => pre_tool_use(&input, &active, guarded.as_ref()),
     }
+}
+
+/// The state's fields a code-changing call is judged on, read without the rest of the
+/// document (the typed read costs more than the whole hook may: a Bash call must stay under
+/// the idle Stop hook's instructions).
+#[derive(serde::Deserialize)]
+struct Brief {
+    phase: Option<String>,
+    halt: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether the active spec's execution runs and is not halted: a code-changing call is then
+/// allowed without the typed read. Anything else (no spec, unreadable, halted, cancelled)
+/// goes the whole way, so this only ever allows what the whole way allows.
+fn running_unhalted(input: &HookInput, cwd: Option<&Path>) -> bool {
+    let brief = || -> Option<Brief> {
+        let spec = input.project(cwd)?.spec(None).ok()??;
+        let bytes = store::read_optional(&spec.state_path()).ok()??;
+        serde_json::from_slice(&bytes).ok()
+    };
+    brief().is_some_and(|b| b.phase.as_deref() == Some("execution") && b.halt.is_none())
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).
