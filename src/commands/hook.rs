@@ -234,25 +234,25 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
     }
 }
 
-/// The state's fields a code-changing call is judged on, read without the rest of the
-/// document (the typed read costs more than the whole hook may: a Bash call must stay under
-/// the idle Stop hook's instructions).
-#[derive(serde::Deserialize)]
-struct Brief {
-    phase: Option<String>,
-    halt: Option<serde::de::IgnoredAny>,
-}
-
-/// Whether the active spec's execution runs and is not halted: a code-changing call is then
-/// allowed without the typed read. Anything else (no spec, unreadable, halted, cancelled)
-/// goes the whole way, so this only ever allows what the whole way allows.
+/// Whether the active spec's execution runs and is not halted, read from the state file's
+/// bytes as specrun writes it (pretty JSON, top-level keys indented two spaces): a
+/// code-changing call is then allowed without the typed read, which costs more than the
+/// whole hook may (a Bash call stays near the idle Stop hook's instructions). A file in any
+/// other shape, halted, cancelled or absent goes the whole way, so this only ever allows
+/// what the whole way allows.
 fn running_unhalted(input: &HookInput, cwd: Option<&Path>) -> bool {
-    let brief = || -> Option<Brief> {
+    let bytes = || -> Option<Vec<u8>> {
         let spec = input.project(cwd)?.spec(None).ok()??;
-        let bytes = store::read_optional(&spec.state_path()).ok()??;
-        serde_json::from_slice(&bytes).ok()
+        store::read_optional(&spec.state_path()).ok()?
     };
-    brief().is_some_and(|b| b.phase.as_deref() == Some("execution") && b.halt.is_none())
+    bytes().is_some_and(|b| {
+        let once = |key: &[u8]| memchr::memmem::find_iter(&b, key).count() == 1;
+        let has = |field: &[u8]| memchr::memmem::find(&b, field).is_some();
+        once(b"\n  \"phase\":")
+            && once(b"\n  \"halt\":")
+            && has(b"\n  \"phase\": \"execution\"")
+            && has(b"\n  \"halt\": null")
+    })
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).
@@ -337,7 +337,7 @@ fn unreadable_state(
         return None;
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (replacing it is a person's decision: {}).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (replacing it is a person's decision; {}).",
         spec.state_path().display(),
         crate::claude::roles::PERSON_DECIDES
     );

@@ -1363,12 +1363,23 @@ mod tests {
             "Done.\n```\nTASK_COMPLETE 1.1\n```",
             "TASK_COMPLETE 1.1 and 1.2",
         ] {
-            assert_eq!(task_complete_claim(Some(message)), Some("1.1".into()), "{message}");
+            assert_eq!(
+                task_complete_claim(Some(message)),
+                Some("1.1".into()),
+                "{message}"
+            );
         }
-        for message in ["**ALL_TASKS_COMPLETE**", "`ALL_TASKS_COMPLETE`", "\"ALL_TASKS_COMPLETE\".", "done\n> ALL_TASKS_COMPLETE"] {
+        for message in [
+            "**ALL_TASKS_COMPLETE**",
+            "`ALL_TASKS_COMPLETE`",
+            "\"ALL_TASKS_COMPLETE\".",
+            "done\n> ALL_TASKS_COMPLETE",
+        ] {
             assert!(claims_all_complete(Some(message)), "{message}");
         }
-        assert!(!claims_all_complete(Some("I will print ALL_TASKS_COMPLETE later")));
+        assert!(!claims_all_complete(Some(
+            "I will print ALL_TASKS_COMPLETE later"
+        )));
         assert!(!claims_all_complete(Some("ALL_TASKS_COMPLETE soon")));
     }
 

@@ -8,8 +8,11 @@ pub fn claim_text(line: &str) -> String {
         .chars()
         .filter(|c| !matches!(c, '*' | '`' | '"' | '“' | '”' | '‘' | '’'))
         .collect();
-    let body = kept.trim().trim_start_matches(['>', '-', '+', ' ', '\'', '_']);
-    body.trim_end_matches(['.', '!', ',', ';', ' ', '\'', '_']).to_string()
+    let body = kept
+        .trim()
+        .trim_start_matches(['>', '-', '+', ' ', '\'', '_']);
+    body.trim_end_matches(['.', '!', ',', ';', ' ', '\'', '_'])
+        .to_string()
 }
 
 /// Every non-empty line of a message, last first, fenced ones included (a claim hidden in a
