@@ -570,32 +570,10 @@ pub enum AcCommand {
     },
     /// Propose a criterion no command can check for a person to confirm by hand; it counts
     /// once a person confirms it (`ac confirm` at a shell). The model's verb.
-    Propose {
-        /// Criterion id (`1.2/AC1`, `AC-1.1`).
-        id: String,
-        /// How it was checked, and why no test or command can.
-        #[arg(long, value_name = "TEXT")]
-        reason: String,
-        #[command(flatten)]
-        spec: SpecArg,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    Propose(ManualArgs),
     /// Cover a criterion no automated test can check by hand; recorded and shown as manual.
     /// A person's decision: refused inside Claude Code (CLAUDECODE set).
-    Confirm {
-        /// Criterion id (`1.2/AC1`, `AC-1.1`).
-        id: String,
-        /// How it was checked by hand.
-        #[arg(long, value_name = "TEXT")]
-        reason: String,
-        #[command(flatten)]
-        spec: SpecArg,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    Confirm(ManualArgs),
     /// The matrix: criterion, tests, passed/failed/stale/missing (exit 0 only when all covered).
     Status {
         /// Only this task's criteria; default: every criterion.
@@ -607,6 +585,21 @@ pub enum AcCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `ac propose` and `ac confirm`: a criterion covered by hand.
+#[derive(Debug, Args)]
+pub struct ManualArgs {
+    /// Criterion id (`1.2/AC1`, `AC-1.1`).
+    pub id: String,
+    /// How it was checked by hand, and why no test or command can.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -743,7 +736,7 @@ impl Command {
         match self {
             Command::Resume(_) => Some(Decision::ClearHalt),
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
-            Command::Ac(AcCommand::Confirm { .. }) => Some(Decision::ConfirmCriterion),
+            Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
             Command::Verify(VerifyCommand::Run {
                 accept_other: Some(_),
                 ..

@@ -381,18 +381,7 @@ fn no_message_inside_claude_code_names_a_persons_command() {
 }
 
 fn critique(p: &TempProject, id: &str, stage: &str) {
-    let items: serde_json::Map<String, serde_json::Value> =
-        specrun::evidence::critique::checklist(stage)
-            .unwrap()
-            .iter()
-            .map(|(cid, _)| {
-                (
-                    cid.to_string(),
-                    serde_json::json!({"result": "pass", "note": "read it"}),
-                )
-            })
-            .collect();
-    let input = serde_json::json!({"checklist": items, "issuesFound": [], "issuesFixed": []});
+    let input = crate::common::critique_input(stage);
     p.specrun()
         .args([
             "critique", "record", "--task", id, "--stage", stage, "--spec", "demo",

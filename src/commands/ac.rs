@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::cli::AcCommand;
+use crate::cli::{AcCommand, ManualArgs};
 use crate::commands::exec::Exec;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
@@ -28,32 +28,8 @@ pub fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
             spec,
             json,
         } => map(project, spec.spec.as_deref(), &id, &test, json),
-        AcCommand::Confirm {
-            id,
-            reason,
-            spec,
-            json,
-        } => confirm(
-            project,
-            spec.spec.as_deref(),
-            &id,
-            &reason,
-            json,
-            Hand::Person,
-        ),
-        AcCommand::Propose {
-            id,
-            reason,
-            spec,
-            json,
-        } => confirm(
-            project,
-            spec.spec.as_deref(),
-            &id,
-            &reason,
-            json,
-            Hand::Model,
-        ),
+        AcCommand::Confirm(args) => confirm(project, &args, Hand::Person),
+        AcCommand::Propose(args) => confirm(project, &args, Hand::Model),
         AcCommand::Status { task, spec, json } => {
             status(project, spec.spec.as_deref(), task.as_deref(), json)
         }
@@ -187,15 +163,9 @@ enum Hand {
     Model,
 }
 
-fn confirm(
-    project: &Project,
-    spec: Option<&str>,
-    id: &str,
-    reason: &str,
-    json_out: bool,
-    hand: Hand,
-) -> Result<ExitStatus> {
-    let reason = reason.trim();
+fn confirm(project: &Project, args: &ManualArgs, hand: Hand) -> Result<ExitStatus> {
+    let (spec, id, json_out) = (args.spec.spec.as_deref(), args.id.as_str(), args.json);
+    let reason = args.reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
             "--reason",
