@@ -215,3 +215,20 @@ fn a_dressed_up_task_claim_is_still_checked() {
     }
     assert_eq!(stop("I could not finish: the build fails."), "");
 }
+
+/// The honest e2e executor's own Bash steps pass the guard: a critique record on a heredoc,
+/// a verify run, a commit, a task completion.
+#[test]
+fn the_e2e_executors_steps_pass_the_guard() {
+    let p = executing();
+    for command in [
+        crate::e2e::critique_command("1.2", "post-code"),
+        crate::e2e::critique_command("1.2", "post-test"),
+        "specrun verify run --task 1.2 --command 'grep -q b b.txt' --spec demo".to_string(),
+        "git add b.txt && git commit -q -m 'feat(notes): beta' -- b.txt".to_string(),
+        "sleep 0.2; mkdir -p notes && echo beta > notes/beta.txt".to_string(),
+        "specrun task complete 1.2 --check --spec demo".to_string(),
+    ] {
+        assert_eq!(bash(&p, &command), "", "{command}");
+    }
+}
