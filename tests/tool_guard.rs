@@ -219,7 +219,7 @@ fn a_dressed_up_task_claim_is_still_checked() {
 /// The honest e2e executor's own Bash steps pass the guard: a critique record on a heredoc,
 /// a verify run, a commit, a task completion.
 #[test]
-fn the_e2e_executors_steps_pass_the_guard() {
+fn the_scripted_executors_steps_pass_the_guard() {
     let p = executing();
     for command in [
         crate::e2e::critique_command("1.2", "post-code"),
