@@ -575,19 +575,12 @@ pub enum AcCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Propose a criterion no command can check for a person to confirm by hand; it counts
+    /// once a person confirms it (`ac confirm` at a shell). The model's verb.
+    Propose(ManualArgs),
     /// Cover a criterion no automated test can check by hand; recorded and shown as manual.
-    Confirm {
-        /// Criterion id (`1.2/AC1`, `AC-1.1`).
-        id: String,
-        /// How it was checked by hand.
-        #[arg(long, value_name = "TEXT")]
-        reason: String,
-        #[command(flatten)]
-        spec: SpecArg,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
+    /// A person's decision: refused inside Claude Code (CLAUDECODE set).
+    Confirm(ManualArgs),
     /// The matrix: criterion, tests, passed/failed/stale/missing (exit 0 only when all covered).
     Status {
         /// Only this task's criteria; default: every criterion.
@@ -599,6 +592,21 @@ pub enum AcCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `ac propose` and `ac confirm`: a criterion covered by hand.
+#[derive(Debug, Args)]
+pub struct ManualArgs {
+    /// Criterion id (`1.2/AC1`, `AC-1.1`).
+    pub id: String,
+    /// How it was checked by hand, and why no test or command can.
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -729,6 +737,26 @@ pub struct CancelArgs {
     pub json: bool,
 }
 
+impl Command {
+    /// The person's decision this command line is, whatever the state (`claude::roles`):
+    /// refused inside Claude Code before anything runs. Forms that are a person's only in
+    /// some states (`state init --restart`, `followup resolve` of a blocking one) are
+    /// checked where they run.
+    pub fn person_decision(&self) -> Option<crate::claude::roles::Decision> {
+        use crate::claude::roles::Decision;
+        match self {
+            Command::Resume(_) => Some(Decision::ClearHalt),
+            Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
+            Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
+            Command::Verify(VerifyCommand::Run {
+                accept_other: Some(_),
+                ..
+            }) => Some(Decision::AcceptOther),
+            _ => None,
+        }
+    }
+}
+
 /// A dollar amount: a finite number, zero or more.
 fn non_negative_usd(s: &str) -> crate::Result<f64> {
     match s.parse::<f64>() {
@@ -771,6 +799,74 @@ mod tests {
         ] {
             assert_eq!(fast_path(&os(other)), None, "{other:?}");
         }
+    }
+
+    /// Every verb has a role (`claude::roles::VERBS`), the table names no verb clap lacks,
+    /// and a person's verb is refused by `person_decision` in every form.
+    #[test]
+    fn every_verb_has_a_role_and_a_persons_verb_is_refused() {
+        use crate::claude::roles::{role, Role, VERBS};
+        fn leaves(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+            let subs: Vec<_> = cmd.get_subcommands().collect();
+            if subs.is_empty() || path == "hook" {
+                out.push(path.to_string());
+            }
+            for sub in subs {
+                let name = sub.get_name();
+                let next = if path.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{path} {name}")
+                };
+                leaves(sub, &next, out);
+            }
+        }
+        let mut verbs = Vec::new();
+        leaves(&Cli::command(), "", &mut verbs);
+        verbs.retain(|v| !v.is_empty() && !v.ends_with("help"));
+        let missing: Vec<&String> = verbs.iter().filter(|v| role(v).is_none()).collect();
+        assert!(
+            missing.is_empty(),
+            "verbs with no role in claude::roles::VERBS: {missing:?}"
+        );
+        for (v, _) in VERBS {
+            assert!(
+                verbs.iter().any(|c| c == v),
+                "VERBS names {v:?}, which clap lacks"
+            );
+        }
+        // A minimal command line of each person's verb is refused as one.
+        let lines: &[&[&str]] = &[
+            &["resume"],
+            &["task", "justify", "1", "--finding", "F1", "--reason", "r"],
+            &["ac", "confirm", "1/AC1", "--reason", "r"],
+        ];
+        let persons: Vec<&str> = VERBS
+            .iter()
+            .filter(|(_, r)| *r == Role::Person)
+            .map(|(v, _)| *v)
+            .collect();
+        assert_eq!(persons.len(), lines.len(), "{persons:?}");
+        for line in lines {
+            let cli = Cli::try_parse_from(std::iter::once("specrun").chain(line.iter().copied()))
+                .unwrap();
+            assert!(cli.command.person_decision().is_some(), "{line:?}");
+        }
+        let other = Cli::try_parse_from([
+            "specrun",
+            "verify",
+            "run",
+            "--task",
+            "1",
+            "--command",
+            "true",
+            "--accept-other",
+            "r",
+        ])
+        .unwrap();
+        assert!(other.command.person_decision().is_some());
+        let own = Cli::try_parse_from(["specrun", "verify", "run", "--task", "1"]).unwrap();
+        assert!(own.command.person_decision().is_none());
     }
 
     /// Every option says what it does, and an optional value says what happens without it.

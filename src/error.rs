@@ -62,6 +62,10 @@ pub enum Error {
     /// A state transition's precondition does not hold.
     #[error("{message}")]
     Refused { message: String },
+    /// A person's decision asked for inside Claude Code (`claude::roles::refuse_person`):
+    /// a well-formed "no" (exit 1), not an error.
+    #[error("{message}")]
+    PersonsDecision { message: String },
     /// A bookkeeping path is, or passes through, a symbolic link.
     #[error("{path} is a symbolic link or lies under one; specrun does not read or write its bookkeeping through links (one could lead outside the project): replace the link with a plain file or directory")]
     Link { path: PathBuf },

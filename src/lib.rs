@@ -50,6 +50,10 @@ fn run_status() -> ExitStatus {
     };
     match commands::dispatch(cli) {
         Ok(code) => code,
+        Err(err @ Error::PersonsDecision { .. }) => {
+            io::output::error(&err.to_string());
+            ExitStatus::No
+        }
         Err(err) => {
             io::output::error(&err.to_string());
             ExitStatus::Error

@@ -117,6 +117,14 @@ fn specrun(e: &Exec, args: &[&str]) -> std::process::Output {
     e.p.specrun().args(args).output().unwrap()
 }
 
+/// The command `status --json` names for a person at a shell after a halt.
+fn shell_resume(e: &Exec) -> String {
+    status_json(e)["resumeCommand"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn status_json(e: &Exec) -> Value {
     let out = specrun(e, &["status", "--json", "--spec", "demo"]);
     serde_json::from_slice(&out.stdout).unwrap()
@@ -339,12 +347,12 @@ fn the_last_allowed_iteration_halts_and_the_next_stop_ends_the_session() {
     );
     let out = json_of(&stop(&e, &t));
     assert_eq!(out["continue"], false);
+    // The model reads the halt: no person's command in it; the person's status names it.
+    assert!(!out.to_string().contains("--raise-"), "{out}");
     assert!(
-        out["stopReason"]
-            .as_str()
-            .unwrap()
-            .contains("--raise-task 2"),
-        "{out}"
+        shell_resume(&e).contains("--raise-task 2"),
+        "{}",
+        shell_resume(&e)
     );
 }
 
@@ -397,9 +405,10 @@ fn a_forecast_past_the_budget_halts_before_it_is_spent_and_resume_takes_the_rais
         "{reason}"
     );
     assert!(reason.contains("output tokens: projected 5100 (4100–6100) = 3100 spent + median 1000 × 2 task(s) left (from 3 completed), budget 3300"), "{reason}");
-    assert!(
-        reason.contains("`specrun resume --spec demo --raise-tokens 6100`"),
-        "{reason}"
+    assert!(!reason.contains("--raise-"), "{reason}");
+    assert_eq!(
+        shell_resume(&e),
+        "specrun resume --spec demo --raise-tokens 6100"
     );
     let s = e.state();
     assert_eq!(s["halt"]["kind"], "forecast-cap");
@@ -461,7 +470,12 @@ fn prices_give_dollars_and_the_dollar_cap_halts_then_resumes() {
         reason.contains("priced spend $1.05 >= budget.maxUsd $1.00"),
         "{reason}"
     );
-    assert!(reason.contains("--raise-usd 2.05"), "{reason}");
+    assert!(!reason.contains("--raise-"), "{reason}");
+    assert!(
+        shell_resume(&e).contains("--raise-usd 2.05"),
+        "{}",
+        shell_resume(&e)
+    );
     assert_eq!(status_json(&e)["cost"]["usd"], 1.05);
     let low = specrun(&e, &["resume", "--spec", "demo", "--raise-usd", "1.01"]);
     assert_eq!(low.status.code(), Some(1));

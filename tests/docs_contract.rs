@@ -1283,9 +1283,11 @@ fn walk_halt_resume_and_implement_again() {
                 .map(|at| l[at..].trim_end_matches(['`', ')', '.']).to_string())
         })
         .unwrap_or_else(|| panic!("`specrun status` prints no resume command:\n{status}"));
+    // The model reads the reference: the person's command is status's to print, not its.
     assert!(
-        read_doc(RECOVERY).contains("--raise-global"),
-        "{RECOVERY} does not name the flag"
+        read_doc(RECOVERY).contains("a person's decisions")
+            && !read_doc(RECOVERY).contains("--raise-"),
+        "{RECOVERY} names a person's command, or not whose decision it is"
     );
     w.ok(RECOVERY, &resume, "");
     let raised = w.state()["maxGlobalIterations"].clone();
@@ -1311,8 +1313,18 @@ fn walk_halt_resume_and_implement_again() {
     // cancel.md, resume.md, then implement: the same execution continues.
     let (_, cancel) = doc_command("plugin/commands/cancel.md", "specrun cancel", &[]);
     w.ok("plugin/commands/cancel.md", &cancel, "");
-    let (_, resume) = doc_command("plugin/commands/resume.md", "specrun resume", &[]);
-    w.ok("plugin/commands/resume.md", &resume, "");
+    // resume.md shows the status; the person lifts the cancel at a shell with the
+    // command that status prints there (issue 23: refused inside Claude Code).
+    let (_, status) = doc_command("plugin/commands/resume.md", "specrun status", &[]);
+    let shown = w.ok("plugin/commands/resume.md", &status, "");
+    let resume = shown
+        .lines()
+        .find_map(|l| {
+            l.find("specrun resume")
+                .map(|at| l[at..].trim().to_string())
+        })
+        .unwrap_or_else(|| panic!("`specrun status` prints no resume command:\n{shown}"));
+    w.ok(RECOVERY, &resume, "");
     implement_may_continue(&w);
     implement_init(&w, "");
     assert_eq!(w.state()["phase"], "execution");

@@ -493,7 +493,7 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
         said["stopReason"]
             .as_str()
             .unwrap_or_default()
-            .contains("specrun resume"),
+            .contains("a person decides at a shell"),
         "{said}"
     );
 
@@ -510,7 +510,7 @@ fn e2e_4_global_cap_halts_the_session_and_resume_raises_it() {
     assert!(stopped["attachment"]["message"]
         .as_str()
         .unwrap_or_default()
-        .contains("specrun resume"));
+        .contains("a person decides at a shell"));
 
     let state = h.state();
     assert_eq!(state["halt"]["kind"], "global-cap", "state: {state:#}");
@@ -1334,8 +1334,8 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
     );
     let restart = run.requests_of(Agent::Main)[2].last_tool_results.join("\n");
     assert!(
-        restart.contains("state init --restart refused inside Claude Code")
-            && restart.contains("`specrun resume --spec demo`"),
+        restart.contains("is a person's decision")
+            && restart.contains("a person decides at a shell"),
         "the restart was not refused: {restart}"
     );
     assert_eq!(h.state()["halt"]["kind"], "stall");
@@ -1472,7 +1472,7 @@ fn e2e_12_a_delegation_after_cancel_is_denied() {
         run.describe()
     );
     let denied = run.tool_result(None, "was cancelled");
-    assert!(denied.contains("specrun resume --spec demo"), "{denied}");
+    assert!(denied.contains("a person decides at a shell"), "{denied}");
     assert_eq!(h.state()["phase"], "cancelled");
     let denial = h
         .events()
@@ -1735,7 +1735,7 @@ fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
     let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
     assert!(refusal.contains(finding), "{refusal}");
     assert!(
-        refusal.contains("specrun task justify 1.1 --finding F"),
+        refusal.contains("waiving the finding") && !refusal.contains("task justify"),
         "{refusal}"
     );
     let feedback = stop_feedback(&run, Agent::Sub);
@@ -1967,10 +1967,7 @@ fn e2e_15b_a_forecast_past_the_budget_halts_the_session() {
         reason.contains("median 1000 × 2 task(s) left (from 2 completed), budget 2500"),
         "{reason}"
     );
-    assert!(
-        reason.contains("specrun resume --spec demo --raise-tokens"),
-        "{reason}"
-    );
+    assert!(!reason.contains("specrun resume"), "{reason}");
     let raise = state["halt"]["raiseTo"].as_u64().unwrap().to_string();
     h.specrun(&["resume", "--spec", "demo", "--raise-tokens", &raise]);
     assert!(h.state()["halt"].is_null());

@@ -44,7 +44,7 @@ fn session_start_names_a_halt_and_its_resume_command() {
         .unwrap();
     assert_eq!(
         context.lines().nth(1),
-        Some("Halted: global iterations 31 > maxGlobalIterations 30. A person continues it with `specrun resume --spec demo --raise-global 60`.")
+        Some("Halted: global iterations 31 > maxGlobalIterations 30; a person decides at a shell (`specrun status` there names the command).")
     );
 }
 

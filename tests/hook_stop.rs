@@ -124,6 +124,23 @@ fn row3_counts_stops_usage_from_the_offset_and_the_fingerprint() {
     assert_eq!(events[2]["session"], SESSION);
 }
 
+/// The halt as the model reads it: the reason and that a person decides (never the command).
+fn halted(what: &str) -> String {
+    format!("specrun: spec 'demo' is halted ({what}): a person decides at a shell (`specrun status` there names the command); then /specrun:implement demo continues it.")
+}
+
+/// The command `status --json` gives a person at a shell after a halt.
+fn shell_resume(e: &Exec) -> String {
+    let out =
+        e.p.specrun()
+            .args(["status", "--json", "--spec", "demo"])
+            .env_remove("CLAUDECODE")
+            .output()
+            .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["resumeCommand"].as_str().unwrap_or_default().to_string()
+}
+
 fn halt_json(s: &str) -> Value {
     json!({"continue": false, "stopReason": s, "systemMessage": s})
 }
@@ -132,8 +149,12 @@ fn halt_json(s: &str) -> Value {
 fn row4_global_iterations_cap_halts() {
     let e = Exec::new(TASKS, json!({"globalIteration": 30}));
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
-    let s = "specrun halted spec 'demo': global iterations 31 > maxGlobalIterations 30. To continue: `specrun resume --spec demo --raise-global 60`, then /specrun:implement demo.";
+    let s = &halted("global iterations 31 > maxGlobalIterations 30");
     assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(
+        shell_resume(&e),
+        "specrun resume --spec demo --raise-global 60"
+    );
     let state = e.state();
     assert_eq!(state["halt"]["kind"], "global-cap");
     assert_eq!(
@@ -149,8 +170,12 @@ fn row4_global_iterations_cap_halts() {
 fn row4_task_iterations_cap_halts() {
     let e = Exec::new(TASKS, json!({"taskIteration": 5}));
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
-    let s = "specrun halted spec 'demo': task iterations 5 >= maxTaskIterations 5. To continue: `specrun resume --spec demo --raise-task 10`, then /specrun:implement demo.";
+    let s = &halted("task iterations 5 >= maxTaskIterations 5");
     assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(
+        shell_resume(&e),
+        "specrun resume --spec demo --raise-task 10"
+    );
 }
 
 #[test]
@@ -164,8 +189,12 @@ fn row4_output_tokens_cap_halts_on_transcript_usage() {
         "stop",
         stop_stdin(&e.p, "x", false, Some(t.to_str().unwrap())),
     );
-    let s = "specrun halted spec 'demo': output tokens 100 >= budget.maxOutputTokens 100. To continue: `specrun resume --spec demo --raise-tokens 200`, then /specrun:implement demo.";
+    let s = &halted("output tokens 100 >= budget.maxOutputTokens 100");
     assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(
+        shell_resume(&e),
+        "specrun resume --spec demo --raise-tokens 200"
+    );
     assert_eq!(e.state()["usage"]["outputTokens"], 100);
 }
 
@@ -178,8 +207,12 @@ fn row4_minutes_cap_halts() {
         json!({"budget": {"maxMinutes": 60}, "startedAt": started.to_rfc3339()}),
     );
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
-    let s = "specrun halted spec 'demo': 119 minutes since startedAt >= budget.maxMinutes 60. To continue: `specrun resume --spec demo --raise-minutes 179`, then /specrun:implement demo.";
+    let s = &halted("119 minutes since startedAt >= budget.maxMinutes 60");
     assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(
+        shell_resume(&e),
+        "specrun resume --spec demo --raise-minutes 179"
+    );
 }
 
 #[test]
@@ -190,8 +223,9 @@ fn row4_stall_cap_halts_after_stops_without_progress() {
     }
     // Stops 2..6 saw the same fingerprint: the 6th is the 5th in a row without progress.
     let out = e.hook("stop", stop_stdin(&e.p, "x", false, None));
-    let s = "specrun halted spec 'demo': 5 stops in a row without progress (checked tasks, taskIndex and HEAD unchanged) >= budget.maxStallStops 5. To continue: `specrun resume --spec demo`, then /specrun:implement demo.";
+    let s = &halted("5 stops in a row without progress (checked tasks, taskIndex and HEAD unchanged) >= budget.maxStallStops 5");
     assert_eq!(json_of(&out), halt_json(s));
+    assert_eq!(shell_resume(&e), "specrun resume --spec demo");
     assert_eq!(e.state()["halt"]["kind"], "stall");
 }
 
@@ -201,7 +235,7 @@ fn row4_a_halted_execution_halts_again_until_resumed() {
         TASKS,
         json!({"halt": {"kind": "stall", "reason": "stuck", "at": "2026-01-01T00:00:00Z"}}),
     );
-    let s = "specrun: spec 'demo' is halted (stuck). A person continues it with `specrun resume --spec demo`, then /specrun:implement demo.";
+    let s = &halted("stuck");
     for n in 1..=2 {
         let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
         assert_eq!(json_of(&out), halt_json(s));
@@ -258,7 +292,7 @@ fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
     let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
 - 1 of 2 tasks unchecked (1.2): delegate each to specrun:spec-executor (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete 1.2 --check --spec demo` (then the next).\n\
 - execution evidence is stale (the code changed since it ran): run `specrun verify run --phase execution --spec demo --command 'cargo test --all'` and make it pass.\n\
-- follow-up F1 (VERIFY, high) is open: re-run the load test. Do it, then `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
+- follow-up F1 (VERIFY, high) is open: re-run the load test. It blocks the completion until a person resolves it: a person runs `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";
     assert_eq!(
         json_of(&out),
@@ -362,10 +396,11 @@ fn forty_stops_with_max_30_halt_from_the_31st_on() {
     assert_eq!(halts, 10);
 }
 
-/// Run the resume command a halt message prints, exactly as printed.
+/// Run the resume command `status` prints for a person after the halt, exactly as printed
+/// (the halt message the model reads names none).
 fn run_printed_resume(e: &Exec, halt: &str) -> std::process::Output {
-    let start = halt.find("To continue: `").expect("a resume command") + "To continue: `".len();
-    let command = &halt[start..start + halt[start..].find('`').unwrap()];
+    assert!(!halt.contains("specrun resume"), "{halt}");
+    let command = shell_resume(e);
     let words: Vec<&str> = command.split_whitespace().collect();
     assert_eq!(words[..2], ["specrun", "resume"], "{command}");
     e.p.specrun().args(&words[1..]).output().unwrap()

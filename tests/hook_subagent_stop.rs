@@ -165,7 +165,7 @@ fn other_agents_and_non_claims_are_ignored() {
         ("specrun:qa-engineer", "TASK_COMPLETE 1.2"),
         ("general-purpose", "TASK_COMPLETE 1.2"),
         ("specrun:spec-executor", "I will end with TASK_COMPLETE 1.2"),
-        ("specrun:spec-executor", "```\nTASK_COMPLETE 1.2\n```"),
+        // A claim in a fence is checked since issue 23 (a dressed-up claim still asks).
     ] {
         assert_eq!(
             e.hook("subagent-stop", sub_stdin(&e, agent, message, false)),

@@ -107,7 +107,7 @@ fn start_refuses_when_halted_cancelled_or_uninitialised() {
     );
     let (code, out, _) = run(&p, &["task", "start", "1.1"]);
     assert_eq!(code, 1);
-    assert!(out.contains("not-halted: the execution is halted (stall): clear it with `specrun resume --spec demo`"), "{out}");
+    assert!(out.contains("not-halted: the execution is halted (stall): a person runs `specrun resume --spec demo`"), "{out}");
     let q = common::TempProject::git();
     q.spec("demo", TASKS);
     let (code, _, err) = run(&q, &["task", "start", "1.1"]);

@@ -77,7 +77,7 @@ pub fn evidence_protocol(spec_name: &str) -> Vec<String> {
         "then a final reply whose last line is exactly ALL_TASKS_COMPLETE".to_string(),
         format!(
             "a halt ends the goal: when specrun stops the session or `specrun status --spec {s}` \
-             shows a halt, report its reason and the `specrun resume` command it prints"
+             shows a halt, report its reason (a person decides at a shell)"
         ),
     ]
 }
@@ -117,7 +117,7 @@ fn render(facts: &GoalFacts, detail: Detail) -> String {
         format!(
             "A halt ends this goal: when specrun stops the session or `specrun status --spec {s}` \
              shows a halt, the goal cannot be met in this session (impossible); report the halt \
-             reason and the `specrun resume` command it prints."
+             reason (a person decides at a shell)."
         ),
         format!(
             "If this goal has been checked {} times without being met, treat it as impossible \

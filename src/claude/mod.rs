@@ -5,4 +5,5 @@ pub mod agents;
 pub mod goal;
 pub mod probe;
 pub mod releases;
+pub mod roles;
 pub mod transcript;

@@ -1,4 +1,4 @@
-//! `specrun ac list|map|confirm|status`: acceptance criteria, their mappings to tests
+//! `specrun ac list|map|propose|confirm|status`: acceptance criteria, their mappings to tests
 //! (`specs/<name>/acceptance.json`, under its own lock) and the coverage matrix. The test
 //! results of each verify run sit in `specs/<name>/test-results/<slot>.json`.
 //!
@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use crate::cli::AcCommand;
+use crate::cli::{AcCommand, ManualArgs};
 use crate::commands::exec::Exec;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::acceptance::{self, Criterion, Manual, Mapping};
@@ -28,12 +28,8 @@ pub fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
             spec,
             json,
         } => map(project, spec.spec.as_deref(), &id, &test, json),
-        AcCommand::Confirm {
-            id,
-            reason,
-            spec,
-            json,
-        } => confirm(project, spec.spec.as_deref(), &id, &reason, json),
+        AcCommand::Confirm(args) => confirm(project, &args, Hand::Person),
+        AcCommand::Propose(args) => confirm(project, &args, Hand::Model),
         AcCommand::Status { task, spec, json } => {
             status(project, spec.spec.as_deref(), task.as_deref(), json)
         }
@@ -118,6 +114,7 @@ fn map(
                 tests: tests.clone(),
                 mapped_at: Some(now.clone()),
                 manual: None,
+                proposed: None,
             },
         );
         Ok(())
@@ -158,14 +155,17 @@ fn map(
     Ok(ExitStatus::Success)
 }
 
-fn confirm(
-    project: &Project,
-    spec: Option<&str>,
-    id: &str,
-    reason: &str,
-    json_out: bool,
-) -> Result<ExitStatus> {
-    let reason = reason.trim();
+/// Who covers a criterion by hand: a person confirms (`ac confirm`, at a shell), the model
+/// proposes (`ac propose`), which counts only once a person confirms.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hand {
+    Person,
+    Model,
+}
+
+fn confirm(project: &Project, args: &ManualArgs, hand: Hand) -> Result<ExitStatus> {
+    let (spec, id, json_out) = (args.spec.spec.as_deref(), args.id.as_str(), args.json);
+    let reason = args.reason.trim();
     if reason.len() < 10 {
         return Err(Error::bad_input(
             "--reason",
@@ -176,31 +176,61 @@ fn confirm(
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let c = find_criterion(spec, &loaded.list, id)?;
     let now = now_rfc3339();
-    update_store(spec, |s| {
+    let record = Manual {
+        reason: reason.to_string(),
+        at: now.clone(),
+    };
+    let already = update_store(spec, |s| {
         let entry = s.criteria.entry(c.id.clone()).or_default();
+        let same_text = entry.text.trim() == c.text.trim();
         entry.text = c.text.clone();
-        entry.manual = Some(Manual {
-            reason: reason.to_string(),
-            at: now.clone(),
-        });
-        Ok(())
+        match hand {
+            Hand::Person => {
+                entry.manual = Some(record.clone());
+                entry.proposed = None;
+                Ok(false)
+            }
+            // A person's confirmation of this very text stands; a proposal does not undo it.
+            Hand::Model if same_text && entry.manual.is_some() => Ok(true),
+            Hand::Model => {
+                entry.manual = None;
+                entry.proposed = Some(record.clone());
+                Ok(false)
+            }
+        }
     })?;
-    ex.record_event(&Event::AcConfirm {
-        criterion: &c.id,
-        manual: true,
-        reason,
-    });
+    match hand {
+        Hand::Person => ex.record_event(&Event::AcConfirm {
+            criterion: &c.id,
+            manual: true,
+            reason,
+        }),
+        Hand::Model => ex.record_event(&Event::AcPropose {
+            criterion: &c.id,
+            reason,
+        }),
+    }
+    let manual = hand == Hand::Person || already;
     if json_out {
         output::json_line(&Confirmed {
             ok: true,
             criterion: &c.id,
-            manual: true,
+            manual,
+            proposed: !manual,
             reason,
         });
-    } else {
+    } else if hand == Hand::Person {
         output::line(&format!(
             "{} confirmed by hand (manual, not a test): {reason}",
             c.id
+        ));
+    } else if already {
+        output::line(&format!("{} is already confirmed by a person", c.id));
+    } else {
+        output::line(&format!(
+            "{} proposed as manual: it does not hold back `task complete`, and counts for the completion once a person confirms it ({})",
+            c.id,
+            crate::claude::roles::PERSON_DECIDES
         ));
     }
     Ok(ExitStatus::Success)
@@ -254,10 +284,12 @@ fn print_matrix(m: &Matrix) {
             ));
         }
         if let Some(man) = &r.manual {
-            output::line(&format!(
-                "    MANUAL (no test): {} ({})",
-                man.reason, man.at
-            ));
+            let what = if r.status == acceptance::Status::Proposed {
+                "PROPOSED (waiting for a person)"
+            } else {
+                "MANUAL (no test)"
+            };
+            output::line(&format!("    {what}: {} ({})", man.reason, man.at));
         }
         if let Some(why) = r.why.as_deref().filter(|_| r.tests.is_empty()) {
             output::line(&format!("    {why}"));
@@ -268,14 +300,14 @@ fn print_matrix(m: &Matrix) {
         .iter()
         .filter(|r| r.status == acceptance::Status::Covered)
         .count();
-    let manual = m
-        .rows
-        .iter()
-        .filter(|r| r.status == acceptance::Status::Manual)
-        .count();
-    let open = m.rows.len() - covered - manual;
+    let count = |s| m.rows.iter().filter(|r| r.status == s).count();
+    let (manual, proposed) = (
+        count(acceptance::Status::Manual),
+        count(acceptance::Status::Proposed),
+    );
+    let open = m.rows.len() - covered - manual - proposed;
     output::line(&format!(
-        "{covered} covered by tests, {manual} manual, {open} uncovered; {}",
+        "{covered} covered by tests, {manual} manual, {proposed} proposed (waiting for a person), {open} uncovered; {}",
         if m.enforced {
             "enforced by task complete and the completion gate"
         } else {
@@ -314,5 +346,6 @@ struct Confirmed<'a> {
     ok: bool,
     criterion: &'a str,
     manual: bool,
+    proposed: bool,
     reason: &'a str,
 }

@@ -392,7 +392,7 @@ fn state_valid(project: &Project, spec_arg: Option<&str>) -> Check {
                             spec.name,
                             s.halt_reason().unwrap_or("no reason recorded")
                         ),
-                        format!("a person runs `{}`", s.resume_command(&spec.name)),
+                        crate::claude::roles::for_person(&s.resume_command(&spec.name)),
                     ));
                 } else {
                     fine.push(format!(

@@ -151,6 +151,12 @@ pub fn run(project: &Project, cmd: FollowupCommand) -> Result<ExitStatus> {
             let path = spec.followups_path();
             let changed = store::update_json(&path, store::DEFAULT_LOCK_WAIT, |doc| {
                 let mut s = followups::parse_store(spec, doc.as_ref())?;
+                // An open VERIFY/high item holds the completion back: clearing it is a person's.
+                if s.items.iter().any(|i| i.id == fid && i.is_blocking()) {
+                    crate::claude::roles::person_only(
+                        crate::claude::roles::Decision::ResolveBlocking,
+                    )?;
+                }
                 let changed = s.resolve(&fid, &note, &now).map_err(|e| Error::Refused {
                     message: format!("{}: {e}", path.display()),
                 })?;

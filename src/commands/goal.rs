@@ -77,10 +77,10 @@ pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
         StateRead::Valid(s) => {
             if s.halt().is_some() {
                 warnings.push(format!(
-                    "spec {} is halted ({}): the goal cannot be met until a person runs `{}`",
+                    "spec {} is halted ({}): the goal cannot be met until {}",
                     spec.name,
                     s.halt_reason().unwrap_or("no reason recorded"),
-                    s.resume_command(&spec.name)
+                    crate::claude::roles::for_person(&s.resume_command(&spec.name))
                 ));
             } else if let Some(phase @ ("completed" | "cancelled")) = s.phase().map(Phase::as_str) {
                 warnings.push(format!(

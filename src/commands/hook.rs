@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::cli::HookEvent;
 use crate::error::{Error, ExitStatus, Result};
 use crate::evidence::verify::{self, Freshness, Slot};
+use crate::hooks::tool_guard;
 use crate::hooks::{
     self as hook, ClaimFacts, HookAnswer, HookSpecific, Outcome, StopFacts, StopInput,
     SubagentInput, UsageRead,
@@ -208,6 +209,15 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
     if event == HookEvent::SessionStart {
         bind_session(&input, cwd, "session-start");
     }
+    // Bash/Write/Edit: judged from the call alone first; a read-only one never reads the state.
+    let guarded = (event == HookEvent::PreToolUse)
+        .then(|| guarded_call(&input))
+        .flatten();
+    match &guarded {
+        Some(tool_guard::Call::ReadOnly) => return None,
+        Some(tool_guard::Call::Changes) if running_unhalted(&input, cwd) => return None,
+        _ => {}
+    }
     let located = locate(&input, cwd);
     let active = match located {
         Located::Nothing => return None,
@@ -216,12 +226,19 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
             spec,
             record,
             reason,
-        } => return record_halt(event, &input, &project, &spec, record.as_deref(), &reason),
+        } => {
+            let halt = RecordHalt {
+                spec: &spec,
+                rec: record.as_deref(),
+                reason: &reason,
+            };
+            return record_halt(event, &input, &project, &halt, guarded.as_ref());
+        }
         Located::Unreadable {
             project,
             spec,
             error,
-        } => return unreadable_state(event, &input, &project, &spec, &error),
+        } => return unreadable_state(event, &input, &project, &spec, &error, guarded.as_ref()),
         Located::Executing(active) => active,
         Located::Cancelled(active) if event == HookEvent::PreToolUse => active,
         Located::Cancelled(_) => return None,
@@ -238,8 +255,67 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
         HookEvent::Stop => stop(&input, active),
         HookEvent::SubagentStop => subagent_stop(&input, active),
         HookEvent::SessionStart => session_start(&input, &active),
-        HookEvent::PreToolUse => pre_tool_use(&input, &active),
+        HookEvent::PreToolUse => pre_tool_use(&input, &active, guarded.as_ref()),
     }
+}
+
+/// Whether the active spec's execution runs and is not halted, read from the state file's
+/// bytes as specrun writes it (pretty JSON, top-level keys indented two spaces): a
+/// code-changing call is then allowed without the typed read, which costs more than the
+/// whole hook may (a Bash call stays near the idle Stop hook's instructions). A file in any
+/// other shape, halted, cancelled or absent goes the whole way, so this only ever allows
+/// what the whole way allows.
+fn running_unhalted(input: &HookInput, cwd: Option<&Path>) -> bool {
+    let Some(project) = input.project(cwd) else {
+        return false;
+    };
+    // The spec the session's record is bound to, else `.current-spec`'s; its record must
+    // hold no halt of its own (the record outlives a state file put back by hand).
+    let bound = input
+        .session()
+        .and_then(|sid| crate::model::record::binding(&project.root, sid))
+        .and_then(|b| b.spec);
+    let Ok(Some(spec)) = project.spec(bound.as_deref()) else {
+        return false;
+    };
+    let record = crate::io::record::execution_path(&project.root, &spec.name)
+        .map(|p| store::read_optional(&p));
+    let record_unhalted = match record {
+        None | Some(Ok(None)) => true,
+        Some(Ok(Some(b))) => memchr::memmem::find(&b, b"\n  \"halt\": null").is_some(),
+        Some(Err(_)) => false,
+    };
+    if !record_unhalted {
+        return false;
+    }
+    let bytes = || -> Option<Vec<u8>> { store::read_optional(&spec.state_path()).ok()? };
+    bytes().is_some_and(|b| {
+        let once = |key: &[u8]| memchr::memmem::find_iter(&b, key).count() == 1;
+        let has = |field: &[u8]| memchr::memmem::find(&b, field).is_some();
+        once(b"\n  \"phase\":")
+            && once(b"\n  \"halt\":")
+            && has(b"\n  \"phase\": \"execution\"")
+            && has(b"\n  \"halt\": null")
+    })
+}
+
+/// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).
+fn guarded_call(input: &HookInput) -> Option<tool_guard::Call> {
+    let tool = input.str("tool_name")?;
+    if !tool_guard::GUARDED_TOOLS.contains(&tool) {
+        return None;
+    }
+    let field = |k: &str| {
+        input
+            .doc
+            .get("tool_input")
+            .and_then(|t| t.get(k))
+            .and_then(Value::as_str)
+    };
+    Some(match tool {
+        "Bash" => tool_guard::bash(field("command").unwrap_or("")),
+        _ => tool_guard::file(field("file_path").or(field("notebook_path")).unwrap_or("")),
+    })
 }
 
 /// Find the project from stdin `cwd` (falling back to `--cwd` or the process directory),
@@ -338,25 +414,40 @@ fn bind_session(input: &HookInput, cwd: Option<&Path>, which: &str) {
 /// The record halted this session's execution (or halts it now): the Stop halts again
 /// naming the reason, work-starting tools are denied, SessionStart says so; nothing traps
 /// the session (a halt ends the turn).
+/// The execution the record halted: its spec, the record, and why.
+struct RecordHalt<'a> {
+    spec: &'a str,
+    rec: Option<&'a crate::model::record::Record>,
+    reason: &'a str,
+}
+
+/// Whether a PreToolUse call is one a halted or unjudgeable execution denies: work that
+/// starts agents, or a Bash/editor call that may change the code or is forbidden outright.
+fn denied_when_stopped(input: &HookInput, guarded: Option<&tool_guard::Call>) -> bool {
+    let work = input
+        .str("tool_name")
+        .is_some_and(|t| hook::WORK_TOOLS.contains(&t));
+    work || matches!(
+        guarded,
+        Some(tool_guard::Call::Changes | tool_guard::Call::Forbidden(..))
+    )
+}
+
 fn record_halt(
     event: HookEvent,
     input: &HookInput,
     project: &Project,
-    spec: &str,
-    rec: Option<&crate::model::record::Record>,
-    reason: &str,
+    halt: &RecordHalt<'_>,
+    guarded: Option<&tool_guard::Call>,
 ) -> Option<HookAnswer> {
+    let (spec, rec, reason) = (halt.spec, halt.rec, halt.reason);
     let message = crate::model::record::halt_message(spec, reason);
     let (answer, decision) = match event {
         HookEvent::Stop => {
             bound::halt(project, rec, reason, &events::now_rfc3339());
             (hook::Decision::Halt(message.clone()).to_hook_json(), "halt")
         }
-        HookEvent::PreToolUse
-            if input
-                .str("tool_name")
-                .is_some_and(|t| hook::WORK_TOOLS.contains(&t)) =>
-        {
+        HookEvent::PreToolUse if denied_when_stopped(input, guarded) => {
             (
                 Some(HookAnswer::specific(HookSpecific::PreToolUse {
                     permission_decision: "deny",
@@ -398,6 +489,7 @@ fn unreadable_state(
     project: &Project,
     spec: &Spec,
     error: &str,
+    guarded: Option<&tool_guard::Call>,
 ) -> Option<HookAnswer> {
     // A garbled state halts (issue 23): the Stop ends the turn naming the file and work
     // is not delegated; the guard never allows an execution it cannot judge.
@@ -418,9 +510,8 @@ fn unreadable_state(
             };
         }
         HookEvent::PreToolUse => {
-            let tool = input.str("tool_name");
             // A question in quick mode is not worth a warning per call; work is denied.
-            if !tool.is_some_and(|t| hook::WORK_TOOLS.contains(&t)) {
+            if !denied_when_stopped(input, guarded) {
                 return None;
             }
             let answer = Some(HookAnswer::specific(HookSpecific::PreToolUse {
@@ -433,9 +524,9 @@ fn unreadable_state(
         _ => {}
     }
     let message = format!(
-        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (inspect it, or `specrun state init {} --force`, which keeps a copy).",
+        "specrun guard: {} cannot be used ({error}); the guard enforces nothing until it is fixed (replacing it is a person's decision; {}).",
         spec.state_path().display(),
-        crate::support::shell::spec_flag(&spec.name)
+        crate::claude::roles::PERSON_DECIDES
     );
     trouble(project, event, input, "unreadable-state", message)
 }
@@ -502,7 +593,7 @@ fn under_lock(
     let mut state = match read_state(&path) {
         StateRead::Valid(s) => s,
         StateRead::Absent => return None,
-        StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error),
+        StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error, None),
     };
     if !hook::executing(&state) || !hook::owned_by(&state, input.session()) {
         return None;
@@ -934,7 +1025,11 @@ fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     }))
 }
 
-fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
+fn pre_tool_use(
+    input: &HookInput,
+    active: &Active,
+    guarded: Option<&tool_guard::Call>,
+) -> Option<HookAnswer> {
     let decision = hook::decide_pre_tool_use(
         &active.spec.name,
         &active.state,
@@ -945,6 +1040,7 @@ fn pre_tool_use(input: &HookInput, active: &Active) -> Option<HookAnswer> {
                 .get("tool_input")
                 .and_then(|t| t.get("isolation"))
                 .and_then(Value::as_str),
+            guarded,
         },
         input.session(),
         chrono::Utc::now(),

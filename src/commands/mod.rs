@@ -34,6 +34,9 @@ pub mod verify;
 
 pub fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let cwd = cli.cwd.as_deref();
+    if let Some(decision) = cli.command.person_decision() {
+        crate::claude::roles::person_only(decision)?;
+    }
     match cli.command {
         // Hooks resolve their own directory from stdin and never fail.
         Command::Hook(args) => Ok(hook::run(args.event, cwd)),

@@ -100,11 +100,9 @@ fn usd_spent(project: &Project, state: &State) -> f64 {
 fn accept_record(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
     use crate::io::record::Read;
     use crate::model::record;
-    if crate::claude::releases::inside() {
-        // ROLES: the lead swaps this text for `claude::roles::refuse_person` at merge.
-        output::error("resume refused inside Claude Code: whether the spec's files replace the guard's record is a person's decision. Fail a task you cannot finish, record a follow-up, or end your turn; a person decides at a shell");
-        return Ok(ExitStatus::No);
-    }
+    // Refused before dispatch too (every form of resume is a person's); kept here so this
+    // function is safe on its own.
+    crate::claude::roles::person_only(crate::claude::roles::Decision::ClearHalt)?;
     let name = match spec {
         Some(s) => s.to_string(),
         None => project.current_spec_name()?.ok_or_else(|| {

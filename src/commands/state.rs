@@ -131,12 +131,16 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         isolate: args.isolate,
     };
     let path = spec.state_path();
+    if args.force && std::fs::symlink_metadata(&path).is_ok() {
+        crate::claude::roles::person_only(crate::claude::roles::Decision::ReplaceState)?;
+    }
     let now = now_rfc3339();
     let (doc, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
-        if let Some(refusal) = refuse_laundering(project, &spec.name, &path) {
-            output::error(&refusal);
-            return Ok(ExitStatus::No);
+        if let Some(detail) = refuse_laundering(project, &spec.name, &path) {
+            output::error(&detail);
+            let decision = crate::claude::roles::Decision::ReplaceState;
+            return Err(crate::claude::roles::refuse_person(decision));
         }
         let existing = match state::read_document(&path) {
             Ok(Some(v)) if !v.is_object() => {
@@ -154,7 +158,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         // The existing document is not type-checked yet: a mistyped field is dropped, the
         // rest read (a garbled field must not launder hand-ticked boxes into the baseline).
         let earlier = existing.as_ref().map(State::lenient);
-        refuse_model_restart(&spec.name, earlier.as_ref(), &args)?;
+        refuse_persons_init(earlier.as_ref(), &args)?;
         let baseline = crate::next::completion::baseline_at_init(earlier.as_ref(), &loaded.list);
         let mut continued = earlier
             .as_ref()
@@ -271,32 +275,60 @@ fn first_of(items: &[String], n: usize, sep: &str) -> String {
     }
 }
 
-/// Inside Claude Code, `--restart` (or `--force`) does not lift a halt or a cancel: starting
-/// over clears the caps' counters, which is a person's decision (`specrun resume` names the
-/// raise it needs).
-fn refuse_model_restart(name: &str, existing: Option<&State>, args: &StateInitArgs) -> Result<()> {
-    let Some(v) = existing.filter(|_| args.restart || args.force) else {
-        return Ok(());
-    };
-    let cancelled = v.phase() == Some(state::Phase::Cancelled);
-    let stopped = v.halt().is_some() || cancelled;
-    if !stopped || !crate::claude::releases::inside() {
-        return Ok(());
+/// Inside Claude Code, a person's forms of `state init` are refused (`claude::roles`):
+/// `--restart` over an execution (its counters and caps start over), and a cap above the
+/// one in force (the continued execution's, else the default). `--force` over an existing
+/// file is refused before the file is read (`init`).
+fn refuse_persons_init(existing: Option<&State>, args: &StateInitArgs) -> Result<()> {
+    use crate::claude::roles::{person_only, Decision};
+    if args.restart && existing.is_some_and(|s| s.phase().is_some()) {
+        person_only(Decision::Restart)?;
     }
-    Err(Error::Refused {
-        message: format!(
-            "state init --restart refused inside Claude Code: the execution is {} and starting over would clear its counters; a person runs `{}` (or restarts it from their own shell)",
-            if cancelled { "cancelled" } else { "halted" },
-            v.resume_command(name)
-        ),
-    })
+    let continued = existing.filter(|s| !args.restart && state::is_resumable(s));
+    let base = continued.cloned().unwrap_or_default();
+    if raises_a_cap(&base, continued.is_some(), args) {
+        person_only(Decision::RaiseCap)?;
+    }
+    Ok(())
+}
+
+/// Whether `args` loosens a cap of `base` (the continued execution, or a default state):
+/// a higher limit, a cap removed (a stall cap of 0), or — on a continued execution — an
+/// optional cap above the one it has. Setting an optional cap where there was none
+/// tightens.
+fn raises_a_cap(base: &State, continued: bool, args: &StateInitArgs) -> bool {
+    let above = |new: Option<u64>, old: u64| new.is_some_and(|n| n > old);
+    let above_opt = |new: Option<u64>, old: Option<u64>| match (new, old) {
+        (Some(n), Some(o)) => n > o,
+        _ => false,
+    };
+    // A stall cap of 0 is off: turning it off loosens, setting one where it was off does not.
+    let stall = base.max_stall_stops();
+    let stall_loosened = args
+        .max_stall_stops
+        .is_some_and(|n| stall > 0 && (n == 0 || n > stall));
+    let (_, halt_at) = crate::cost::forecast_levels(base);
+    let usd = match (args.max_usd, base.max_usd()) {
+        (Some(n), Some(o)) => n > o,
+        _ => false,
+    };
+    above(args.max_task_iterations, base.max_task_iterations())
+        || above(args.max_global_iterations, base.max_global_iterations())
+        || stall_loosened
+        || above(args.forecast_halt, halt_at)
+        || (continued
+            && (above_opt(args.max_output_tokens, base.max_output_tokens())
+                || above_opt(args.max_minutes, base.max_minutes())
+                || above_opt(args.max_task_tokens, base.max_task_tokens())
+                || above_opt(args.max_task_minutes, base.max_task_minutes())
+                || usd))
 }
 
 fn report_init(name: &str, v: &state::State, counts: crate::model::tasks::Counts, continued: bool) {
     let at = counts.next_index.min(counts.total) + usize::from(counts.next_index < counts.total);
     let what = if continued {
         format!(
-            "execution continued at task {at}/{} ({}/{} stops used, {} iterations of the current task; counters kept, --restart starts over)",
+            "execution continued at task {at}/{} ({}/{} stops used, {} iterations of the current task; counters kept; starting over is a person's decision)",
             counts.total,
             v.global_iteration(),
             v.max_global_iterations(),
@@ -313,8 +345,8 @@ fn report_init(name: &str, v: &state::State, counts: crate::model::tasks::Counts
     ));
     if let Some(kind) = v.halt_kind() {
         output::warn(&format!(
-            "the execution is halted ({kind}): nothing runs until `{}`",
-            v.resume_command(name)
+            "the execution is halted ({kind}): nothing runs until {}",
+            crate::claude::roles::for_person(&v.resume_command(name))
         ));
     }
 }
@@ -376,9 +408,9 @@ fn refuse_laundering(project: &Project, name: &str, path: &Path) -> Option<Strin
         .map_or("its record cannot be read".to_string(), |r| {
             format!("{} stops counted, {} tasks earned", r.stops, r.earned.len())
         });
-    // ROLES: the lead swaps this text for `claude::roles::refuse_person` at merge.
+    // The detail; the refusal itself is roles' one text (the caller adds it).
     Some(format!(
-        "state init refused inside Claude Code: the guard's record shows spec '{name}' under way ({shown}) and {why}; starting it again would count its ticked boxes as done before the run. Carry on with the execution as it is: fail a task you cannot finish (`specrun task fail`), record a follow-up, or end your turn; a person decides at a shell"
+        "state init: the guard's record shows spec '{name}' under way ({shown}) and {why}; starting it again would count its ticked boxes as done before the run"
     ))
 }
 

@@ -251,6 +251,9 @@ impl Dashboard {
         if let Some(text) = crate::hooks::uncounted::summary(&uncounted_of(project, facts)) {
             self.notes.push(("guard", text));
         }
+        if let Some(text) = waiting_for_person(project, facts) {
+            self.notes.push(("waiting", text));
+        }
         for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
             self.notes.push((
                 "accepted",
@@ -345,6 +348,25 @@ impl Dashboard {
 }
 
 /// The most recent evidence record: the execution block, else the newest task evidence.
+/// An execution whose every box is ticked and whose only unmet gates are a person's
+/// (criteria proposed as manual, blocking follow-ups): it waits for a person, not complete.
+fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
+    let (spec, state, list) = (
+        facts.spec.as_ref()?,
+        facts.state_doc()?,
+        facts.tasks.as_ref()?,
+    );
+    if list.next().is_some() || state.phase() != Some(Phase::Execution) || state.completed() {
+        return None;
+    }
+    let gates = crate::next::gates::completion_gates(project, spec, state);
+    let unmet = crate::next::completion::unmet(&spec.name, state, list, Some(&gates));
+    crate::next::completion::waits_for_person(&unmet).then(|| {
+        let what: Vec<&str> = unmet.iter().map(|u| u.detail.as_str()).collect();
+        format!("for a person, not complete: {}", what.join(" "))
+    })
+}
+
 fn last_evidence(facts: &Facts) -> Option<&Value> {
     let s = facts.state_doc()?;
     let mut records: Vec<&Value> = Vec::new();
@@ -608,7 +630,7 @@ fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
         let mut l = line("HALTED", h.reason.clone());
         l.tone = Tone::Bad;
         out.push(l);
-        out.push(line("resume", "run this command:".into()));
+        out.push(line("resume", "a person, at a shell:".into()));
         out.push(Line {
             label: "",
             text: h.resume.clone(),

@@ -172,6 +172,10 @@ pub struct Mapping {
     pub mapped_at: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual: Option<Manual>,
+    /// Proposed by the model (`ac propose`) for a person to confirm by hand: not covered
+    /// until a person's `ac confirm` turns it into `manual`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed: Option<Manual>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -242,6 +246,9 @@ pub enum Status {
     Covered,
     /// Confirmed by hand (`ac confirm`), not by a test.
     Manual,
+    /// Proposed by the model as manual (`ac propose`): waits for a person's confirmation.
+    /// Does not hold back `task complete`; holds back the completion ("waiting for a person").
+    Proposed,
     Failed,
     Stale,
     Missing,
@@ -255,10 +262,15 @@ impl Status {
     pub fn is_covered(self) -> bool {
         matches!(self, Status::Covered | Status::Manual)
     }
+    /// Whether the task may complete with it: covered, or waiting for a person.
+    pub fn settled_for_task(self) -> bool {
+        self.is_covered() || self == Status::Proposed
+    }
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Covered => "covered",
             Status::Manual => "manual",
+            Status::Proposed => "proposed",
             Status::Failed => "failed",
             Status::Stale => "stale",
             Status::Missing => "missing",
@@ -409,7 +421,7 @@ fn row(c: &Criterion, store: &Store, runs: &[Run]) -> Row {
     };
     let Some(m) = mapping else {
         r.why = Some(format!(
-            "no test mapped: `specrun ac map {} --test <test name>` (or `specrun ac confirm {} --reason <why no test can>`)",
+            "no test mapped: `specrun ac map {} --test <test name>` (or, when no test or command can check it, `specrun ac propose {} --reason <how it was checked>` for a person to confirm)",
             c.id, c.id
         ));
         return r;
@@ -425,6 +437,19 @@ fn row(c: &Criterion, store: &Store, runs: &[Run]) -> Row {
     if let Some(manual) = &m.manual {
         r.status = Status::Manual;
         r.manual = Some(manual.clone());
+        return r;
+    }
+    if let Some(proposed) = &m.proposed {
+        r.status = Status::Proposed;
+        r.manual = Some(proposed.clone());
+        r.why = Some(format!(
+            "proposed as manual ({}): it counts once a person confirms it; {}",
+            proposed.reason,
+            crate::claude::roles::for_person(&format!(
+                "specrun ac confirm {} --reason \"<how it was checked>\"",
+                crate::support::shell::word(&c.id)
+            ))
+        ));
         return r;
     }
     r.tests = m.tests.iter().map(|t| test_state(t, runs)).collect();

@@ -295,9 +295,9 @@ pub fn complete_unmet(
     if state.acceptance_gate() && task.done_when.is_some() {
         match criteria::matrix_with(project, spec, list, Some(state)) {
             Ok(m) => {
-                for line in
-                    criteria::describe_uncovered(m.for_task(&id).filter(|r| !r.status.is_covered()))
-                {
+                for line in criteria::describe_uncovered(
+                    m.for_task(&id).filter(|r| !r.status.settled_for_task()),
+                ) {
                     unmet.push(Unmet {
                         name: "acceptance-criteria",
                         detail: line,
@@ -318,8 +318,13 @@ pub fn complete_unmet(
                 unmet.push(Unmet {
                     name: "test-integrity",
                     detail: format!(
-                        "{f}. Undo it, or if it is right: `specrun task justify {id_q} --finding {} --reason \"<why>\" {}`",
-                        crate::support::shell::word(&f.id), crate::support::shell::spec_flag(&spec.name)
+                        "{f}. Undo it; if the change is right, waiving the finding ({}) is a person's decision: {}",
+                        f.id,
+                        crate::claude::roles::for_person(&format!(
+                            "specrun task justify {id_q} --finding {} --reason \"<why>\" {}",
+                            crate::support::shell::word(&f.id),
+                            crate::support::shell::spec_flag(&spec.name)
+                        ))
                     ),
                 });
             }

@@ -34,9 +34,6 @@ pub struct RunPlan {
     accepted_other: Option<String>,
 }
 
-/// Set by Claude Code in the environment of every command it runs.
-const CLAUDE_CODE_ENV: &str = "CLAUDECODE";
-
 /// Choose the command: `--command`, else (for a task) its Verify command. Another command
 /// than the task's Verify is run and recorded, but counts only with `--accept-other`, which
 /// a person gives from their own shell.
@@ -84,12 +81,10 @@ pub fn plan_run(
                 "--accept-other is for a command other than the task's Verify; this is its Verify command".into(),
             ))
         }
-        Some(_) if std::env::var_os(CLAUDE_CODE_ENV).is_some() => {
-            return Err(Error::Refused {
-                message: "--accept-other is a person's decision: run it from your own shell, not inside Claude Code (CLAUDECODE is set)".into(),
-            })
+        Some(r) => {
+            crate::claude::roles::person_only(crate::claude::roles::Decision::AcceptOther)?;
+            Some(r)
         }
-        Some(r) => Some(r),
     };
     Ok(RunPlan {
         command,
@@ -264,10 +259,14 @@ fn own_verify_fields<'a>(slot: &Slot, plan: &'a RunPlan, at: &'a str) -> Option<
         ));
     } else if !own {
         output::warn(&format!(
-            "task {id}: `{}` is not its Verify command `{}`; this evidence is recorded but does not count for the task (run `specrun verify run --task {}`; a person may accept another command with --accept-other \"<reason>\" from their own shell)",
+            "task {id}: `{}` is not its Verify command `{}`; this evidence is recorded but does not count for the task (run `specrun verify run --task {}`; counting another command is a person's decision: {})",
             plan.command,
             plan.own_verify.as_deref().unwrap_or(""),
-            crate::support::shell::word(id)
+            crate::support::shell::word(id),
+            crate::claude::roles::for_person(&format!(
+                "specrun verify run --task {} --command <C> --accept-other \"<reason>\"",
+                crate::support::shell::word(id)
+            ))
         ));
     }
     Some(TaskFields {

@@ -270,11 +270,7 @@ fn spend(
             let mut halt = json!({"kind": kind, "reason": reason, "at": at});
             state::merge_into(&mut halt, &extra);
             apply(outcome, after, &json!({"halt": halt}))?;
-            let name = &ctx.spec.name;
-            let resume = after.resume_command(name);
-            let text = format!(
-                "specrun halted spec '{name}': {reason}. To let it finish: `{resume}`, then /specrun:implement {name}."
-            );
+            let text = crate::hooks::halt_text(&ctx.spec.name, &reason);
             outcome.rule = format!("cap:{kind}");
             outcome.decision = Decision::Halt(text);
             record.decided(outcome, outcome.decision.text());
@@ -396,11 +392,9 @@ fn halt_or_note(
 ) {
     let v = after;
     if v.halt().is_some() {
-        let name = &ctx.spec.name;
-        let resume = v.resume_command(name);
         let said = format!(
-            "{text} specrun halted spec '{name}': {}. To continue: `{resume}`, then /specrun:implement {name}.",
-            v.halt_reason().unwrap_or("task cap")
+            "{text} {}",
+            crate::hooks::halt_text(&ctx.spec.name, v.halt_reason().unwrap_or("task cap"))
         );
         outcome.rule = format!("cap:{}", v.halt_kind().unwrap_or(state::HALT_TASK));
         outcome.decision = Decision::Halt(said);

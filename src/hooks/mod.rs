@@ -8,6 +8,7 @@ pub mod bound;
 pub mod claims;
 pub mod decision;
 pub mod hook_cost;
+pub mod tool_guard;
 pub mod uncounted;
 
 use chrono::{DateTime, Utc};
@@ -34,20 +35,27 @@ pub use crate::hooks::decision::{
 pub use crate::support::text::final_line;
 
 pub fn claims_all_complete(message: Option<&str>) -> bool {
-    message.and_then(final_line) == Some(COMPLETION_TOKEN)
+    message
+        .and_then(final_line)
+        .is_some_and(|l| crate::support::text::claim_text(l) == COMPLETION_TOKEN)
 }
 
-/// The task id an executor claims to have completed, if its last line is
-/// `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`.
+/// The task id an executor claims to have completed: the last line that reads, once
+/// normalised (`support::text::claim_text`), `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`,
+/// whatever follows the id on that line and whatever lines follow it. Reading more lines
+/// as claims only checks more: a claim the hook missed would go unchecked.
 pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
-    let line = final_line(message?)?;
-    let rest = line.strip_prefix(TASK_COMPLETE_TOKEN)?;
-    let rest = rest.strip_prefix(':').unwrap_or(rest);
-    if !rest.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let id = rest.trim();
-    (!id.is_empty() && !id.contains(char::is_whitespace)).then(|| id.to_string())
+    crate::support::text::lines_last_first(message?).find_map(|line| {
+        let text = crate::support::text::claim_text(line);
+        let rest = text.strip_prefix(TASK_COMPLETE_TOKEN)?;
+        let rest = rest.strip_prefix(':').unwrap_or(rest);
+        if !rest.starts_with(char::is_whitespace) {
+            return None;
+        }
+        let id = rest.split_whitespace().next()?;
+        let id = id.trim_end_matches(['.', ',', ';', ':', ')', '!']);
+        (!id.is_empty()).then(|| id.to_string())
+    })
 }
 
 /// Whether `session` is the session that owns this execution. An execution with no
@@ -66,16 +74,13 @@ pub fn executing(state: &State) -> bool {
     state.phase() == Some(Phase::Execution)
 }
 
-/// `State::resume_command`, on the state as `patch` (when given) will leave it.
-fn resume_command(name: &str, state: &State, patch: Option<&Value>) -> String {
-    let Some(p) = patch else {
-        return state.resume_command(name);
-    };
-    let mut after = state.clone();
-    match after.apply(p) {
-        Ok(()) => after.resume_command(name),
-        Err(_) => state.resume_command(name),
-    }
+/// What a halt tells the session: a person's decision, never its command (the model reads
+/// hook answers; a command it reads is one it runs). `specrun status` at a shell names it.
+pub fn halt_text(name: &str, what: &str) -> String {
+    format!(
+        "specrun: spec '{name}' is halted ({what}): {}; then /specrun:implement {name} continues it.",
+        crate::claude::roles::PERSON_DECIDES
+    )
 }
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
@@ -193,7 +198,6 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// are the edge's, before the lock; docs/design.md#what-specrun-does): count the stop, then
 /// let `STOP_RULES` decide, then write down the bookkeeping and the event.
 pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
-    let now = rfc3339(facts.now);
     let fp = fingerprint(facts.tasks, state, facts.head);
     let counted = count(input, state, facts, &fp);
     let mut effects = Effects {
@@ -212,7 +216,6 @@ pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) 
         facts,
         counted,
         fp: &fp,
-        now: &now,
         minutes: minutes.as_ref(),
     };
     let (decision, rule) = decide_after_count(&stop, &mut effects);
@@ -390,9 +393,8 @@ pub fn decide_uncounted_stop(
     }
     if v.halt().is_some() {
         let s = format!(
-            "specrun: spec '{name}' is halted ({}). A person continues it with `{}`. {m}",
-            v.halt_reason().unwrap_or("no reason recorded"),
-            resume_command(name, v, None)
+            "{} {m}",
+            halt_text(name, v.halt_reason().unwrap_or("no reason recorded"))
         );
         return (Decision::Halt(s), "halted".into());
     }
@@ -442,7 +444,6 @@ struct CountedStop<'a> {
     counted: Counted,
     /// This stop's progress fingerprint.
     fp: &'a str,
-    now: &'a str,
     /// The time cap's count, when one is set.
     minutes: Option<&'a Minutes>,
 }
@@ -516,11 +517,7 @@ fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     let v = stop.state;
     v.halt()?;
     let name = stop.facts.spec_name;
-    let reason = v.halt_reason().unwrap_or("no reason recorded");
-    let resume = resume_command(name, v, None);
-    let s = format!(
-        "specrun: spec '{name}' is halted ({reason}). A person continues it with `{resume}`, then /specrun:implement {name}."
-    );
+    let s = halt_text(name, v.halt_reason().unwrap_or("no reason recorded"));
     Some((Decision::Halt(s), "halted".into()))
 }
 
@@ -530,16 +527,9 @@ fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
         output_tokens,
         stall,
     } = stop.counted;
-    let (state, name, now) = (stop.state, stop.facts.spec_name, stop.now);
+    let (state, name) = (stop.state, stop.facts.spec_name);
     let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.minutes)?;
-    // The resume command is computed on the state as it will be written (this stop
-    // counted, this turn's tokens added), so its raise lifts the cap above the usage.
-    let mut after = effects.patch.to_value();
-    state::merge_into(&mut after, &json!({"halt": {"kind": kind, "at": now}}));
-    let resume = resume_command(name, state, Some(&after));
-    let s = format!(
-        "specrun halted spec '{name}': {reason}. To continue: `{resume}`, then /specrun:implement {name}."
-    );
+    let s = halt_text(name, &reason);
     let halt = Halt {
         kind: Some(kind.to_string()),
         reason: Some(reason),
@@ -570,6 +560,18 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
         effects.patch = patch.merge(completion_patch(stop.facts.now));
         let m = format!("specrun: {}", completion_message(name, facts.tasks));
         return Some((Decision::Allow(Some(m)), "completion-accepted".into()));
+    }
+    // What is left only a person can do: the run ends here, honestly not complete.
+    if crate::next::completion::waits_for_person(&unmet) {
+        let m = format!(
+            "specrun: spec '{name}' is waiting for a person, not complete: {} Nothing is left for the model; end the turn ({}).",
+            unmet.iter().map(|u| u.detail.as_str()).collect::<Vec<_>>().join(" "),
+            crate::claude::roles::PERSON_DECIDES
+        );
+        return Some((
+            Decision::Allow(Some(m)),
+            "completion-waiting-for-person".into(),
+        ));
     }
     if stop.no_progress_since_block() {
         let m = stop.stall_note(&format!(
@@ -983,8 +985,8 @@ pub fn deny_delegation(
         return Some((
             "cancelled".into(),
             format!(
-                "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; a person undoes the cancel with `{}`.",
-                resume_command(name, v, None)
+                "specrun: do not start new work ({tool} starts work): spec '{name}' was cancelled. End your turn now; {}.",
+                crate::claude::roles::PERSON_DECIDES
             ),
         ));
     }
@@ -1014,7 +1016,8 @@ pub fn deny_delegation(
     Some((
         rule,
         format!(
-            "specrun: do not delegate more work ({tool} starts work): {why}. End your turn now: the Stop hook halts the execution and prints the command a person runs to continue."
+            "specrun: do not delegate more work ({tool} starts work): {why}. End your turn now: the Stop hook halts the execution, and {}.",
+            crate::claude::roles::PERSON_DECIDES
         ),
     ))
 }
@@ -1047,6 +1050,9 @@ impl ToolDecision {
 pub struct ToolCall<'a> {
     pub name: Option<&'a str>,
     pub isolation: Option<&'a str>,
+    /// For Bash, Write, Edit, MultiEdit, NotebookEdit: what the call does
+    /// (`tool_guard::bash`, `tool_guard::file`).
+    pub guarded: Option<&'a tool_guard::Call>,
 }
 
 /// PreToolUse: an executing spec's delegation that asks Claude Code for its own
@@ -1080,6 +1086,13 @@ pub fn decide_pre_tool_use(
     now: DateTime<Utc>,
 ) -> Option<ToolDecision> {
     let tool_name = tool.name;
+    if let Some(call) = tool.guarded {
+        return guard_tool(state, call, session).map(|(rule, reason)| ToolDecision {
+            deny: Some(reason),
+            rule,
+            tool: tool_name.map(str::to_string),
+        });
+    }
     let (rule, deny) = match deny_question(state, tool_name, session) {
         Some(reason) => ("quick-mode-question".to_string(), Some(reason)),
         None => match deny_delegation(name, state, tool_name, session, now) {
@@ -1096,6 +1109,41 @@ pub fn decide_pre_tool_use(
         rule,
         tool: tool_name.map(str::to_string),
     })
+}
+
+/// The guard on Bash, Write, Edit, MultiEdit and NotebookEdit of the owning session: a
+/// forbidden call while the execution runs, halted or cancelled; after a halt or a cancel
+/// also any call that may change the code (read-only ones never reach here). `None`
+/// allows, unrecorded (a line per Bash call would flood the events).
+fn guard_tool(
+    state: &State,
+    call: &tool_guard::Call,
+    session: Option<&str>,
+) -> Option<(String, String)> {
+    if !owned_by(state, session) {
+        return None;
+    }
+    let stopped = state.halt().is_some() || state.phase() == Some(Phase::Cancelled);
+    let steps = "What you may do: fail the task (`specrun task fail <id> --reason \"…\"`), record a follow-up (`specrun followup add …`), or end your turn";
+    match call {
+        tool_guard::Call::Forbidden(rule, why) => Some((
+            (*rule).to_string(),
+            format!(
+                "specrun guard: denied during an execution: {why}. {steps}; {}.",
+                crate::claude::roles::PERSON_DECIDES
+            ),
+        )),
+        tool_guard::Call::Changes if stopped => Some((
+            "stopped-no-changes".to_string(),
+            format!(
+                "specrun guard: the execution is {} ({}): tools that may change the code are denied until a person lifts it; read-only commands stay allowed. End your turn; {}.",
+                if state.phase() == Some(Phase::Cancelled) { "cancelled" } else { "halted" },
+                state.halt_reason().unwrap_or("no reason recorded"),
+                crate::claude::roles::PERSON_DECIDES
+            ),
+        )),
+        _ => None,
+    }
 }
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
@@ -1133,8 +1181,9 @@ pub fn session_context(
     // The halt is the engine's finding (`next::halt`), as snapshot and status see it.
     match crate::next::halt(name, v) {
         Some(h) => lines.push(format!(
-            "Halted: {}. A person continues it with `{}`.",
-            h.reason, h.resume
+            "Halted: {}; {}.",
+            h.reason,
+            crate::claude::roles::PERSON_DECIDES
         )),
         None => {
             // The merge comes before the next task (the engine's step, as snapshot says).
@@ -1236,6 +1285,7 @@ mod tests {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
             criteria: vec![],
+            proposed: vec![],
         })
     }
 
@@ -1292,13 +1342,46 @@ mod tests {
             task_complete_claim(Some("TASK_COMPLETE: 3")),
             Some("3".into())
         );
-        assert_eq!(
-            task_complete_claim(Some("TASK_COMPLETE 1.2\nthen more")),
-            None
-        );
         assert_eq!(task_complete_claim(Some("TASK_COMPLETE")), None);
         assert_eq!(task_complete_claim(Some("TASK_COMPLETED 1")), None);
-        assert_eq!(task_complete_claim(Some("TASK_COMPLETE 1 and 2")), None);
+        assert_eq!(
+            task_complete_claim(Some("I will end with TASK_COMPLETE 1 later")),
+            None
+        );
+    }
+
+    /// Issue 23 class 7: a claim dressed up still asks to be checked.
+    #[test]
+    fn claim_lines_are_normalised_before_they_are_matched() {
+        for message in [
+            "Done.\n**TASK_COMPLETE 1.1**",
+            "Done.\n`TASK_COMPLETE 1.1`",
+            "Done.\n\"TASK_COMPLETE 1.1\"",
+            "Done.\n“TASK_COMPLETE: 1.1”.",
+            "Done.\n> - TASK_COMPLETE 1.1 — all tests pass",
+            "Done.\n__TASK_COMPLETE 1.1__",
+            "TASK_COMPLETE 1.1\nLet me know if anything else is needed.",
+            "Done.\n```\nTASK_COMPLETE 1.1\n```",
+            "TASK_COMPLETE 1.1 and 1.2",
+        ] {
+            assert_eq!(
+                task_complete_claim(Some(message)),
+                Some("1.1".into()),
+                "{message}"
+            );
+        }
+        for message in [
+            "**ALL_TASKS_COMPLETE**",
+            "`ALL_TASKS_COMPLETE`",
+            "\"ALL_TASKS_COMPLETE\".",
+            "done\n> ALL_TASKS_COMPLETE",
+        ] {
+            assert!(claims_all_complete(Some(message)), "{message}");
+        }
+        assert!(!claims_all_complete(Some(
+            "I will print ALL_TASKS_COMPLETE later"
+        )));
+        assert!(!claims_all_complete(Some("ALL_TASKS_COMPLETE soon")));
     }
 
     #[test]
@@ -1393,10 +1476,9 @@ mod tests {
             text.contains("global iterations 31 > maxGlobalIterations 30"),
             "{text}"
         );
-        assert!(
-            text.contains("specrun resume --spec demo --raise-global 60"),
-            "{text}"
-        );
+        // The model reads this: a person's decision, never its command.
+        assert!(text.contains("a person decides at a shell"), "{text}");
+        assert!(!text.contains("specrun resume"), "{text}");
         assert_eq!(o.patch["halt"]["kind"], "global-cap");
         assert_eq!(o.rule, "cap:global-cap");
         assert_eq!(o.decision.to_hook_json().unwrap().go_on, Some(false));
@@ -1408,7 +1490,7 @@ mod tests {
         s["taskIteration"] = json!(5);
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_text(&o).contains("task iterations 5 >= maxTaskIterations 5"));
-        assert!(halt_text(&o).contains("--raise-task 10"));
+        assert!(!halt_text(&o).contains("--raise-task"));
     }
 
     #[test]
@@ -1533,7 +1615,10 @@ mod tests {
         let (rule, m) =
             deny_delegation("demo", &typed(&s), Some("Agent"), Some("s1"), now()).unwrap();
         assert_eq!(rule, "cancelled");
-        assert!(m.contains("`specrun resume --spec demo`"), "{m}");
+        assert!(
+            m.contains("a person decides at a shell") && !m.contains("resume"),
+            "{m}"
+        );
         s["phase"] = json!("completed");
         assert_eq!(deny(&s, "Agent", "s1"), None);
     }
@@ -1560,6 +1645,7 @@ mod tests {
             ToolCall {
                 name: Some("AskUserQuestion"),
                 isolation: None,
+                guarded: None,
             },
             Some("s2"),
             now(),
@@ -1573,6 +1659,7 @@ mod tests {
         ToolCall {
             name: Some("Agent"),
             isolation,
+            guarded: None,
         }
     }
 
@@ -1779,6 +1866,7 @@ mod tests {
         s["verificationBlocks"] = json!({"execution": {"command": "cargo test --all"}});
         let gates = Some(CompletionGates {
             criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
+            proposed: vec![],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),
@@ -2027,7 +2115,7 @@ mod tests {
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
         let c = session_context("demo", &typed(&halted), None, Some("s1")).unwrap();
         assert!(
-            c.contains("Halted: stuck. A person continues it with `specrun resume --spec demo`."),
+            c.contains("Halted: stuck; a person decides at a shell"),
             "{c}"
         );
         let mut done = state();

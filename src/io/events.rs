@@ -119,6 +119,11 @@ pub enum Event<'a> {
         manual: bool,
         reason: &'a str,
     },
+    /// `ac propose`: a manual criterion the model proposed; it counts once a person confirms.
+    AcPropose {
+        criterion: &'a str,
+        reason: &'a str,
+    },
     GroupMerge(GroupMerge<'a>),
     GroupVerify {
         slot: &'a str,

@@ -33,6 +33,20 @@ pub struct Gates {
     /// Acceptance criteria not covered, each described with its fix
     /// (`criteria::describe_uncovered`); empty when the execution does not enforce them.
     pub criteria: Vec<String>,
+    /// Criteria the model proposed as manual (`ac propose`), described the same way: they
+    /// wait for a person's confirmation.
+    pub proposed: Vec<String>,
+}
+
+/// The gates only a person can satisfy: a criterion proposed as manual, a blocking
+/// follow-up. When every unmet gate is one of these, the execution waits for a person.
+pub const PERSON_GATES: &[&str] = &[AWAITING_CONFIRMATION, "followup"];
+/// The gate of a criterion proposed as manual and not yet confirmed by a person.
+pub const AWAITING_CONFIRMATION: &str = "awaiting-confirmation";
+
+/// Whether `unmet` is non-empty and only a person can satisfy every gate in it.
+pub fn waits_for_person(unmet: &[Unmet]) -> bool {
+    !unmet.is_empty() && unmet.iter().all(|u| PERSON_GATES.contains(&u.name))
 }
 
 /// Every unmet completion gate of spec `name`, each with a stable name and the command
@@ -44,9 +58,9 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
         out.push(Unmet::new(
             "not-halted",
             format!(
-                "the execution is halted ({}): a person runs `{}` first.",
+                "the execution is halted ({}): {} first.",
                 state.halt_reason().unwrap_or("no reason recorded"),
-                state.resume_command(name)
+                crate::claude::roles::for_person(&state.resume_command(name))
             ),
         ));
     } else if state.phase() != Some(Phase::Execution) {
@@ -234,8 +248,13 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
                 out.push(Unmet::new(
                     "followup",
                     format!(
-                        "follow-up {} (VERIFY, high) is open: {}. Do it, then `specrun followup resolve {} --note \"<what was done>\" {spec_flag}`.",
-                        b.id, b.title, b.id
+                        "follow-up {} (VERIFY, high) is open: {}. It blocks the completion until a person resolves it: {}.",
+                        b.id,
+                        b.title,
+                        crate::claude::roles::for_person(&format!(
+                            "specrun followup resolve {} --note \"<what was done>\" {spec_flag}",
+                            b.id
+                        ))
                     ),
                 ));
             }
@@ -251,6 +270,12 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
     for c in gates.map(|g| g.criteria.as_slice()).unwrap_or_default() {
         out.push(Unmet::new(
             "acceptance-criteria",
+            format!("acceptance criterion {c}"),
+        ));
+    }
+    for c in gates.map(|g| g.proposed.as_slice()).unwrap_or_default() {
+        out.push(Unmet::new(
+            AWAITING_CONFIRMATION,
             format!("acceptance criterion {c}"),
         ));
     }
@@ -381,6 +406,7 @@ mod tests {
             evidence: Freshness::Fresh,
             blockers: Ok(vec![]),
             criteria: vec![],
+            proposed: vec![],
         }
     }
 
@@ -491,6 +517,7 @@ mod tests {
             evidence: Freshness::Stale,
             blockers: Err("bad json".into()),
             criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
+            proposed: vec![],
         };
         assert_eq!(
             names(&unmet("demo", &typed(&s), &list, Some(&g))),

@@ -75,35 +75,35 @@ pub type CompletionKey<'a> = (
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
 pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
     let record = Slot::Phase("execution".into()).record_of(state);
-    gates_of(project, spec, record, || {
-        uncovered_criteria(project, spec, state)
-    })
-}
-
-fn gates_of(
-    project: &Project,
-    spec: &Spec,
-    execution: Option<&Value>,
-    criteria: impl FnOnce() -> Vec<String>,
-) -> CompletionGates {
+    let (criteria, proposed) = uncovered_criteria(project, spec, state);
     CompletionGates {
-        evidence: verify::check_record(project, spec, execution),
+        evidence: verify::check_record(project, spec, record),
         blockers: open_blockers(spec),
-        criteria: criteria(),
+        criteria,
+        proposed,
     }
 }
 
-/// The spec's uncovered criteria when the execution enforces them; an unreadable store or
-/// requirements.md is itself one unmet line.
-fn uncovered_criteria(project: &Project, spec: &Spec, state: &State) -> Vec<String> {
+/// The spec's uncovered criteria when the execution enforces them, and apart from them the
+/// ones proposed as manual (waiting for a person); an unreadable store or requirements.md
+/// is itself one unmet line.
+fn uncovered_criteria(project: &Project, spec: &Spec, state: &State) -> (Vec<String>, Vec<String>) {
     if !criteria::enforced(Some(state)) {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     match tasks_file::load(&spec.tasks_path())
         .and_then(|loaded| criteria::matrix_with(project, spec, &loaded.list, Some(state)))
     {
-        Ok(m) => criteria::describe_uncovered(m.uncovered()),
-        Err(e) => vec![format!("criteria cannot be read: {e}")],
+        Ok(m) => {
+            let proposed = |r: &&crate::evidence::acceptance::Row| {
+                r.status == crate::evidence::acceptance::Status::Proposed
+            };
+            (
+                criteria::describe_uncovered(m.uncovered().filter(|r| !proposed(r))),
+                criteria::describe_uncovered(m.uncovered().filter(proposed)),
+            )
+        }
+        Err(e) => (vec![format!("criteria cannot be read: {e}")], Vec::new()),
     }
 }
 

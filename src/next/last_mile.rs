@@ -420,7 +420,7 @@ fn halt_of(name: &str, s: &State) -> Option<Halt> {
     next::halt(name, s).or_else(|| {
         (s.phase() == Some(Run::Cancelled)).then(|| Halt {
             reason: "the execution was cancelled".into(),
-            resume: s.resume_command(name),
+            resume: crate::claude::roles::person_command(s.resume_command(name)),
         })
     })
 }
@@ -842,8 +842,9 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> String {
     let s = &ctx.name;
     if let Some(h) = &ctx.halt {
         return format!(
-            "Stop and report that the execution is halted ({}); a person must run `{}` before it continues.",
-            h.reason, h.resume
+            "Stop and report that the execution is halted ({}); {} before it continues.",
+            h.reason,
+            crate::claude::roles::for_person(&h.resume)
         );
     }
     if let Some(first) = observed(problems, ProblemType::MissingContext).first() {
@@ -939,7 +940,7 @@ fn gap_instruction(gaps: &[Observed], ctx: &Ctx<'_>) -> String {
     if let Some(Observed::CriterionUncovered { id, .. }) =
         find(|o| matches!(o, Observed::CriterionUncovered { .. }))
     {
-        return format!("Cover acceptance criterion {id} before claiming completion: see `specrun ac status --spec {s}`, map it to a test that passes (`specrun ac map {id} --test <name> --spec {s}`) and re-run the execution verification, or `specrun ac confirm {id} --reason \"<how it was checked>\" --spec {s}` when no test can.");
+        return format!("Cover acceptance criterion {id} before claiming completion: see `specrun ac status --spec {s}`, map it to a test that passes (`specrun ac map {id} --test <name> --spec {s}`) and re-run the execution verification, or, when no test or command can check it, propose it for a person: `specrun ac propose {id} --reason \"<how it was checked>\" --spec {s}`.");
     }
     if let Some(Observed::FollowupOpen { id, title }) =
         find(|o| matches!(o, Observed::FollowupOpen { .. }))

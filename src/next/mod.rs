@@ -257,7 +257,7 @@ pub struct Halt {
 pub fn halt(name: &str, s: &State) -> Option<Halt> {
     s.halt().is_some().then(|| Halt {
         reason: s.halt_reason().unwrap_or("no reason recorded").to_string(),
-        resume: s.resume_command(name),
+        resume: crate::claude::roles::person_command(s.resume_command(name)),
     })
 }
 
@@ -382,13 +382,17 @@ impl Standing {
             | Finding::DuplicateTaskIds { .. }
             | Finding::AwaitingApproval
             | Finding::Completed => return None,
-            Finding::InvalidState => format!("specrun state init {spec_flag} --force"),
+            Finding::InvalidState => crate::claude::roles::person_command(format!(
+                "specrun state init {spec_flag} --force"
+            )),
             Finding::NoState { .. } | Finding::NotExecuting => {
                 format!("specrun state init {spec_flag}")
             }
             Finding::Halted(h) => h.resume.clone(),
             // `resume` undoes a cancel.
-            Finding::Cancelled => format!("specrun resume {spec_flag}"),
+            Finding::Cancelled => {
+                crate::claude::roles::person_command(format!("specrun resume {spec_flag}"))
+            }
             Finding::CompletionUnearned { unmet }
                 if unmet.name == crate::next::completion::GROUP_UNMERGED =>
             {

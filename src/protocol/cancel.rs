@@ -38,8 +38,11 @@ fn apply(state: &State, now: &str) -> Transition {
     Transition {
         patch: Some(Patch::new().phase(Phase::Cancelled).halt(Some(&halt))),
         message: format!(
-            "{spec}: cancelled; nothing was deleted (undo with `specrun resume {}`)",
-            crate::support::shell::spec_flag(spec)
+            "{spec}: cancelled; nothing was deleted (undoing it is a person's decision: {})",
+            crate::claude::roles::for_person(&format!(
+                "specrun resume {}",
+                crate::support::shell::spec_flag(spec)
+            ))
         ),
         changed: true,
         ..Default::default()

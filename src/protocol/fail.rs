@@ -181,8 +181,8 @@ fn record_failure(
     out.halted = true;
     out.message.push_str("; execution halted");
     out.notes.push(format!(
-        "halted: {why}; to continue: `{}`",
-        resume_command(input.state, Some(&patch))
+        "halted: {why}; to continue, {}",
+        crate::claude::roles::for_person(&resume_command(input.state, Some(&patch)))
     ));
     patch
 }

@@ -158,8 +158,8 @@ fn execution_gates(state: &State, unmet: &mut Vec<Unmet>) {
         unmet.push(Unmet::new(
             "not-halted",
             format!(
-                "the execution is halted ({kind}): clear it with `{}`",
-                resume_command(state, None)
+                "the execution is halted ({kind}): {}",
+                crate::claude::roles::for_person(&resume_command(state, None))
             ),
         ));
     }

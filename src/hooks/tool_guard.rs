@@ -1,0 +1,400 @@
+//! The PreToolUse guard on Bash, Write, Edit, MultiEdit and NotebookEdit (pure): what a
+//! call does, read from its command text or file path alone, so that the hook reads the
+//! state only for a call it may deny. A speed bump, not a sandbox: it reads the words a
+//! shell would run, and a model that hides them (a script file, an interpreter, base64)
+//! gets past it; docs/design.md "Threat model" says what that leaves.
+
+/// What a tool call does, as far as the guard can tell without the state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Call {
+    /// Reads only (`git status`, `cat`, `grep`, a specrun verb): allowed even after a halt.
+    ReadOnly,
+    /// May change the code (`cargo test` writes target/, an editor call): denied after a
+    /// halt or a cancel, allowed while the execution runs.
+    Changes,
+    /// Denied during an execution: the rule and why.
+    Forbidden(&'static str, String),
+}
+
+/// The tools the guard reads (hooks/hooks.json's matcher adds them to PreToolUse).
+pub const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "NotebookEdit"];
+
+/// Names under the project that only specrun's verbs write (a path holding one of these
+/// as a component, or ending in one, is bookkeeping). `tasks.md` and `.progress.md` are
+/// the plan and the notes, written by the model; the plan's changes are judged elsewhere.
+const BOOKKEEPING: &[&str] = &[
+    ".specrun-state.json",
+    ".current-spec",
+    "acceptance.json",
+    "followups.json",
+    "critique",
+    "test-results",
+    ".specrun",
+];
+
+/// Where the guard's record lives outside the project (`$SPECRUN_STATE_DIR`, or
+/// `$XDG_STATE_HOME/specrun`, `~/.local/state/specrun`).
+const RECORD_MARKERS: &[&str] = &["SPECRUN_STATE_DIR", "state/specrun", ".local/state/specrun"];
+
+/// Programs that only read what they are given (a redirect still makes a write).
+const READERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "less",
+    "more",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "ag",
+    "wc",
+    "ls",
+    "stat",
+    "file",
+    "diff",
+    "cmp",
+    "jq",
+    "echo",
+    "printf",
+    "pwd",
+    "which",
+    "type",
+    "true",
+    "false",
+    "test",
+    "[",
+    "date",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "xxd",
+    "sha256sum",
+    "md5sum",
+    "tree",
+    "du",
+    "df",
+    "env",
+    "printenv",
+    "id",
+    "whoami",
+    "uname",
+    "sleep",
+];
+
+/// git subcommands that only read.
+const GIT_READERS: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "blame",
+    "grep",
+    "branch",
+    "describe",
+    "shortlog",
+    "cat-file",
+    "ls-tree",
+    "rev-list",
+    "reflog",
+    "remote",
+];
+
+/// The verdict on a Bash command line.
+pub fn bash(command: &str) -> Call {
+    let mut worst = Call::ReadOnly;
+    for simple in simple_commands(command) {
+        match simple_call(&simple) {
+            forbidden @ Call::Forbidden(..) => return forbidden,
+            Call::Changes => worst = Call::Changes,
+            Call::ReadOnly => {}
+        }
+    }
+    worst
+}
+
+/// The verdict on a Write/Edit/MultiEdit/NotebookEdit of `path` (as the tool gave it).
+pub fn file(path: &str) -> Call {
+    if is_bookkeeping(path) {
+        return Call::Forbidden(
+            "bookkeeping-write",
+            format!("{path} is specrun's bookkeeping, which only specrun's verbs write"),
+        );
+    }
+    Call::Changes
+}
+
+fn is_bookkeeping(text: &str) -> bool {
+    let parts = text.split(['/', '\\']);
+    parts
+        .map(|p| p.trim_matches(|c: char| c == '"' || c == '\'' || c == '`'))
+        .any(|p| BOOKKEEPING.contains(&p))
+        || RECORD_MARKERS.iter().any(|m| text.contains(m))
+}
+
+/// The simple commands of a line: split at `;`, `&`, `|`, newlines, `(`, `)`, `` ` `` and
+/// `$(`, each as its words (quotes kept off the words' ends; no full shell grammar).
+fn simple_commands(line: &str) -> Vec<Vec<String>> {
+    // `2>&1` duplicates a descriptor: not a separator, and no file is written.
+    line.replace(">&", ">%")
+        .split([';', '&', '|', '\n', '(', ')', '`'])
+        .map(|part| part.trim().trim_start_matches('$').trim())
+        .filter(|part| !part.is_empty())
+        .map(|part: &str| {
+            part.split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '"' || c == '\'').to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// The verdict on one simple command.
+fn simple_call(words: &[String]) -> Call {
+    if let Some(why) = environment_override(words) {
+        return Call::Forbidden("claudecode-override", why);
+    }
+    let (program, args) = program_of(words);
+    let Some(program) = program else {
+        return Call::ReadOnly;
+    };
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if let Some(call) = forbidden_program(name, args) {
+        return call;
+    }
+    let writes_out = words.iter().any(|w| writes_to(w));
+    let touched = words.iter().find(|w| is_bookkeeping(w));
+    let reads = is_reader(name, args);
+    if let Some(path) = touched.filter(|_| (writes_out || !reads) && name != "specrun") {
+        return Call::Forbidden(
+            "bookkeeping-write",
+            format!(
+                "`{name}` on {} may write specrun's bookkeeping, which only specrun's verbs write",
+                clip(path)
+            ),
+        );
+    }
+    if reads && !writes_out {
+        Call::ReadOnly
+    } else {
+        Call::Changes
+    }
+}
+
+/// A word that redirects output into a file (`>`, `>>`, `1>f`), not `2>&1` or `>/dev/null`.
+fn writes_to(word: &str) -> bool {
+    let Some(at) = word.find('>') else {
+        return false;
+    };
+    let target = word[at..].trim_start_matches('>');
+    !(target.starts_with('%') || target == "/dev/null")
+}
+
+/// Setting, unsetting or clearing `CLAUDECODE` (how Claude Code marks the model's
+/// commands) anywhere in a simple command; reading `$CLAUDECODE` is fine.
+fn environment_override(words: &[String]) -> Option<String> {
+    let mentions = words.iter().any(|w| {
+        w.contains("CLAUDECODE") && !w.starts_with("$CLAUDECODE") && !w.starts_with("${CLAUDECODE")
+    });
+    let cleared = words.first().is_some_and(|w| w == "env")
+        && words
+            .iter()
+            .skip(1)
+            .take_while(|w| w.starts_with('-') || w.contains('='))
+            .any(|w| w == "-i" || w == "-" || w == "--ignore-environment" || w.starts_with("-i"));
+    (mentions || cleared).then(|| {
+        "it overrides or clears CLAUDECODE, which marks the model's commands for specrun".into()
+    })
+}
+
+/// The program and its arguments, past variable assignments and wrappers (`env`, `exec`,
+/// `nohup`, `time`, `nice`, `timeout N`, `sudo`, `command`).
+fn program_of(words: &[String]) -> (Option<&str>, &[String]) {
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i].as_str();
+        let wrapper = matches!(
+            w,
+            "env" | "exec" | "nohup" | "time" | "sudo" | "command" | "builtin"
+        );
+        if w.contains('=') && !w.starts_with('-') || wrapper || (i > 0 && w.starts_with('-')) {
+            i += 1;
+        } else if matches!(w, "nice" | "timeout" | "stdbuf" | "setsid") {
+            i += 1;
+            while i < words.len() && (words[i].starts_with('-') || words[i].parse::<f64>().is_ok())
+            {
+                i += 1;
+            }
+        } else {
+            return (Some(w), &words[i + 1..]);
+        }
+    }
+    (None, &[])
+}
+
+/// A nested Claude Code, a hook verb, or a person's verb.
+fn forbidden_program(name: &str, args: &[String]) -> Option<Call> {
+    if name == "claude" || args.iter().any(|a| a.contains("claude-code")) {
+        return Some(Call::Forbidden(
+            "nested-claude",
+            "it starts another Claude Code session, which no hook of this one guards".into(),
+        ));
+    }
+    if name != "specrun" {
+        return None;
+    }
+    let mut verb = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'));
+    let (first, second) = (verb.next(), verb.next());
+    if first == Some("hook") {
+        return Some(Call::Forbidden(
+            "hook-verb",
+            "`specrun hook …` is Claude Code's to run, not the model's".into(),
+        ));
+    }
+    let persons = match (first, second) {
+        (Some("resume"), _) => true,
+        (Some("ac"), Some("confirm")) | (Some("task"), Some("justify")) => true,
+        (Some("verify"), Some("run")) => args.iter().any(|a| a.starts_with("--accept-other")),
+        (Some("state"), Some("init")) => args.iter().any(|a| a == "--restart" || a == "--force"),
+        _ => false,
+    };
+    persons.then(|| {
+        Call::Forbidden(
+            "persons-verb",
+            "it is a person's decision, made at a shell".into(),
+        )
+    })
+}
+
+fn is_reader(name: &str, args: &[String]) -> bool {
+    match name {
+        "git" => args
+            .iter()
+            .find(|a| !a.starts_with('-'))
+            .is_some_and(|sub| GIT_READERS.contains(&sub.as_str())),
+        "sed" => !args
+            .iter()
+            .any(|a| a.starts_with("-i") || a == "--in-place"),
+        "find" => !args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "-delete" | "-exec" | "-execdir" | "-ok" | "-fprint"
+            )
+        }),
+        // specrun's own verbs write only through their locks; the binary judges them.
+        "specrun" => true,
+        _ => READERS.contains(&name),
+    }
+}
+
+fn clip(word: &str) -> String {
+    crate::support::chars::clip(word, 120, "…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(call: Call) -> &'static str {
+        match call {
+            Call::Forbidden(rule, _) => rule,
+            Call::Changes => "changes",
+            Call::ReadOnly => "read-only",
+        }
+    }
+
+    #[test]
+    fn each_dishonest_command_is_forbidden_and_the_honest_ones_are_not() {
+        for (cmd, expected) in [
+            (
+                "env -u CLAUDECODE specrun resume --raise-global 99",
+                "claudecode-override",
+            ),
+            (
+                "CLAUDECODE= specrun ac confirm 1/AC1 --reason x",
+                "claudecode-override",
+            ),
+            ("unset CLAUDECODE; specrun resume", "claudecode-override"),
+            ("export CLAUDECODE=", "claudecode-override"),
+            ("env -i PATH=$PATH specrun resume", "claudecode-override"),
+            (
+                "echo '{}' > specs/demo/.specrun-state.json",
+                "bookkeeping-write",
+            ),
+            (
+                "sed -i 's/a/b/' specs/demo/.specrun-state.json",
+                "bookkeeping-write",
+            ),
+            ("rm specs/.current-spec", "bookkeeping-write"),
+            ("mv specs/demo/acceptance.json /tmp/x", "bookkeeping-write"),
+            ("cp /tmp/x specs/demo/followups.json", "bookkeeping-write"),
+            ("truncate -s 0 .specrun/events.jsonl", "bookkeeping-write"),
+            (
+                "echo x | tee specs/demo/critique/1.1-post-code.json",
+                "bookkeeping-write",
+            ),
+            ("rm -rf ~/.local/state/specrun", "bookkeeping-write"),
+            ("specrun hook stop < fake.json", "hook-verb"),
+            ("./bin/specrun hook pre-tool-use", "hook-verb"),
+            ("claude -p 'do it'", "nested-claude"),
+            ("timeout 60 claude -p hi", "nested-claude"),
+            ("npx @anthropic-ai/claude-code -p hi", "nested-claude"),
+            ("specrun resume --spec demo", "persons-verb"),
+            ("specrun ac confirm 1.1/AC1 --reason x", "persons-verb"),
+            (
+                "specrun task justify 1.1 --finding F1 --reason x",
+                "persons-verb",
+            ),
+            ("specrun state init --restart", "persons-verb"),
+            (
+                "specrun verify run --task 1 --command true --accept-other x",
+                "persons-verb",
+            ),
+            ("cargo test", "changes"),
+            ("git add -A && git commit -m 'feat: x'", "changes"),
+            ("mkdir -p src && echo hi > src/a.rs", "changes"),
+            ("git status", "read-only"),
+            ("git diff HEAD~1 -- src", "read-only"),
+            ("cat specs/demo/.specrun-state.json", "read-only"),
+            ("grep -q 1 one.txt 2>&1", "read-only"),
+            ("specrun task complete 1.1 --check --spec demo", "read-only"),
+            ("specrun status --spec demo", "read-only"),
+            ("ls -la specs/demo | head", "read-only"),
+            ("echo $CLAUDECODE", "read-only"),
+            ("sed -n 1,5p src/a.rs", "read-only"),
+        ] {
+            assert_eq!(rule(bash(cmd)), expected, "{cmd}");
+        }
+    }
+
+    #[test]
+    fn writing_the_bookkeeping_with_an_editor_tool_is_forbidden() {
+        for path in [
+            "/p/specs/demo/.specrun-state.json",
+            "specs/.current-spec",
+            "/p/.specrun/config.json",
+            "/p/specs/demo/critique/1.1-post-test.json",
+            "/home/u/.local/state/specrun/abc/record.json",
+        ] {
+            assert_eq!(rule(file(path)), "bookkeeping-write", "{path}");
+        }
+        for path in [
+            "/p/src/main.rs",
+            "specs/demo/tasks.md",
+            "/p/specs/demo/.progress.md",
+        ] {
+            assert_eq!(rule(file(path)), "changes", "{path}");
+        }
+    }
+}
