@@ -8,6 +8,8 @@
 //! configs, snapshots). Each finding has an id stable across line shifts, so a recorded
 //! justification keeps applying.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::support::sha256;
@@ -119,47 +121,34 @@ pub fn lang_of(path: &str) -> Option<Lang> {
     }
 }
 
-/// Parse `git diff -U0` output into files with their added and removed lines.
-pub fn parse_unified(diff: &str) -> Vec<FileDiff> {
-    let mut files: Vec<FileDiff> = Vec::new();
-    let (mut old_no, mut new_no) = (0usize, 0usize);
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, p)| p);
-            files.push(FileDiff::new(path, Status::Modified));
-            continue;
-        }
-        let Some(f) = files.last_mut() else { continue };
-        if line.starts_with("new file mode") {
-            f.status = Status::Added;
-        } else if line.starts_with("deleted file mode") {
-            f.status = Status::Deleted;
-        } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
-            f.binary = true;
-        } else if let Some(h) = line.strip_prefix("@@ ") {
-            (old_no, new_no) = hunk_starts(h);
-        } else if line.starts_with("+++ ") || line.starts_with("--- ") {
-        } else if let Some(t) = line.strip_prefix('+') {
-            f.added.push((new_no, t.to_string()));
-            new_no += 1;
-        } else if let Some(t) = line.strip_prefix('-') {
-            f.removed.push((old_no, t.to_string()));
-            old_no += 1;
+/// The lines of `new` not in `old` and of `old` not in `new`, as (line number, text): an
+/// order-blind comparison by count, so a line moved unchanged is neither added nor
+/// removed (the rules judge what a line says; what depends on where it stands is read
+/// from the whole contents by the per-language readers). Linear in the two sizes.
+pub fn line_changes(old: &str, new: &str) -> (Vec<(usize, String)>, Vec<(usize, String)>) {
+    let mut count: HashMap<&str, isize> = HashMap::new();
+    for l in old.lines() {
+        *count.entry(l).or_default() += 1;
+    }
+    let mut added = Vec::new();
+    for (i, l) in new.lines().enumerate() {
+        match count.get_mut(l) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => added.push((i + 1, l.to_string())),
         }
     }
-    files
-}
-
-/// `-12,3 +14,5 @@` → (12, 14).
-fn hunk_starts(h: &str) -> (usize, usize) {
-    let mut parts = h.split_whitespace();
-    let num = |p: Option<&str>| -> usize {
-        p.and_then(|s| s[1..].split(',').next()?.parse().ok())
-            .unwrap_or(1)
-    };
-    let old = num(parts.next());
-    let new = num(parts.next());
-    (old, new)
+    // What is left in `count` is removed: the last occurrences of each line.
+    let mut removed = Vec::new();
+    let mut lines: Vec<(usize, &str)> = old.lines().enumerate().collect();
+    lines.reverse();
+    for (i, l) in lines {
+        if let Some(n) = count.get_mut(l).filter(|n| **n > 0) {
+            *n -= 1;
+            removed.push((i + 1, l.to_string()));
+        }
+    }
+    removed.reverse();
+    (added, removed)
 }
 
 // ---- test functions -------------------------------------------------------------------
@@ -822,20 +811,14 @@ mod tests {
     }
 
     #[test]
-    fn unified_diff_lines_and_statuses() {
-        let d = "diff --git a/src/x.rs b/src/x.rs\nindex 1..2 100644\n--- a/src/x.rs\n+++ b/src/x.rs\n@@ -3,2 +3,0 @@ fn a\n-    assert!(x);\n-    assert!(y);\n@@ -10 +8,2 @@\n+#[ignore]\n+fn b() {}\ndiff --git a/img.png b/img.png\nnew file mode 100644\nBinary files /dev/null and b/img.png differ\n";
-        let f = parse_unified(d);
-        assert_eq!(f.len(), 2);
-        assert_eq!(
-            f[0].removed,
-            vec![
-                (3, "    assert!(x);".to_string()),
-                (4, "    assert!(y);".to_string())
-            ]
-        );
-        assert_eq!(f[0].added[0], (8, "#[ignore]".to_string()));
-        assert!(f[1].binary);
-        assert_eq!(f[1].status, Status::Added);
+    fn line_changes_by_count_not_order() {
+        let old = "a\nb\nx\nb\nc\n";
+        let new = "b\na\nb\nb\nc\nd\n";
+        let (added, removed) = line_changes(old, new);
+        assert_eq!(added, [(4, "b".to_string()), (6, "d".to_string())]);
+        assert_eq!(removed, [(3, "x".to_string())]);
+        let (added, removed) = line_changes("", "p\n");
+        assert_eq!((added.len(), removed.len()), (1, 0));
     }
 
     #[test]
