@@ -191,7 +191,7 @@ fn unknown_output_names_no_runner() {
 
 // ---- live runs ------------------------------------------------------------------------
 
-fn on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
             .map(|d| d.join(program))
@@ -218,7 +218,7 @@ fn run_live(dir: &Path, program: &Path, args: &[&str]) -> Report {
 
 /// A missing runner: a failure under CI (scripts/install-test-runners installs it there),
 /// a loud note elsewhere; its checked-in capture is tested either way.
-fn did_not_run(tool: &str) {
+pub(crate) fn did_not_run(tool: &str) {
     let ci =
         std::env::var("CI").is_ok_and(|v| !matches!(v.to_lowercase().as_str(), "" | "false" | "0"));
     if ci && tool != "cargo-nextest" {
