@@ -45,6 +45,7 @@ mod hook_launcher;
 mod hook_session;
 mod hook_stop;
 mod hook_subagent_stop;
+mod integrity_execution;
 mod integrity_forms;
 mod integrity_scan;
 mod io_inputs;

@@ -259,15 +259,29 @@ fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
     Ok(contents)
 }
 
-/// The findings of the task's running attempt; empty without git or an attempt start.
+/// The findings of the execution's change while `id` has a running attempt: from the
+/// commit `state init` started from (so a test deleted before `task start`, or in an
+/// earlier attempt, is still seen), or the attempt's start for an execution begun before
+/// that was recorded. Empty without git or a running attempt.
 pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Result<Vec<Finding>> {
-    let Some(start) = attempt_start(state, id) else {
+    let Some(attempt) = attempt_start(state, id) else {
         return Ok(Vec::new());
     };
     if !git::is_repo(&project.root) {
         return Ok(Vec::new());
     }
-    Ok(integrity::scan(&gather(project, spec, &start)?))
+    let start = state.base_commit().map_or(attempt, str::to_string);
+    let files = gather(project, spec, &start).map_err(|e| match e {
+        Error::Git { args, message } => Error::Git {
+            args,
+            message: format!(
+                "{message} (the execution's start commit {} is not readable here: rebased away or pruned?)",
+                git::short_commit(&start)
+            ),
+        },
+        e => e,
+    })?;
+    Ok(integrity::scan(&files))
 }
 
 /// What `task complete` must also see before it completes `task`: its criteria covered
@@ -304,8 +318,14 @@ pub fn complete_unmet(
             }),
         }
     }
-    let justified =
-        criteria::load_store(spec).map(|s| s.justifications.get(&id).cloned().unwrap_or_default());
+    // The scan reads the whole execution's change, so a finding a person justified for an
+    // earlier task stays justified for the tasks after it.
+    let justified = criteria::load_store(spec).map(|s| {
+        s.justifications
+            .values()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect::<BTreeMap<_, _>>()
+    });
     match (findings(project, spec, state, &id), justified) {
         (Ok(found), Ok(justified)) => {
             for f in found.iter().filter(|f| !justified.contains_key(&f.id)) {
