@@ -3,10 +3,10 @@
 //! failed attempt is still refused; a finding a person justified for an earlier task is
 //! not asked again; a start commit that is gone is said, not silently skipped.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::common::TempProject;
-use crate::integrity_scan::{one_test, TWO_TESTS};
+use crate::integrity_scan::{findings_with_env, one_test, TWO_TESTS};
 use crate::task_helpers::{run, set_state, SPEC};
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `true`\n- [ ] 1.2 Docs\n  - **Verify**: `true`\n";
@@ -22,21 +22,7 @@ fn initialised() -> TempProject {
 }
 
 fn findings_of(p: &TempProject, id: &str) -> Vec<String> {
-    let out = p
-        .specrun()
-        .args(["task", "complete", id, "--check", "--json"])
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-    });
-    v["unmet"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|u| u["name"] == "test-integrity")
-        .map(|u| u["detail"].as_str().unwrap().to_string())
-        .collect()
+    findings_with_env(p, id, &[])
 }
 
 fn ok(p: &TempProject, args: &[&str]) {
@@ -113,7 +99,7 @@ fn a_start_commit_that_is_gone_is_said_not_skipped() {
     let found = findings_of(&p, "1.1");
     assert!(
         found.iter().any(|f| f.contains("could not be scanned")
-            && f.contains("start commit 0123456789 is not readable here")),
+            && f.contains("the start commit 0123456789 is not readable here")),
         "{found:#?}"
     );
 }

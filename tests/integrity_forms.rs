@@ -9,7 +9,7 @@ use std::process::Command;
 use crate::common::TempProject;
 use crate::integrity_scan::integrity_findings;
 use crate::task_helpers::{project, run};
-use crate::testlog_runners::{did_not_run, on_path};
+use crate::testlog_runners::{did_not_run, on_path, python_with_pytest};
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `true`\n";
 
@@ -172,14 +172,7 @@ const PY_ADD: &str = "def add(a, b):\n    return a + b + 1\n";
 
 #[test]
 fn pytest_forms_really_disable_the_test_and_are_refused() {
-    let python = ["python3", "python"].iter().find_map(|p| on_path(p));
-    let has_pytest = python.as_ref().is_some_and(|py| {
-        Command::new(py)
-            .args(["-c", "import pytest"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let (Some(py), true) = (python, has_pytest) else {
+    let Some(py) = python_with_pytest() else {
         return did_not_run("pytest");
     };
     let p = started(&[

@@ -35,12 +35,13 @@ fn started(file: &str) -> TempProject {
 
 /// The test-integrity findings `task complete 1.1 --check` reports, one line each.
 pub fn integrity_findings(p: &TempProject) -> Vec<String> {
-    findings_with_env(p, &[])
+    findings_with_env(p, "1.1", &[])
 }
 
-fn findings_with_env(p: &TempProject, env: &[(&str, &str)]) -> Vec<String> {
+/// The test-integrity findings of `task complete <id> --check` with `env` added.
+pub fn findings_with_env(p: &TempProject, id: &str, env: &[(&str, &str)]) -> Vec<String> {
     let mut cmd = p.specrun();
-    cmd.args(["task", "complete", "1.1", "--check", "--json"]);
+    cmd.args(["task", "complete", id, "--check", "--json"]);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -181,6 +182,7 @@ fn git_variables_of_the_caller_do_not_blind_the_scan() {
     delete_subtracts(&p);
     let found = findings_with_env(
         &p,
+        "1.1",
         &[
             ("GIT_CONFIG_PARAMETERS", "'diff.noprefix'='true'"),
             ("GIT_NO_REPLACE_OBJECTS", "0"),

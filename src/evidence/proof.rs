@@ -259,29 +259,52 @@ fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
     Ok(contents)
 }
 
-/// The findings of the execution's change while `id` has a running attempt: from the
-/// commit `state init` started from (so a test deleted before `task start`, or in an
-/// earlier attempt, is still seen), or the attempt's start for an execution begun before
-/// that was recorded. Empty without git or a running attempt.
+/// The findings of the execution's change while `id` has a running attempt, read from
+/// each point a test could have existed at: the commit `state init` started from (so a
+/// test deleted before `task start` is still seen) and the start of every attempt of the
+/// task (so one deleted in a failed attempt is, and one an earlier task of the execution
+/// added). Findings of several points count once (their ids are stable). Empty without
+/// git or a running attempt.
 pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Result<Vec<Finding>> {
-    let Some(attempt) = attempt_start(state, id) else {
+    let Some(current) = attempt_start(state, id) else {
         return Ok(Vec::new());
     };
     if !git::is_repo(&project.root) {
         return Ok(Vec::new());
     }
-    let start = state.base_commit().map_or(attempt, str::to_string);
-    let files = gather(project, spec, &start).map_err(|e| match e {
-        Error::Git { args, message } => Error::Git {
-            args,
-            message: format!(
-                "{message} (the execution's start commit {} is not readable here: rebased away or pruned?)",
-                git::short_commit(&start)
-            ),
-        },
-        e => e,
-    })?;
-    Ok(integrity::scan(&files))
+    let mut starts: Vec<String> = state
+        .base_commit()
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    let attempts = state
+        .attempts_of(id)
+        .iter()
+        .filter_map(|a| a.start_commit.get().cloned());
+    for start in attempts.chain([current]) {
+        if !starts.contains(&start) {
+            starts.push(start);
+        }
+    }
+    let mut found: Vec<Finding> = Vec::new();
+    for start in &starts {
+        let files = gather(project, spec, start).map_err(|e| match e {
+            Error::Git { args, message } => Error::Git {
+                args,
+                message: format!(
+                    "{message} (the start commit {} is not readable here: rebased away or pruned?)",
+                    git::short_commit(start)
+                ),
+            },
+            e => e,
+        })?;
+        for f in integrity::scan(&files) {
+            if !found.iter().any(|g| g.id == f.id) {
+                found.push(f);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// What `task complete` must also see before it completes `task`: its criteria covered

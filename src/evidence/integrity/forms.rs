@@ -508,7 +508,6 @@ const NARROWERS: &[&str] = &[
     "test=false",
     "doctest=false",
     "--skip",
-    "-p no:",
 ];
 
 /// A new runner or CI setting that selects fewer tests, or a CI step switched off.
