@@ -9,7 +9,7 @@ use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use specrun::evidence::integrity::{self, FileDiff};
+use specrun::evidence::integrity::{self, FileDiff, Status};
 use specrun::evidence::testlog;
 
 /// 50,000 lines of real runner output: every capture, repeated.
@@ -75,50 +75,58 @@ fn rust_tests(n: usize, skip_every: usize) -> String {
     s
 }
 
-/// 20 files, 100 diff lines each (2,000 in all), with whole old and new contents.
-fn diff_2000() -> (String, Vec<(String, String)>) {
-    let mut diff = String::new();
-    let mut contents = Vec::new();
-    for f in 0..20 {
-        let path = format!("src/m{f}.rs");
-        diff.push_str(&format!(
-            "diff --git a/{path} b/{path}\nindex 111..222 100644\n--- a/{path}\n+++ b/{path}\n@@ -10,50 +10,50 @@\n"
-        ));
-        for i in 0..50 {
-            diff.push_str(&format!("-        assert_eq!(v, {i}); // old {f}\n"));
-        }
-        for i in 0..50 {
-            let marker = if i % 10 == 0 {
-                "    #[ignore]"
-            } else {
-                "        assert!(v >= 0);"
-            };
-            diff.push_str(&format!("+{marker} // new {f} {i}\n"));
-        }
-        contents.push((rust_tests(40, 0), rust_tests(39, 7)));
-    }
-    (diff, contents)
+/// 20 files of test sources whose change is 100 lines each (2,000 in all): the old and
+/// new contents, as the scan reads them.
+fn change_2000() -> Vec<(String, String, String)> {
+    (0..20)
+        .map(|f| {
+            let old = rust_tests(40, 0);
+            let mut new = rust_tests(40, 10);
+            // 4 `#[ignore]`s, a test renamed and 47 assertions changed: 100 lines each.
+            new = new.replacen("fn case_39() {", "fn renamed_39() {", 1);
+            for _ in 0..7 {
+                new = new.replacen("assert!(v >= 0);", "assert!(v >= 0, \"case\");", 1);
+            }
+            for i in 0..45 {
+                new = new.replacen(
+                    &format!("assert_eq!(v, {i});"),
+                    &format!("assert_eq!(v, {i} + 0);"),
+                    1,
+                );
+            }
+            (format!("src/m{f}.rs"), old, new)
+        })
+        .collect()
 }
 
 fn bench_integrity(c: &mut Criterion) {
-    let (diff, contents) = diff_2000();
-    assert_eq!(
-        diff.lines()
-            .filter(|l| l.starts_with('+') || l.starts_with('-'))
-            .count()
-            - 40,
-        2_000
-    );
-    c.bench_function("integrity parse + scan 2,000-line diff", |b| {
-        b.iter(|| {
-            let mut files: Vec<FileDiff> = integrity::parse_unified(black_box(&diff));
-            for (f, (old, new)) in files.iter_mut().zip(&contents) {
-                f.old = Some(old.clone());
-                f.new = Some(new.clone());
-            }
-            integrity::scan(&files).len()
+    let change = change_2000();
+    let lines: usize = change
+        .iter()
+        .map(|(_, old, new)| {
+            let (a, r) = integrity::line_changes(old, new);
+            a.len() + r.len()
         })
-    });
+        .sum();
+    assert!((1_900..=2_100).contains(&lines), "{lines} changed lines");
+    c.bench_function(
+        "integrity line changes + scan of a 2,000-line change",
+        |b| {
+            b.iter(|| {
+                let files: Vec<FileDiff> = black_box(&change)
+                    .iter()
+                    .map(|(path, old, new)| {
+                        let mut f = FileDiff::new(path, Status::Modified);
+                        (f.added, f.removed) = integrity::line_changes(old, new);
+                        f.old = Some(old.clone());
+                        f.new = Some(new.clone());
+                        f
+                    })
+                    .collect();
+                integrity::scan(&files).len()
+            })
+        },
+    );
 }
 
 criterion_group!(benches, bench_testlog, bench_integrity);

@@ -11,7 +11,7 @@ use crate::task_helpers::{events, project, run, SPEC};
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Files**: lib/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**:\n    - adding two numbers works\n    - the adder rejects strings\n- [ ] 1.2 Docs\n  - **Verify**: `true`\n  - **Files**: README.md\n  - **Done when**: the README explains the adder\n- [ ] 1.3 No criteria\n  - **Verify**: `true`\n  - **Files**: notes.txt\n";
 
-const TEST_FILE: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('rejects strings', () => {\n  assert.throws(() => { throw new TypeError('x'); });\n  assert.ok(true);\n});\n";
+const TEST_FILE: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('rejects strings', () => {\n  assert.throws(() => { throw new TypeError('x'); });\n  assert.ok(Number.isInteger(1 + 1));\n});\n";
 
 const REQUIREMENTS: &str =
     "# Requirements\n\n## Acceptance criteria\n- **AC-1.1**: the adder is exported\n";

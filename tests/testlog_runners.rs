@@ -191,7 +191,17 @@ fn unknown_output_names_no_runner() {
 
 // ---- live runs ------------------------------------------------------------------------
 
-fn on_path(program: &str) -> Option<PathBuf> {
+/// A python on PATH that can import pytest.
+pub(crate) fn python_with_pytest() -> Option<PathBuf> {
+    let python = ["python3", "python"].iter().find_map(|p| on_path(p))?;
+    Command::new(&python)
+        .args(["-c", "import pytest"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+        .then_some(python)
+}
+
+pub(crate) fn on_path(program: &str) -> Option<PathBuf> {
     std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
             .map(|d| d.join(program))
@@ -218,7 +228,7 @@ fn run_live(dir: &Path, program: &Path, args: &[&str]) -> Report {
 
 /// A missing runner: a failure under CI (scripts/install-test-runners installs it there),
 /// a loud note elsewhere; its checked-in capture is tested either way.
-fn did_not_run(tool: &str) {
+pub(crate) fn did_not_run(tool: &str) {
     let ci =
         std::env::var("CI").is_ok_and(|v| !matches!(v.to_lowercase().as_str(), "" | "false" | "0"));
     if ci && tool != "cargo-nextest" {
@@ -294,14 +304,7 @@ const PY_SAMPLE: &str = "import pytest\n\ndef test_adds():\n    assert 1 + 1 == 
 
 #[test]
 fn live_pytest() {
-    let python = ["python3", "python"].iter().find_map(|p| on_path(p));
-    let has_pytest = python.as_ref().is_some_and(|py| {
-        Command::new(py)
-            .args(["-c", "import pytest"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let (Some(py), true) = (python, has_pytest) else {
+    let Some(py) = python_with_pytest() else {
         return did_not_run("pytest");
     };
     let dir = tempfile::tempdir().unwrap();

@@ -129,6 +129,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         recovery_mode: args.recovery_mode,
         driver: args.driver.map(|d| d.as_str()),
         isolate: args.isolate,
+        base_commit: crate::io::git::head(&project.root),
     };
     let path = spec.state_path();
     if args.force && std::fs::symlink_metadata(&path).is_ok() {

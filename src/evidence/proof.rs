@@ -2,9 +2,8 @@
 //! also asked by the SubagentStop hook, and the findings `task justify` records: the I/O
 //! around `acceptance` and `integrity`.
 
-use std::io::{Read, Write};
+use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
 use crate::evidence::criteria;
@@ -28,111 +27,157 @@ pub fn attempt_start(state: &State, id: &str) -> Option<String> {
     last.start_commit.get().filter(|_| running).cloned()
 }
 
-fn pathspecs(project: &Project, spec: &Spec) -> Vec<String> {
-    let mut specs = vec![".".to_string()];
-    specs.extend(
-        crate::io::project::bookkeeping_paths(project, spec)
-            .into_iter()
-            .map(|p| format!(":(exclude){p}")),
-    );
-    specs
-}
-
-fn git_args<'a>(base: &[&'a str], specs: &'a [String]) -> Vec<&'a str> {
-    let mut v: Vec<&str> = base.to_vec();
-    v.push("--");
-    v.extend(specs.iter().map(String::as_str));
-    v
-}
-
-/// The task's change: `start` to the working tree (commits, staged, unstaged), plus
-/// untracked files, without the spec's bookkeeping.
+/// The task's change: `start` to the working tree (commits, staged, unstaged, untracked),
+/// without the spec's bookkeeping.
+///
+/// Read so that no git setting can blind it: both sides are compared by content (the
+/// start tree's blob ids against the work tree's files hashed with `--no-filters`, so
+/// neither an index flag like `--skip-worktree`/`--assume-unchanged`, a stat trick nor a
+/// clean filter hides a change), the old contents are read as blobs and the new ones from
+/// the disk, and the lines are compared here, not by `git diff` (whose attributes,
+/// `-diff`/`binary`, textconv, external drivers and prefixes the repository sets).
 pub fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<FileDiff>> {
     let root = &project.root;
-    let specs = pathspecs(project, spec);
-    let numstat = git::run(
-        root,
-        &git_args(
-            &[
-                "-c",
-                "core.quotepath=off",
-                "diff",
-                "--numstat",
-                "-z",
-                "--no-renames",
-                "--relative",
-                start,
-            ],
-            &specs,
-        ),
-        &[],
-    )?;
-    let mut too_large = Vec::new();
-    let mut scanned = Vec::new();
-    for entry in numstat.split('\0').filter(|e| !e.is_empty()) {
-        let mut parts = entry.splitn(3, '\t');
-        let (a, r, path) = (parts.next(), parts.next(), parts.next());
-        let Some(path) = path else { continue };
-        let lines = a.and_then(|a| a.parse::<u64>().ok()).unwrap_or(0)
-            + r.and_then(|r| r.parse::<u64>().ok()).unwrap_or(0);
-        if lines > MAX_FILE_LINES {
-            too_large.push(path.to_string());
-        } else {
-            scanned.push(path.to_string());
+    let excluded = crate::io::project::bookkeeping_paths(project, spec);
+    let keep = |p: &str| {
+        !excluded.iter().any(|e| {
+            p == e
+                || p.strip_prefix(e.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+    };
+    let old: BTreeMap<String, (String, String)> = tree_entries(root, start)?
+        .into_iter()
+        .filter(|(p, _)| keep(p))
+        .collect();
+    let new: BTreeMap<String, String> = worktree_entries(root)?
+        .into_iter()
+        .filter(|(p, _)| keep(p))
+        .collect();
+    let mut changed: Vec<(String, Option<String>, Status)> = Vec::new();
+    for (path, (mode, oid)) in &old {
+        if mode == GITLINK {
+            continue;
+        }
+        let old_blob = (mode != SYMLINK).then(|| oid.clone());
+        match new.get(path) {
+            None => changed.push((path.clone(), old_blob, Status::Deleted)),
+            Some(now) if now != oid || mode == SYMLINK => {
+                changed.push((path.clone(), old_blob, Status::Modified))
+            }
+            Some(_) => {}
         }
     }
-    let mut files = Vec::new();
-    if !scanned.is_empty() {
-        let mut args = vec![
-            "-c",
-            "core.quotepath=off",
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-renames",
-            "--relative",
-            "-U0",
-            start,
-            "--",
-        ];
-        args.extend(scanned.iter().map(String::as_str));
-        files = integrity::parse_unified(&git::run(root, &args, &[])?);
+    for path in new.keys().filter(|p| !old.contains_key(*p)) {
+        changed.push((path.clone(), None, Status::Added));
     }
-    for path in too_large {
-        let mut f = FileDiff::new(&path, Status::Modified);
-        f.too_large = true;
-        files.push(f);
+    let blobs: Vec<String> = changed.iter().filter_map(|(_, b, _)| b.clone()).collect();
+    let mut olds = cat_files(root, &blobs)?.into_iter();
+    let mut files = Vec::with_capacity(changed.len());
+    for (path, blob, status) in changed {
+        let before = match (&blob, status) {
+            (Some(_), _) => olds.next().unwrap_or(Content::Absent),
+            (None, Status::Added) => Content::Text(String::new()),
+            (None, _) => Content::Binary,
+        };
+        let after = match status {
+            Status::Deleted => Content::Text(String::new()),
+            _ => read_worktree(root, &path),
+        };
+        files.push(file_diff(&path, status, before, after));
     }
-    files.extend(untracked(root, &specs)?);
-    fill_contents(root, start, &mut files)?;
     Ok(files)
 }
 
-fn untracked(root: &Path, specs: &[String]) -> Result<Vec<FileDiff>> {
-    let out = git::run(
-        root,
-        &git_args(&["ls-files", "--others", "--exclude-standard", "-z"], specs),
-        &[],
-    )?;
-    let mut files = Vec::new();
-    for path in out.split('\0').filter(|p| !p.is_empty()) {
-        let mut f = FileDiff::new(path, Status::Added);
-        match read_worktree(root, path) {
-            Content::Text(t) => {
-                f.added = t
-                    .lines()
-                    .enumerate()
-                    .map(|(i, l)| (i + 1, l.to_string()))
-                    .collect();
-                f.new = Some(t);
+const GITLINK: &str = "160000";
+const SYMLINK: &str = "120000";
+
+/// The change of one file from its two contents.
+fn file_diff(path: &str, status: Status, before: Content, after: Content) -> FileDiff {
+    let mut f = FileDiff::new(path, status);
+    match (before, after) {
+        (Content::Text(old), Content::Text(new)) => {
+            (f.added, f.removed) = integrity::line_changes(&old, &new);
+            if (f.added.len() + f.removed.len()) as u64 > MAX_FILE_LINES {
+                f.too_large = true;
+                f.added.clear();
+                f.removed.clear();
+            } else {
+                f.old = (status != Status::Added).then_some(old);
+                f.new = (status != Status::Deleted).then_some(new);
             }
-            Content::Binary => f.binary = true,
-            Content::TooLarge => f.too_large = true,
-            Content::Absent => continue,
         }
-        files.push(f);
+        (Content::TooLarge, _) | (_, Content::TooLarge) => f.too_large = true,
+        _ => f.binary = true,
     }
-    Ok(files)
+    f
+}
+
+/// `path -> (mode, blob id)` of the start commit's tree below the project root.
+fn tree_entries(root: &Path, start: &str) -> Result<Vec<(String, (String, String))>> {
+    let out = git::scan_run(root, &["ls-tree", "-r", "-z", start], None)?;
+    let mut entries = Vec::new();
+    for rec in out.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+        let rec = String::from_utf8_lossy(rec);
+        // <mode> SP <type> SP <object> TAB <path>
+        let Some((meta, path)) = rec.split_once('\t') else {
+            continue;
+        };
+        let mut parts = meta.split(' ');
+        let (Some(mode), Some(_), Some(oid)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        entries.push((path.to_string(), (mode.to_string(), oid.to_string())));
+    }
+    Ok(entries)
+}
+
+/// `path -> blob id` of every file of the work tree below the project root that git
+/// tracks or would add (ignored by the tree's own `.gitignore` files only: an exclude in
+/// `.git/info/exclude` or the user's excludes file is invisible to a reviewer). Not a
+/// regular file: an id that matches nothing, so it reads as changed.
+fn worktree_entries(root: &Path) -> Result<Vec<(String, String)>> {
+    let out = git::scan_run(
+        root,
+        &[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-per-directory=.gitignore",
+        ],
+        None,
+    )?;
+    let mut paths: Vec<String> = out
+        .split(|&b| b == 0)
+        .filter(|r| !r.is_empty() && !r.ends_with(b"/"))
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    paths.dedup();
+    let mut regular = Vec::new();
+    let mut entries = Vec::new();
+    for path in paths {
+        match std::fs::symlink_metadata(root.join(&path)) {
+            Err(_) => {}
+            Ok(m) if m.file_type().is_file() && !path.contains('\n') => regular.push(path),
+            Ok(_) => entries.push((path, String::new())),
+        }
+    }
+    if !regular.is_empty() {
+        let input = regular.join("\n") + "\n";
+        let out = git::scan_run(
+            root,
+            &["hash-object", "--no-filters", "--stdin-paths"],
+            Some(input.into_bytes()),
+        )?;
+        let ids = String::from_utf8_lossy(&out).into_owned();
+        let mut ids = ids.lines();
+        for path in regular {
+            let id = ids.next().unwrap_or_default().to_string();
+            entries.push((path, id));
+        }
+    }
+    Ok(entries)
 }
 
 enum Content {
@@ -163,77 +208,26 @@ fn read_worktree(root: &Path, rel: &str) -> Content {
     }
 }
 
+/// Binary only when it truly is (a NUL in the first 8 KiB, as git itself decides without
+/// attributes); text in another encoding is read with its invalid bytes replaced.
 fn text_or_binary(bytes: Vec<u8>) -> Content {
     if bytes[..bytes.len().min(8192)].contains(&0) {
         return Content::Binary;
     }
-    String::from_utf8(bytes).map_or(Content::Binary, Content::Text)
+    Content::Text(match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
 }
 
-/// Old and new contents of the source files whose test functions are compared.
-fn fill_contents(root: &Path, start: &str, files: &mut [FileDiff]) -> Result<()> {
-    let wanted: Vec<usize> = (0..files.len())
-        .filter(|&i| {
-            let f = &files[i];
-            integrity::lang_of(&f.path).is_some() && !f.binary && !f.too_large
-        })
-        .collect();
-    let olds: Vec<usize> = wanted
-        .iter()
-        .copied()
-        .filter(|&i| files[i].status != Status::Added)
-        .collect();
-    let names: Vec<String> = olds
-        .iter()
-        .map(|&i| format!("{start}:./{}", files[i].path))
-        .collect();
-    for (i, content) in olds.iter().zip(cat_files(root, &names)?) {
-        match content {
-            Content::Text(t) => files[*i].old = Some(t),
-            Content::TooLarge => files[*i].too_large = true,
-            _ => {}
-        }
-    }
-    for &i in &wanted {
-        if files[i].status == Status::Deleted || files[i].new.is_some() {
-            continue;
-        }
-        match read_worktree(root, &files[i].path) {
-            Content::Text(t) => files[i].new = Some(t),
-            Content::TooLarge => files[i].too_large = true,
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// `git cat-file --batch` for many objects in one process.
+/// `git cat-file --batch` for many blobs (by id, so no path's attributes apply) in one
+/// process.
 fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
     if names.is_empty() {
         return Ok(Vec::new());
     }
-    let mut child = Command::new("git")
-        .args(["cat-file", "--batch"])
-        .current_dir(root)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::io("git", "start", e))?;
     let input = names.join("\n") + "\n";
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let mut out = Vec::new();
-    child
-        .stdout
-        .take()
-        .expect("piped stdout")
-        .read_to_end(&mut out)
-        .map_err(|e| Error::io("git cat-file", "read", e))?;
-    let _ = writer.join();
-    let _ = child.wait();
+    let out = git::scan_run(root, &["cat-file", "--batch"], Some(input.into_bytes()))?;
     let mut rest = out.as_slice();
     let mut contents = Vec::new();
     for _ in names {
@@ -265,15 +259,52 @@ fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
     Ok(contents)
 }
 
-/// The findings of the task's running attempt; empty without git or an attempt start.
+/// The findings of the execution's change while `id` has a running attempt, read from
+/// each point a test could have existed at: the commit `state init` started from (so a
+/// test deleted before `task start` is still seen) and the start of every attempt of the
+/// task (so one deleted in a failed attempt is, and one an earlier task of the execution
+/// added). Findings of several points count once (their ids are stable). Empty without
+/// git or a running attempt.
 pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Result<Vec<Finding>> {
-    let Some(start) = attempt_start(state, id) else {
+    let Some(current) = attempt_start(state, id) else {
         return Ok(Vec::new());
     };
     if !git::is_repo(&project.root) {
         return Ok(Vec::new());
     }
-    Ok(integrity::scan(&gather(project, spec, &start)?))
+    let mut starts: Vec<String> = state
+        .base_commit()
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    let attempts = state
+        .attempts_of(id)
+        .iter()
+        .filter_map(|a| a.start_commit.get().cloned());
+    for start in attempts.chain([current]) {
+        if !starts.contains(&start) {
+            starts.push(start);
+        }
+    }
+    let mut found: Vec<Finding> = Vec::new();
+    for start in &starts {
+        let files = gather(project, spec, start).map_err(|e| match e {
+            Error::Git { args, message } => Error::Git {
+                args,
+                message: format!(
+                    "{message} (the start commit {} is not readable here: rebased away or pruned?)",
+                    git::short_commit(start)
+                ),
+            },
+            e => e,
+        })?;
+        for f in integrity::scan(&files) {
+            if !found.iter().any(|g| g.id == f.id) {
+                found.push(f);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// What `task complete` must also see before it completes `task`: its criteria covered
@@ -310,8 +341,14 @@ pub fn complete_unmet(
             }),
         }
     }
-    let justified =
-        criteria::load_store(spec).map(|s| s.justifications.get(&id).cloned().unwrap_or_default());
+    // The scan reads the whole execution's change, so a finding a person justified for an
+    // earlier task stays justified for the tasks after it.
+    let justified = criteria::load_store(spec).map(|s| {
+        s.justifications
+            .values()
+            .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect::<BTreeMap<_, _>>()
+    });
     match (findings(project, spec, state, &id), justified) {
         (Ok(found), Ok(justified)) => {
             for f in found.iter().filter(|f| !justified.contains_key(&f.id)) {

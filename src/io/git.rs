@@ -35,6 +35,69 @@ pub fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Resul
     })
 }
 
+/// `-c` overrides for the integrity scan: settings that would run a program of the
+/// repository's choosing or let a cache answer for the work tree.
+const SCAN_CONFIG: &[&str] = &[
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.quotePath=false",
+];
+
+/// Run a plumbing command for the integrity scan, `input` on stdin, and return stdout's
+/// bytes. What the model can set is neutralised: every `GIT_*` variable of the caller
+/// (`GIT_DIR`, `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, …) is dropped, the system config
+/// is not read, replace refs are not followed (a `git replace` would otherwise make the old
+/// blob read as the new one), and `SCAN_CONFIG` overrides the repository's config.
+pub fn scan_run(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>> {
+    let mut cmd = Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.current_dir(dir)
+        .args(SCAN_CONFIG)
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_ATTR_NOSYSTEM", "1")
+        .env("LC_ALL", "C")
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let fail = |message: String| Error::Git {
+        args: args.join(" "),
+        message,
+    };
+    let mut child = cmd.spawn().map_err(|e| fail(e.to_string()))?;
+    // Written from a thread: git answers while it reads, and both pipes would fill.
+    let writer = input.map(|bytes| {
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        })
+    });
+    let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+    if !out.status.success() {
+        return Err(fail(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    Ok(out.stdout)
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct GitInfo {

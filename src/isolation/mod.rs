@@ -114,7 +114,10 @@ pub fn start(
         .iter()
         .any(|m| iso.member(m).is_some_and(|r| r.status == worktree::MERGED));
     let base = if any_merged { head } else { group.base.clone() };
-    let ensured = worktree::ensure(project, spec, &id, &base)?;
+    let ours = iso
+        .member(&id)
+        .is_some_and(|m| m.branch == worktree::branch_name(&spec.name, &id));
+    let ensured = worktree::ensure(project, spec, &id, &base, ours)?;
     let member = Member {
         branch: ensured.branch.clone(),
         worktree: id.clone(),

@@ -246,9 +246,11 @@ pub struct Ensured {
 }
 
 /// Create (or take up again) the member worktree of `id` on its branch from `base`. An
-/// earlier attempt's branch or worktree is reused and the base merged into it (never a
-/// rebase); a conflict of that merge is left in the worktree for the executor to resolve.
-pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str) -> Result<Ensured> {
+/// earlier attempt's branch or worktree (`ours`: the state records this execution made
+/// it) is reused and the base merged into it (never a rebase); a conflict of that merge is
+/// left in the worktree for the executor to resolve. One this execution did not make is
+/// refused: it could carry changes no attempt's scan or review ever saw.
+pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str, ours: bool) -> Result<Ensured> {
     let root = &project.root;
     let branch = branch_name(&spec.name, id);
     let path = member_dir(project, spec, id);
@@ -262,6 +264,18 @@ pub fn ensure(project: &Project, spec: &Spec, id: &str, base: &str) -> Result<En
             message: format!(
                 "{} exists but is not a git worktree: move it aside (nothing was changed)",
                 path.display()
+            ),
+        });
+    }
+    if !ours && (registered || branch_exists(root, &branch)) {
+        let what = if registered {
+            format!("worktree {}", path.display())
+        } else {
+            format!("branch {branch}")
+        };
+        return Err(Error::Refused {
+            message: format!(
+                "{what} exists but this execution did not create it (no attempt of task {id} recorded it), so it may carry changes from outside the run: remove it or rename it (`git branch -m {branch} {branch}-old`, `git worktree remove`), then start the task again (nothing was changed)"
             ),
         });
     }

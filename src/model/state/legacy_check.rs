@@ -66,6 +66,7 @@ pub(super) const KNOWN: &[(&str, Kind)] = &[
     ("name", Kind::Str),
     ("phase", Kind::OneOf(PHASES)),
     ("sessionId", Kind::OptStr),
+    ("baseCommit", Kind::OptStr),
     ("taskIndex", Kind::UInt),
     ("totalTasks", Kind::UInt),
     ("taskIteration", Kind::UInt),

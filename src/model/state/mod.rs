@@ -186,6 +186,8 @@ pub struct InitParams {
     pub driver: Option<&'static str>,
     /// `isolation.sequential`: whether sequential tasks may run in worktrees too.
     pub isolate: bool,
+    /// HEAD at init (`baseCommit`), `None` outside git or before the first commit.
+    pub base_commit: Option<String>,
 }
 
 /// Write the execution fields onto `existing`, keeping every other field.
@@ -225,6 +227,7 @@ pub fn init_execution(
         // Criteria gates apply to executions started by this version (DESIGN-NOTES "When
         // criteria are enforced").
         "acceptanceGate": true,
+        "baseCommit": params.base_commit,
     });
     merge_into(&mut doc, &fields);
     // budget and usage are replaced as wholes so no stale cap or offset survives a re-init;

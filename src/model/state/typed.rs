@@ -517,6 +517,9 @@ pub struct State {
     unverified_claims: Option<Vec<Value>> = "unverifiedClaims",
     isolation: Option<Isolation> = "isolation",
     acceptance_gate: Option<bool> = "acceptanceGate",
+    /// HEAD when `state init` started this execution: where the integrity scan reads the
+    /// execution's whole change from.
+    base_commit: Nullable<String> = "baseCommit",
     /// Task ids whose box was already ticked at `state init` (any JSON: only strings count).
     checked_at_init: Option<Vec<Value>> = "checkedAtInit",
 }
@@ -668,6 +671,10 @@ impl State {
     }
     pub fn completed(&self) -> bool {
         self.completed.unwrap_or(false)
+    }
+    /// The commit `state init` started this execution from (absent before this field).
+    pub fn base_commit(&self) -> Option<&str> {
+        self.base_commit.get().map(String::as_str)
     }
     pub fn acceptance_gate(&self) -> bool {
         self.acceptance_gate.unwrap_or(false)

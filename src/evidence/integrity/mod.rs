@@ -8,9 +8,13 @@
 //! configs, snapshots). Each finding has an id stable across line shifts, so a recorded
 //! justification keeps applying.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use crate::support::sha256;
+
+mod forms;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -20,6 +24,11 @@ pub enum Kind {
     FewerAssertions,
     LoosenedCheck,
     SnapshotRewritten,
+    /// A test kept but hollowed: a tautology asserted, code after an early `return`, a
+    /// `#[should_panic]` added to an existing test.
+    WeakenedAssertion,
+    /// The assertion API itself replaced or patched, so every assertion passes.
+    DisarmedAssertion,
     /// A test source too large (or unreadable) to scan: not judged, so it must be justified.
     Unscanned,
 }
@@ -32,6 +41,8 @@ impl Kind {
             Kind::FewerAssertions => "fewer-assertions",
             Kind::LoosenedCheck => "loosened-check",
             Kind::SnapshotRewritten => "snapshot-rewritten",
+            Kind::WeakenedAssertion => "weakened-assertion",
+            Kind::DisarmedAssertion => "disarmed-assertion",
             Kind::Unscanned => "unscanned",
         }
     }
@@ -119,47 +130,37 @@ pub fn lang_of(path: &str) -> Option<Lang> {
     }
 }
 
-/// Parse `git diff -U0` output into files with their added and removed lines.
-pub fn parse_unified(diff: &str) -> Vec<FileDiff> {
-    let mut files: Vec<FileDiff> = Vec::new();
-    let (mut old_no, mut new_no) = (0usize, 0usize);
-    for line in diff.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, p)| p);
-            files.push(FileDiff::new(path, Status::Modified));
-            continue;
-        }
-        let Some(f) = files.last_mut() else { continue };
-        if line.starts_with("new file mode") {
-            f.status = Status::Added;
-        } else if line.starts_with("deleted file mode") {
-            f.status = Status::Deleted;
-        } else if line.starts_with("Binary files ") || line == "GIT binary patch" {
-            f.binary = true;
-        } else if let Some(h) = line.strip_prefix("@@ ") {
-            (old_no, new_no) = hunk_starts(h);
-        } else if line.starts_with("+++ ") || line.starts_with("--- ") {
-        } else if let Some(t) = line.strip_prefix('+') {
-            f.added.push((new_no, t.to_string()));
-            new_no += 1;
-        } else if let Some(t) = line.strip_prefix('-') {
-            f.removed.push((old_no, t.to_string()));
-            old_no += 1;
+/// (1-based line number, text) of some lines of a file.
+pub type Lines = Vec<(usize, String)>;
+
+/// The lines of `new` not in `old` and of `old` not in `new`, as (line number, text): an
+/// order-blind comparison by count, so a line moved unchanged is neither added nor
+/// removed (the rules judge what a line says; what depends on where it stands is read
+/// from the whole contents by the per-language readers). Linear in the two sizes.
+pub fn line_changes(old: &str, new: &str) -> (Lines, Lines) {
+    let mut count: HashMap<&str, isize> = HashMap::new();
+    for l in old.lines() {
+        *count.entry(l).or_default() += 1;
+    }
+    let mut added = Vec::new();
+    for (i, l) in new.lines().enumerate() {
+        match count.get_mut(l) {
+            Some(n) if *n > 0 => *n -= 1,
+            _ => added.push((i + 1, l.to_string())),
         }
     }
-    files
-}
-
-/// `-12,3 +14,5 @@` → (12, 14).
-fn hunk_starts(h: &str) -> (usize, usize) {
-    let mut parts = h.split_whitespace();
-    let num = |p: Option<&str>| -> usize {
-        p.and_then(|s| s[1..].split(',').next()?.parse().ok())
-            .unwrap_or(1)
-    };
-    let old = num(parts.next());
-    let new = num(parts.next());
-    (old, new)
+    // What is left in `count` is removed: the last occurrences of each line.
+    let mut removed = Vec::new();
+    let mut lines: Vec<(usize, &str)> = old.lines().enumerate().collect();
+    lines.reverse();
+    for (i, l) in lines {
+        if let Some(n) = count.get_mut(l).filter(|n| **n > 0) {
+            *n -= 1;
+            removed.push((i + 1, l.to_string()));
+        }
+    }
+    removed.reverse();
+    (added, removed)
 }
 
 // ---- test functions -------------------------------------------------------------------
@@ -168,6 +169,8 @@ fn hunk_starts(h: &str) -> (usize, usize) {
 pub struct TestFn {
     pub name: String,
     pub line: usize,
+    /// 1-based, the last line of its body.
+    pub end: usize,
     pub asserts: usize,
 }
 
@@ -204,6 +207,7 @@ fn brace_tests(lines: &[&str], start: TestStart, lang: Lang) -> Vec<TestFn> {
         out.push(TestFn {
             name,
             line: body_line + 1,
+            end: end + 1,
             asserts,
         });
         i = body_line + 1;
@@ -212,7 +216,7 @@ fn brace_tests(lines: &[&str], start: TestStart, lang: Lang) -> Vec<TestFn> {
 }
 
 /// The last line of the brace block opening on `from` (quotes and comments ignored roughly).
-fn body_end(lines: &[&str], from: usize) -> usize {
+pub(crate) fn body_end(lines: &[&str], from: usize) -> usize {
     let mut depth = 0i64;
     let mut opened = false;
     for (k, line) in lines.iter().enumerate().skip(from) {
@@ -245,14 +249,14 @@ fn body_end(lines: &[&str], from: usize) -> usize {
     lines.len().saturating_sub(1)
 }
 
-fn strip_comment<'a>(line: &'a str, marker: &str) -> &'a str {
+pub(crate) fn strip_comment<'a>(line: &'a str, marker: &str) -> &'a str {
     match line.find(marker) {
         Some(i) if !line[..i].contains('"') => &line[..i],
         _ => line,
     }
 }
 
-fn ident_after<'a>(s: &'a str, keyword: &str) -> Option<&'a str> {
+pub(crate) fn ident_after<'a>(s: &'a str, keyword: &str) -> Option<&'a str> {
     let i = s.find(keyword)?;
     let rest = &s[i + keyword.len()..];
     let end = rest
@@ -342,10 +346,14 @@ fn python_tests(lines: &[&str]) -> Vec<TestFn> {
             continue;
         }
         let mut asserts = 0;
-        for body in lines.iter().skip(i + 1) {
+        let mut end = i + 1;
+        for (k, body) in lines.iter().enumerate().skip(i + 1) {
             let bt = body.trim_start();
             if !bt.is_empty() && body.len() - bt.len() <= indent {
                 break;
+            }
+            if !bt.is_empty() {
+                end = k + 1;
             }
             asserts += count_asserts(Lang::Python, body);
         }
@@ -356,6 +364,7 @@ fn python_tests(lines: &[&str]) -> Vec<TestFn> {
         out.push(TestFn {
             name: full,
             line: i + 1,
+            end,
             asserts,
         });
     }
@@ -450,7 +459,7 @@ const LINT_CONFIGS: &[&str] = &[
     "package.json",
 ];
 
-fn file_name(path: &str) -> &str {
+pub(crate) fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -535,12 +544,12 @@ fn finding_id(kind: Kind, file: &str, key: &str) -> String {
     format!("F{}", &digest[..8])
 }
 
-struct Out {
+pub(crate) struct Out {
     findings: Vec<Finding>,
 }
 
 impl Out {
-    fn push(&mut self, kind: Kind, file: &str, line: usize, key: &str, detail: String) {
+    pub(crate) fn push(&mut self, kind: Kind, file: &str, line: usize, key: &str, detail: String) {
         let mut id = finding_id(kind, file, key);
         let mut k = 2;
         while self.findings.iter().any(|f| f.id == id) {
@@ -633,6 +642,7 @@ fn scan_file(
     if f.binary {
         return;
     }
+    forms::check(out, f, lang, old, new);
     if let Some(lang) = lang {
         tests_changed(out, path, old, new, all_new);
         added_markers(
@@ -711,27 +721,34 @@ fn tests_changed(
     }
 }
 
+/// The added lines that are new: a line moved unchanged, or only re-indented, is not.
+pub(crate) fn fresh(f: &FileDiff) -> impl Iterator<Item = (usize, &str)> {
+    let removed: std::collections::HashSet<&str> =
+        f.removed.iter().map(|(_, r)| r.trim()).collect();
+    f.added
+        .iter()
+        .filter(move |(_, t)| !removed.contains(t.trim()))
+        .map(|(n, t)| (*n, t.as_str()))
+}
+
 /// Added lines holding one of `markers` (a line moved unchanged is not new).
 fn added_markers(out: &mut Out, f: &FileDiff, markers: &[&str], kind: Kind, what: &str) {
-    for (no, text) in &f.added {
+    for (no, text) in fresh(f) {
         let Some(m) = markers.iter().find(|m| text.contains(**m)) else {
             continue;
         };
         let trimmed = text.trim();
-        if f.removed.iter().any(|(_, r)| r.trim() == trimmed) {
-            continue;
-        }
         out.push(
             kind,
             &f.path,
-            *no,
+            no,
             trimmed,
             format!("{what}: `{}` ({m})", clip(trimmed)),
         );
     }
 }
 
-fn clip(s: &str) -> String {
+pub(crate) fn clip(s: &str) -> String {
     crate::support::chars::clip(s, 80, "...")
 }
 
@@ -746,12 +763,14 @@ fn ci_steps_removed(out: &mut Out, f: &FileDiff) {
         );
         return;
     }
+    // A step's key, whether it opens the list item (`- run: x`) or not (`run: x`).
+    let key = |l: &str| l.trim().trim_start_matches("- ").trim_start().to_string();
     for (no, text) in &f.removed {
-        let t = text.trim().trim_start_matches("- ").trim_start();
+        let t = key(text);
         let is_step = ["run:", "uses:", "name:", "script:"]
             .iter()
             .any(|k| t.starts_with(k));
-        if is_step && !f.added.iter().any(|(_, a)| a.trim() == text.trim()) {
+        if is_step && !f.added.iter().any(|(_, a)| key(a) == t) {
             out.push(
                 Kind::LoosenedCheck,
                 &f.path,
@@ -774,7 +793,7 @@ fn thresholds_lowered(out: &mut Out, f: &FileDiff) {
             })
             .find(|(_, v)| *v < was)
     };
-    for (_, text) in &f.removed {
+    for (no, text) in &f.removed {
         let Some((key, was)) = threshold(text) else {
             continue;
         };
@@ -793,6 +812,18 @@ fn thresholds_lowered(out: &mut Out, f: &FileDiff) {
                 line,
                 text,
                 format!("coverage threshold `{key}` lowered from {was} to {now}"),
+            );
+        } else if !f
+            .added
+            .iter()
+            .any(|(_, a)| threshold(a).is_some_and(|(k, _)| k == key))
+        {
+            out.push(
+                Kind::LoosenedCheck,
+                &f.path,
+                *no,
+                text,
+                format!("coverage threshold `{key}` ({was}) removed"),
             );
         }
     }
@@ -822,20 +853,14 @@ mod tests {
     }
 
     #[test]
-    fn unified_diff_lines_and_statuses() {
-        let d = "diff --git a/src/x.rs b/src/x.rs\nindex 1..2 100644\n--- a/src/x.rs\n+++ b/src/x.rs\n@@ -3,2 +3,0 @@ fn a\n-    assert!(x);\n-    assert!(y);\n@@ -10 +8,2 @@\n+#[ignore]\n+fn b() {}\ndiff --git a/img.png b/img.png\nnew file mode 100644\nBinary files /dev/null and b/img.png differ\n";
-        let f = parse_unified(d);
-        assert_eq!(f.len(), 2);
-        assert_eq!(
-            f[0].removed,
-            vec![
-                (3, "    assert!(x);".to_string()),
-                (4, "    assert!(y);".to_string())
-            ]
-        );
-        assert_eq!(f[0].added[0], (8, "#[ignore]".to_string()));
-        assert!(f[1].binary);
-        assert_eq!(f[1].status, Status::Added);
+    fn line_changes_by_count_not_order() {
+        let old = "a\nb\nx\nb\nc\n";
+        let new = "b\na\nb\nb\nc\nd\n";
+        let (added, removed) = line_changes(old, new);
+        assert_eq!(added, [(4, "b".to_string()), (6, "d".to_string())]);
+        assert_eq!(removed, [(3, "x".to_string())]);
+        let (added, removed) = line_changes("", "p\n");
+        assert_eq!((added.len(), removed.len()), (1, 0));
     }
 
     #[test]
