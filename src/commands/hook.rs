@@ -473,7 +473,7 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
             rule: &outcome.rule,
         },
     );
-    notify::send(project, &event);
+    crate::cost::settings::notify(project, spec, &event);
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {

@@ -171,6 +171,22 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         // The boxes ticked before this execution started: the completion gate excepts
         // them from "ticked through `task complete`".
         doc["checkedAtInit"] = serde_json::json!(baseline);
+        // The plan is frozen as this execution starts; a continued one keeps its own, so
+        // a tasks.md rewritten since is judged against it (only a person accepts a change).
+        if !continued || doc.get("plan").is_none() {
+            doc["plan"] = serde_json::json!(crate::model::plan::Plan::freeze(&loaded.list));
+        }
+        // The prices and notify command in force: a person's, taken now (a continued
+        // execution inside Claude Code keeps its own: the model may have changed them).
+        let inside = crate::claude::releases::inside();
+        if !(continued && inside && doc.get("settings").is_some()) {
+            let kept = crate::cost::settings::snapshot(&project.root, inside);
+            doc["settings"] = serde_json::json!(kept);
+        }
+        // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
+        if let Ok(plan) = serde_json::from_value::<crate::model::plan::Plan>(doc["plan"].clone()) {
+            doc["totalTasks"] = serde_json::json!(plan.tasks.len());
+        }
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -182,6 +198,14 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     };
     let typed = State::from_json(doc, &path.display().to_string())?;
     report_init(&spec.name, &typed, counts, continued);
+    if let Some(gate) = crate::model::plan::unmet(
+        &spec.name,
+        typed.total_tasks(),
+        typed.frozen_plan(),
+        &loaded.list,
+    ) {
+        output::warn(&gate.detail);
+    }
     if args.isolate && !crate::io::git::is_repo(&project.root) {
         output::warn(&format!(
             "isolation unavailable: {} is not a git repository; --isolate is recorded, but every task (a [P] group too) runs in the shared tree until it is one",
