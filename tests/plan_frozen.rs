@@ -286,3 +286,43 @@ fn a_state_without_a_plan_reads_tasks_md_as_it_stands() {
     let shown = ok(&p, &["plan", "show"], false);
     assert!(shown.contains("no plan was frozen"), "{shown}");
 }
+
+/// A criterion of a task whose Verify is a test runner or checks nothing (`true`) is not
+/// covered by that Verify's passing run: it still needs a mapped test. Control for the
+/// shell check (`grep -qx 1 one.txt`) above, which covers its criterion.
+#[test]
+fn a_verify_that_is_not_a_shell_check_leaves_its_criterion_to_tests() {
+    let tasks = "# Tasks\n\n## Phase 1\n\
+- [ ] 1.1 Write one\n  - **Files**: one.txt\n  - **Done when**: one.txt holds 1\n  - **Verify**: `sh ./check.sh`\n";
+    let p = TempProject::git();
+    p.spec("demo", tasks);
+    p.write("check.sh", "grep -qx 1 one.txt\n");
+    p.commit_all("spec");
+    ok(&p, &["state", "init", "--spec", "demo"], false);
+    let verified = work(&p, "1.1", "one.txt", "1\n");
+    assert!(verified.status.success(), "{}", said(&verified));
+    let out = refused(&p, &["task", "complete", "1.1", "--check"], true);
+    assert!(
+        out.contains("1.1/AC1 (one.txt holds 1) is unmapped"),
+        "{out}"
+    );
+    let status = specrun(&p, &["ac", "status", "--json"], true);
+    let doc: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["status"], "unmapped", "{doc}");
+}
+
+#[test]
+fn a_shell_check_verify_covers_its_criterion_once_it_passes() {
+    let p = executing(TASKS, &[]);
+    let status = |p: &TempProject| -> Value {
+        let out = specrun(p, &["ac", "status", "--json"], true);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(status(&p)["rows"][0]["status"], "missing");
+    work(&p, "1.1", "one.txt", "1\n");
+    let doc = status(&p);
+    assert_eq!(doc["rows"][0]["status"], "checked", "{doc}");
+    assert_eq!(doc["rows"][0]["checkedBy"], "grep -qx 1 one.txt");
+    ok(&p, &["task", "complete", "1.1", "--check"], true);
+}

@@ -259,6 +259,9 @@ fn print_matrix(m: &Matrix) {
                 man.reason, man.at
             ));
         }
+        if let (Some(check), acceptance::Status::Checked) = (&r.checked_by, r.status) {
+            output::line(&format!("    checked by the task's Verify `{check}`"));
+        }
         if let Some(why) = r.why.as_deref().filter(|_| r.tests.is_empty()) {
             output::line(&format!("    {why}"));
         }
@@ -273,9 +276,14 @@ fn print_matrix(m: &Matrix) {
         .iter()
         .filter(|r| r.status == acceptance::Status::Manual)
         .count();
-    let open = m.rows.len() - covered - manual;
+    let checked = m
+        .rows
+        .iter()
+        .filter(|r| r.status == acceptance::Status::Checked)
+        .count();
+    let open = m.rows.len() - covered - manual - checked;
     output::line(&format!(
-        "{covered} covered by tests, {manual} manual, {open} uncovered; {}",
+        "{covered} covered by tests, {checked} checked by their task's Verify, {manual} manual, {open} uncovered; {}",
         if m.enforced {
             "enforced by task complete and the completion gate"
         } else {

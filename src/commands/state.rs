@@ -171,22 +171,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         // The boxes ticked before this execution started: the completion gate excepts
         // them from "ticked through `task complete`".
         doc["checkedAtInit"] = serde_json::json!(baseline);
-        // The plan is frozen as this execution starts; a continued one keeps its own, so
-        // a tasks.md rewritten since is judged against it (only a person accepts a change).
-        if !continued || doc.get("plan").is_none() {
-            doc["plan"] = serde_json::json!(crate::model::plan::Plan::freeze(&loaded.list));
-        }
-        // The prices and notify command in force: a person's, taken now (a continued
-        // execution inside Claude Code keeps its own: the model may have changed them).
-        let inside = crate::claude::releases::inside();
-        if !(continued && inside && doc.get("settings").is_some()) {
-            let kept = crate::cost::settings::snapshot(&project.root, inside);
-            doc["settings"] = serde_json::json!(kept);
-        }
-        // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
-        if let Ok(plan) = serde_json::from_value::<crate::model::plan::Plan>(doc["plan"].clone()) {
-            doc["totalTasks"] = serde_json::json!(plan.tasks.len());
-        }
+        freeze_contract(project, &mut doc, &loaded.list, continued);
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -213,6 +198,33 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// What this execution is held to, taken as it starts: the plan (a continued execution
+/// keeps its own, so a tasks.md rewritten since is judged against it; only a person accepts
+/// a change) and the prices and notify command in force (`cost::settings`).
+fn freeze_contract(
+    project: &Project,
+    doc: &mut Value,
+    list: &crate::model::tasks::TaskList,
+    continued: bool,
+) {
+    // The plan is frozen as this execution starts; a continued one keeps its own, so
+    // a tasks.md rewritten since is judged against it (only a person accepts a change).
+    if !continued || doc.get("plan").is_none() {
+        doc["plan"] = serde_json::json!(crate::model::plan::Plan::freeze(list));
+    }
+    // The prices and notify command in force: a person's, taken now (a continued
+    // execution inside Claude Code keeps its own: the model may have changed them).
+    let inside = crate::claude::releases::inside();
+    if !(continued && inside && doc.get("settings").is_some()) {
+        let kept = crate::cost::settings::snapshot(&project.root, inside);
+        doc["settings"] = serde_json::json!(kept);
+    }
+    // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
+    if let Ok(plan) = serde_json::from_value::<crate::model::plan::Plan>(doc["plan"].clone()) {
+        doc["totalTasks"] = serde_json::json!(plan.tasks.len());
+    }
 }
 
 /// A plan the format misreads is refused before any state is written (a box that is not

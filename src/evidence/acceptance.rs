@@ -333,7 +333,8 @@ const FILTERS: &[&str] = &[
 pub fn is_shell_check(command: &str) -> bool {
     let mut asserts = false;
     for segment in command.split(['|', '&', ';']) {
-        let Some(first) = segment.split_whitespace().next() else {
+        // `! grep …` asserts the opposite: still an assertion.
+        let Some(first) = segment.split_whitespace().find(|w| *w != "!") else {
             continue;
         };
         if ASSERTS.contains(&first) {
@@ -553,6 +554,64 @@ fn worst(tests: &[TestCoverage]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_check_asserts_with_plain_tools_and_a_runner_is_not_one() {
+        for check in [
+            "grep -qx 1 one.txt",
+            "test -f b.txt && grep -q BETA notes/beta.txt",
+            "wc -l < out.txt | grep -qx 3",
+            "diff -u want.txt got.txt",
+            "jq -e '.ok' result.json",
+            "! grep -q TODO src/a.rs",
+        ] {
+            assert!(is_shell_check(check), "{check}");
+        }
+        for not in [
+            "true",
+            "cargo test",
+            "npm test",
+            "pytest -v",
+            "sh -c 'grep -q x f'",
+            "./check.sh",
+            "FOO=1 grep -q x f",
+            "cat f",
+            "grep -q x f && make test",
+            "",
+        ] {
+            assert!(!is_shell_check(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn an_unmapped_criterion_of_a_shell_check_task_is_checked_by_its_run() {
+        let crit = |task: &str| Criterion {
+            id: format!("{task}/AC1"),
+            task: Some(task.into()),
+            text: "x".into(),
+        };
+        let check = |task: &str, freshness| Check {
+            task: task.into(),
+            command: "grep -q x f".into(),
+            freshness,
+        };
+        let checks = [check("1", Freshness::Fresh), check("2", Freshness::Failed)];
+        let rows = coverage(
+            &[crit("1"), crit("2"), crit("3")],
+            &Store::default(),
+            &[],
+            &checks,
+        );
+        let st: Vec<Status> = rows.iter().map(|r| r.status).collect();
+        assert_eq!(st, [Status::Checked, Status::Failed, Status::Unmapped]);
+        assert!(rows[0].status.is_covered() && rows[0].why.is_none());
+        assert_eq!(rows[0].checked_by.as_deref(), Some("grep -q x f"));
+        assert!(rows[1]
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("`specrun verify run --task 2`"));
+    }
     use crate::evidence::testlog::TestResult;
 
     fn task(done: &str) -> Task {
