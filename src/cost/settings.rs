@@ -116,6 +116,12 @@ pub fn kept(state: &State) -> Option<Settings> {
     Some(serde_json::from_value(v.clone()).unwrap_or_default())
 }
 
+/// A `settings` field that is there but does not read as settings: never "none in force".
+fn garbled(state: &State) -> bool {
+    let v = state.other.get("settings");
+    v.is_some_and(|v| serde_json::from_value::<Settings>(v.clone()).is_err())
+}
+
 /// How what a person at a shell would get now differs from what is in force: one line per
 /// setting, naming both (empty when nothing changed).
 pub fn ignored(kept: &Settings, now: &Settings) -> Vec<String> {
@@ -188,6 +194,9 @@ pub fn prices_in_force(
     let Some(k) = kept(state) else {
         return super::prices::load(root);
     };
+    if garbled(state) {
+        return Err("the settings kept at state init do not read (edited by hand)".into());
+    }
     match k.prices {
         None => Ok(None),
         Some(table) => super::prices::parse(&serde_json::json!({ "prices": table }).to_string())
