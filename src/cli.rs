@@ -89,6 +89,26 @@ pub enum Command {
     /// Isolated parallel groups: merge finished members back and verify the merged tree.
     #[command(subcommand)]
     Group(GroupCommand),
+    /// The plan frozen at `state init`: show it and what differs; a person accepts a new one.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Each frozen task and how tasks.md differs from it (exit 1 when it differs).
+    Show {
+        #[command(flatten)]
+        spec: SpecArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A person's decision, from their own shell: tasks.md as it stands becomes the plan.
+    Accept {
+        #[command(flatten)]
+        spec: SpecArg,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -748,6 +768,7 @@ impl Command {
             Command::Resume(_) => Some(Decision::ClearHalt),
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
             Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
+            Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
             Command::Verify(VerifyCommand::Run {
                 accept_other: Some(_),
                 ..

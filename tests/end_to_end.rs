@@ -1817,7 +1817,9 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     assert!(state.get("unverifiedClaims").is_none(), "state: {state:#}");
     let status = run.tool_result(Some(Agent::Main), "1.1/AC2");
     assert!(
-        status.contains("2 covered by tests, 0 manual, 0 uncovered"),
+        status.contains(
+            "2 covered by tests, 0 checked by their task's Verify, 0 manual, 0 uncovered"
+        ),
         "{status}"
     );
     let claims: Vec<String> = h

@@ -24,6 +24,7 @@ mod task_helpers;
 // The tests, one module per area.
 mod acceptance_cli;
 mod battery;
+mod budget_settings;
 mod core_acceptance;
 mod core_bad_input;
 mod core_concurrency;
@@ -57,6 +58,7 @@ mod last_mile_cli;
 mod layers;
 mod learn_verb;
 mod panics;
+mod plan_frozen;
 mod printed_commands;
 mod readme_flow;
 mod resume_cancel;

@@ -76,9 +76,14 @@ fn hook_stop(p: &TempProject, notify: &str) -> String {
 #[test]
 fn a_hanging_notify_command_neither_delays_the_hook_nor_survives_its_bound() {
     let p = project("--max-global-iterations 1 --session-id s1");
-    Shell::new(&p)
-        .ok("specrun state merge specs/demo/.specrun-state.json '{\"globalIteration\": 1}'");
-    let out = hook_stop(&p, "cat > event.json; echo $$ > notify.pid; exec sleep 60");
+    let notify = "cat > event.json; echo $$ > notify.pid; exec sleep 60";
+    let mut sh = Shell::new(&p);
+    // The notify command in force is the one set when the execution starts.
+    sh.ok(&format!(
+        "SPECRUN_NOTIFY='{notify}' specrun state init --spec demo --session-id s1"
+    ));
+    sh.ok("specrun state merge specs/demo/.specrun-state.json '{\"globalIteration\": 1}'");
+    let out = hook_stop(&p, notify);
     let answer: Value = serde_json::from_str(out.trim()).unwrap();
     assert_eq!(answer["continue"], false, "{out}");
     // The hook has answered; the notify command is still running (it sleeps 60 s).
@@ -114,6 +119,8 @@ fn completion_notifies_through_the_config_file_and_a_task_halt_through_the_varia
     let p = project("--max-task-iterations 1");
     p.write(".specrun/config.json", r#"{"notify": "cat > halted.json"}"#);
     let mut sh = Shell::new(&p);
+    // A person's config counts from the `state init` after it (the run keeps what it began with).
+    sh.ok("specrun state init --spec demo");
     sh.ok("specrun task start 1.1");
     sh.ok("specrun task fail 1.1 --reason broken");
     wait_until("the halt notification", || {
@@ -134,6 +141,7 @@ fn completion_notifies_through_the_config_file_and_a_task_halt_through_the_varia
 
     p.write(".specrun/config.json", r#"{"notify": "cat > done.json"}"#);
     sh.ok("specrun resume --raise-task 3");
+    sh.ok("specrun state init --spec demo");
     for id in ["1.1", "1.2"] {
         sh.ok(&format!("specrun task start {id}"));
         sh.ok(&format!("specrun verify run --task {id} --command true"));
@@ -371,6 +379,8 @@ fn report_tells_the_story_in_markdown_json_and_one_html_file() {
         ".specrun/config.json",
         r#"{"prices": {"m": {"input": 3, "output": 15}}}"#,
     );
+    // The prices in force are those taken at `state init`: a person's re-init takes them.
+    sh.ok("specrun state init --spec demo");
     let doc: Value = serde_json::from_str(&sh.ok("specrun report --format json").stdout).unwrap();
     let status: Value = serde_json::from_str(&sh.ok("specrun status --json").stdout).unwrap();
     let t = &doc["tasks"][0];

@@ -66,6 +66,8 @@ pub const VERBS: &[(&str, Role)] = &[
     ("resume", Role::Person),
     ("cancel", Role::Model),
     ("group merge", Role::Model),
+    ("plan show", Role::Model),
+    ("plan accept", Role::Person),
 ];
 
 /// The role of `verb` (`"ac confirm"`); `None` for a verb not in `VERBS`.
@@ -84,6 +86,7 @@ pub enum Decision {
     RaiseCap,
     ClearHalt,
     AcceptOther,
+    AcceptPlan,
 }
 
 impl Decision {
@@ -99,6 +102,7 @@ impl Decision {
             Decision::AcceptOther => {
                 "counting a command other than the task's Verify as its evidence"
             }
+            Decision::AcceptPlan => "making tasks.md as it stands the frozen plan",
         }
     }
 
@@ -110,6 +114,7 @@ impl Decision {
             ),
             Decision::JustifyFinding => Some("undo the change the finding names"),
             Decision::AcceptOther => Some("run the task's own Verify: `specrun verify run --task <id>`"),
+            Decision::AcceptPlan => Some("put tasks.md back as frozen (`specrun plan show` prints it)"),
             _ => None,
         }
     }

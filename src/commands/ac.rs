@@ -291,6 +291,9 @@ fn print_matrix(m: &Matrix) {
             };
             output::line(&format!("    {what}: {} ({})", man.reason, man.at));
         }
+        if let (Some(check), acceptance::Status::Checked) = (&r.checked_by, r.status) {
+            output::line(&format!("    checked by the task's Verify `{check}`"));
+        }
         if let Some(why) = r.why.as_deref().filter(|_| r.tests.is_empty()) {
             output::line(&format!("    {why}"));
         }
@@ -301,13 +304,14 @@ fn print_matrix(m: &Matrix) {
         .filter(|r| r.status == acceptance::Status::Covered)
         .count();
     let count = |s| m.rows.iter().filter(|r| r.status == s).count();
-    let (manual, proposed) = (
+    let (manual, proposed, checked) = (
         count(acceptance::Status::Manual),
         count(acceptance::Status::Proposed),
+        count(acceptance::Status::Checked),
     );
-    let open = m.rows.len() - covered - manual - proposed;
+    let open = m.rows.len() - covered - manual - proposed - checked;
     output::line(&format!(
-        "{covered} covered by tests, {manual} manual, {proposed} proposed (waiting for a person), {open} uncovered; {}",
+        "{covered} covered by tests, {checked} checked by their task's Verify, {manual} manual, {proposed} proposed (waiting for a person), {open} uncovered; {}",
         if m.enforced {
             "enforced by task complete and the completion gate"
         } else {

@@ -59,8 +59,9 @@ pub fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     ex.write_state(&state, &patch)?;
     let message = hook::completion_message(name, &tasks);
     ex.record_event(&Event::Finish { completed: true });
-    notify::send(
+    crate::cost::settings::notify(
         project,
+        &ex.spec,
         &notify::event("completed", name, &message, About::Rule { rule: "finish" }),
     );
     answer(args.json, name, true, &[], &message)

@@ -447,15 +447,13 @@ fn record_halt(
             bound::halt(project, rec, reason, &events::now_rfc3339());
             (hook::Decision::Halt(message.clone()).to_hook_json(), "halt")
         }
-        HookEvent::PreToolUse if denied_when_stopped(input, guarded) => {
-            (
-                Some(HookAnswer::specific(HookSpecific::PreToolUse {
-                    permission_decision: "deny",
-                    permission_decision_reason: message.clone(),
-                })),
-                "deny",
-            )
-        }
+        HookEvent::PreToolUse if denied_when_stopped(input, guarded) => (
+            Some(HookAnswer::specific(HookSpecific::PreToolUse {
+                permission_decision: "deny",
+                permission_decision_reason: message.clone(),
+            })),
+            "deny",
+        ),
         HookEvent::SessionStart => (
             Some(HookAnswer::specific(HookSpecific::SessionStart {
                 additional_context: message.clone(),
@@ -593,7 +591,9 @@ fn under_lock(
     let mut state = match read_state(&path) {
         StateRead::Valid(s) => s,
         StateRead::Absent => return None,
-        StateRead::Invalid(error) => return unreadable_state(event, input, project, spec, &error, None),
+        StateRead::Invalid(error) => {
+            return unreadable_state(event, input, project, spec, &error, None)
+        }
     };
     if !hook::executing(&state) || !hook::owned_by(&state, input.session()) {
         return None;
@@ -714,7 +714,7 @@ fn notify_outcome(project: &Project, spec: &Spec, outcome: &Outcome) {
             rule: &outcome.rule,
         },
     );
-    notify::send(project, &event);
+    crate::cost::settings::notify(project, spec, &event);
 }
 
 fn load_tasks(spec: &Spec) -> Result<TaskList> {

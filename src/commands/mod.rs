@@ -22,6 +22,7 @@ pub mod hook;
 pub mod last_mile;
 pub mod learn;
 pub mod new;
+pub mod plan;
 pub mod report;
 pub mod resume;
 pub mod snapshot;
@@ -67,6 +68,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Resume(args) => resume::run(&Project::discover(cwd)?, args),
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
+        Command::Plan(cmd) => plan::run(&Project::discover(cwd)?, cmd),
     }
 }
 

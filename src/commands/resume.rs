@@ -87,7 +87,7 @@ pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
 /// The priced spend of the ledger (0 without a usable price table).
 fn usd_spent(project: &Project, state: &State) -> f64 {
     let ledger = crate::model::state::ledger::Ledger::of_state(state).unwrap_or_default();
-    match crate::cost::prices::load(&project.root) {
+    match crate::cost::settings::prices_in_force(&project.root, state) {
         Ok(Some(p)) => p.usd(&ledger.by_model()).priced,
         _ => 0.0,
     }

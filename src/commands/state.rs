@@ -192,6 +192,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         if !continued {
             count_from_start(&mut doc, project, session);
         }
+        freeze_contract(project, &mut doc, &loaded.list, continued);
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -202,8 +203,16 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         (doc, continued)
     };
     let typed = State::from_json(doc, &path.display().to_string())?;
-    write_record(project, spec, &typed, &loaded.list, continued)?;
+    write_record(project, spec, &typed, continued)?;
     report_init(&spec.name, &typed, counts, continued);
+    if let Some(gate) = crate::model::plan::unmet(
+        &spec.name,
+        typed.total_tasks(),
+        typed.frozen_plan(),
+        &loaded.list,
+    ) {
+        output::warn(&gate.detail);
+    }
     if args.isolate && !crate::io::git::is_repo(&project.root) {
         output::warn(&format!(
             "isolation unavailable: {} is not a git repository; --isolate is recorded, but every task (a [P] group too) runs in the shared tree until it is one",
@@ -211,6 +220,33 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// What this execution is held to, taken as it starts: the plan (a continued execution
+/// keeps its own, so a tasks.md rewritten since is judged against it; only a person accepts
+/// a change) and the prices and notify command in force (`cost::settings`).
+fn freeze_contract(
+    project: &Project,
+    doc: &mut Value,
+    list: &crate::model::tasks::TaskList,
+    continued: bool,
+) {
+    // The plan is frozen as this execution starts; a continued one keeps its own, so
+    // a tasks.md rewritten since is judged against it (only a person accepts a change).
+    if !continued || doc.get("plan").is_none() {
+        doc["plan"] = serde_json::json!(crate::model::plan::Plan::freeze(list));
+    }
+    // The prices and notify command in force: a person's, taken now (a continued
+    // execution inside Claude Code keeps its own: the model may have changed them).
+    let inside = crate::claude::releases::inside();
+    if !(continued && inside && doc.get("settings").is_some()) {
+        let kept = crate::cost::settings::snapshot(&project.root, inside);
+        doc["settings"] = serde_json::json!(kept);
+    }
+    // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
+    if let Ok(plan) = serde_json::from_value::<crate::model::plan::Plan>(doc["plan"].clone()) {
+        doc["totalTasks"] = serde_json::json!(plan.tasks.len());
+    }
 }
 
 /// A plan the format misreads is refused before any state is written (a box that is not
@@ -479,7 +515,6 @@ fn write_record(
     project: &Project,
     spec: &crate::io::project::Spec,
     state: &State,
-    tasks: &crate::model::tasks::TaskList,
     continued: bool,
 ) -> Result<()> {
     use crate::model::record::{self, Record};
@@ -509,8 +544,11 @@ fn write_record(
         rec.start_commit = binding
             .and_then(|b| b.start_commit)
             .or_else(|| crate::io::git::head_fast(&project.root));
-        // CONTRACT: `model::plan::digest` replaces this digest at merge.
-        rec.plan_digest = Some(record::plan_digest(tasks));
+        // The frozen plan's digest: the record notices a state whose plan was removed.
+        rec.plan_digest = match state.frozen_plan() {
+            crate::model::plan::Frozen::Plan(p) => Some(p.digest.clone()),
+            _ => None,
+        };
     }
     // A person's init (at a shell) is what the record follows: the counters as written.
     rec.stops = state.global_iteration();

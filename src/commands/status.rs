@@ -254,6 +254,13 @@ impl Dashboard {
         if let Some(text) = waiting_for_person(project, facts) {
             self.notes.push(("waiting", text));
         }
+        if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
+            self.notes
+                .extend(plan_note(self.spec.as_deref(), state, list).map(|n| ("plan", n)));
+            for line in cost::settings::ignored_now(&project.root, state) {
+                self.notes.push(("settings", line));
+            }
+        }
         for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
             self.notes.push((
                 "accepted",
@@ -347,7 +354,6 @@ impl Dashboard {
     }
 }
 
-/// The most recent evidence record: the execution block, else the newest task evidence.
 /// An execution whose every box is ticked and whose only unmet gates are a person's
 /// (criteria proposed as manual, blocking follow-ups): it waits for a person, not complete.
 fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
@@ -367,6 +373,29 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
     })
 }
 
+/// The frozen plan against tasks.md: none frozen (a state from before), or what differs;
+/// at a shell, the person's command that accepts it.
+fn plan_note(
+    name: Option<&str>,
+    state: &State,
+    list: &crate::model::tasks::TaskList,
+) -> Option<String> {
+    use crate::model::plan::{self, Frozen};
+    let name = name.unwrap_or_default();
+    let text = match state.frozen_plan() {
+        Frozen::None => return Some("no plan was frozen (the execution began before plans were frozen): tasks.md is read as it stands".into()),
+        _ => plan::unmet(name, state.total_tasks(), state.frozen_plan(), list)?.detail,
+    };
+    if crate::claude::releases::inside() {
+        return Some(text);
+    }
+    Some(format!(
+        "{text} A person accepts tasks.md as the new plan with `specrun plan accept {}`.",
+        crate::support::shell::spec_flag(name)
+    ))
+}
+
+/// The most recent evidence record: the execution block, else the newest task evidence.
 fn last_evidence(facts: &Facts) -> Option<&Value> {
     let s = facts.state_doc()?;
     let mut records: Vec<&Value> = Vec::new();

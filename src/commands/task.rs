@@ -79,7 +79,7 @@ fn notify_halt(project: &Project, spec: &Spec, id: &str, out: &Transition) {
             .find(|n| n.starts_with("halted"))
             .unwrap_or(&out.message);
         let event = notify::event("halt", &spec.name, text, About::Task { task: id });
-        crate::io::notify::send(project, &event);
+        crate::cost::settings::notify(project, spec, &event);
     }
 }
 

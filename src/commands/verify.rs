@@ -16,6 +16,8 @@ use crate::evidence::verify_run::{plan_run, record_run, RunPlan, TIMEOUT_EXIT};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::isolation::worktree::Isolation;
+use crate::model::plan::{verify_of, Frozen};
+use crate::model::state::State;
 use crate::model::tasks_file;
 
 pub const DEFAULT_PHASE: &str = "execution";
@@ -129,7 +131,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     let fit = match (slot, record) {
         (Slot::Task(id), Some(r)) => {
             let list = tasks_file::load(&spec.tasks_path())?.list;
-            let own = list.find(id).ok().and_then(|t| t.verify_command());
+            let frozen = state.as_ref().map_or(Frozen::None, State::frozen_plan);
+            let own = list.find(id).ok().and_then(|t| verify_of(frozen, t));
             Some(verify::command_fit(r, own))
         }
         _ => None,

@@ -10,6 +10,7 @@
 //! than `forecastHalt` % halts (`forecast-cap`), before the budget is spent.
 
 pub mod prices;
+pub mod settings;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -454,7 +455,7 @@ pub fn spend_rule(
 
 /// The execution's cost table, priced with the project's price table when it has one.
 pub fn priced_report(project: &Project, state: &State, tasks: &TaskList) -> CostReport {
-    let loaded = prices::load(&project.root);
+    let loaded = settings::prices_in_force(&project.root, state);
     let table = match &loaded {
         Ok(p) => Ok(p.as_ref()),
         Err(e) => Err(e.as_str()),

@@ -256,11 +256,14 @@ pub enum Status {
     Unmapped,
     /// The criterion's text changed since it was mapped.
     Changed,
+    /// Checked by its task's own Verify, a shell check (not a test runner), which passed in
+    /// a fresh run the binary recorded.
+    Checked,
 }
 
 impl Status {
     pub fn is_covered(self) -> bool {
-        matches!(self, Status::Covered | Status::Manual)
+        matches!(self, Status::Covered | Status::Manual | Status::Checked)
     }
     /// Whether the task may complete with it: covered, or waiting for a person.
     pub fn settled_for_task(self) -> bool {
@@ -276,6 +279,7 @@ impl Status {
             Status::Missing => "missing",
             Status::Unmapped => "unmapped",
             Status::Changed => "changed",
+            Status::Checked => "checked",
         }
     }
 }
@@ -294,6 +298,64 @@ pub struct Row {
     /// Why it is not covered, in one sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// The task's own Verify that checks it directly (`Status::Checked`, or what would).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_by: Option<String>,
+}
+
+/// A task whose own (frozen) Verify is a shell check, and how its run in the task's slot
+/// stands: the task's unmapped criteria are covered by that run passing fresh.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub task: String,
+    pub command: String,
+    /// The task slot's run of exactly `command` with no test results in its output, as it
+    /// counts: a passing run gone stale after the task was completed on it counts as fresh.
+    pub freshness: Freshness,
+}
+
+/// Commands that assert something of a file or text: a Verify made only of these (and the
+/// plain filters around them) checks its criteria itself.
+const ASSERTS: &[&str] = &[
+    "grep", "egrep", "fgrep", "rg", "test", "[", "diff", "cmp", "jq",
+];
+/// Filters that may feed an assertion (`wc -l < f | grep -qx 3`).
+const FILTERS: &[&str] = &[
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "cut",
+    "sort",
+    "uniq",
+    "tr",
+    "ls",
+    "stat",
+    "file",
+    "find",
+    "sha256sum",
+    "md5sum",
+    "!",
+];
+
+/// Whether `command` is a shell check rather than a test runner (or a script, or a check
+/// that asserts nothing such as `true`): every `|`, `&&`, `||` or `;` segment starts with an
+/// assertion or a filter, and one asserts. Conservative: quoting the separators, an
+/// environment prefix or any other program makes it not one, and its criteria need tests.
+pub fn is_shell_check(command: &str) -> bool {
+    let mut asserts = false;
+    for segment in command.split(['|', '&', ';']) {
+        // `! grep …` asserts the opposite: still an assertion.
+        let Some(first) = segment.split_whitespace().find(|w| *w != "!") else {
+            continue;
+        };
+        if ASSERTS.contains(&first) {
+            asserts = true;
+        } else if !FILTERS.contains(&first) {
+            return false;
+        }
+    }
+    asserts
 }
 
 /// The state of one mapped test across the recorded runs.
@@ -404,11 +466,14 @@ fn missing_detail(runs: &[Run]) -> String {
 }
 
 /// The matrix: one row per criterion.
-pub fn coverage(criteria: &[Criterion], store: &Store, runs: &[Run]) -> Vec<Row> {
-    criteria.iter().map(|c| row(c, store, runs)).collect()
+pub fn coverage(criteria: &[Criterion], store: &Store, runs: &[Run], checks: &[Check]) -> Vec<Row> {
+    criteria
+        .iter()
+        .map(|c| row(c, store, runs, checks))
+        .collect()
 }
 
-fn row(c: &Criterion, store: &Store, runs: &[Run]) -> Row {
+fn row(c: &Criterion, store: &Store, runs: &[Run], checks: &[Check]) -> Row {
     let mapping = store.criteria.get(&c.id);
     let mut r = Row {
         id: c.id.clone(),
@@ -418,7 +483,12 @@ fn row(c: &Criterion, store: &Store, runs: &[Run]) -> Row {
         tests: Vec::new(),
         manual: None,
         why: None,
+        checked_by: None,
     };
+    let check = checks.iter().find(|k| Some(&k.task) == c.task.as_ref());
+    if let (None, Some(check)) = (mapping, check) {
+        return checked_row(r, check);
+    }
     let Some(m) = mapping else {
         r.why = Some(format!(
             "no test mapped: `specrun ac map {} --test <test name>` (or, when no test or command can check it, `specrun ac propose {} --reason <how it was checked>` for a person to confirm)",
@@ -466,6 +536,30 @@ fn row(c: &Criterion, store: &Store, runs: &[Run]) -> Row {
     r
 }
 
+/// An unmapped criterion of a task whose Verify is a shell check: as its run stands.
+fn checked_row(mut r: Row, check: &Check) -> Row {
+    let id = crate::support::shell::word(&check.task);
+    r.checked_by = Some(check.command.clone());
+    r.status = match check.freshness {
+        Freshness::Fresh => {
+            return Row {
+                status: Status::Checked,
+                ..r
+            }
+        }
+        Freshness::Stale => Status::Stale,
+        Freshness::Failed => Status::Failed,
+        Freshness::Missing => Status::Missing,
+    };
+    r.why = Some(format!(
+        "task {}'s Verify `{}` checks it directly: its run is {}; `specrun verify run --task {id}` records it",
+        check.task,
+        check.command,
+        check.freshness.as_str()
+    ));
+    r
+}
+
 fn worst(tests: &[TestCoverage]) -> Status {
     if tests.is_empty() {
         return Status::Unmapped;
@@ -485,6 +579,64 @@ fn worst(tests: &[TestCoverage]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shell_check_asserts_with_plain_tools_and_a_runner_is_not_one() {
+        for check in [
+            "grep -qx 1 one.txt",
+            "test -f b.txt && grep -q BETA notes/beta.txt",
+            "wc -l < out.txt | grep -qx 3",
+            "diff -u want.txt got.txt",
+            "jq -e '.ok' result.json",
+            "! grep -q TODO src/a.rs",
+        ] {
+            assert!(is_shell_check(check), "{check}");
+        }
+        for not in [
+            "true",
+            "cargo test",
+            "npm test",
+            "pytest -v",
+            "sh -c 'grep -q x f'",
+            "./check.sh",
+            "FOO=1 grep -q x f",
+            "cat f",
+            "grep -q x f && make test",
+            "",
+        ] {
+            assert!(!is_shell_check(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn an_unmapped_criterion_of_a_shell_check_task_is_checked_by_its_run() {
+        let crit = |task: &str| Criterion {
+            id: format!("{task}/AC1"),
+            task: Some(task.into()),
+            text: "x".into(),
+        };
+        let check = |task: &str, freshness| Check {
+            task: task.into(),
+            command: "grep -q x f".into(),
+            freshness,
+        };
+        let checks = [check("1", Freshness::Fresh), check("2", Freshness::Failed)];
+        let rows = coverage(
+            &[crit("1"), crit("2"), crit("3")],
+            &Store::default(),
+            &[],
+            &checks,
+        );
+        let st: Vec<Status> = rows.iter().map(|r| r.status).collect();
+        assert_eq!(st, [Status::Checked, Status::Failed, Status::Unmapped]);
+        assert!(rows[0].status.is_covered() && rows[0].why.is_none());
+        assert_eq!(rows[0].checked_by.as_deref(), Some("grep -q x f"));
+        assert!(rows[1]
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("`specrun verify run --task 2`"));
+    }
     use crate::evidence::testlog::TestResult;
 
     fn task(done: &str) -> Task {
@@ -630,6 +782,7 @@ mod tests {
             ],
             &store,
             &runs,
+            &[],
         );
         let st: Vec<Status> = rows.iter().map(|r| r.status).collect();
         assert_eq!(

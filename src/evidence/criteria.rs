@@ -16,6 +16,7 @@ use crate::evidence::verify::{self, Slot};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
+use crate::model::plan::{verify_of, Frozen};
 use crate::model::state::State;
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
@@ -256,11 +257,50 @@ pub fn matrix_with(
         Some(s) if !crit.is_empty() => runs(project, spec, s),
         _ => Vec::new(),
     };
+    let checks = checks(list, state, &runs);
     Ok(Matrix {
         spec: spec.name.clone(),
         enforced: enforced(state),
-        rows: acceptance::coverage(&crit, &store, &runs),
+        rows: acceptance::coverage(&crit, &store, &runs, &checks),
     })
+}
+
+/// The tasks whose own Verify (the frozen plan's) is a shell check, each with how the run
+/// of exactly that command in its slot stands. A run whose output held test results was a
+/// test runner's after all: its criteria map to those tests.
+fn checks(list: &TaskList, state: Option<&State>, runs: &[Run]) -> Vec<acceptance::Check> {
+    let frozen = state.map_or(Frozen::None, State::frozen_plan);
+    let mut out = Vec::new();
+    for task in &list.tasks {
+        let Some(command) = verify_of(frozen, task).filter(|c| acceptance::is_shell_check(c))
+        else {
+            continue;
+        };
+        let slot = Slot::Task(task.label()).describe();
+        let run = runs
+            .iter()
+            .find(|r| r.slot == slot && r.command.trim() == command);
+        let tested = run.is_some_and(|r| r.report.as_ref().is_some_and(|t| !t.runners.is_empty()));
+        if tested {
+            continue;
+        }
+        // The passing run `task complete` accepted covers the task's criteria from then on:
+        // later tasks change the tree (stale), but they are judged by their own checks.
+        let done = state.is_some_and(|s| {
+            let last = s.attempts_of(&task.label()).last();
+            task.checked && last.is_some_and(|a| a.status.as_deref() == Some("done"))
+        });
+        let freshness = match run.map(|r| r.freshness) {
+            Some(verify::Freshness::Stale) if done => verify::Freshness::Fresh,
+            other => other.unwrap_or(verify::Freshness::Missing),
+        };
+        out.push(acceptance::Check {
+            task: task.label(),
+            command: command.to_string(),
+            freshness,
+        });
+    }
+    out
 }
 
 /// One line per uncovered row, for refusals.

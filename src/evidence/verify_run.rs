@@ -19,6 +19,7 @@ use crate::io::output;
 use crate::io::process::{self, Group, KILL_GRACE};
 use crate::io::project::{Project, Spec};
 use crate::io::store;
+use crate::model::plan::{verify_of, Frozen};
 use crate::model::state::{self, Reading, State};
 use crate::model::tasks_file;
 
@@ -47,7 +48,10 @@ pub fn plan_run(
         Slot::Task(id) => {
             let loaded = tasks_file::load(&spec.tasks_path())?;
             let task = loaded.find(id)?;
-            (task.verify_command().map(str::to_string), task.line_start)
+            // The frozen plan's Verify runs, not a rewritten one.
+            let state = state::read_lenient(&spec.state_path()).ok().flatten();
+            let frozen = state.as_ref().map_or(Frozen::None, State::frozen_plan);
+            (verify_of(frozen, task).map(str::to_string), task.line_start)
         }
         Slot::Phase(_) => (None, 0),
     };

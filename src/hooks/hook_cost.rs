@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::claude::transcript;
 use crate::cost::{self, CapHit, Spend};
 use crate::error::Result;
 use crate::hooks::{self as hook, Decision, Outcome, UsageRead};
@@ -18,7 +19,6 @@ use crate::model::state::{self, State};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 use crate::protocol::{self, FailInput};
-use crate::{claude::transcript, cost::prices};
 
 /// Where the hook runs and when.
 pub struct Ctx<'a> {
@@ -250,7 +250,7 @@ fn spend(
     ledger: &Ledger,
 ) -> Result<()> {
     let loaded = match after.max_usd() {
-        Some(_) => prices::load(&ctx.project.root),
+        Some(_) => crate::cost::settings::prices(ctx.project, &ctx.spec.name, after),
         None => Ok(None),
     };
     let table = match &loaded {

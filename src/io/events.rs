@@ -124,6 +124,17 @@ pub enum Event<'a> {
         criterion: &'a str,
         reason: &'a str,
     },
+    /// `plan accept`: a person made tasks.md as it stands the plan; what differed.
+    PlanAccept {
+        digest: &'a str,
+        tasks: usize,
+        changes: &'a [String],
+    },
+    /// A price table or notify command changed during the run, ignored: the one kept at
+    /// `state init` stays in force (`cost::settings`).
+    SettingsIgnored {
+        ignored: &'a str,
+    },
     GroupMerge(GroupMerge<'a>),
     GroupVerify {
         slot: &'a str,

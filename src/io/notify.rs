@@ -89,10 +89,10 @@ pub fn event<'a>(kind: &'a str, spec: &'a str, message: &'a str, about: About<'a
     }
 }
 
-/// Start the notify command for `event` and return at once; trouble starting it is
-/// recorded in events.jsonl, never raised.
-pub fn send(project: &Project, event: &Message<'_>) {
-    let started = match command(project) {
+/// Start `command` (the one in force, or why none could be read) for `event` and return
+/// at once; trouble starting it is recorded in events.jsonl, never raised.
+pub fn send(project: &Project, command: Result<Option<String>, String>, event: &Message<'_>) {
+    let started = match command {
         Ok(None) => return,
         Ok(Some(cmd)) => spawn_runner(&project.root, &cmd, event).map_err(|e| e.to_string()),
         Err(e) => Err(e),

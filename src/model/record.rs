@@ -13,7 +13,6 @@ use crate::error::Result;
 use crate::io::record;
 
 use crate::model::state::{Phase, State};
-use crate::model::tasks::TaskList;
 
 /// The record's format version.
 pub const VERSION: u64 = 1;
@@ -149,24 +148,6 @@ pub fn caps_of(state: &State) -> Caps {
     }
 }
 
-/// The plan's digest: each task's id, box, title, Verify, Done when and Files, in order.
-/// CONTRACT's `model::plan::digest` replaces this at merge (the lead swaps the call).
-pub fn plan_digest(tasks: &TaskList) -> String {
-    let mut h = crate::support::sha256::Sha256::default();
-    for t in &tasks.tasks {
-        let line = format!(
-            "{}\u{1f}{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\n",
-            t.label(),
-            t.title,
-            t.verify_command(),
-            t.done_when,
-            t.files
-        );
-        h.update(line.as_bytes());
-    }
-    h.finish_hex()
-}
-
 /// What the hooks found where the record says the execution is.
 pub enum Found<'a> {
     /// `.current-spec` names no spec, or another one.
@@ -236,10 +217,14 @@ pub fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
             caps.max_global_iterations, record.caps.max_global_iterations
         ));
     }
+    let frozen = matches!(state.frozen_plan(), crate::model::plan::Frozen::Plan(_));
+    if record.plan_digest.is_some() && !frozen {
+        return Some("the state's frozen plan was removed or broken".to_string());
+    }
     let cap_halt = record.halt.as_ref().filter(|h| h.kind != RECORD_HALT);
     if let (Some(h), None) = (cap_halt, state.halt()) {
         return Some(format!(
-            "the halt ({}) was cleared without `resume`",
+            "the halt ({}) was cleared without a person's decision",
             h.reason
         ));
     }
@@ -248,7 +233,6 @@ pub fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
 
 /// The halt text the model sees for a record halt. It names no person's verb: a person
 /// decides at a shell (`specrun status` shows them what happened and what to run).
-/// ROLES's `claude::roles` wording replaces this sentence at merge.
 pub fn halt_message(name: &str, reason: &str) -> String {
     format!(
         "specrun halted spec '{name}': {reason}. The guard's record no longer matches the spec's files, so nothing more runs. End your turn; a person decides at a shell (`specrun status --spec {name}` shows what happened)."

@@ -81,6 +81,12 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
     if let Some(u) = hidden_tasks(name, tasks) {
         out.push(u);
     }
+    out.extend(crate::model::plan::unmet(
+        name,
+        state.total_tasks(),
+        state.frozen_plan(),
+        tasks,
+    ));
     let unchecked: Vec<String> = tasks
         .tasks
         .iter()

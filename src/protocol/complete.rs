@@ -87,6 +87,13 @@ fn unmet(input: &CompleteInput<'_>, history: &[Attempt]) -> Vec<Unmet> {
     let id_q = crate::support::shell::word(&id);
     let mut unmet = Vec::new();
     execution_gates(input.state, &mut unmet);
+    let name = input.state.name().unwrap_or_default();
+    unmet.extend(crate::model::plan::unmet(
+        name,
+        input.state.total_tasks(),
+        input.state.frozen_plan(),
+        input.list,
+    ));
     unmet.extend(attempt_running(&id, history.last()));
     if input.evidence().is_none() {
         unmet.push(Unmet::new(

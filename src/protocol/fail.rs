@@ -211,7 +211,7 @@ fn with_fix(
             last.fix_task_id = Nullable::Set(f.id.clone());
         }
         let total = input.list.tasks.len() + usize::from(!f.adopted);
-        patch = fix_map_patch(input.state, &f, reason, total);
+        patch = fix_map_patch(input.state, &f, reason, total).merge(plan_with_fix(input, &f));
         out.message.push_str(&if f.adopted {
             format!(
                 "; fix task {} (already in tasks.md) recorded for {id}",
@@ -232,6 +232,24 @@ fn with_fix(
         out.notes.extend(f.lines.iter().cloned());
     }
     (Some(f), patch)
+}
+
+/// The fix task the binary inserts (or adopts) joins the frozen plan, as it stands in
+/// tasks.md once written; a state with no plan (or a broken one) is left as it is.
+fn plan_with_fix(input: &FailInput<'_>, f: &FixTask) -> Patch {
+    let crate::model::plan::Frozen::Plan(plan) = input.state.frozen_plan() else {
+        return Patch::new();
+    };
+    let block = crate::model::tasks::parse(&format!("{}\n", f.lines.join("\n")));
+    let fix = if f.adopted {
+        input.list.find(&f.id).ok()
+    } else {
+        block.tasks.first()
+    };
+    match fix {
+        Some(task) => Patch::new().plan(&plan.with_fix(task, &f.fixes)),
+        None => Patch::new(),
+    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,8 @@ impl Patch {
         uncounted_stops: u64 => ["guard", "uncountedStops"];
         uncounted_offset: u64 => ["guard", "uncountedOffset"];
         last_message_id: &str => ["guard", "lastMessageId"];
+        /// The frozen plan as a whole (its tasks array replaces the stored one).
+        plan: &crate::model::plan::Plan => ["plan"];
     }
 
     /// A merge patch built as JSON (`{…, "$unset": [..]}`) by a writer not yet typed.

@@ -522,6 +522,9 @@ pub struct State {
     base_commit: Nullable<String> = "baseCommit",
     /// Task ids whose box was already ticked at `state init` (any JSON: only strings count).
     checked_at_init: Option<Vec<Value>> = "checkedAtInit",
+    /// The plan frozen at `state init` (`model::plan`). `Loose`: a hand-garbled one must
+    /// not make the state unreadable, and reads as broken, never as absent.
+    plan: Loose<crate::model::plan::Plan> = "plan",
 }
 }
 
@@ -763,6 +766,16 @@ impl State {
     pub fn put_verification_block(&mut self, phase: &str, record: Value) {
         let map = self.verification_blocks.get_or_insert_with(Map::new);
         map.insert(phase.to_string(), record);
+    }
+    /// The frozen plan: none in a state written before plans were frozen; broken when
+    /// the field does not read or its tasks no longer hash to its digest.
+    pub fn frozen_plan(&self) -> crate::model::plan::Frozen<'_> {
+        use crate::model::plan::Frozen;
+        match &self.plan {
+            Loose::Absent => Frozen::None,
+            Loose::Typed(p) if p.intact() => Frozen::Plan(p),
+            _ => Frozen::Broken,
+        }
     }
     pub fn sequential(&self) -> bool {
         let iso = self.isolation.as_ref();
