@@ -169,10 +169,11 @@ fn no_fifo_or_device_at_a_path_the_binary_reads_hangs_it() {
 }
 
 /// The notify path read `.specrun/config.json` with an unbounded blocking read: the Stop
-/// that halts never answered. Now it answers, and the events log names the file.
+/// that halts never answered. Now it answers; and since the notify command in force is
+/// the one kept at `state init`, a config planted during the run is not run at all.
 #[test]
-fn a_halting_stop_answers_over_an_unreadable_config_and_says_why() {
-    for (kind, named) in [(Kind::Fifo, "FIFO"), (Kind::Zero, "symbolic link")] {
+fn a_halting_stop_answers_over_an_unreadable_config_planted_during_the_run() {
+    for kind in [Kind::Fifo, Kind::Zero] {
         let p = fresh();
         plant(&p.path(".specrun/config.json"), kind);
         let r = run_bounded(&p, &["hook", "stop"], &stop_input(&p, None));
@@ -183,13 +184,7 @@ fn a_halting_stop_answers_over_an_unreadable_config_and_says_why() {
             .into_iter()
             .filter(|e| e["event"] == "notify")
             .collect();
-        assert!(
-            notify.iter().any(|e| e["ok"] == false
-                && e["error"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("config.json") && m.contains(named))),
-            "{kind:?}: {notify:?}"
-        );
+        assert!(notify.is_empty(), "{kind:?}: no notify was in force at init: {notify:?}");
     }
 }
 

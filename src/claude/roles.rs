@@ -45,6 +45,7 @@ pub const VERBS: &[(&str, Role)] = &[
     ("verify run", Role::Model),
     ("verify status", Role::Model),
     ("critique record", Role::Model),
+    ("critique skeleton", Role::Model),
     ("critique status", Role::Model),
     ("goal", Role::Model),
     ("last-mile", Role::Model),
