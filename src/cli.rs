@@ -861,6 +861,7 @@ mod tests {
             &["resume"],
             &["task", "justify", "1", "--finding", "F1", "--reason", "r"],
             &["ac", "confirm", "1/AC1", "--reason", "r"],
+            &["plan", "accept"],
         ];
         let persons: Vec<&str> = VERBS
             .iter()

@@ -184,7 +184,10 @@ fn a_halting_stop_answers_over_an_unreadable_config_planted_during_the_run() {
             .into_iter()
             .filter(|e| e["event"] == "notify")
             .collect();
-        assert!(notify.is_empty(), "{kind:?}: no notify was in force at init: {notify:?}");
+        assert!(
+            notify.is_empty(),
+            "{kind:?}: no notify was in force at init: {notify:?}"
+        );
     }
 }
 
