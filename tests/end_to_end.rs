@@ -1319,7 +1319,8 @@ fn e2e_17_a_halted_execution_denies_a_workflow() {
                     .contains("\"deny\"")
             })
             .collect();
-        assert_eq!(denials.len(), 1, "{}", run.describe());
+        // The Workflow, then the restart: the PreToolUse guard denies a person's verb in Bash.
+        assert_eq!(denials.len(), 2, "{}", run.describe());
     } else {
         assert!(
             !result.contains("Workflow launched"),
@@ -1818,7 +1819,7 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     let status = run.tool_result(Some(Agent::Main), "1.1/AC2");
     assert!(
         status.contains(
-            "2 covered by tests, 0 checked by their task's Verify, 0 manual, 0 uncovered"
+            "2 covered by tests, 0 checked by their task's Verify, 0 manual, 0 proposed (waiting for a person), 0 uncovered"
         ),
         "{status}"
     );
@@ -2128,11 +2129,12 @@ fn e2e_20_an_executor_verifying_with_another_command_is_refused() {
     assert_eq!(state["unverifiedClaims"][0]["taskId"], "1.1", "{state:#}");
 }
 
-/// Scenario 21 (issue 11, on the real clients): the coordinator replaces the events log and
-/// the progress file with links to files outside the project, then runs task 1.1 with an
-/// honest executor. No hook or verb writes through a link (the outside files keep their
-/// bytes), each names the link, the task's completion still counts (its progress line is
-/// a warning) and the session is never trapped.
+/// Scenario 21 (issue 11, on the real clients): the events log and the progress file are
+/// links to files outside the project, planted by a process outside Claude Code (the
+/// coordinator's own attempt to plant them is denied by the PreToolUse guard); then task 1.1
+/// runs with an honest executor. No hook or verb writes through a link (the outside files
+/// keep their bytes), each names the link, the task's completion still counts (its progress
+/// line is a warning) and the session is never trapped.
 #[test]
 fn e2e_21_links_planted_at_bookkeeping_paths_carry_no_write_outside() {
     let Some(h) = Harness::new() else {
@@ -2152,13 +2154,18 @@ fn e2e_21_links_planted_at_bookkeeping_paths_carry_no_write_outside() {
         events.display(),
         progress.display()
     );
+    // Planted from outside Claude Code (the guard reads words, not other processes).
+    let planted = std::process::Command::new("sh")
+        .args(["-c", &plant])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(planted.status.success(), "{planted:?}");
     let mut rules = vec![
         Rule::main().turn(0).reply([bash(&plant)]),
-        Rule::main().last_tool_result("PLANTED").reply([delegate_as(
-            EXECUTOR,
-            "1.1",
-            Mode::Background,
-        )]),
+        Rule::main()
+            .last_tool_result("denied during an execution")
+            .reply([delegate_as(EXECUTOR, "1.1", Mode::Background)]),
         Rule::main()
             .result("TASK_COMPLETE 1.1")
             .reply([text("Task 1.1 reported back.")]),

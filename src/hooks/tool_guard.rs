@@ -134,11 +134,26 @@ pub fn file(path: &str) -> Call {
 }
 
 fn is_bookkeeping(text: &str) -> bool {
+    let text = inside_member_worktree(text);
     let parts = text.split(['/', '\\']);
     parts
         .map(|p| p.trim_matches(|c: char| c == '"' || c == '\'' || c == '`'))
         .any(|p| BOOKKEEPING.contains(&p))
         || RECORD_MARKERS.iter().any(|m| text.contains(m))
+}
+
+/// The part of `text` below an isolated member's worktree (`.specrun/worktrees/<spec>/<id>/`),
+/// which is a checkout of the code the executor works in, not bookkeeping; `text` itself
+/// when it names no member worktree.
+fn inside_member_worktree(text: &str) -> &str {
+    const WORKTREES: &str = ".specrun/worktrees/";
+    match text.find(WORKTREES) {
+        Some(at) => text[at + WORKTREES.len()..]
+            .splitn(3, '/')
+            .nth(2)
+            .unwrap_or(""),
+        None => text,
+    }
 }
 
 /// The simple commands of a line: split at `;`, `&`, `|`, newlines, `(`, `)`, `` ` `` and
@@ -393,8 +408,18 @@ mod tests {
             "/p/src/main.rs",
             "specs/demo/tasks.md",
             "/p/specs/demo/.progress.md",
+            "/p/.specrun/worktrees/demo/1.1/src/main.rs",
         ] {
             assert_eq!(rule(file(path)), "changes", "{path}");
+        }
+        // A member's worktree is code; its own bookkeeping paths are still bookkeeping.
+        let member_state = "/p/.specrun/worktrees/demo/1.1/specs/demo/.specrun-state.json";
+        assert_eq!(rule(file(member_state)), "bookkeeping-write");
+        for cmd in [
+            "cd /p/.specrun/worktrees/demo/1.1 && cargo test",
+            "printf x > /p/.specrun/worktrees/demo/1.2/notes/a.txt",
+        ] {
+            assert_eq!(rule(bash(cmd)), "changes", "{cmd}");
         }
     }
 }
