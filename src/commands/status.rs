@@ -261,6 +261,14 @@ impl Dashboard {
                 self.notes.push(("settings", line));
             }
         }
+        if let (Some(spec), Some(state)) = (&facts.spec, facts.state_doc()) {
+            let log = crate::io::store::read_optional(&project.events_path());
+            let text = log.ok().flatten().unwrap_or_default();
+            let since = state.started_at().and_then(Timestamp::text);
+            if let Some(line) = denied_note(&denied_attempts(&text, &spec.name, since)) {
+                self.notes.push(("denied", line));
+            }
+        }
         for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
             self.notes.push((
                 "accepted",
@@ -370,6 +378,50 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
     crate::next::completion::waits_for_person(&unmet).then(|| {
         let what: Vec<&str> = unmet.iter().map(|u| u.detail.as_str()).collect();
         format!("for a person, not complete: {}", what.join(" "))
+    })
+}
+
+/// The PreToolUse denials of spec `name` since `since` (the execution's `startedAt`) in
+/// the events log's bytes: `(tool, rule, count)`, in the order first denied.
+pub fn denied_attempts(
+    log: &[u8],
+    name: &str,
+    since: Option<&str>,
+) -> Vec<(String, String, usize)> {
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
+    let from = since.and_then(at);
+    let mut out: Vec<(String, String, usize)> = Vec::new();
+    for e in String::from_utf8_lossy(log)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+        let denied = field("event") == "pre-tool-use" && field("decision") == "deny";
+        let ours = field("spec") == name && from.is_none_or(|f| at(field("at")) >= Some(f));
+        if !(denied && ours) {
+            continue;
+        }
+        let (tool, rule) = (field("tool").to_string(), field("rule").to_string());
+        match out.iter_mut().find(|(t, r, _)| *t == tool && *r == rule) {
+            Some(row) => row.2 += 1,
+            None => out.push((tool, rule, 1)),
+        }
+    }
+    out
+}
+
+/// The `denied` line of `status`: how many tool calls the guard denied, by tool and rule.
+fn denied_note(rows: &[(String, String, usize)]) -> Option<String> {
+    let total: usize = rows.iter().map(|r| r.2).sum();
+    (total > 0).then(|| {
+        let each: Vec<String> = rows
+            .iter()
+            .map(|(tool, rule, n)| format!("{n} {tool} {rule}"))
+            .collect();
+        format!(
+            "{total} tool call(s) of this execution denied by the guard: {} (.specrun/events.jsonl has each reason)",
+            each.join(", ")
+        )
     })
 }
 
@@ -840,6 +892,38 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn denied_attempts_count_this_executions_denials_by_tool_and_rule() {
+        let log = [
+            r#"{"at":"2026-01-01T00:00:00.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            r#"{"at":"2026-01-02T00:00:01.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            r#"{"at":"2026-01-02T00:00:02.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"bookkeeping-write"}"#,
+            r#"{"at":"2026-01-02T00:00:03.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Agent","decision":"allow","rule":"allow"}"#,
+            r#"{"at":"2026-01-02T00:00:04.000Z","session":"s","event":"pre-tool-use","spec":"other","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            "torn {",
+            r#"{"at":"2026-01-02T00:00:05.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+        ]
+        .join("\n");
+        let rows = denied_attempts(log.as_bytes(), "demo", Some("2026-01-02T00:00:00+00:00"));
+        let want = |t: &str, r: &str, n| (t.to_string(), r.to_string(), n);
+        assert_eq!(
+            rows,
+            [
+                want("Bash", "persons-verb", 2),
+                want("Bash", "bookkeeping-write", 1)
+            ]
+        );
+        let note = denied_note(&rows).unwrap();
+        assert!(note.starts_with("3 tool call(s)"), "{note}");
+        assert!(
+            note.contains("2 Bash persons-verb, 1 Bash bookkeeping-write"),
+            "{note}"
+        );
+        // The earlier execution's denial counts with no start to bound it; none, no line.
+        assert_eq!(denied_attempts(log.as_bytes(), "demo", None)[0].2, 3);
+        assert_eq!(denied_note(&[]), None);
+    }
 
     fn board() -> Dashboard {
         Dashboard {
