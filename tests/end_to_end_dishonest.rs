@@ -210,4 +210,31 @@ fn e2e_22_a_dishonest_coordinator_and_executor_are_refused_at_every_attempt() {
     ] {
         assert!(status.contains(want), "{want:?} not in status:\n{status}");
     }
+    let out = Command::new(env!("CARGO_BIN_EXE_specrun"))
+        .current_dir(h.root())
+        .env_remove("CLAUDECODE")
+        .args(["status", "--spec", "demo", "--json"])
+        .output()
+        .expect("run specrun status --json");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("status --json prints JSON");
+    let counts: Vec<(&str, u64)> = doc["dashboard"]["denied"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap_or_default(),
+                d["count"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            ("persons-verb", 2),
+            ("bookkeeping-write", 2),
+            ("claudecode-override", 2)
+        ],
+        "{doc:#}"
+    );
 }

@@ -188,6 +188,8 @@ pub struct Dashboard {
     /// The guard's warnings: (label, text) — time cap, uncounted stops, accepted evidence.
     #[serde(skip)]
     pub notes: Vec<(&'static str, String)>,
+    /// The guard's PreToolUse denials of this execution, by tool and rule.
+    pub denied: Vec<Denied>,
     /// Executor claims let through unverified, as lines.
     pub unverified: Vec<String>,
     /// The cost table (the ledger, priced when there is a price table); `status --json`
@@ -265,7 +267,8 @@ impl Dashboard {
             let log = crate::io::store::read_optional(&project.events_path());
             let text = log.ok().flatten().unwrap_or_default();
             let since = state.started_at().and_then(Timestamp::text);
-            if let Some(line) = denied_note(&denied_attempts(&text, &spec.name, since)) {
+            self.denied = denied_attempts(&text, &spec.name, since);
+            if let Some(line) = denied_note(&self.denied) {
                 self.notes.push(("denied", line));
             }
         }
@@ -381,16 +384,20 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
     })
 }
 
+/// Tool calls the guard denied with one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Denied {
+    pub tool: String,
+    pub rule: String,
+    pub count: usize,
+}
+
 /// The PreToolUse denials of spec `name` since `since` (the execution's `startedAt`) in
-/// the events log's bytes: `(tool, rule, count)`, in the order first denied.
-pub fn denied_attempts(
-    log: &[u8],
-    name: &str,
-    since: Option<&str>,
-) -> Vec<(String, String, usize)> {
+/// the events log's bytes, by tool and rule in the order first denied.
+pub fn denied_attempts(log: &[u8], name: &str, since: Option<&str>) -> Vec<Denied> {
     let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
     let from = since.and_then(at);
-    let mut out: Vec<(String, String, usize)> = Vec::new();
+    let mut out: Vec<Denied> = Vec::new();
     for e in String::from_utf8_lossy(log)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -402,21 +409,25 @@ pub fn denied_attempts(
             continue;
         }
         let (tool, rule) = (field("tool").to_string(), field("rule").to_string());
-        match out.iter_mut().find(|(t, r, _)| *t == tool && *r == rule) {
-            Some(row) => row.2 += 1,
-            None => out.push((tool, rule, 1)),
+        match out.iter_mut().find(|d| d.tool == tool && d.rule == rule) {
+            Some(row) => row.count += 1,
+            None => out.push(Denied {
+                tool,
+                rule,
+                count: 1,
+            }),
         }
     }
     out
 }
 
 /// The `denied` line of `status`: how many tool calls the guard denied, by tool and rule.
-fn denied_note(rows: &[(String, String, usize)]) -> Option<String> {
-    let total: usize = rows.iter().map(|r| r.2).sum();
+fn denied_note(rows: &[Denied]) -> Option<String> {
+    let total: usize = rows.iter().map(|r| r.count).sum();
     (total > 0).then(|| {
         let each: Vec<String> = rows
             .iter()
-            .map(|(tool, rule, n)| format!("{n} {tool} {rule}"))
+            .map(|d| format!("{} {} {}", d.count, d.tool, d.rule))
             .collect();
         format!(
             "{total} tool call(s) of this execution denied by the guard: {} (.specrun/events.jsonl has each reason)",
@@ -906,7 +917,11 @@ mod tests {
         ]
         .join("\n");
         let rows = denied_attempts(log.as_bytes(), "demo", Some("2026-01-02T00:00:00+00:00"));
-        let want = |t: &str, r: &str, n| (t.to_string(), r.to_string(), n);
+        let want = |t: &str, r: &str, count| Denied {
+            tool: t.to_string(),
+            rule: r.to_string(),
+            count,
+        };
         assert_eq!(
             rows,
             [
@@ -921,7 +936,7 @@ mod tests {
             "{note}"
         );
         // The earlier execution's denial counts with no start to bound it; none, no line.
-        assert_eq!(denied_attempts(log.as_bytes(), "demo", None)[0].2, 3);
+        assert_eq!(denied_attempts(log.as_bytes(), "demo", None)[0].count, 3);
         assert_eq!(denied_note(&[]), None);
     }
 
