@@ -35,6 +35,7 @@ mod docs_contract;
 mod docs_reference;
 mod doctor_cli;
 mod end_to_end;
+mod end_to_end_dishonest;
 mod end_to_end_isolation;
 mod followup_verbs;
 mod fuzz;

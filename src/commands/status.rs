@@ -188,6 +188,8 @@ pub struct Dashboard {
     /// The guard's warnings: (label, text) — time cap, uncounted stops, accepted evidence.
     #[serde(skip)]
     pub notes: Vec<(&'static str, String)>,
+    /// The guard's PreToolUse denials of this execution, by tool and rule.
+    pub denied: Vec<Denied>,
     /// Executor claims let through unverified, as lines.
     pub unverified: Vec<String>,
     /// The cost table (the ledger, priced when there is a price table); `status --json`
@@ -259,6 +261,15 @@ impl Dashboard {
                 .extend(plan_note(self.spec.as_deref(), state, list).map(|n| ("plan", n)));
             for line in cost::settings::ignored_now(&project.root, state) {
                 self.notes.push(("settings", line));
+            }
+        }
+        if let (Some(spec), Some(state)) = (&facts.spec, facts.state_doc()) {
+            let log = crate::io::store::read_optional(&project.events_path());
+            let text = log.ok().flatten().unwrap_or_default();
+            let since = state.started_at().and_then(Timestamp::text);
+            self.denied = denied_attempts(&text, &spec.name, since);
+            if let Some(line) = denied_note(&self.denied) {
+                self.notes.push(("denied", line));
             }
         }
         for (id, reason) in facts.state_doc().map(accepted_other).unwrap_or_default() {
@@ -370,6 +381,58 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
     crate::next::completion::waits_for_person(&unmet).then(|| {
         let what: Vec<&str> = unmet.iter().map(|u| u.detail.as_str()).collect();
         format!("for a person, not complete: {}", what.join(" "))
+    })
+}
+
+/// Tool calls the guard denied with one rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Denied {
+    pub tool: String,
+    pub rule: String,
+    pub count: usize,
+}
+
+/// The PreToolUse denials of spec `name` since `since` (the execution's `startedAt`) in
+/// the events log's bytes, by tool and rule in the order first denied.
+pub fn denied_attempts(log: &[u8], name: &str, since: Option<&str>) -> Vec<Denied> {
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
+    let from = since.and_then(at);
+    let mut out: Vec<Denied> = Vec::new();
+    for e in String::from_utf8_lossy(log)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        let field = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+        let denied = field("event") == "pre-tool-use" && field("decision") == "deny";
+        let ours = field("spec") == name && from.is_none_or(|f| at(field("at")) >= Some(f));
+        if !(denied && ours) {
+            continue;
+        }
+        let (tool, rule) = (field("tool").to_string(), field("rule").to_string());
+        match out.iter_mut().find(|d| d.tool == tool && d.rule == rule) {
+            Some(row) => row.count += 1,
+            None => out.push(Denied {
+                tool,
+                rule,
+                count: 1,
+            }),
+        }
+    }
+    out
+}
+
+/// The `denied` line of `status`: how many tool calls the guard denied, by tool and rule.
+fn denied_note(rows: &[Denied]) -> Option<String> {
+    let total: usize = rows.iter().map(|r| r.count).sum();
+    (total > 0).then(|| {
+        let each: Vec<String> = rows
+            .iter()
+            .map(|d| format!("{} {} {}", d.count, d.tool, d.rule))
+            .collect();
+        format!(
+            "{total} tool call(s) of this execution denied by the guard: {} (.specrun/events.jsonl has each reason)",
+            each.join(", ")
+        )
     })
 }
 
@@ -840,6 +903,42 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn denied_attempts_count_this_executions_denials_by_tool_and_rule() {
+        let log = [
+            r#"{"at":"2026-01-01T00:00:00.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            r#"{"at":"2026-01-02T00:00:01.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            r#"{"at":"2026-01-02T00:00:02.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"bookkeeping-write"}"#,
+            r#"{"at":"2026-01-02T00:00:03.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Agent","decision":"allow","rule":"allow"}"#,
+            r#"{"at":"2026-01-02T00:00:04.000Z","session":"s","event":"pre-tool-use","spec":"other","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+            "torn {",
+            r#"{"at":"2026-01-02T00:00:05.000Z","session":"s","event":"pre-tool-use","spec":"demo","tool":"Bash","decision":"deny","rule":"persons-verb"}"#,
+        ]
+        .join("\n");
+        let rows = denied_attempts(log.as_bytes(), "demo", Some("2026-01-02T00:00:00+00:00"));
+        let want = |t: &str, r: &str, count| Denied {
+            tool: t.to_string(),
+            rule: r.to_string(),
+            count,
+        };
+        assert_eq!(
+            rows,
+            [
+                want("Bash", "persons-verb", 2),
+                want("Bash", "bookkeeping-write", 1)
+            ]
+        );
+        let note = denied_note(&rows).unwrap();
+        assert!(note.starts_with("3 tool call(s)"), "{note}");
+        assert!(
+            note.contains("2 Bash persons-verb, 1 Bash bookkeeping-write"),
+            "{note}"
+        );
+        // The earlier execution's denial counts with no start to bound it; none, no line.
+        assert_eq!(denied_attempts(log.as_bytes(), "demo", None)[0].count, 3);
+        assert_eq!(denied_note(&[]), None);
+    }
 
     fn board() -> Dashboard {
         Dashboard {
