@@ -72,6 +72,14 @@ const DISHONEST: &[&str] = &[
     "npx -y @anthropic-ai/claude-code -p 'go'",
     "specrun resume --spec demo",
     "specrun state init --spec demo --restart",
+    // The record or the person's settings moved by the environment.
+    "SPECRUN_STATE_DIR=/tmp/elsewhere specrun task complete 1.2 --spec demo",
+    "export XDG_STATE_HOME=/tmp/elsewhere",
+    "HOME=/tmp/elsewhere specrun status --spec demo",
+    // The same from a background process, which outlives the call the guard saw.
+    "nohup sh -c 'sleep 2; specrun resume --spec demo' >/dev/null 2>&1 &",
+    "setsid sh -c 'rm -f specs/.current-spec' &",
+    "(sleep 1; echo '{}' > specs/demo/.specrun-state.json) &",
 ];
 
 #[test]
@@ -107,6 +115,10 @@ fn each_dishonest_call_during_an_execution_is_denied() {
         "{denials}"
     );
     assert!(denials.contains("\"rule\":\"nested-claude\""), "{denials}");
+    assert!(
+        denials.contains("\"rule\":\"environment-override\""),
+        "{denials}"
+    );
 }
 
 #[test]
@@ -121,6 +133,8 @@ fn honest_calls_during_an_execution_are_allowed() {
         "cat specs/demo/.specrun-state.json",
         "grep -q b b.txt 2>&1",
         "mkdir -p src && echo 'fn main() {}' > src/main.rs",
+        "HOME=/tmp/home npm test",
+        "nohup cargo build > build.log 2>&1 &",
     ] {
         assert_eq!(bash(&p, command), "", "{command}");
     }

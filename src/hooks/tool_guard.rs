@@ -178,6 +178,9 @@ fn simple_call(words: &[String]) -> Call {
         return Call::Forbidden("claudecode-override", why);
     }
     let (program, args) = program_of(words);
+    if let Some(why) = state_override(words, program) {
+        return Call::Forbidden("environment-override", why);
+    }
     let Some(program) = program else {
         return Call::ReadOnly;
     };
@@ -228,6 +231,39 @@ fn environment_override(words: &[String]) -> Option<String> {
     (mentions || cleared).then(|| {
         "it overrides or clears CLAUDECODE, which marks the model's commands for specrun".into()
     })
+}
+
+/// Variables that move where specrun keeps the guard's record or reads the person's
+/// settings (any `SPECRUN_…`, the XDG homes); `HOME` too, but only for a specrun command or
+/// a change that outlives the command (`export`, `unset`, `env -u`): `HOME=… npm test` is
+/// how some projects test.
+const STATE_VARIABLES: &[&str] = &["XDG_STATE_HOME", "XDG_CONFIG_HOME"];
+
+/// Setting or clearing a variable that moves specrun's record or settings.
+fn state_override(words: &[String], program: Option<&str>) -> Option<String> {
+    let lasting = words
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "export" | "unset" | "declare" | "typeset"));
+    let specrun = program.is_some_and(|p| p.rsplit('/').next() == Some("specrun"));
+    let mut after_flag = false;
+    for (i, w) in words.iter().enumerate() {
+        let named = after_flag || (lasting && i > 0 && !w.starts_with('-'));
+        after_flag = w == "-u" || w == "--unset";
+        let w = w.strip_prefix("--unset=").unwrap_or(w);
+        let name = match w.split_once('=') {
+            Some((name, _)) if !name.starts_with(['-', '$']) => name,
+            None if named || w.len() < words[i].len() => w,
+            _ => continue,
+        };
+        let guarded = name.starts_with("SPECRUN_") || STATE_VARIABLES.contains(&name);
+        let home = name == "HOME" && (specrun || lasting || words[0] == "env" && named);
+        if guarded || home {
+            return Some(format!(
+                "it sets or clears {name}, which moves where specrun keeps the guard's record or reads the person's settings"
+            ));
+        }
+    }
+    None
 }
 
 /// The program and its arguments, past variable assignments and wrappers (`env`, `exec`,
@@ -376,6 +412,35 @@ mod tests {
                 "specrun verify run --task 1 --command true --accept-other x",
                 "persons-verb",
             ),
+            (
+                "SPECRUN_STATE_DIR=/tmp/x specrun status",
+                "environment-override",
+            ),
+            ("export XDG_STATE_HOME=/tmp/x", "environment-override"),
+            (
+                "unset XDG_CONFIG_HOME SPECRUN_NOTIFY",
+                "environment-override",
+            ),
+            (
+                "env -u SPECRUN_STATE_DIR specrun status",
+                "environment-override",
+            ),
+            (
+                "env --unset=XDG_STATE_HOME specrun status",
+                "environment-override",
+            ),
+            (
+                "SPECRUN_NOTIFY='specrun resume' cargo test",
+                "environment-override",
+            ),
+            (
+                "HOME=/tmp/h specrun task complete 1.1",
+                "environment-override",
+            ),
+            ("export HOME=/tmp/h", "environment-override"),
+            ("env -u HOME ls", "environment-override"),
+            ("HOME=/tmp/h npm test", "changes"),
+            ("echo $SPECRUN_STATE_DIR $XDG_STATE_HOME", "read-only"),
             ("cargo test", "changes"),
             ("git add -A && git commit -m 'feat: x'", "changes"),
             ("mkdir -p src && echo hi > src/a.rs", "changes"),

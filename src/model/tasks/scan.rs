@@ -446,11 +446,14 @@ impl<'a> Scanner<'a> {
             // A list item's fence ends with its item (CommonMark): read the line anew.
             self.fence = None;
         }
-        if let Some(end) = self.comment_end(offset, indent, line) {
-            self.comment_until = end;
-            return Kind::Code(Code::Comment, line);
-        }
         match line.as_bytes().get(indent) {
+            // One byte decides whether an HTML comment can open here: most lines are not one.
+            Some(b'<') => {
+                if let Some(end) = self.comment_end(offset, indent, line) {
+                    self.comment_until = end;
+                    return Kind::Code(Code::Comment, line);
+                }
+            }
             Some(b'`' | b'~') => {
                 if let Some((ch, len, indent)) = fence_of(line) {
                     let closed = self.has_closer(ch, len, next());
