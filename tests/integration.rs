@@ -58,6 +58,7 @@ mod io_reads;
 mod last_mile_cli;
 mod layers;
 mod learn_verb;
+mod next_step_agreement;
 mod panics;
 mod plan_frozen;
 mod printed_commands;

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use crate::common::{bin_path, write_executable, TempProject};
 
-const GREET_JS: &str = "function greet(name) {\n  if (!name) throw new Error(\"a name is required\");\n  return `Hello, ${name}!`;\n}\nmodule.exports = { greet };\n";
-const GREET_TEST_JS: &str = "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { greet } = require(\"./greet\");\n\ntest(\"greets by name\", () => {\n  assert.strictEqual(greet(\"Ada\"), \"Hello, Ada!\");\n});\n\ntest(\"rejects an empty name\", () => {\n  assert.throws(() => greet(\"\"));\n});\n";
+pub const GREET_JS: &str = "function greet(name) {\n  if (!name) throw new Error(\"a name is required\");\n  return `Hello, ${name}!`;\n}\nmodule.exports = { greet };\n";
+pub const GREET_TEST_JS: &str = "const test = require(\"node:test\");\nconst assert = require(\"node:assert\");\nconst { greet } = require(\"./greet\");\n\ntest(\"greets by name\", () => {\n  assert.strictEqual(greet(\"Ada\"), \"Hello, Ada!\");\n});\n\ntest(\"rejects an empty name\", () => {\n  assert.throws(() => greet(\"\"));\n});\n";
 
 /// What a person does in the editor, by file: the plan, the code, the reviews.
 const EDITOR: &str = r#"#!/bin/sh

@@ -362,7 +362,7 @@ pub fn is_shell_check(command: &str) -> bool {
 pub fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
     let mut failed_in = Vec::new();
     let mut fresh_pass = None;
-    let mut stale_pass = None;
+    let mut stale_pass: Option<&Run> = None;
     let mut seen_elsewhere = None;
     for run in runs {
         let Some(report) = &run.report else { continue };
@@ -380,7 +380,7 @@ pub fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
                 failed_in.push(run.slot.clone())
             }
             (Some(Outcome::Passed), Freshness::Fresh) => fresh_pass = Some(run.slot.clone()),
-            (Some(Outcome::Passed), Freshness::Stale) => stale_pass = Some(run.slot.clone()),
+            (Some(Outcome::Passed), Freshness::Stale) => stale_pass = Some(run),
             (Some(o), _) => {
                 seen_elsewhere = Some(format!(
                     "{} in {} ({})",
@@ -398,10 +398,14 @@ pub fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
         )
     } else if let Some(slot) = fresh_pass {
         (TestState::Passed, format!("passed in {slot} (fresh)"))
-    } else if let Some(slot) = stale_pass {
+    } else if let Some(run) = stale_pass {
         (
             TestState::Stale,
-            format!("passed in {slot}, but the code changed since: run it again"),
+            format!(
+                "passed in {}, but the code changed since: run it again (`{}`)",
+                run.slot,
+                rerun(run)
+            ),
         )
     } else if let Some(seen) = seen_elsewhere {
         (TestState::Missing, format!("no fresh pass: {seen}"))
@@ -412,6 +416,28 @@ pub fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
         name: name.to_string(),
         state,
         detail,
+    }
+}
+
+/// The command that records `run` again: its slot's `verify run` with its own command.
+fn rerun(run: &Run) -> String {
+    let command = crate::support::shell::word(&run.command);
+    let slot = &run.slot;
+    match slot
+        .strip_prefix("taskEvidence[")
+        .and_then(|s| s.strip_suffix(']'))
+    {
+        Some(id) => format!(
+            "specrun verify run --task {} --command {command}",
+            crate::support::shell::word(id)
+        ),
+        None => {
+            let phase = slot.strip_prefix("verificationBlocks.").unwrap_or(slot);
+            format!(
+                "specrun verify run --phase {} --command {command}",
+                crate::support::shell::word(phase)
+            )
+        }
     }
 }
 
