@@ -3,7 +3,7 @@
 //! and the atomic locked write. `scripts/bench-core` measures the same work as whole
 //! processes (the targets are about those).
 // Tests and benchmarks set up and inspect files directly; the binary goes through the store.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 
 use std::hint::black_box;
 use std::path::Path;
@@ -12,9 +12,9 @@ use std::process::Command;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
-use specrun::io::project::Project;
-use specrun::next::facts;
-use specrun::{io::store, model::state, model::tasks};
+use specrun::api::io::project::Project;
+use specrun::api::next::facts;
+use specrun::api::{io::store, model::state, model::tasks};
 
 fn tasks_md(n: usize, checked_below: usize) -> String {
     let mut text = String::with_capacity(n * 64);

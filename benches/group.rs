@@ -3,16 +3,16 @@
 //! fingerprinting the merged tree, without the verification command itself. Target: ≤ 200 ms
 //! median. Each iteration starts from the base commit again (the reset is not timed).
 // Tests and benchmarks set up and inspect files directly; the binary goes through the store.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 
 use std::path::Path;
 use std::process::Command;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 
-use specrun::evidence::verify;
-use specrun::io::project::Project;
-use specrun::isolation::worktree::{self, Step};
+use specrun::api::evidence::verify;
+use specrun::api::io::project::Project;
+use specrun::api::isolation::worktree::{self, Step};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")

@@ -2,15 +2,15 @@
 //! (the real runner captures of tests/fixtures/testlogs, repeated) and scanning a
 //! 2,000-line diff of test sources for integrity findings.
 // Tests and benchmarks set up and inspect files directly; the binary goes through the store.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 
 use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use specrun::evidence::integrity::{self, FileDiff, Status};
-use specrun::evidence::testlog;
+use specrun::api::evidence::integrity::{self, FileDiff, Status};
+use specrun::api::evidence::testlog;
 
 /// 50,000 lines of real runner output: every capture, repeated.
 fn test_log(lines: usize) -> String {

@@ -352,7 +352,7 @@ pub struct StateInitArgs {
 }
 
 /// `--driver`: the state's own `executionDriver` type.
-pub use crate::model::state::Driver;
+pub(crate) use crate::model::state::Driver;
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
@@ -374,7 +374,7 @@ pub struct HookArgs {
 
 /// The commands Claude Code runs on every turn, read without clap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FastPath {
+pub(crate) enum FastPath {
     Hook(HookEvent),
     Statusline,
 }
@@ -383,7 +383,7 @@ pub enum FastPath {
 /// `statusline` (Claude Code's statusLine command), read without building the whole clap
 /// command tree: that build was half of the idle hook's instructions. Anything else,
 /// `--cwd` included, goes to clap.
-pub fn fast_path(args: &[std::ffi::OsString]) -> Option<FastPath> {
+pub(crate) fn fast_path(args: &[std::ffi::OsString]) -> Option<FastPath> {
     match args {
         [verb, event] if verb == "hook" => HookEvent::from_str(event.to_str()?, false)
             .ok()

@@ -6,19 +6,62 @@
 //! only the ones below it (ARCHITECTURE.md; `tests/layers.rs` checks): support, io, model,
 //! claude, evidence, protocol, isolation, cost, next, hooks, commands.
 
-pub mod claude;
-pub mod cli;
-pub mod commands;
-pub mod cost;
-pub mod error;
-pub mod evidence;
-pub mod hooks;
-pub mod io;
-pub mod isolation;
-pub mod model;
-pub mod next;
-pub mod protocol;
-pub mod support;
+#![warn(unreachable_pub)]
+
+mod claude;
+mod cli;
+mod commands;
+mod cost;
+mod error;
+mod evidence;
+mod hooks;
+mod io;
+mod isolation;
+mod model;
+mod next;
+mod protocol;
+mod support;
+
+/// What the integration tests and benches reach inside the library. Everything else is
+/// `pub(crate)`, so `unreachable_pub` and the dead-code lint see the whole crate.
+#[doc(hidden)]
+pub mod api {
+    pub mod claude {
+        pub use crate::claude::{goal, releases, roles};
+    }
+    pub mod cli {
+        pub use crate::cli::Cli;
+    }
+    pub mod commands {
+        pub use crate::commands::new;
+    }
+    pub mod evidence {
+        pub use crate::evidence::{critique, integrity, testlog, verify};
+    }
+    pub mod hooks {
+        pub use crate::hooks::{
+            tool_guard, COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN, WORK_TOOLS,
+        };
+    }
+    pub mod io {
+        pub use crate::io::{project, store};
+    }
+    pub mod isolation {
+        pub use crate::isolation::worktree;
+    }
+    pub mod model {
+        pub use crate::model::{state, tasks};
+    }
+    pub mod next {
+        pub use crate::next::facts;
+    }
+    pub mod protocol {
+        pub use crate::protocol::{
+            cancel, fail, plan_rollback, resume, rollback_done, start, FailInput, Raises,
+            COMPLETED_HEADING, LEARNINGS_HEADING,
+        };
+    }
+}
 
 use clap::Parser;
 

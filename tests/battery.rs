@@ -5,7 +5,7 @@
 //! The fields are derived, not listed: every leaf of a state the real verbs wrote (task
 //! start, verify, critique, task complete, task fail, an isolated group, the Stop hook
 //! reading a transcript) and every field of the typed records the type check derives from
-//! (`specrun::model::state::known_fields`).
+//! (`specrun::api::model::state::known_fields`).
 //! Task ids and list indices become `*`: the value goes into every entry. Each field gets
 //! every boundary value of the type the verbs gave it, null and one value of another type
 //! (`values_for`). One project is prepared once; each mutation runs in a copy of it, four
@@ -176,7 +176,7 @@ fn commands(root: &Path) -> Vec<(String, Vec<String>, Vec<u8>)> {
     });
     let with = |extra: Value| {
         let mut doc = base.clone();
-        specrun::model::state::merge_into(&mut doc, &extra);
+        specrun::api::model::state::merge_into(&mut doc, &extra);
         doc.to_string().into_bytes()
     };
     let hooks = [
@@ -390,7 +390,7 @@ fn entry(rest: &[String], value: &Value) -> Value {
 fn fields(state: &Value) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     leaves(state, &mut Vec::new(), &mut out);
-    for known in specrun::model::state::known_fields() {
+    for known in specrun::api::model::state::known_fields() {
         out.push(known.split('.').map(str::to_string).collect());
     }
     out.sort();

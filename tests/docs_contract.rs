@@ -10,7 +10,7 @@ pub mod checker {
 
     use clap::error::ErrorKind;
     use clap::Parser;
-    use specrun::cli::Cli;
+    use specrun::api::cli::Cli;
 
     pub const MAX_SKILL_WORDS: usize = 600;
 
@@ -479,7 +479,7 @@ pub mod checker {
             } else {
                 "post-code"
             };
-            if let Err(problems) = specrun::evidence::critique::validate(stage, "1.1", &doc) {
+            if let Err(problems) = specrun::api::evidence::critique::validate(stage, "1.1", &doc) {
                 failures.push(format!(
                     "{label}:{line}: `specrun critique record --stage {stage}` would refuse it: {}",
                     problems.join("; ")
@@ -756,7 +756,7 @@ fn every_critique_record_example_is_one_the_binary_accepts() {
 /// tells the model to print and to delegate to.
 #[test]
 fn the_result_lines_and_agent_names_match_the_guard() {
-    use specrun::hooks::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
+    use specrun::api::hooks::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
 
     let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
     let implement = read("skills/implement/SKILL.md");
@@ -828,15 +828,15 @@ fn references_agents_and_commands_stay_short() {
 #[test]
 fn the_tasks_template_parses_with_the_canonical_parser() {
     let text = fs::read_to_string(root().join("plugin/templates/tasks.md")).unwrap();
-    let list = specrun::model::tasks::parse(&text);
+    let list = specrun::api::model::tasks::parse(&text);
     let counts = list.counts();
     assert!(counts.total >= 4, "template has {} tasks", counts.total);
     assert_eq!(counts.completed, 0);
     assert!(list.duplicate_ids().is_empty());
     // What the planner copies must pass `state init`: no lint error (every task has Verify).
-    let errors: Vec<_> = specrun::model::tasks::lint::lint(&text, &list)
+    let errors: Vec<_> = specrun::api::model::tasks::lint::lint(&text, &list)
         .into_iter()
-        .filter(|f| f.severity == specrun::model::tasks::lint::Severity::Error)
+        .filter(|f| f.severity == specrun::api::model::tasks::lint::Severity::Error)
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
@@ -847,8 +847,8 @@ fn the_tasks_template_parses_with_the_canonical_parser() {
 fn the_progress_template_has_the_headings_the_binary_appends_to() {
     let text = fs::read_to_string(root().join("plugin/templates/progress.md")).unwrap();
     for heading in [
-        specrun::protocol::COMPLETED_HEADING,
-        specrun::protocol::LEARNINGS_HEADING,
+        specrun::api::protocol::COMPLETED_HEADING,
+        specrun::api::protocol::LEARNINGS_HEADING,
     ] {
         assert!(
             text.lines().any(|l| l.trim_end() == heading),
@@ -1239,7 +1239,7 @@ fn walk_failure_fix_task_and_retry() {
     fail("1.1");
     w.ok(RECOVERY, &insert, "");
     let text = w.p.read("specs/demo/tasks.md");
-    let order: Vec<String> = specrun::model::tasks::parse(&text)
+    let order: Vec<String> = specrun::api::model::tasks::parse(&text)
         .tasks
         .iter()
         .map(|t| t.label())

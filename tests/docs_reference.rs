@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use clap::CommandFactory;
-use specrun::cli::Cli;
+use specrun::api::cli::Cli;
 
 use crate::docs_contract::checker::{check_invocation, invocations_with, substitute};
 

@@ -1584,7 +1584,7 @@ fn fake_model_serves_keep_alive_chunked_and_content_length_requests() {
 }
 
 /// `scripts/install-claude-code` installs exactly the releases the binary states as its
-/// supported range (`specrun::claude::releases::PINNED`), which are the ones this suite runs on.
+/// supported range (`specrun::api::claude::releases::PINNED`), which are the ones this suite runs on.
 #[test]
 fn the_install_script_pins_the_supported_releases() {
     let out = Command::new(plugin_root().join("scripts/install-claude-code"))
@@ -1596,10 +1596,10 @@ fn the_install_script_pins_the_supported_releases() {
         .lines()
         .map(str::to_string)
         .collect();
-    assert_eq!(listed, specrun::claude::releases::PINNED);
+    assert_eq!(listed, specrun::api::claude::releases::PINNED);
     assert_eq!(
-        specrun::claude::releases::OLDEST_SUPPORTED,
-        specrun::claude::releases::PINNED[0]
+        specrun::api::claude::releases::OLDEST_SUPPORTED,
+        specrun::api::claude::releases::PINNED[0]
     );
 }
 

@@ -8,9 +8,9 @@ use std::process::Output;
 
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
-use specrun::model::state::{self, InitParams};
-use specrun::model::tasks;
-use specrun::protocol::{self, FailInput, Raises};
+use specrun::api::model::state::{self, InitParams};
+use specrun::api::model::tasks;
+use specrun::api::protocol::{self, FailInput, Raises};
 
 use crate::common::TempProject;
 

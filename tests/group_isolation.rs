@@ -92,7 +92,7 @@ pub(crate) fn start(p: &TempProject, id: &str) -> PathBuf {
 }
 
 fn critique_input(stage: &str) -> String {
-    let items: serde_json::Map<String, Value> = specrun::evidence::critique::checklist(stage)
+    let items: serde_json::Map<String, Value> = specrun::api::evidence::critique::checklist(stage)
         .unwrap()
         .iter()
         .map(|(id, _)| {
@@ -858,7 +858,7 @@ fn uncommitted_spec_project() -> TempProject {
     p.spec("demo", TASKS);
     p.write(
         "specs/.gitignore",
-        &format!("{}\n", specrun::commands::new::SPECS_IGNORE.join("\n")),
+        &format!("{}\n", specrun::api::commands::new::SPECS_IGNORE.join("\n")),
     );
     p.write("specs/demo/requirements.md", "the why\n");
     p.init_state("demo");

@@ -56,7 +56,7 @@ fn executing(tasks: &str, flags: &[&str]) -> TempProject {
 
 /// Records a passing self-critique of `stage` through `critique record`.
 fn critique(p: &TempProject, id: &str, stage: &str) {
-    let ids = specrun::evidence::critique::checklist(stage).unwrap();
+    let ids = specrun::api::evidence::critique::checklist(stage).unwrap();
     let items: serde_json::Map<String, Value> = ids
         .iter()
         .map(|(cid, _)| {

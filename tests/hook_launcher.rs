@@ -121,8 +121,8 @@ fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
     // The matcher is AskUserQuestion, every tool the guard denies once halted, and the
     // tools the PreToolUse guard reads (Bash and the editors).
     let mut wanted = vec!["AskUserQuestion"];
-    wanted.extend(specrun::hooks::WORK_TOOLS);
-    wanted.extend(specrun::hooks::tool_guard::GUARDED_TOOLS);
+    wanted.extend(specrun::api::hooks::WORK_TOOLS);
+    wanted.extend(specrun::api::hooks::tool_guard::GUARDED_TOOLS);
     assert_eq!(hooks["PreToolUse"][0]["matcher"], wanted.join("|"));
 }
 

@@ -11,7 +11,7 @@
 //! no other test's full name contains `e2e_`: `scripts/test` runs `-- --skip e2e_` once and
 //! `--test integration -- e2e_` once per pinned client.
 // Tests and benchmarks set up and inspect files directly; the binary goes through the store.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 
 // Shared helpers.
 mod common;

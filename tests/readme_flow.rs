@@ -140,9 +140,9 @@ fn the_readme_shell_flow_runs_as_printed_to_a_finished_spec() {
 #[test]
 fn the_readme_example_plan_passes_tasks_lint() {
     let plan = marked_blocks(&readme(), "tasks-example").join("\n") + "\n";
-    let list = specrun::model::tasks::parse(&plan);
+    let list = specrun::api::model::tasks::parse(&plan);
     let ids: Vec<&str> = list.tasks.iter().filter_map(|t| t.id.as_deref()).collect();
     assert_eq!(ids, ["1.1", "2.1"]);
-    let findings = specrun::model::tasks::lint::lint(&plan, &list);
+    let findings = specrun::api::model::tasks::lint::lint(&plan, &list);
     assert!(findings.is_empty(), "{findings:?}");
 }

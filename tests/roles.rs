@@ -13,7 +13,7 @@ pub const PLAN: &str = "# Tasks\n\n## Phase 1\n\
 - [ ] 1.2 Write b\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n  - **Done when**: b.txt reads well\n";
 
 /// Words of a person's command line; no message the model reads holds one.
-pub const PERSON_MARKERS: &[&str] = specrun::claude::roles::PERSON_MARKERS;
+pub const PERSON_MARKERS: &[&str] = specrun::api::claude::roles::PERSON_MARKERS;
 
 pub fn said(out: &Output) -> String {
     format!(

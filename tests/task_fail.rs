@@ -64,7 +64,7 @@ fn failing_max_task_iterations_times_halts_the_execution() {
         "{out}"
     );
     let s = p.state(SPEC);
-    assert_eq!(s["halt"]["kind"], specrun::model::state::HALT_TASK);
+    assert_eq!(s["halt"]["kind"], specrun::api::model::state::HALT_TASK);
     assert_eq!(s["attempts"]["1.1"][1]["reason"], "still red");
     // Halted: no new attempt until resumed with a raised cap.
     let (code, out, _) = run(&p, &["task", "start", "1.1"]);
@@ -244,7 +244,7 @@ fn a_pending_fix_task_is_next_everywhere_and_fixes_read_in_order() {
         &p,
         &["task", "fail", "1.1", "--reason", "red again", "--insert"],
     );
-    let ids: Vec<String> = specrun::model::tasks::parse(&p.read("specs/demo/tasks.md"))
+    let ids: Vec<String> = specrun::api::model::tasks::parse(&p.read("specs/demo/tasks.md"))
         .tasks
         .iter()
         .map(|t| t.label())

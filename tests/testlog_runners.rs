@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use specrun::evidence::testlog::{parse, Outcome, Report, Runner};
+use specrun::api::evidence::testlog::{parse, Outcome, Report, Runner};
 
 use Outcome::{Failed, Passed, Skipped};
 

@@ -1,9 +1,9 @@
 //! What specrun knows of Claude Code: supported releases, the install probe, the `/goal`
 //! condition, transcripts, the plugin's agent names.
 
-pub mod agents;
+pub(crate) mod agents;
 pub mod goal;
-pub mod probe;
+pub(crate) mod probe;
 pub mod releases;
 pub mod roles;
-pub mod transcript;
+pub(crate) mod transcript;

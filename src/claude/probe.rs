@@ -14,20 +14,20 @@ use crate::io::process::Group;
 use crate::io::project::Project;
 
 /// `claude --version` gets this long before it is killed.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Overrides the managed settings path (tests; unusual installs).
-pub const MANAGED_SETTINGS_ENV: &str = "SPECRUN_MANAGED_SETTINGS";
+pub(crate) const MANAGED_SETTINGS_ENV: &str = "SPECRUN_MANAGED_SETTINGS";
 
 /// Readiness of this machine and project for `/goal` (shared with `doctor`).
-pub fn probe_readiness(project: &Project) -> Readiness {
+pub(crate) fn probe_readiness(project: &Project) -> Readiness {
     let probe = probe_claude(PROBE_TIMEOUT);
     let settings = read_settings(project);
     goal::judge_readiness(&probe, &settings)
 }
 
 /// The settings files Claude Code reads, in its order of precedence (lowest first).
-pub fn settings_paths(project: &Project) -> Vec<(&'static str, PathBuf)> {
+pub(crate) fn settings_paths(project: &Project) -> Vec<(&'static str, PathBuf)> {
     let mut paths = Vec::new();
     let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
         .map(PathBuf::from)
@@ -53,7 +53,7 @@ fn managed_settings_path() -> PathBuf {
     }
 }
 
-pub fn read_settings(project: &Project) -> Vec<SettingsFile> {
+pub(crate) fn read_settings(project: &Project) -> Vec<SettingsFile> {
     settings_paths(project)
         .into_iter()
         .map(|(scope, path)| SettingsFile {
@@ -78,7 +78,7 @@ fn read_settings_file(path: &Path) -> SettingsContent {
 }
 
 /// The first executable `name` on PATH.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     if name.contains('/') {
         let p = PathBuf::from(name);
         return is_executable(&p).then_some(p);
@@ -97,7 +97,7 @@ fn is_executable(path: &Path) -> bool {
 
 /// Run `claude --version`, killing it (and its process group) after `timeout`. Output goes
 /// to temporary files, not pipes, so a grandchild holding a pipe open cannot hang us.
-pub fn probe_claude(timeout: Duration) -> ClaudeProbe {
+pub(crate) fn probe_claude(timeout: Duration) -> ClaudeProbe {
     let Some(bin) = find_on_path("claude") else {
         return ClaudeProbe::NotOnPath;
     };

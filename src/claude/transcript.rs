@@ -25,13 +25,13 @@ use crate::model::state::ledger::{MessageUsage, Tokens};
 const CHUNK: usize = 64 * 1024;
 /// The most one read consumes: past it, only the last `MAX_SPAN` bytes are read and the
 /// usage before them is not counted (`skipped` says how many bytes).
-pub const MAX_SPAN: u64 = 64 << 20;
+pub(crate) const MAX_SPAN: u64 = 64 << 20;
 /// A longer line is dropped unread (no Claude Code usage line comes near it).
-pub const MAX_LINE: usize = 8 << 20;
+pub(crate) const MAX_LINE: usize = 8 << 20;
 
 /// What one incremental read found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TailRead {
+pub(crate) struct TailRead {
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// Where the next read starts: just past the last complete line. `None` when the file
@@ -129,7 +129,7 @@ impl Usage {
 
 /// The task ids a shell command starts: the first word that is not an option after each
 /// `task start` (`specrun task start 1.2 --spec demo`, `… task start --spec demo 1.2`).
-pub fn task_start_ids(command: &str) -> Vec<String> {
+pub(crate) fn task_start_ids(command: &str) -> Vec<String> {
     let words: Vec<&str> = command.split_whitespace().collect();
     let mut out = Vec::new();
     for i in 0..words.len().saturating_sub(2) {
@@ -166,7 +166,11 @@ pub fn task_start_ids(command: &str) -> Vec<String> {
 /// `offset: None` means this execution has not read the transcript yet: its history is
 /// not this execution's, so the read starts (and counts nothing) at the current end.
 /// `last_message_id` is the value a previous read returned.
-pub fn read_usage(path: &Path, offset: Option<u64>, last_message_id: Option<&str>) -> TailRead {
+pub(crate) fn read_usage(
+    path: &Path,
+    offset: Option<u64>,
+    last_message_id: Option<&str>,
+) -> TailRead {
     // The store's open: never blocking, a regular file only (a FIFO or a device here is
     // unreadable and the stored offset is kept).
     let mut file = match crate::io::store::open_foreign(path) {

@@ -17,7 +17,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::model::tasks::TaskList;
 
-pub fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: AcCommand) -> Result<ExitStatus> {
     match cmd {
         AcCommand::List { task, spec, json } => {
             list(project, spec.spec.as_deref(), task.as_deref(), json)

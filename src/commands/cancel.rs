@@ -12,7 +12,7 @@ use crate::isolation;
 use crate::isolation::worktree::Isolation;
 use crate::protocol;
 
-pub fn run(project: &Project, args: CancelArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: CancelArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let (_lock, state) = ex.lock_state()?;

@@ -8,7 +8,7 @@ use clap_complete::Shell;
 use crate::cli::{Cli, CompletionShell};
 use crate::io::output;
 
-pub fn run(shell: CompletionShell) -> ExitStatus {
+pub(crate) fn run(shell: CompletionShell) -> ExitStatus {
     let shell = match shell {
         CompletionShell::Bash => Shell::Bash,
         CompletionShell::Zsh => Shell::Zsh,

@@ -16,7 +16,7 @@ use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::model::state::{self, State};
 
-pub fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
     match cmd {
         CritiqueCommand::Record {
             task,

@@ -24,7 +24,7 @@ use crate::next::facts::{read_typed, StateRead};
 /// How long a lock may stay held before doctor calls it stuck.
 const LOCK_GRACE: Duration = Duration::from_secs(3);
 /// Overrides `LOCK_GRACE` in milliseconds (tests).
-pub const LOCK_GRACE_ENV: &str = "SPECRUN_DOCTOR_LOCK_GRACE_MS";
+pub(crate) const LOCK_GRACE_ENV: &str = "SPECRUN_DOCTOR_LOCK_GRACE_MS";
 
 const WIDTH: usize = 80;
 
@@ -69,7 +69,7 @@ impl Check {
     }
 }
 
-pub fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
     let readiness = probe_readiness(project);
     let checks = vec![
         binary_version(),

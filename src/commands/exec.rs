@@ -22,20 +22,20 @@ use crate::model::tasks_file::{self, LoadedTasks};
 use crate::protocol::{self, Transition, Unmet};
 
 /// The project and the spec a verb acts on.
-pub struct Exec<'a> {
+pub(crate) struct Exec<'a> {
     pub project: &'a Project,
     pub spec: Spec,
 }
 
 impl<'a> Exec<'a> {
     /// The spec `--spec` names, else the one `.current-spec` names.
-    pub fn new(project: &'a Project, spec: Option<&str>) -> Result<Exec<'a>> {
+    pub(crate) fn new(project: &'a Project, spec: Option<&str>) -> Result<Exec<'a>> {
         let spec = project.require_spec(spec)?;
         Ok(Exec { project, spec })
     }
 
     /// As `new`, for verbs that need the spec's directory: a missing one is named as such.
-    pub fn existing(project: &'a Project, spec: Option<&str>) -> Result<Exec<'a>> {
+    pub(crate) fn existing(project: &'a Project, spec: Option<&str>) -> Result<Exec<'a>> {
         let exec = Exec::new(project, spec)?;
         if !exec.spec.dir.is_dir() {
             return Err(Error::missing("spec directory", &exec.spec.dir));
@@ -45,7 +45,7 @@ impl<'a> Exec<'a> {
 
     /// Lock and read the spec's state. A missing state is named before the lock is taken,
     /// so a refused command leaves no lock file behind.
-    pub fn lock_state(&self) -> Result<(store::Lock, State)> {
+    pub(crate) fn lock_state(&self) -> Result<(store::Lock, State)> {
         if !self.spec.state_path().exists() {
             return Err(no_state(&self.spec));
         }
@@ -63,7 +63,7 @@ impl<'a> Exec<'a> {
     /// Apply a verb's patch to the state read under the lock and write it atomically. The
     /// file is rewritten from the typed state: known fields in `State`'s order, then the
     /// unknown ones in theirs (docs/design.md#writing-the-state).
-    pub fn write_state(&self, current: &State, patch: &Patch) -> Result<State> {
+    pub(crate) fn write_state(&self, current: &State, patch: &Patch) -> Result<State> {
         let path = self.spec.state_path();
         let name = path.display().to_string();
         let next = state::apply_patch(Some(current.to_value()), &patch.to_value(), &name)?;
@@ -72,18 +72,18 @@ impl<'a> Exec<'a> {
     }
 
     /// The spec's tasks.md, read and parsed.
-    pub fn tasks(&self) -> Result<LoadedTasks> {
+    pub(crate) fn tasks(&self) -> Result<LoadedTasks> {
         tasks_file::load(&self.spec.tasks_path())
     }
 
     /// A task id must name exactly one task of the spec's tasks.md.
-    pub fn require_task(&self, id: &str) -> Result<()> {
+    pub(crate) fn require_task(&self, id: &str) -> Result<()> {
         self.tasks()?.find(id).map(|_| ())
     }
 
     /// An events.jsonl line with the spec's name; a failed write is warned about, never
     /// fails the verb (its change is already made).
-    pub fn record_event(&self, event: &Event<'_>) {
+    pub(crate) fn record_event(&self, event: &Event<'_>) {
         if let Err(e) = events::append(self.project, By::Spec(&self.spec.name), event) {
             output::warn(&format!("could not record the event: {e}"));
         }
@@ -91,7 +91,12 @@ impl<'a> Exec<'a> {
 
     /// Under .progress.md's own lock, append `line` to a markdown section (file created if
     /// absent); with `dedupe`, not when the section already holds that text.
-    pub fn append_progress(&self, heading: &str, line: &str, dedupe: Option<&str>) -> Result<bool> {
+    pub(crate) fn append_progress(
+        &self,
+        heading: &str,
+        line: &str,
+        dedupe: Option<&str>,
+    ) -> Result<bool> {
         let path = self.spec.progress_path();
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
         let text = match store::read_optional(&path)? {
@@ -146,7 +151,7 @@ struct VerbAnswer<'a> {
 /// What a verb's `--json` answer adds after the common fields.
 #[derive(Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub enum Extra<'a> {
+pub(crate) enum Extra<'a> {
     /// `task start`: the member's worktree and branch when isolated.
     Started {
         worktree: Option<&'a Path>,
@@ -172,7 +177,13 @@ pub enum Extra<'a> {
 }
 
 /// Print a verb's result: one line (or one JSON object); warnings to stderr.
-pub fn report(verb: &str, subject: &str, out: &Transition, json_out: bool, extra: Extra<'_>) {
+pub(crate) fn report(
+    verb: &str,
+    subject: &str,
+    out: &Transition,
+    json_out: bool,
+    extra: Extra<'_>,
+) {
     if json_out {
         output::json_line(&VerbAnswer {
             ok: true,
@@ -205,7 +216,7 @@ struct Refused<'a> {
 }
 
 /// Print the unmet preconditions and return exit 1.
-pub fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
+pub(crate) fn refuse(verb: &str, subject: &str, unmet: &[Unmet], json_out: bool) -> ExitStatus {
     if json_out {
         output::json_line(&Refused {
             ok: false,

@@ -16,7 +16,7 @@ use crate::model::state::Phase;
 use crate::next::completion;
 use crate::next::gates::{completion_gates, completion_key};
 
-pub fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.

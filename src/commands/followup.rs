@@ -30,7 +30,7 @@ fn priority(p: FollowupPriority) -> &'static str {
     }
 }
 
-pub fn run(project: &Project, cmd: FollowupCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: FollowupCommand) -> Result<ExitStatus> {
     match cmd {
         FollowupCommand::Add {
             category: cat,

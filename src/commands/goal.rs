@@ -16,7 +16,7 @@ use crate::io::project::Project;
 use crate::model::state::Phase;
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     let state = facts::read_typed(&spec.state_path());

@@ -22,7 +22,7 @@ use crate::model::state::{Nullable, State, Timestamp};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 
-pub fn run(project: &Project, cmd: GroupCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: GroupCommand) -> Result<ExitStatus> {
     match cmd {
         GroupCommand::Merge(args) => merge(project, &args),
     }
@@ -474,7 +474,7 @@ fn verify_merged(
 
 /// The slot of a merged tree checked with its members' own Verify commands: not the
 /// execution phase's, which stands for the full check (and vouches for a task's claim).
-pub const MEMBERS_SLOT: &str = "isolated-group";
+pub(crate) const MEMBERS_SLOT: &str = "isolated-group";
 
 /// No `[VERIFY]` task after the group and no check recorded: the members' own Verify
 /// commands, each in task order, checked together on the merged tree.

@@ -39,19 +39,19 @@ use crate::{
 
 /// How long a hook waits for the state lock before allowing: bounded and short
 /// (docs/design.md#what-specrun-does).
-pub const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
+pub(crate) const HOOK_LOCK_WAIT: Duration = Duration::from_millis(500);
 
 /// The most of stdin a hook reads, and how long it waits for it. Past either bound the
 /// input counts as unparseable: the hook allows and writes nothing (the fast path).
-pub const HOOK_STDIN_MAX: u64 = 8 << 20;
-pub const HOOK_STDIN_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const HOOK_STDIN_MAX: u64 = 8 << 20;
+pub(crate) const HOOK_STDIN_WAIT: Duration = Duration::from_secs(2);
 
 /// Stdin within `HOOK_STDIN_MAX` bytes and `HOOK_STDIN_WAIT`; empty past either bound.
 fn read_stdin() -> Vec<u8> {
     store::read_stdin_within(HOOK_STDIN_MAX, HOOK_STDIN_WAIT)
 }
 
-pub fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
+pub(crate) fn run(event: HookEvent, cwd: Option<&Path>) -> ExitStatus {
     // A panic must not reach stderr as a crash report nor exit 101 (which Claude Code
     // takes as a non-blocking error: the gated action would go through). The panic hook
     // keeps its message for the answer.
@@ -757,7 +757,6 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
         };
         let running = hook::running_agents(input.doc.get("background_tasks"));
         let stop_input = StopInput {
-            session_id: input.session(),
             stop_hook_active: input.flag("stop_hook_active"),
             last_assistant_message: message,
             running_agents: &running,
@@ -840,7 +839,6 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
         let now = chrono::Utc::now();
         let typed = state;
         let sub = SubagentInput {
-            session_id: input.session(),
             agent_id: input.str("agent_id"),
             stop_hook_active: input.flag("stop_hook_active"),
         };

@@ -21,7 +21,7 @@ use crate::next::facts::{self, StateRead};
 use crate::next::gates;
 use crate::next::last_mile::{self, Availability, Capability, GitFacts, Inputs};
 
-pub fn run(project: &Project, args: LastMileArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: LastMileArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
     let spec = facts.spec.as_ref();
     let current_tree = match (spec, &facts.state) {

@@ -10,7 +10,7 @@ use crate::io::project::Project;
 use crate::io::store;
 use crate::protocol::LEARNINGS_HEADING;
 
-pub fn run(project: &Project, args: LearnArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: LearnArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     // One line: a learning that spans lines would break the bullet list.

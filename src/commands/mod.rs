@@ -8,32 +8,32 @@ use crate::cli::{Cli, Command};
 use crate::error::{ExitStatus, Result};
 use crate::io::project::Project;
 
-pub mod ac;
-pub mod cancel;
-pub mod completions;
-pub mod critique;
-pub mod doctor;
-pub mod exec;
-pub mod finish;
-pub mod followup;
-pub mod goal;
-pub mod group;
-pub mod hook;
-pub mod last_mile;
-pub mod learn;
+pub(crate) mod ac;
+pub(crate) mod cancel;
+pub(crate) mod completions;
+pub(crate) mod critique;
+pub(crate) mod doctor;
+pub(crate) mod exec;
+pub(crate) mod finish;
+pub(crate) mod followup;
+pub(crate) mod goal;
+pub(crate) mod group;
+pub(crate) mod hook;
+pub(crate) mod last_mile;
+pub(crate) mod learn;
 pub mod new;
-pub mod plan;
-pub mod report;
-pub mod resume;
-pub mod snapshot;
-pub mod state;
-pub mod status;
-pub mod statusline;
-pub mod task;
-pub mod tasks;
-pub mod verify;
+pub(crate) mod plan;
+pub(crate) mod report;
+pub(crate) mod resume;
+pub(crate) mod snapshot;
+pub(crate) mod state;
+pub(crate) mod status;
+pub(crate) mod statusline;
+pub(crate) mod task;
+pub(crate) mod tasks;
+pub(crate) mod verify;
 
-pub fn dispatch(cli: Cli) -> Result<ExitStatus> {
+pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let cwd = cli.cwd.as_deref();
     if let Some(decision) = cli.command.person_decision() {
         crate::claude::roles::person_only(decision)?;

@@ -13,7 +13,7 @@ use crate::model::plan::{Change, Frozen, Plan, PlanTask};
 use crate::model::state::Patch;
 use crate::support::shell::spec_flag;
 
-pub fn run(project: &Project, cmd: PlanCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: PlanCommand) -> Result<ExitStatus> {
     match cmd {
         PlanCommand::Show { spec, json } => show(project, spec.spec.as_deref(), json),
         PlanCommand::Accept { spec } => accept(project, spec.spec.as_deref()),

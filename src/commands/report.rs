@@ -14,7 +14,7 @@ use crate::io::store;
 use crate::next::facts::{read_typed, StateRead};
 use crate::next::report::{self, Inputs};
 
-pub fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
     let state = match read_typed(&spec.state_path()) {

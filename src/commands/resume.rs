@@ -15,7 +15,7 @@ use crate::next::facts::shell_step;
 use crate::next::Audience;
 use crate::protocol::{self, Raises};
 
-pub fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
     if args.accept_record {
         return accept_record(project, args.spec.spec.as_deref());
     }

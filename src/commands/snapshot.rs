@@ -7,7 +7,7 @@ use crate::io::output;
 use crate::io::project::Project;
 use crate::next::facts;
 
-pub fn run(project: &Project, args: SnapshotArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: SnapshotArgs) -> Result<ExitStatus> {
     let facts = facts::collect(project, args.spec.spec.as_deref())?;
     output::json_pretty(&facts.snapshot(project));
     Ok(ExitStatus::Success)

@@ -14,7 +14,7 @@ use crate::io::store;
 use crate::model::state::{self, InitParams, State};
 use crate::support::shell::word as shell_word;
 
-pub fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
+pub(crate) fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
     // Discovering the project first makes a missing --cwd an error and gives the root that
     // every written path must stay inside.
     let project = Project::discover(cwd)?;

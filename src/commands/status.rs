@@ -4,7 +4,6 @@
 //! `--json` carries every figure the text shows (the cost table under `cost`, an isolated
 //! group under `isolation`).
 
-use std::io::IsTerminal;
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
@@ -27,7 +26,7 @@ const DEFAULT_WIDTH: usize = 80;
 const LABEL: usize = 10;
 const WATCH_POLL: Duration = Duration::from_millis(300);
 
-pub fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, args: StatusArgs) -> Result<ExitStatus> {
     let spec_arg = args.spec.spec.as_deref();
     // A `--spec` naming no spec is a typo: answered as every verb answers it (the specs
     // that exist), not as a new spec to plan. Without `--spec`, "no spec" is a state.
@@ -138,7 +137,7 @@ struct UncountedStops<'a> {
 }
 
 /// The terminal width: `$COLUMNS`, else 80 (never under 40).
-pub fn width() -> usize {
+pub(crate) fn width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
@@ -149,13 +148,14 @@ pub fn width() -> usize {
 
 /// Colour only on a terminal, and never with `NO_COLOR` set (https://no-color.org).
 fn colour() -> bool {
-    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    crate::io::output::stdout_is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Every figure the dashboard shows, typed (also `status --json`'s `dashboard`).
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Dashboard {
+pub(crate) struct Dashboard {
     pub spec: Option<String>,
     pub phase: String,
     pub state_error: Option<String>,
@@ -218,7 +218,7 @@ fn time_cap_problem(facts: &Facts) -> Option<String> {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Current {
+pub(crate) struct Current {
     pub id: String,
     pub title: String,
     pub attempts: usize,
@@ -226,7 +226,7 @@ pub struct Current {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Running {
+pub(crate) struct Running {
     pub task: String,
     pub attempt: u64,
     pub started_at: String,
@@ -234,7 +234,7 @@ pub struct Running {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Halt {
+pub(crate) struct Halt {
     pub kind: Option<String>,
     pub reason: String,
     pub resume: String,
@@ -243,7 +243,7 @@ pub struct Halt {
 impl Dashboard {
     /// Add what reads the project beyond the facts: the guard's warnings (the events log)
     /// and the cost table (the price table).
-    pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
+    pub(crate) fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
             self.cost = Some(cost::priced_report(project, state, list));
         }
@@ -281,7 +281,7 @@ impl Dashboard {
         self
     }
 
-    pub fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
+    pub(crate) fn build(facts: &Facts, now: DateTime<Utc>) -> Dashboard {
         let standing = facts.standing();
         let mut d = Dashboard {
             gates: standing.gates().iter().map(|g| g.to_string()).collect(),
@@ -386,7 +386,7 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
 
 /// Tool calls the guard denied with one rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Denied {
+pub(crate) struct Denied {
     pub tool: String,
     pub rule: String,
     pub count: usize,
@@ -394,7 +394,7 @@ pub struct Denied {
 
 /// The PreToolUse denials of spec `name` since `since` (the execution's `startedAt`) in
 /// the events log's bytes, by tool and rule in the order first denied.
-pub fn denied_attempts(log: &[u8], name: &str, since: Option<&str>) -> Vec<Denied> {
+pub(crate) fn denied_attempts(log: &[u8], name: &str, since: Option<&str>) -> Vec<Denied> {
     let at = |s: &str| DateTime::parse_from_rfc3339(s).ok();
     let from = since.and_then(at);
     let mut out: Vec<Denied> = Vec::new();
@@ -489,7 +489,7 @@ fn describe_evidence(ev: &Value) -> String {
 
 /// Task evidence from another command than the task's Verify that a person accepted:
 /// `(task id, reason)`.
-pub fn accepted_other(s: &State) -> Vec<(String, String)> {
+pub(crate) fn accepted_other(s: &State) -> Vec<(String, String)> {
     s.task_evidence
         .iter()
         .flatten()
@@ -783,7 +783,7 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
 
 /// The dashboard as text: every line at most `width` columns, except a command printed
 /// verbatim (indented two spaces, never wrapped, so it can be copied whole).
-pub fn render(d: &Dashboard, width: usize, colour: bool) -> String {
+pub(crate) fn render(d: &Dashboard, width: usize, colour: bool) -> String {
     let mut out = String::new();
     for l in lines_of(d, width) {
         // Printed with `output::styled` (the colours below): the text, which holds titles
@@ -868,7 +868,7 @@ fn watch(project: &Project, spec_arg: Option<&str>) -> Result<ExitStatus> {
     let ex = Exec::new(project, spec_arg)?;
     let spec = &ex.spec;
     let arg = Some(spec.dir.to_string_lossy().into_owned());
-    let tty = std::io::stdout().is_terminal();
+    let tty = crate::io::output::stdout_is_terminal();
     let mut last: Option<Signature> = None;
     loop {
         if !spec.dir.is_dir() {

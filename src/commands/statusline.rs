@@ -19,7 +19,7 @@ use crate::next::minutes_since;
 /// At most this many characters: it shares the line with Claude Code's own status.
 const MAX: usize = 72;
 
-pub fn run(cwd: Option<&Path>) -> ExitStatus {
+pub(crate) fn run(cwd: Option<&Path>) -> ExitStatus {
     // Bounded like a hook's: a status line must never hang Claude Code's prompt.
     let stdin = store::read_stdin_within(1 << 20, std::time::Duration::from_secs(2));
     if let Some(text) = line_for(&stdin, cwd) {
@@ -53,7 +53,7 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
 
 /// The line: spec, i/n, then the halt, the completion, or the current task and the
 /// headroom left under each cap.
-pub fn compose(
+pub(crate) fn compose(
     name: &str,
     state: &State,
     c: tasks::Counts,

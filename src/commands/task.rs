@@ -32,7 +32,7 @@ use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next::gates;
 use crate::protocol::{self, CompleteInput, EvidenceFact, FailInput, Transition, Unmet};
 
-pub fn run(project: &Project, cmd: TaskCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: TaskCommand) -> Result<ExitStatus> {
     match cmd {
         TaskCommand::Start { verb, worktree } => start(project, &verb, worktree),
         TaskCommand::Complete { verb, check } => complete(project, &verb, check),

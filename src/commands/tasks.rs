@@ -12,7 +12,7 @@ use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next;
 use crate::next::facts::{self, StateRead};
 
-pub fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
     match cmd {
         TasksCommand::Count { file, spec, .. } => {
             // Counting needs no task structs: the fast path of the same line scanner.
@@ -163,12 +163,12 @@ fn markers(t: &Task) -> String {
     t.markers.iter().map(|m| format!("[{m}] ")).collect()
 }
 
-pub fn summary_line(t: &Task) -> String {
+pub(crate) fn summary_line(t: &Task) -> String {
     let mark = if t.checked { "[x]" } else { "[ ]" };
     format!("{mark} {} {}{}", t.label(), markers(t), t.title)
 }
 
-pub fn detail(t: &Task) -> String {
+pub(crate) fn detail(t: &Task) -> String {
     let mut out = vec![summary_line(t)];
     let field = |name: &str, v: &Option<String>| v.as_ref().map(|v| format!("  {name}: {v}"));
     out.extend(field("Do", &t.do_));
@@ -204,7 +204,7 @@ fn unread_note(path: &std::path::Path, text: &str, unread: usize) -> String {
     )
 }
 
-pub fn finding_line(path: &std::path::Path, f: &Finding) -> String {
+pub(crate) fn finding_line(path: &std::path::Path, f: &Finding) -> String {
     let severity = match f.severity {
         Severity::Error => "error",
         Severity::Warning => "warning",
@@ -219,7 +219,7 @@ pub fn finding_line(path: &std::path::Path, f: &Finding) -> String {
     )
 }
 
-pub fn lint_summary(path: &std::path::Path, findings: &[Finding]) -> String {
+pub(crate) fn lint_summary(path: &std::path::Path, findings: &[Finding]) -> String {
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

@@ -20,9 +20,9 @@ use crate::model::plan::{verify_of, Frozen};
 use crate::model::state::State;
 use crate::model::tasks_file;
 
-pub const DEFAULT_PHASE: &str = "execution";
+pub(crate) const DEFAULT_PHASE: &str = "execution";
 
-pub fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
+pub(crate) fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
     match cmd {
         VerifyCommand::Run {
             command,

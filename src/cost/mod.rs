@@ -9,8 +9,8 @@
 //! projection at or past `forecastWarn` % of the budget warns; one past the budget by more
 //! than `forecastHalt` % halts (`forecast-cap`), before the budget is spent.
 
-pub mod prices;
-pub mod settings;
+pub(crate) mod prices;
+pub(crate) mod settings;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -23,14 +23,14 @@ use crate::model::tasks::TaskList;
 use prices::Prices;
 
 /// The forecast cap defaults live with the state's caps (the state seeds them).
-pub use crate::model::state::{DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
+pub(crate) use crate::model::state::{DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 /// Completed tasks needed before a forecast is made.
-pub const FORECAST_MIN_COMPLETED: usize = 2;
+pub(crate) const FORECAST_MIN_COMPLETED: usize = 2;
 
 /// One row of the cost table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskCost {
+pub(crate) struct TaskCost {
     pub id: String,
     pub title: String,
     pub checked: bool,
@@ -46,14 +46,14 @@ pub struct TaskCost {
 /// A measure the forecast projects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Measure {
+pub(crate) enum Measure {
     OutputTokens,
     Minutes,
     Usd,
 }
 
 impl Measure {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Measure::OutputTokens => "output tokens",
             Measure::Minutes => "minutes",
@@ -61,7 +61,7 @@ impl Measure {
         }
     }
     /// The `specrun resume` flag that raises this budget.
-    pub fn raise_flag(self) -> &'static str {
+    pub(crate) fn raise_flag(self) -> &'static str {
         match self {
             Measure::OutputTokens => "--raise-tokens",
             Measure::Minutes => "--raise-minutes",
@@ -78,7 +78,7 @@ impl Measure {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum Level {
+pub(crate) enum Level {
     Ok,
     Warn,
     Halt,
@@ -86,7 +86,7 @@ pub enum Level {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Forecast {
+pub(crate) struct Forecast {
     pub measure: Measure,
     pub budget: f64,
     pub spent: f64,
@@ -104,7 +104,7 @@ pub struct Forecast {
 impl Forecast {
     /// "output tokens: projected 5200 (4800–6100) = 1200 spent + median 1000 × 4 tasks left,
     /// budget 3000".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let s = |v| self.measure.show(v);
         format!(
             "{}: projected {} ({}–{}) = {} spent + median {} × {} task(s) left (from {} completed), budget {}",
@@ -124,7 +124,7 @@ impl Forecast {
 /// The whole picture: per task, overhead, totals, dollars and forecasts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CostReport {
+pub(crate) struct CostReport {
     pub tasks: Vec<TaskCost>,
     /// Tokens spent on no task (coordinator before delegating, reviewers).
     pub overhead: Tokens,
@@ -141,10 +141,10 @@ pub struct CostReport {
 }
 
 /// The prices as the caller could load them: `Ok(None)` = no table.
-pub type PriceTable<'a> = Result<Option<&'a Prices>, &'a str>;
+pub(crate) type PriceTable<'a> = Result<Option<&'a Prices>, &'a str>;
 
 /// The cost table of an execution.
-pub fn report(
+pub(crate) fn report(
     state: &State,
     tasks: &TaskList,
     prices: PriceTable<'_>,
@@ -218,7 +218,7 @@ fn completed_ids(state: &State, tasks: &TaskList, ledger: &Ledger) -> Vec<String
 }
 
 /// Forecasts for every budget that is set, once enough tasks are complete.
-pub fn forecasts(
+pub(crate) fn forecasts(
     state: &State,
     tasks: &TaskList,
     ledger: &Ledger,
@@ -315,7 +315,7 @@ fn elapsed_minutes(state: &State, now: DateTime<Utc>) -> f64 {
 }
 
 /// `budget.forecastWarn` and `budget.forecastHalt`, in percent.
-pub fn forecast_levels(state: &State) -> (u64, u64) {
+pub(crate) fn forecast_levels(state: &State) -> (u64, u64) {
     let budget = state.budget.as_ref();
     let get = |cap: fn(&Budget) -> &Nullable<u64>, d: u64| {
         budget.and_then(|b| cap(b).get().copied()).unwrap_or(d)
@@ -328,7 +328,7 @@ pub fn forecast_levels(state: &State) -> (u64, u64) {
 
 /// A task past a per-task cap: it is failed through the normal failure path.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CapHit {
+pub(crate) struct CapHit {
     pub task: String,
     /// `task-token-cap` or `task-time-cap`.
     pub kind: &'static str,
@@ -336,7 +336,7 @@ pub struct CapHit {
 }
 
 /// Running attempts past `budget.maxTaskTokens` or `budget.maxTaskMinutes`.
-pub fn task_cap_hits(state: &State, ledger: &Ledger, now: DateTime<Utc>) -> Vec<CapHit> {
+pub(crate) fn task_cap_hits(state: &State, ledger: &Ledger, now: DateTime<Utc>) -> Vec<CapHit> {
     let (max_tokens, max_minutes) = (state.max_task_tokens(), state.max_task_minutes());
     if max_tokens.is_none() && max_minutes.is_none() {
         return Vec::new();
@@ -376,7 +376,7 @@ pub fn task_cap_hits(state: &State, ledger: &Ledger, now: DateTime<Utc>) -> Vec<
 
 /// What the spend rules say at a Stop.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Spend {
+pub(crate) enum Spend {
     Ok,
     Warn(String),
     /// (halt kind, reason, the halt record's extra fields).
@@ -384,7 +384,7 @@ pub enum Spend {
 }
 
 /// The dollar cap, then the forecast (halt before warn; the first halting budget wins).
-pub fn spend_rule(
+pub(crate) fn spend_rule(
     state: &State,
     ledger: &Ledger,
     tasks: &TaskList,
@@ -454,7 +454,7 @@ pub fn spend_rule(
 }
 
 /// The execution's cost table, priced with the project's price table when it has one.
-pub fn priced_report(project: &Project, state: &State, tasks: &TaskList) -> CostReport {
+pub(crate) fn priced_report(project: &Project, state: &State, tasks: &TaskList) -> CostReport {
     let loaded = settings::prices_in_force(&project.root, state);
     let table = match &loaded {
         Ok(p) => Ok(p.as_ref()),

@@ -19,7 +19,7 @@ use crate::model::state::ledger::Tokens;
 
 /// USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Price {
+pub(crate) struct Price {
     pub input: f64,
     pub output: f64,
     pub cache_read: f64,
@@ -27,7 +27,7 @@ pub struct Price {
 }
 
 impl Price {
-    pub fn usd(&self, t: &Tokens) -> f64 {
+    pub(crate) fn usd(&self, t: &Tokens) -> f64 {
         (t.input as f64 * self.input
             + t.output as f64 * self.output
             + t.cache_read as f64 * self.cache_read
@@ -37,20 +37,20 @@ impl Price {
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Prices {
+pub(crate) struct Prices {
     pub table: BTreeMap<String, Price>,
 }
 
 /// Dollars for some tokens, with the models no price covered.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Usd {
+pub(crate) struct Usd {
     pub priced: f64,
     pub unpriced_models: Vec<String>,
 }
 
 impl Prices {
     /// The price of `model`: its exact key, else the longest key it starts with.
-    pub fn for_model(&self, model: &str) -> Option<&Price> {
+    pub(crate) fn for_model(&self, model: &str) -> Option<&Price> {
         self.table.get(model).or_else(|| {
             self.table
                 .iter()
@@ -60,7 +60,7 @@ impl Prices {
         })
     }
 
-    pub fn usd(&self, by_model: &BTreeMap<String, Tokens>) -> Usd {
+    pub(crate) fn usd(&self, by_model: &BTreeMap<String, Tokens>) -> Usd {
         let mut out = Usd::default();
         for (model, tokens) in by_model {
             match self.for_model(model) {
@@ -75,7 +75,7 @@ impl Prices {
 
 /// The project's price table: `Ok(None)` without a config or without `prices`; `Err`
 /// says what is wrong, with the file and the field.
-pub fn load(root: &Path) -> Result<Option<Prices>, String> {
+pub(crate) fn load(root: &Path) -> Result<Option<Prices>, String> {
     let path = config_path(root);
     let shown = format!(".specrun/{CONFIG_FILE}");
     // The store's reader: a regular file only (no FIFO, no link), bounded in size.
@@ -89,7 +89,7 @@ pub fn load(root: &Path) -> Result<Option<Prices>, String> {
 }
 
 /// Parse a config text's price table.
-pub fn parse(text: &str) -> Result<Option<Prices>, String> {
+pub(crate) fn parse(text: &str) -> Result<Option<Prices>, String> {
     let doc: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
         .map_err(|e| format!("not valid JSON ({e})"))?;
     let Some(doc) = doc.as_object() else {

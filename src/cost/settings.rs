@@ -27,7 +27,7 @@ use crate::model::state::State;
 /// The `settings` field: what was in force at `state init`, and where it came from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Settings {
+pub(crate) struct Settings {
     /// The `prices` object as read (parsed by `prices::parse` when used).
     #[serde(default)]
     pub prices: Option<Value>,
@@ -41,7 +41,7 @@ pub struct Settings {
 }
 
 /// The user's config file: `$XDG_CONFIG_HOME/specrun/config.json`, else under `~/.config`.
-pub fn user_config_path() -> Option<PathBuf> {
+pub(crate) fn user_config_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -89,7 +89,7 @@ fn sources(root: &Path, inside: bool) -> Vec<(String, Option<Value>)> {
 }
 
 /// What is in force if an execution started now (`inside`: the model is asking).
-pub fn snapshot(root: &Path, inside: bool) -> Settings {
+pub(crate) fn snapshot(root: &Path, inside: bool) -> Settings {
     let mut out = Settings::default();
     if let Some(cmd) = std::env::var(crate::io::notify::ENV)
         .ok()
@@ -111,7 +111,7 @@ pub fn snapshot(root: &Path, inside: bool) -> Settings {
 }
 
 /// The settings the state keeps; `None` for a state from before they were kept.
-pub fn kept(state: &State) -> Option<Settings> {
+pub(crate) fn kept(state: &State) -> Option<Settings> {
     let v = state.other.get("settings")?;
     Some(serde_json::from_value(v.clone()).unwrap_or_default())
 }
@@ -124,7 +124,7 @@ fn garbled(state: &State) -> bool {
 
 /// How what a person at a shell would get now differs from what is in force: one line per
 /// setting, naming both (empty when nothing changed).
-pub fn ignored(kept: &Settings, now: &Settings) -> Vec<String> {
+pub(crate) fn ignored(kept: &Settings, now: &Settings) -> Vec<String> {
     prices_ignored(kept, now)
         .into_iter()
         .chain(notify_ignored(kept, now))
@@ -155,7 +155,7 @@ fn notify_ignored(kept: &Settings, now: &Settings) -> Option<String> {
 }
 
 /// The changes ignored for `state`'s execution (empty for a state without settings).
-pub fn ignored_now(root: &Path, state: &State) -> Vec<String> {
+pub(crate) fn ignored_now(root: &Path, state: &State) -> Vec<String> {
     kept(state).map_or_else(Vec::new, |k| ignored(&k, &snapshot(root, false)))
 }
 
@@ -170,7 +170,7 @@ fn report(project: &Project, spec: &str, ignored: Option<String>) {
 
 /// The price table in force for `state`, a change since init reported (the Stop hook's
 /// dollar cap).
-pub fn prices(
+pub(crate) fn prices(
     project: &Project,
     spec: &str,
     state: &State,
@@ -187,7 +187,7 @@ pub fn prices(
 
 /// The price table in force for `state`: the kept one, else (a state from before) the
 /// project's file as it stands. Read-only (status, resume, reports).
-pub fn prices_in_force(
+pub(crate) fn prices_in_force(
     root: &Path,
     state: &State,
 ) -> Result<Option<super::prices::Prices>, String> {
@@ -206,7 +206,11 @@ pub fn prices_in_force(
 
 /// Send `event` to the notify command in force for the spec's execution (the kept one,
 /// else today's reading), reporting a changed one as ignored.
-pub fn notify(project: &Project, spec: &project::Spec, event: &crate::io::notify::Message<'_>) {
+pub(crate) fn notify(
+    project: &Project,
+    spec: &project::Spec,
+    event: &crate::io::notify::Message<'_>,
+) {
     let state = crate::model::state::read_lenient(&spec.state_path())
         .ok()
         .flatten();

@@ -18,7 +18,7 @@ use crate::model::tasks::{Task, TaskList};
 /// Where a criterion was written.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Criterion {
+pub(crate) struct Criterion {
     pub id: String,
     /// The owning task's label; `None` for a spec-level requirement.
     pub task: Option<String>,
@@ -42,7 +42,7 @@ fn strip_bullet(line: &str) -> Option<&str> {
 }
 
 /// `AC-1.2` at the start of `s` (after `**`, `[`, `|`), and the text after it.
-pub fn leading_ac_id(s: &str) -> Option<(String, String)> {
+pub(crate) fn leading_ac_id(s: &str) -> Option<(String, String)> {
     let t = s.trim_start_matches(['*', '[', '|', ' ']);
     let t = t
         .strip_prefix("[ ] ")
@@ -67,7 +67,7 @@ pub fn leading_ac_id(s: &str) -> Option<(String, String)> {
 }
 
 /// The criteria of one task's `Done when`, in order.
-pub fn task_criteria(task: &Task) -> Vec<Criterion> {
+pub(crate) fn task_criteria(task: &Task) -> Vec<Criterion> {
     let Some(done) = &task.done_when else {
         return Vec::new();
     };
@@ -107,7 +107,7 @@ pub fn task_criteria(task: &Task) -> Vec<Criterion> {
 }
 
 /// The `AC-…` items of a requirements.md (list items, headings, table rows), outside code.
-pub fn requirement_criteria(text: &str) -> Vec<Criterion> {
+pub(crate) fn requirement_criteria(text: &str) -> Vec<Criterion> {
     let mut out: Vec<Criterion> = Vec::new();
     let mut fenced = false;
     for line in text.lines() {
@@ -140,7 +140,7 @@ pub fn requirement_criteria(text: &str) -> Vec<Criterion> {
 }
 
 /// Every criterion of a spec: each task's, then the requirements a task did not claim by id.
-pub fn spec_criteria(list: &TaskList, requirements: Option<&str>) -> Vec<Criterion> {
+pub(crate) fn spec_criteria(list: &TaskList, requirements: Option<&str>) -> Vec<Criterion> {
     let mut out: Vec<Criterion> = list.tasks.iter().flat_map(task_criteria).collect();
     if let Some(text) = requirements {
         for c in requirement_criteria(text) {
@@ -156,14 +156,14 @@ pub fn spec_criteria(list: &TaskList, requirements: Option<&str>) -> Vec<Criteri
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Manual {
+pub(crate) struct Manual {
     pub reason: String,
     pub at: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Mapping {
+pub(crate) struct Mapping {
     /// The criterion's text when it was mapped: a rewording asks for a new look.
     pub text: String,
     #[serde(default)]
@@ -180,7 +180,7 @@ pub struct Mapping {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Justification {
+pub(crate) struct Justification {
     pub reason: String,
     pub at: String,
     pub kind: String,
@@ -191,7 +191,7 @@ pub struct Justification {
 /// `specs/<name>/acceptance.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Store {
+pub(crate) struct Store {
     pub version: u32,
     #[serde(default)]
     pub criteria: BTreeMap<String, Mapping>,
@@ -214,7 +214,7 @@ impl Default for Store {
 
 /// One recorded verify run, as coverage sees it.
 #[derive(Debug, Clone)]
-pub struct Run {
+pub(crate) struct Run {
     /// `taskEvidence[1.2]`, `verificationBlocks.execution`.
     pub slot: String,
     pub command: String,
@@ -225,7 +225,7 @@ pub struct Run {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum TestState {
+pub(crate) enum TestState {
     Passed,
     Failed,
     Stale,
@@ -233,7 +233,7 @@ pub enum TestState {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TestCoverage {
+pub(crate) struct TestCoverage {
     pub name: String,
     pub state: TestState,
     pub detail: String,
@@ -241,7 +241,7 @@ pub struct TestCoverage {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     /// Every mapped test passed in a fresh run.
     Covered,
     /// Confirmed by hand (`ac confirm`), not by a test.
@@ -262,14 +262,14 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn is_covered(self) -> bool {
+    pub(crate) fn is_covered(self) -> bool {
         matches!(self, Status::Covered | Status::Manual | Status::Checked)
     }
     /// Whether the task may complete with it: covered, or waiting for a person.
-    pub fn settled_for_task(self) -> bool {
+    pub(crate) fn settled_for_task(self) -> bool {
         self.is_covered() || self == Status::Proposed
     }
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Covered => "covered",
             Status::Manual => "manual",
@@ -287,7 +287,7 @@ impl Status {
 /// One row of the matrix `ac status` prints.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Row {
+pub(crate) struct Row {
     pub id: String,
     pub task: Option<String>,
     pub text: String,
@@ -306,7 +306,7 @@ pub struct Row {
 /// A task whose own (frozen) Verify is a shell check, and how its run in the task's slot
 /// stands: the task's unmapped criteria are covered by that run passing fresh.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Check {
+pub(crate) struct Check {
     pub task: String,
     pub command: String,
     /// The task slot's run of exactly `command` with no test results in its output, as it
@@ -342,7 +342,7 @@ const FILTERS: &[&str] = &[
 /// that asserts nothing such as `true`): every `|`, `&&`, `||` or `;` segment starts with an
 /// assertion or a filter, and one asserts. Conservative: quoting the separators, an
 /// environment prefix or any other program makes it not one, and its criteria need tests.
-pub fn is_shell_check(command: &str) -> bool {
+pub(crate) fn is_shell_check(command: &str) -> bool {
     let mut asserts = false;
     for segment in command.split(['|', '&', ';']) {
         // `! grep …` asserts the opposite: still an assertion.
@@ -359,7 +359,7 @@ pub fn is_shell_check(command: &str) -> bool {
 }
 
 /// The state of one mapped test across the recorded runs.
-pub fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
+pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
     let mut failed_in = Vec::new();
     let mut fresh_pass = None;
     let mut stale_pass: Option<&Run> = None;
@@ -492,7 +492,12 @@ fn missing_detail(runs: &[Run]) -> String {
 }
 
 /// The matrix: one row per criterion.
-pub fn coverage(criteria: &[Criterion], store: &Store, runs: &[Run], checks: &[Check]) -> Vec<Row> {
+pub(crate) fn coverage(
+    criteria: &[Criterion],
+    store: &Store,
+    runs: &[Run],
+    checks: &[Check],
+) -> Vec<Row> {
     criteria
         .iter()
         .map(|c| row(c, store, runs, checks))

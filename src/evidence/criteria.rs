@@ -19,22 +19,19 @@ use crate::io::store;
 use crate::model::plan::{verify_of, Frozen};
 use crate::model::state::State;
 use crate::model::tasks::TaskList;
-use crate::model::tasks_file;
 
-pub const STORE_FILE: &str = crate::io::project::ACCEPTANCE_FILE;
-pub const RESULTS_DIR: &str = crate::io::project::TEST_RESULTS_DIR;
-/// The state field that turns the criteria gates on (written by `state init`).
-pub const GATE_FIELD: &str = "acceptanceGate";
+pub(crate) const STORE_FILE: &str = crate::io::project::ACCEPTANCE_FILE;
+pub(crate) const RESULTS_DIR: &str = crate::io::project::TEST_RESULTS_DIR;
 
 // ---- files ----------------------------------------------------------------------------
 
-pub fn store_path(spec: &Spec) -> PathBuf {
+pub(crate) fn store_path(spec: &Spec) -> PathBuf {
     spec.dir.join(STORE_FILE)
 }
 
 /// acceptance.json (absent = empty). A file that does not parse is an error naming it; it
 /// is never replaced.
-pub fn load_store(spec: &Spec) -> Result<Store> {
+pub(crate) fn load_store(spec: &Spec) -> Result<Store> {
     let path = store_path(spec);
     match store::read_json(&path)? {
         None => Ok(Store::default()),
@@ -50,7 +47,10 @@ fn from_doc(path: &std::path::Path, doc: Value) -> Result<Store> {
 }
 
 /// Change acceptance.json under its lock.
-pub fn update_store<T>(spec: &Spec, change: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+pub(crate) fn update_store<T>(
+    spec: &Spec,
+    change: impl FnOnce(&mut Store) -> Result<T>,
+) -> Result<T> {
     let path = store_path(spec);
     store::update_json(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let mut s = match current {
@@ -80,7 +80,7 @@ struct StoredResults {
 
 /// Write a run's test results beside the state; returns the record's `tests` summary.
 /// A write failure is warned about and leaves the run without results (never fails it).
-pub fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: &Report) -> Value {
+pub(crate) fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: &Report) -> Value {
     let path = results_path(spec, slot);
     let doc = StoredResults {
         started_at: started_at.to_string(),
@@ -118,7 +118,7 @@ struct TestsSummary<'a> {
 }
 
 /// Say on stderr what the output told about tests (nothing recognised names the runners).
-pub fn note_results(report: &Report) {
+pub(crate) fn note_results(report: &Report) {
     if report.runners.is_empty() {
         output::note(&format!(
             "no test results recognised in the output; criteria can be traced only to tests of: {}",
@@ -153,7 +153,7 @@ fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
 
 /// Every evidence record of the state with its freshness and test results. The tree is
 /// fingerprinted once per distinct `excludedPaths`.
-pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
+pub(crate) fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
     let mut trees: BTreeMap<Vec<String>, Option<String>> = BTreeMap::new();
     let mut out = Vec::new();
     for (map, make) in [
@@ -200,7 +200,7 @@ pub fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
 }
 
 /// The spec's criteria: tasks.md's Done when bullets and requirements.md's ACs.
-pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
+pub(crate) fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
     let req = spec.artifact_path("requirements");
     let text = match store::read_optional(&req)? {
         None => None,
@@ -211,14 +211,14 @@ pub fn criteria(spec: &Spec, list: &TaskList) -> Result<Vec<Criterion>> {
 
 /// Whether the execution enforces criteria: `state init` of this version sets it; an
 /// execution started before keeps the old behaviour.
-pub fn enforced(state: Option<&State>) -> bool {
+pub(crate) fn enforced(state: Option<&State>) -> bool {
     state.is_some_and(State::acceptance_gate)
 }
 
 /// The acceptance matrix of a spec, for `ac status`, `task complete`, the guard and reports.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Matrix {
+pub(crate) struct Matrix {
     pub spec: String,
     /// Criteria gate `task complete` and the final completion of this execution.
     pub enforced: bool,
@@ -226,10 +226,10 @@ pub struct Matrix {
 }
 
 impl Matrix {
-    pub fn uncovered(&self) -> impl Iterator<Item = &Row> {
+    pub(crate) fn uncovered(&self) -> impl Iterator<Item = &Row> {
         self.rows.iter().filter(|r| !r.status.is_covered())
     }
-    pub fn for_task(&self, label: &str) -> impl Iterator<Item = &Row> {
+    pub(crate) fn for_task(&self, label: &str) -> impl Iterator<Item = &Row> {
         let label = label.to_string();
         self.rows
             .iter()
@@ -237,15 +237,8 @@ impl Matrix {
     }
 }
 
-/// The matrix from the files as they are now (state read without its lock: a read-only view).
-pub fn matrix(project: &Project, spec: &Spec) -> Result<Matrix> {
-    let loaded = tasks_file::load(&spec.tasks_path())?;
-    let state = crate::model::state::read_lenient(&spec.state_path())?;
-    matrix_with(project, spec, &loaded.list, state.as_ref())
-}
-
 /// The matrix given tasks and state already read (under a lock the caller holds).
-pub fn matrix_with(
+pub(crate) fn matrix_with(
     project: &Project,
     spec: &Spec,
     list: &TaskList,
@@ -304,7 +297,7 @@ fn checks(list: &TaskList, state: Option<&State>, runs: &[Run]) -> Vec<acceptanc
 }
 
 /// One line per uncovered row, for refusals.
-pub fn describe_uncovered<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
+pub(crate) fn describe_uncovered<'a>(rows: impl Iterator<Item = &'a Row>) -> Vec<String> {
     rows.map(|r| {
         format!(
             "{} ({}) is {}: {}",

@@ -12,15 +12,15 @@ use crate::error::{Error, Result};
 use crate::io::project::Spec;
 use crate::io::store;
 
-pub const STORE_VERSION: u64 = 1;
+pub(crate) const STORE_VERSION: u64 = 1;
 /// Open items allowed per task (items without a task share one bucket).
-pub const MAX_OPEN_PER_TASK: usize = 10;
-pub const CATEGORIES: &[&str] = &["VERIFY", "REFAC", "IDEA"];
-pub const PRIORITIES: &[&str] = &["high", "medium", "low"];
+pub(crate) const MAX_OPEN_PER_TASK: usize = 10;
+pub(crate) const CATEGORIES: &[&str] = &["VERIFY", "REFAC", "IDEA"];
+pub(crate) const PRIORITIES: &[&str] = &["high", "medium", "low"];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Item {
+pub(crate) struct Item {
     pub id: String,
     pub category: String,
     pub priority: String,
@@ -38,17 +38,17 @@ pub struct Item {
 }
 
 impl Item {
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.status == "open"
     }
 
     /// Open, VERIFY and high: completion waits for it.
-    pub fn is_blocking(&self) -> bool {
+    pub(crate) fn is_blocking(&self) -> bool {
         self.is_open() && self.category == "VERIFY" && self.priority == "high"
     }
 
     /// `F3 [VERIFY/high] open: title (task 1.2)`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let task = self
             .task
             .as_ref()
@@ -66,7 +66,7 @@ impl Item {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Store {
+pub(crate) struct Store {
     pub version: u64,
     pub items: Vec<Item>,
 }
@@ -82,7 +82,7 @@ impl Default for Store {
 
 /// What `add` was asked for.
 #[derive(Debug, Clone)]
-pub struct NewItem {
+pub(crate) struct NewItem {
     pub category: String,
     pub priority: String,
     pub title: String,
@@ -93,7 +93,7 @@ pub struct NewItem {
 impl Store {
     /// Parse a followups.json document at `path` (`None` = no file yet). The error names
     /// the file and what is wrong.
-    pub fn from_json(doc: Option<&Value>, path: &Path) -> Result<Store> {
+    pub(crate) fn from_json(doc: Option<&Value>, path: &Path) -> Result<Store> {
         let shape = |message: String| Error::Shape {
             path: path.to_path_buf(),
             message,
@@ -125,15 +125,15 @@ impl Store {
         Ok(store)
     }
 
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         serde_json::to_value(self).expect("the store always serialises")
     }
 
-    pub fn open(&self) -> impl Iterator<Item = &Item> {
+    pub(crate) fn open(&self) -> impl Iterator<Item = &Item> {
         self.items.iter().filter(|i| i.is_open())
     }
 
-    pub fn blocking_open(&self) -> Vec<&Item> {
+    pub(crate) fn blocking_open(&self) -> Vec<&Item> {
         self.items.iter().filter(|i| i.is_blocking()).collect()
     }
 
@@ -149,7 +149,7 @@ impl Store {
     }
 
     /// Add an open item; refused when its task already has `MAX_OPEN_PER_TASK` open items.
-    pub fn add(&mut self, new: NewItem, now: &str) -> Result<&Item> {
+    pub(crate) fn add(&mut self, new: NewItem, now: &str) -> Result<&Item> {
         if !CATEGORIES.contains(&new.category.as_str()) {
             return Err(refused(format!(
                 "category must be one of {}",
@@ -193,7 +193,7 @@ impl Store {
     }
 
     /// Resolve an item. `Ok(false)` when it was already resolved (nothing changes).
-    pub fn resolve(&mut self, id: &str, note: &str, now: &str) -> Result<bool> {
+    pub(crate) fn resolve(&mut self, id: &str, note: &str, now: &str) -> Result<bool> {
         let item = self
             .items
             .iter_mut()
@@ -213,7 +213,7 @@ impl Store {
 }
 
 /// The store `doc` holds (absent = empty), or an error naming the spec's file.
-pub fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
+pub(crate) fn parse_store(spec: &Spec, doc: Option<&Value>) -> Result<Store> {
     Store::from_json(doc, &spec.followups_path())
 }
 
@@ -223,7 +223,7 @@ fn refused(message: String) -> Error {
 }
 
 /// The spec's follow-ups as stored (an absent file is an empty store).
-pub fn load(spec: &Spec) -> Result<Store> {
+pub(crate) fn load(spec: &Spec) -> Result<Store> {
     let doc = store::read_json(&spec.followups_path())?;
     parse_store(spec, doc.as_ref())
 }

@@ -1,12 +1,12 @@
 //! Evidence and its judgment: verify records and freshness, test logs, acceptance
 //! criteria, the proof and integrity checks, critiques, follow-ups.
 
-pub mod acceptance;
-pub mod criteria;
+pub(crate) mod acceptance;
+pub(crate) mod criteria;
 pub mod critique;
-pub mod followups;
+pub(crate) mod followups;
 pub mod integrity;
-pub mod proof;
+pub(crate) mod proof;
 pub mod testlog;
 pub mod verify;
-pub mod verify_run;
+pub(crate) mod verify_run;

@@ -18,10 +18,10 @@ use crate::model::unmet::Unmet;
 const MAX_FILE_LINES: u64 = 20_000;
 /// A file larger than this is not read.
 const MAX_FILE_BYTES: u64 = 2 * 1024 * 1024;
-pub const JUSTIFICATIONS_HEADING: &str = "## Justifications";
+pub(crate) const JUSTIFICATIONS_HEADING: &str = "## Justifications";
 
 /// The start commit of the task's running attempt.
-pub fn attempt_start(state: &State, id: &str) -> Option<String> {
+pub(crate) fn attempt_start(state: &State, id: &str) -> Option<String> {
     let last = state.attempts_of(id).last()?;
     let running = last.status.as_deref() == Some("running");
     last.start_commit.get().filter(|_| running).cloned()
@@ -36,7 +36,7 @@ pub fn attempt_start(state: &State, id: &str) -> Option<String> {
 /// clean filter hides a change), the old contents are read as blobs and the new ones from
 /// the disk, and the lines are compared here, not by `git diff` (whose attributes,
 /// `-diff`/`binary`, textconv, external drivers and prefixes the repository sets).
-pub fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<FileDiff>> {
+pub(crate) fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<FileDiff>> {
     let root = &project.root;
     let excluded = crate::io::project::bookkeeping_paths(project, spec);
     let keep = |p: &str| {
@@ -265,7 +265,12 @@ fn cat_files(root: &Path, names: &[String]) -> Result<Vec<Content>> {
 /// task (so one deleted in a failed attempt is, and one an earlier task of the execution
 /// added). Findings of several points count once (their ids are stable). Empty without
 /// git or a running attempt.
-pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Result<Vec<Finding>> {
+pub(crate) fn findings(
+    project: &Project,
+    spec: &Spec,
+    state: &State,
+    id: &str,
+) -> Result<Vec<Finding>> {
     let Some(current) = attempt_start(state, id) else {
         return Ok(Vec::new());
     };
@@ -309,7 +314,7 @@ pub fn findings(project: &Project, spec: &Spec, state: &State, id: &str) -> Resu
 
 /// What `task complete` must also see before it completes `task`: its criteria covered
 /// (when the execution enforces them) and every integrity finding justified.
-pub fn complete_unmet(
+pub(crate) fn complete_unmet(
     project: &Project,
     spec: &Spec,
     state: &State,

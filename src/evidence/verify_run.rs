@@ -3,7 +3,7 @@
 //! streamed to our stderr, and the record is bound to the working-tree fingerprint it
 //! started from.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,10 +24,10 @@ use crate::model::state::{self, Reading, State};
 use crate::model::tasks_file;
 
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
-pub const TIMEOUT_EXIT: i32 = 124;
+pub(crate) const TIMEOUT_EXIT: i32 = 124;
 
 /// What `verify run` runs, and how it relates to the task's own Verify command.
-pub struct RunPlan {
+pub(crate) struct RunPlan {
     command: String,
     /// The task's Verify command (task slots only).
     own_verify: Option<String>,
@@ -38,7 +38,7 @@ pub struct RunPlan {
 /// Choose the command: `--command`, else (for a task) its Verify command. Another command
 /// than the task's Verify is run and recorded, but counts only with `--accept-other`, which
 /// a person gives from their own shell.
-pub fn plan_run(
+pub(crate) fn plan_run(
     spec: &Spec,
     slot: &Slot,
     command: Option<String>,
@@ -112,7 +112,7 @@ fn read_existing_state(spec: &Spec) -> Result<State> {
 
 /// Run the planned command in the tree the project stands in and record the evidence in
 /// `slot`; returns the run and the record as stored. The command's output streams to stderr.
-pub fn record_run(
+pub(crate) fn record_run(
     project: &Project,
     spec: &Spec,
     slot: &Slot,
@@ -323,13 +323,11 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         let mut reader = reader;
         std::thread::spawn(move || {
             let mut buf = vec![0u8; 64 * 1024];
-            let mut stderr = std::io::stderr();
             loop {
                 match reader.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
-                        // A closed stderr must not stop the draining (the command would block).
-                        let _ = stderr.write_all(&buf[..n]);
+                        crate::io::output::relay(&buf[..n]);
                         tail.lock().expect("tail lock").push(&buf[..n]);
                         parser.lock().expect("parser lock").feed(&buf[..n]);
                     }

@@ -13,7 +13,7 @@ use crate::model::state::State;
 use crate::next::facts::{read_typed, StateRead};
 
 /// An execution the record binds to this session, its files matching the record.
-pub struct Bound {
+pub(crate) struct Bound {
     pub binding: Binding,
     pub record: Record,
     pub spec: Spec,
@@ -21,7 +21,7 @@ pub struct Bound {
 }
 
 /// What the record says about this session.
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// No execution is bound to it (or the record has moved on to another session).
     None,
     /// Bound, but the files no longer match: the execution is halted for `reason`.
@@ -34,7 +34,7 @@ pub enum Lookup {
 }
 
 /// The execution bound to `session` in `project`, checked against its files.
-pub fn lookup(project: &Project, session: Option<&str>) -> Lookup {
+pub(crate) fn lookup(project: &Project, session: Option<&str>) -> Lookup {
     let Some(sid) = session.filter(|s| !s.is_empty()) else {
         return Lookup::None;
     };
@@ -109,7 +109,7 @@ fn check(project: &Project, rec: &Record) -> Result<(Spec, State), String> {
 }
 
 /// Write the record back when `after` (the state as the hook left it) moved it on.
-pub fn mirror(project: &Project, bound: &Bound, after: &State, estimated: u64) {
+pub(crate) fn mirror(project: &Project, bound: &Bound, after: &State, estimated: u64) {
     let mut rec = bound.record.clone();
     rec.mirror(after);
     rec.estimated_output_tokens = rec.estimated_output_tokens.saturating_add(estimated);
@@ -119,7 +119,7 @@ pub fn mirror(project: &Project, bound: &Bound, after: &State, estimated: u64) {
 }
 
 /// Halt the record for `reason` (a hook found the files no longer match it).
-pub fn halt(project: &Project, rec: Option<&Record>, reason: &str, at: &str) {
+pub(crate) fn halt(project: &Project, rec: Option<&Record>, reason: &str, at: &str) {
     if let Some(rec) = rec.filter(|r| r.record_halt().is_none()) {
         let mut rec = rec.clone();
         rec.halt_for(reason, at);

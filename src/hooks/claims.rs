@@ -11,7 +11,7 @@ use crate::model::state::{Patch, State};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
-pub enum Kind {
+pub(crate) enum Kind {
     Tests,
     TestCount { n: u64 },
     Lint { tool: Option<String> },
@@ -20,7 +20,7 @@ pub enum Kind {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Claim {
+pub(crate) struct Claim {
     #[serde(flatten)]
     pub kind: Kind,
     /// The sentence that makes the claim.
@@ -29,7 +29,7 @@ pub struct Claim {
 
 /// One recorded verify run that passed on the current code.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FreshRun {
+pub(crate) struct FreshRun {
     pub slot: String,
     pub command: String,
     /// (passed, failed) test counts, when the output named tests.
@@ -38,7 +38,7 @@ pub struct FreshRun {
 
 /// A claim no fresh run supports, with what is missing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Unsupported {
+pub(crate) struct Unsupported {
     pub quote: String,
     pub missing: String,
 }
@@ -69,7 +69,7 @@ fn negated(lower: &str) -> bool {
 }
 
 /// The claims a message makes, in order, at most one of each kind per sentence.
-pub fn extract(message: &str) -> Vec<Claim> {
+pub(crate) fn extract(message: &str) -> Vec<Claim> {
     let mut out = Vec::new();
     let mut in_fence = false;
     for line in message.lines() {
@@ -199,7 +199,7 @@ fn is_test_command(c: &str) -> bool {
 }
 
 /// What evidence is missing for `claim`, or `None` when a fresh run supports it.
-pub fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -> Option<String> {
+pub(crate) fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -> Option<String> {
     let any_cmd = |words: &[&str]| {
         runs.iter()
             .any(|r| words.iter().any(|w| r.command.contains(w)))
@@ -272,7 +272,7 @@ const TYPE_CHECK_COMMANDS: &[&str] = &[
 ];
 
 /// Every claim of `message` without support, each once.
-pub fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<Unsupported> {
+pub(crate) fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<Unsupported> {
     let mut out: Vec<Unsupported> = Vec::new();
     for c in extract(message) {
         if let Some(missing) = missing_for(&c, runs, verify_hint) {
@@ -291,7 +291,7 @@ pub fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<U
 }
 
 /// The lines a refusal lists for unsupported claims.
-pub fn describe(items: &[Unsupported]) -> Vec<String> {
+pub(crate) fn describe(items: &[Unsupported]) -> Vec<String> {
     items
         .iter()
         .map(|u| {
@@ -308,7 +308,7 @@ pub fn describe(items: &[Unsupported]) -> Vec<String> {
 /// A task claim (`TASK_COMPLETE <id>`) names its task; claims in prose list them.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UnverifiedClaim<'a> {
+pub(crate) struct UnverifiedClaim<'a> {
     pub task_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub claims: Option<&'a [Unsupported]>,
@@ -318,7 +318,7 @@ pub struct UnverifiedClaim<'a> {
 }
 
 /// The patch that adds `entry` to the state's `unverifiedClaims` (the ones there stay).
-pub fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
+pub(crate) fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
     let mut kept = state.unverified_claims.clone().unwrap_or_default();
     kept.push(crate::hooks::decision::record(entry));
     Patch::new().unverified_claims(&kept)
@@ -326,7 +326,7 @@ pub fn record_unverified(state: &State, entry: &UnverifiedClaim<'_>) -> Patch {
 
 /// SubagentStop of an executor whose message claims things no fresh run supports (and
 /// claims no task): re-prompt once, then let it end and keep the claims for the coordinator.
-pub fn decide(
+pub(crate) fn decide(
     spec: &str,
     items: &[Unsupported],
     input: &SubagentInput<'_>,

@@ -11,7 +11,7 @@ use serde_json::Value;
 /// `hookSpecificOutput`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HookAnswer {
+pub(crate) struct HookAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -29,7 +29,7 @@ pub struct HookAnswer {
 /// `hookSpecificOutput`, tagged by `hookEventName`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "hookEventName", rename_all_fields = "camelCase")]
-pub enum HookSpecific {
+pub(crate) enum HookSpecific {
     PreToolUse {
         permission_decision: &'static str,
         permission_decision_reason: String,
@@ -41,7 +41,7 @@ pub enum HookSpecific {
 
 impl HookAnswer {
     /// Allow, telling the user `message`.
-    pub fn message(message: impl Into<String>) -> HookAnswer {
+    pub(crate) fn message(message: impl Into<String>) -> HookAnswer {
         HookAnswer {
             system_message: Some(message.into()),
             ..HookAnswer::default()
@@ -49,22 +49,17 @@ impl HookAnswer {
     }
 
     /// Only the hook-specific part.
-    pub fn specific(specific: HookSpecific) -> HookAnswer {
+    pub(crate) fn specific(specific: HookSpecific) -> HookAnswer {
         HookAnswer {
             hook_specific_output: Some(specific),
             ..HookAnswer::default()
         }
     }
-
-    /// The one line the hook prints.
-    pub fn to_line(&self) -> String {
-        serde_json::to_string(self).expect("a hook answer serializes")
-    }
 }
 
 /// What a hook answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Let Claude Code go on; an optional message for the user (never sent to the model).
     Allow(Option<String>),
     /// Re-prompt the model (Stop) or the subagent (SubagentStop) with this reason.
@@ -74,7 +69,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Decision::Allow(_) => "allow",
             Decision::Block(_) => "block",
@@ -83,7 +78,7 @@ impl Decision {
     }
 
     /// The hook's stdout for a Stop or SubagentStop; `None` prints nothing.
-    pub fn to_hook_json(&self) -> Option<HookAnswer> {
+    pub(crate) fn to_hook_json(&self) -> Option<HookAnswer> {
         match self {
             Decision::Allow(None) => None,
             Decision::Allow(Some(m)) => Some(HookAnswer::message(m.as_str())),
@@ -101,7 +96,7 @@ impl Decision {
         }
     }
 
-    pub fn text(&self) -> Option<&str> {
+    pub(crate) fn text(&self) -> Option<&str> {
         match self {
             Decision::Allow(m) => m.as_deref(),
             Decision::Block(s) | Decision::Halt(s) => Some(s),
@@ -111,7 +106,7 @@ impl Decision {
 
 /// A decision with what to write down.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub decision: Decision,
     /// Which row of the decision order produced it (`cap:stall`, `completion-accepted`, …).
     pub rule: String,
@@ -127,7 +122,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// A decision with nothing extra to tell the user.
-    pub fn new(decision: Decision, rule: &str, patch: Value, event: Value) -> Outcome {
+    pub(crate) fn new(decision: Decision, rule: &str, patch: Value, event: Value) -> Outcome {
         Outcome {
             decision,
             rule: rule.into(),
@@ -138,7 +133,7 @@ impl Outcome {
     }
 
     /// The hook's stdout: the decision's JSON with the notice added to its systemMessage.
-    pub fn to_hook_json(&self) -> Option<HookAnswer> {
+    pub(crate) fn to_hook_json(&self) -> Option<HookAnswer> {
         match &self.notice {
             None => self.decision.to_hook_json(),
             Some(notice) => Some(with_message(self.decision.to_hook_json(), notice)),
@@ -147,7 +142,7 @@ impl Outcome {
 }
 
 /// A hook's `answer` (or an empty one) with `message` added to its systemMessage.
-pub fn with_message(answer: Option<HookAnswer>, message: &str) -> HookAnswer {
+pub(crate) fn with_message(answer: Option<HookAnswer>, message: &str) -> HookAnswer {
     let mut answer = answer.unwrap_or_default();
     answer.system_message = Some(match answer.system_message.take() {
         Some(before) => format!("{before}\n{message}"),
@@ -157,17 +152,21 @@ pub fn with_message(answer: Option<HookAnswer>, message: &str) -> HookAnswer {
 }
 
 /// A hook's record as the map `Outcome::event` holds (the cost part adds fields to it).
-pub fn record(fields: &impl Serialize) -> Value {
+pub(crate) fn record(fields: &impl Serialize) -> Value {
     serde_json::to_value(fields).expect("a hook record serializes")
 }
 
 /// An empty state patch: the decision changes nothing.
-pub fn no_patch() -> Value {
+pub(crate) fn no_patch() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
 /// A re-prompt that lists what is missing: `head`, a `- item` line each, then `tail`.
-pub fn refusal<'a>(head: String, items: impl IntoIterator<Item = &'a str>, tail: &str) -> String {
+pub(crate) fn refusal<'a>(
+    head: String,
+    items: impl IntoIterator<Item = &'a str>,
+    tail: &str,
+) -> String {
     let mut r = head;
     r.push('\n');
     for item in items {
@@ -181,8 +180,7 @@ pub fn refusal<'a>(head: String, items: impl IntoIterator<Item = &'a str>, tail:
 
 /// The SubagentStop stdin fields the decision uses.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct SubagentInput<'a> {
-    pub session_id: Option<&'a str>,
+pub(crate) struct SubagentInput<'a> {
     pub agent_id: Option<&'a str>,
     pub stop_hook_active: bool,
 }

@@ -21,7 +21,7 @@ use crate::model::tasks_file;
 use crate::protocol::{self, FailInput};
 
 /// Where the hook runs and when.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub project: &'a Project,
     pub spec: &'a Spec,
     pub head: Option<&'a str>,
@@ -30,7 +30,7 @@ pub struct Ctx<'a> {
 
 /// One transcript read: the guard's totals and the ledger's messages.
 #[derive(Default)]
-pub struct Read {
+pub(crate) struct Read {
     pub usage: UsageRead,
     pub messages: Vec<MessageUsage>,
     pub invalid_usage: u64,
@@ -41,10 +41,10 @@ pub struct Read {
 /// Bytes of transcript per output token assumed for a span too large to read: a
 /// transcript line holds the message's text and much JSON around it, so 4 bytes per
 /// output token over-counts (the guard's direction) rather than under-counts.
-pub const BYTES_PER_ESTIMATED_TOKEN: u64 = 4;
+pub(crate) const BYTES_PER_ESTIMATED_TOKEN: u64 = 4;
 
 /// Read `path` past `offset` (see `transcript::read_usage`).
-pub fn read(path: &str, offset: Option<u64>, last_id: Option<&str>) -> Read {
+pub(crate) fn read(path: &str, offset: Option<u64>, last_id: Option<&str>) -> Read {
     let tail = transcript::read_usage(Path::new(path), offset, last_id);
     let estimated = tail.skipped / BYTES_PER_ESTIMATED_TOKEN;
     Read {
@@ -63,7 +63,7 @@ pub fn read(path: &str, offset: Option<u64>, last_id: Option<&str>) -> Read {
 
 /// Agents read at their own stop and not since: their final message may have been written
 /// after that read, so a Stop reads each once more from its stored offset.
-pub fn reread_pending(state: &State) -> Vec<(String, Read)> {
+pub(crate) fn reread_pending(state: &State) -> Vec<(String, Read)> {
     let Ok(ledger) = state.ledger() else {
         return Vec::new();
     };
@@ -164,7 +164,7 @@ fn state_after(state: &State, outcome: &Outcome) -> Result<State> {
 
 /// After the guard decided a Stop: charge the coordinator's messages and the pending
 /// agents' late lines, fail tasks past their caps, then the dollar cap and the forecast.
-pub fn after_stop(
+pub(crate) fn after_stop(
     ctx: &Ctx<'_>,
     state: &State,
     outcome: &mut Outcome,
@@ -405,7 +405,7 @@ fn halt_or_note(
 }
 
 /// What a SubagentStop knows about the agent that stopped.
-pub struct AgentStop<'a> {
+pub(crate) struct AgentStop<'a> {
     pub key: &'a str,
     pub agent_type: Option<&'a str>,
     pub transcript: &'a str,
@@ -416,7 +416,7 @@ pub struct AgentStop<'a> {
 /// After a SubagentStop read the agent's transcript: bind the agent to its task, charge
 /// it, mark it for one more read at the next Stop, and fail its task past a cap (the
 /// executor is told once to stop and report the failure).
-pub fn after_subagent(
+pub(crate) fn after_subagent(
     ctx: &Ctx<'_>,
     state: &State,
     outcome: &mut Outcome,

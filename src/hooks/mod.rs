@@ -4,12 +4,12 @@
 //! the time — and applies what comes back: a decision, a state patch (merged with
 //! `state::apply_patch`) and an event for `.specrun/events.jsonl`.
 
-pub mod bound;
-pub mod claims;
-pub mod decision;
-pub mod hook_cost;
+pub(crate) mod bound;
+pub(crate) mod claims;
+pub(crate) mod decision;
+pub(crate) mod hook_cost;
 pub mod tool_guard;
-pub mod uncounted;
+pub(crate) mod uncounted;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -28,13 +28,13 @@ pub const COMPLETION_TOKEN: &str = "ALL_TASKS_COMPLETE";
 pub const TASK_COMPLETE_TOKEN: &str = "TASK_COMPLETE";
 
 pub use crate::claude::agents::EXECUTOR_AGENT;
-pub use crate::hooks::decision::{
+pub(crate) use crate::hooks::decision::{
     no_patch, record, refusal, with_message, Decision, HookAnswer, HookSpecific, Outcome,
     SubagentInput,
 };
-pub use crate::support::text::final_line;
+pub(crate) use crate::support::text::final_line;
 
-pub fn claims_all_complete(message: Option<&str>) -> bool {
+pub(crate) fn claims_all_complete(message: Option<&str>) -> bool {
     message
         .and_then(final_line)
         .is_some_and(|l| crate::support::text::claim_text(l) == COMPLETION_TOKEN)
@@ -44,7 +44,7 @@ pub fn claims_all_complete(message: Option<&str>) -> bool {
 /// normalised (`support::text::claim_text`), `TASK_COMPLETE <id>` or `TASK_COMPLETE: <id>`,
 /// whatever follows the id on that line and whatever lines follow it. Reading more lines
 /// as claims only checks more: a claim the hook missed would go unchecked.
-pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
+pub(crate) fn task_complete_claim(message: Option<&str>) -> Option<String> {
     crate::support::text::lines_last_first(message?).find_map(|line| {
         let text = crate::support::text::claim_text(line);
         let rest = text.strip_prefix(TASK_COMPLETE_TOKEN)?;
@@ -61,7 +61,7 @@ pub fn task_complete_claim(message: Option<&str>) -> Option<String> {
 /// Whether `session` is the session that owns this execution. An execution with no
 /// `sessionId` is owned by nobody: the guard never drives or halts a session it cannot
 /// prove started the execution.
-pub fn owned_by(state: &State, session: Option<&str>) -> bool {
+pub(crate) fn owned_by(state: &State, session: Option<&str>) -> bool {
     same_owner(state.session_id(), session)
 }
 
@@ -70,13 +70,13 @@ fn same_owner(owner: Option<&str>, session: Option<&str>) -> bool {
 }
 
 /// Whether the stop/advisory hooks apply: the state is executing.
-pub fn executing(state: &State) -> bool {
+pub(crate) fn executing(state: &State) -> bool {
     state.phase() == Some(Phase::Execution)
 }
 
 /// What a halt tells the session: a person's decision, never its command (the model reads
 /// hook answers; a command it reads is one it runs). `specrun status` at a shell names it.
-pub fn halt_text(name: &str, what: &str) -> String {
+pub(crate) fn halt_text(name: &str, what: &str) -> String {
     format!(
         "specrun: spec '{name}' is halted ({what}): {}; then /specrun:implement {name} continues it.",
         crate::claude::roles::PERSON_DECIDES
@@ -85,7 +85,7 @@ pub fn halt_text(name: &str, what: &str) -> String {
 
 /// Where to read the transcript from: the stored offset, unless the stored offset belongs
 /// to a different transcript file (then start at the new file's end).
-pub fn transcript_start<'a>(
+pub(crate) fn transcript_start<'a>(
     state: &'a State,
     transcript_path: &str,
 ) -> (Option<u64>, Option<&'a str>) {
@@ -99,7 +99,7 @@ pub fn transcript_start<'a>(
 
 /// Transcript usage read since the stored offset.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct UsageRead {
+pub(crate) struct UsageRead {
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// `None` keeps the stored offset (the transcript could not be read).
@@ -108,10 +108,10 @@ pub struct UsageRead {
     pub transcript_path: Option<String>,
 }
 
-pub use crate::next::completion::{Blocker, Gates as CompletionGates};
+pub(crate) use crate::next::completion::Gates as CompletionGates;
 
 /// The facts a Stop is decided on, gathered under the state lock.
-pub struct StopFacts<'a> {
+pub(crate) struct StopFacts<'a> {
     pub spec_name: &'a str,
     pub tasks: &'a TaskList,
     pub head: Option<&'a str>,
@@ -126,8 +126,7 @@ pub struct StopFacts<'a> {
 
 /// The Stop hook's stdin fields the decision uses.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct StopInput<'a> {
-    pub session_id: Option<&'a str>,
+pub(crate) struct StopInput<'a> {
     pub stop_hook_active: bool,
     pub last_assistant_message: Option<&'a str>,
     /// Agents still working in the background (`running_agents` of `background_tasks`).
@@ -138,7 +137,7 @@ pub struct StopInput<'a> {
 /// (Claude Code runs subagents in the background by default since 2.1.198), each as
 /// `description (agent type)`. Background shell commands are not agents: a dev server left
 /// running must not hold the execution up.
-pub fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
+pub(crate) fn running_agents(background_tasks: Option<&Value>) -> Vec<String> {
     let Some(list) = background_tasks.and_then(Value::as_array) else {
         return Vec::new();
     };
@@ -180,7 +179,7 @@ fn waiting_text(name: &str, state: &State, agents: &[String]) -> String {
 }
 
 /// Progress fingerprint: checked-task count, taskIndex, HEAD.
-pub fn fingerprint(tasks: &TaskList, state: &State, head: Option<&str>) -> String {
+pub(crate) fn fingerprint(tasks: &TaskList, state: &State, head: Option<&str>) -> String {
     format!(
         "{}/{}:{}:{}",
         tasks.counts().completed,
@@ -197,7 +196,7 @@ fn rfc3339(t: DateTime<Utc>) -> String {
 /// Decide a Stop of the owning session of an executing spec (the fast path and ownership
 /// are the edge's, before the lock; docs/design.md#what-specrun-does): count the stop, then
 /// let `STOP_RULES` decide, then write down the bookkeeping and the event.
-pub fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
+pub(crate) fn decide_stop(input: &StopInput<'_>, state: &State, facts: &StopFacts<'_>) -> Outcome {
     let fp = fingerprint(facts.tasks, state, facts.head);
     let counted = count(input, state, facts, &fp);
     let mut effects = Effects {
@@ -370,7 +369,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
 /// a row counting this one (already in the ledger, or `ledger_error` says why not). The
 /// caps still hold: the stops missed are added to the state's counter for the check, and
 /// a halted execution halts again. Nothing is written to the state.
-pub fn decide_uncounted_stop(
+pub(crate) fn decide_uncounted_stop(
     name: &str,
     v: &State,
     missed: u64,
@@ -693,7 +692,7 @@ fn hit_cap(
 }
 
 /// The state fields that mark an execution complete (the Stop hook and `specrun finish`).
-pub fn completion_patch(now: DateTime<Utc>) -> Patch {
+pub(crate) fn completion_patch(now: DateTime<Utc>) -> Patch {
     Patch::new()
         .phase(Phase::Completed)
         .completed(true)
@@ -701,7 +700,7 @@ pub fn completion_patch(now: DateTime<Utc>) -> Patch {
 }
 
 /// What a completed execution reports.
-pub fn completion_message(name: &str, tasks: &TaskList) -> String {
+pub(crate) fn completion_message(name: &str, tasks: &TaskList) -> String {
     let c = tasks.counts();
     format!(
         "spec '{name}' complete: {}/{} tasks checked, execution evidence fresh, no blocking follow-up.",
@@ -742,7 +741,7 @@ fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
 
 /// The facts a `TASK_COMPLETE <id>` claim is checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimFacts {
+pub(crate) struct ClaimFacts {
     /// The task, if tasks.md has exactly one with this id: (checked, Verify command).
     pub task: Option<(bool, Option<String>)>,
     /// `taskEvidence.<id>` against the current tree.
@@ -762,7 +761,7 @@ pub struct ClaimFacts {
 }
 
 /// What is missing before a task claim can be accepted, each with its command.
-pub fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
+pub(crate) fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let id_q = shell_word(id);
     let mut missing = Vec::new();
@@ -847,7 +846,7 @@ fn unusable_text(why: &str) -> String {
 }
 
 /// Decide an executor's SubagentStop that claims task `id`.
-pub fn decide_subagent_stop(
+pub(crate) fn decide_subagent_stop(
     name: &str,
     id: &str,
     facts: &ClaimFacts,
@@ -925,7 +924,10 @@ fn judge_task_claim(
 
 /// Where a subagent's transcript is read from: its stored offset (0 for a new agent: the
 /// whole file is this execution's work) and the last message id counted.
-pub fn agent_transcript_start<'a>(state: &'a State, agent_key: &str) -> (u64, Option<&'a str>) {
+pub(crate) fn agent_transcript_start<'a>(
+    state: &'a State,
+    agent_key: &str,
+) -> (u64, Option<&'a str>) {
     let entry = state.agent_usage(agent_key);
     let offset = entry.and_then(|e| e.offset.get().copied());
     let last = entry.and_then(|e| e.last_message_id.get());
@@ -934,7 +936,7 @@ pub fn agent_transcript_start<'a>(state: &'a State, agent_key: &str) -> (u64, Op
 
 /// The state patch that adds a subagent's newly read usage to the execution's totals, so
 /// the token budget counts the executors' work and not only the coordinator's.
-pub fn subagent_usage_patch(state: &State, agent_key: &str, usage: &UsageRead) -> Value {
+pub(crate) fn subagent_usage_patch(state: &State, agent_key: &str, usage: &UsageRead) -> Value {
     let entry = state.agent_usage(agent_key);
     let previous = entry.and_then(|e| e.output_tokens.get().copied());
     let previous = previous.unwrap_or(0);
@@ -969,7 +971,7 @@ pub const WORK_TOOLS: [&str; 6] = [
 /// cancelled or has spent a budget, new work is denied, so a coordinator that never ends
 /// its turn still stops at the caps and a halted one starts nothing new.
 /// `Some((rule, reason))` denies.
-pub fn deny_delegation(
+pub(crate) fn deny_delegation(
     name: &str,
     state: &State,
     tool_name: Option<&str>,
@@ -1025,7 +1027,7 @@ pub fn deny_delegation(
 /// A PreToolUse decision past the fast path: `deny` is the reason when denied, `rule` the
 /// rule that decided, `tool` the tool asked about.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolDecision {
+pub(crate) struct ToolDecision {
     pub deny: Option<String>,
     pub rule: String,
     pub tool: Option<String>,
@@ -1033,7 +1035,7 @@ pub struct ToolDecision {
 
 impl ToolDecision {
     /// Its events.jsonl line, for spec `spec`.
-    pub fn event<'a>(&'a self, spec: &'a str) -> Event<'a> {
+    pub(crate) fn event<'a>(&'a self, spec: &'a str) -> Event<'a> {
         Event::PreToolUse {
             spec,
             tool: self.tool.as_deref(),
@@ -1047,7 +1049,7 @@ impl ToolDecision {
 /// The tool call a PreToolUse hook is asked about: its name and, for `Agent`/`Task`, the
 /// `isolation` it asks for (`worktree`, `remote`; Claude Code 2.1.332).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ToolCall<'a> {
+pub(crate) struct ToolCall<'a> {
     pub name: Option<&'a str>,
     pub isolation: Option<&'a str>,
     /// For Bash, Write, Edit, MultiEdit, NotebookEdit: what the call does
@@ -1078,7 +1080,7 @@ fn deny_native_isolation(
 /// delegation asking for Claude Code's own isolation. `None` when the guard has nothing to
 /// do with this session's call (another session's or an unowned execution, and no
 /// denial): nothing is answered or written.
-pub fn decide_pre_tool_use(
+pub(crate) fn decide_pre_tool_use(
     name: &str,
     state: &State,
     tool: ToolCall,
@@ -1147,7 +1149,7 @@ fn guard_tool(
 }
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
-pub fn session_context(
+pub(crate) fn session_context(
     name: &str,
     v: &state::State,
     tasks: Option<&TaskList>,
@@ -1198,7 +1200,7 @@ pub fn session_context(
 }
 
 /// PreToolUse: in quick mode, AskUserQuestion is denied with this reason.
-pub fn deny_question(
+pub(crate) fn deny_question(
     state: &State,
     tool_name: Option<&str>,
     session: Option<&str>,
@@ -1216,6 +1218,7 @@ pub fn deny_question(
 mod tests {
     use super::*;
     use crate::model::tasks;
+    use crate::next::completion::Blocker;
 
     const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Do**: write it\n  - **Files**: src/a.rs\n  - **Verify**: `cargo test a`\n";
     const DONE: &str = "## Phase 1\n- [x] 1.1 First\n- [x] 1.2 Second\n";
@@ -1272,7 +1275,6 @@ mod tests {
             missed: Default::default(),
         };
         let input = StopInput {
-            session_id: Some("s1"),
             stop_hook_active: active,
             last_assistant_message: msg,
             running_agents,
@@ -1306,7 +1308,6 @@ mod tests {
     /// Agent a1 of session s1 claims task 1.2.
     fn decide_claim(facts: &ClaimFacts, stop_hook_active: bool) -> Outcome {
         let input = SubagentInput {
-            session_id: Some("s1"),
             agent_id: Some("a1"),
             stop_hook_active,
         };
@@ -1433,7 +1434,6 @@ mod tests {
         };
         let o = decide_stop(
             &StopInput {
-                session_id: Some("s1"),
                 ..Default::default()
             },
             &typed(&s),

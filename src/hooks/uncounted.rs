@@ -17,12 +17,12 @@ use crate::io::project::{Project, EVENTS_DIR};
 use crate::model::state::State;
 
 /// From this many stops missed in a row on, the guard says so loudly.
-pub const ALARM_AFTER: u64 = 3;
+pub(crate) const ALARM_AFTER: u64 = 3;
 
 /// At most this much of the ledger is read past the offset (a ledger is a line per stop).
 const READ_LIMIT: u64 = 1 << 20;
 
-pub fn path(project: &Project, spec_name: &str) -> PathBuf {
+pub(crate) fn path(project: &Project, spec_name: &str) -> PathBuf {
     project
         .root
         .join(EVENTS_DIR)
@@ -38,7 +38,7 @@ struct Line<'a> {
 }
 
 /// Append one missed stop.
-pub fn record(
+pub(crate) fn record(
     project: &Project,
     spec_name: &str,
     session: Option<&str>,
@@ -55,7 +55,7 @@ pub fn record(
 
 /// The stops missed since the last counted one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Missed {
+pub(crate) struct Missed {
     /// Lines past the offset: stops missed in a row.
     pub count: u64,
     /// The ledger's length, the offset once they are counted.
@@ -65,13 +65,13 @@ pub struct Missed {
 }
 
 /// `guard.uncountedOffset`: how much of the ledger is already counted.
-pub fn offset(state: &State) -> u64 {
+pub(crate) fn offset(state: &State) -> u64 {
     state.guard().uncounted_offset.get().copied().unwrap_or(0)
 }
 
 /// The ledger's lines past `offset` (none when it does not exist or cannot be read). A
 /// ledger shorter than the offset (it was removed) starts again from 0.
-pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
+pub(crate) fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
     let Ok(Some(mut file)) = crate::io::store::open_read(&path(project, spec_name)) else {
         return Missed::default();
     };
@@ -103,14 +103,14 @@ pub fn since(project: &Project, spec_name: &str, offset: u64) -> Missed {
 }
 
 /// The ledger's current length: where a new execution starts counting.
-pub fn end(project: &Project, spec_name: &str) -> u64 {
+pub(crate) fn end(project: &Project, spec_name: &str) -> u64 {
     std::fs::symlink_metadata(path(project, spec_name))
         .map(|m| if m.is_file() { m.len() } else { 0 })
         .unwrap_or(0)
 }
 
 /// One line for `status` and `doctor` when stops were missed, loud from `ALARM_AFTER` on.
-pub fn summary(missed: &Missed) -> Option<String> {
+pub(crate) fn summary(missed: &Missed) -> Option<String> {
     if missed.count == 0 {
         return None;
     }

@@ -17,7 +17,7 @@ use crate::io::store;
 const GUARD_MAX: u64 = 64 << 20;
 
 /// The protected paths, relative to the root, `/`-separated, no trailing slash.
-pub fn roots(project: &Project, spec: Option<&Spec>) -> Vec<String> {
+pub(crate) fn roots(project: &Project, spec: Option<&Spec>) -> Vec<String> {
     let mut roots = vec![SPECS_DIR.to_string(), EVENTS_DIR.to_string()];
     if let Some(rel) = spec.and_then(|s| s.dir.strip_prefix(&project.root).ok()) {
         let rel = rel.to_string_lossy().replace('\\', "/");
@@ -30,7 +30,7 @@ pub fn roots(project: &Project, spec: Option<&Spec>) -> Vec<String> {
 
 /// `:(top,exclude)` pathspecs for [`roots`], to append after `-- .` on every reset,
 /// checkout and clean (`top`: they hold wherever in the tree git runs).
-pub fn excludes(project: &Project, spec: Option<&Spec>) -> Vec<String> {
+pub(crate) fn excludes(project: &Project, spec: Option<&Spec>) -> Vec<String> {
     roots(project, spec)
         .iter()
         .map(|r| format!(":(top,exclude,literal){r}"))
@@ -38,7 +38,7 @@ pub fn excludes(project: &Project, spec: Option<&Spec>) -> Vec<String> {
 }
 
 /// Whether the root-relative `path` is bookkeeping (never a task's change).
-pub fn is_bookkeeping(project: &Project, spec: Option<&Spec>, path: &str) -> bool {
+pub(crate) fn is_bookkeeping(project: &Project, spec: Option<&Spec>, path: &str) -> bool {
     is_under_any(path, &roots(project, spec))
 }
 
@@ -54,13 +54,13 @@ fn is_under_any(path: &str, roots: &[String]) -> bool {
 
 /// The bookkeeping files as they were before a git step, to put back what the step lost.
 /// Member worktrees under `.specrun/worktrees` are not bookkeeping of this checkout.
-pub struct Guard {
+pub(crate) struct Guard {
     root: PathBuf,
     files: Vec<(PathBuf, Vec<u8>)>,
 }
 
 impl Guard {
-    pub fn take(project: &Project, spec: Option<&Spec>) -> Guard {
+    pub(crate) fn take(project: &Project, spec: Option<&Spec>) -> Guard {
         let skip = project.root.join(EVENTS_DIR).join(WORKTREES_DIR);
         let mut files = Vec::new();
         let mut budget = GUARD_MAX;
@@ -76,7 +76,7 @@ impl Guard {
     /// Write back each file that is gone, or was rewritten while git does not track it
     /// (git had no business writing it); returns the paths restored. A file that only grew
     /// (the events log a hook appended to meanwhile) was not git's doing and stays.
-    pub fn restore(self) -> Vec<PathBuf> {
+    pub(crate) fn restore(self) -> Vec<PathBuf> {
         let mut restored = Vec::new();
         for (path, bytes) in &self.files {
             let now = store::read_prefix(path, GUARD_MAX, true).ok().flatten();
@@ -139,7 +139,7 @@ fn collect(dir: &Path, skip: &Path, budget: &mut u64, out: &mut Vec<(PathBuf, Ve
 
 /// Run `step` (git commands only: a write of specrun's own in it would be undone) with
 /// the bookkeeping put back afterwards, whether it succeeded or not.
-pub fn guarded<T>(
+pub(crate) fn guarded<T>(
     project: &Project,
     spec: Option<&Spec>,
     step: impl FnOnce() -> Result<T>,
@@ -151,7 +151,7 @@ pub fn guarded<T>(
 }
 
 /// Run git in `root` with `args` followed by `-- .` and the bookkeeping excludes.
-pub fn git_outside(project: &Project, spec: Option<&Spec>, args: &[&str]) -> Result<String> {
+pub(crate) fn git_outside(project: &Project, spec: Option<&Spec>, args: &[&str]) -> Result<String> {
     let ex = excludes(project, spec);
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--", "."]);

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::io::project::Project;
 use crate::io::store;
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
@@ -19,7 +19,7 @@ pub fn now_rfc3339() -> String {
 /// its spec there, a hook its session (null when Claude Code sent none); verify and
 /// notify lines name neither (verify names its spec after the tag, as it always did).
 #[derive(Debug, Clone, Copy)]
-pub enum By<'a> {
+pub(crate) enum By<'a> {
     Spec(&'a str),
     Session(Option<&'a str>),
     Nobody,
@@ -33,7 +33,7 @@ pub enum By<'a> {
     rename_all = "kebab-case",
     rename_all_fields = "camelCase"
 )]
-pub enum Event<'a> {
+pub(crate) enum Event<'a> {
     // The hooks. A counted Stop and a judged SubagentStop carry the decision's record as
     // built by the decision core and its cost part (`hooks::Outcome::event`).
     Stop(&'a Map<String, Value>),
@@ -190,12 +190,12 @@ pub enum Event<'a> {
 /// A fixed tag written as a field (for the untagged variants).
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(transparent)]
-pub struct Tag<'a>(pub &'a str);
+pub(crate) struct Tag<'a>(pub &'a str);
 
 /// What a refusal lists: the unmet precondition names, or one sentence.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum Refusal<'a> {
+pub(crate) enum Refusal<'a> {
     Unmet(Vec<&'a str>),
     Why(&'a str),
 }
@@ -214,7 +214,7 @@ pub struct Raises {
 /// isolated member (its branch, and the worktree removed).
 #[derive(Debug, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub enum Rollback<'a> {
+pub(crate) enum Rollback<'a> {
     InPlace {
         task: &'a str,
         saved_ref: &'a str,
@@ -237,7 +237,7 @@ pub enum Rollback<'a> {
 /// `group merge`: a member merged, or kept back (a conflict, files outside its list).
 #[derive(Debug, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub enum GroupMerge<'a> {
+pub(crate) enum GroupMerge<'a> {
     Merged {
         task: &'a str,
         branch: &'a str,
@@ -255,7 +255,7 @@ pub enum GroupMerge<'a> {
 /// How a notify command ended, or why it could not start.
 #[derive(Debug, Serialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
-pub enum Notify<'a> {
+pub(crate) enum Notify<'a> {
     NotStarted {
         ok: bool,
         error: &'a str,
@@ -293,7 +293,7 @@ struct Line<'a> {
 }
 
 /// The line `event` by `by` is written as, `at` now.
-pub fn line(by: By<'_>, event: &Event<'_>, at: String) -> String {
+pub(crate) fn line(by: By<'_>, event: &Event<'_>, at: String) -> String {
     let (session, spec) = match by {
         By::Spec(spec) => (None, Some(spec)),
         By::Session(session) => (Some(session), None),
@@ -309,7 +309,7 @@ pub fn line(by: By<'_>, event: &Event<'_>, at: String) -> String {
 }
 
 /// Append `event` by `by`, with `at` first.
-pub fn append(project: &Project, by: By<'_>, event: &Event<'_>) -> Result<()> {
+pub(crate) fn append(project: &Project, by: By<'_>, event: &Event<'_>) -> Result<()> {
     store::append_line(&project.events_path(), &line(by, event, now_rfc3339()))
 }
 

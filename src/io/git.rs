@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// Run git in `dir`, returning stdout. `env` adds variables (e.g. GIT_INDEX_FILE).
-pub fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String> {
+pub(crate) fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Result<String> {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir)
         .args(args)
@@ -51,7 +51,7 @@ const SCAN_CONFIG: &[&str] = &[
 /// (`GIT_DIR`, `GIT_INDEX_FILE`, `GIT_CONFIG_PARAMETERS`, …) is dropped, the system config
 /// is not read, replace refs are not followed (a `git replace` would otherwise make the old
 /// blob read as the new one), and `SCAN_CONFIG` overrides the repository's config.
-pub fn scan_run(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>> {
+pub(crate) fn scan_run(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>> {
     let mut cmd = Command::new("git");
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("GIT_") {
@@ -109,7 +109,7 @@ pub struct GitInfo {
 }
 
 /// Branch, HEAD, dirtiness and changed paths in one `git status` call.
-pub fn info(root: &Path) -> GitInfo {
+pub(crate) fn info(root: &Path) -> GitInfo {
     let Ok(out) = run(
         root,
         &[
@@ -127,7 +127,7 @@ pub fn info(root: &Path) -> GitInfo {
 }
 
 /// Parse `git status --porcelain=v2 --branch -z`.
-pub fn parse_status_v2(out: &str) -> GitInfo {
+pub(crate) fn parse_status_v2(out: &str) -> GitInfo {
     let mut info = GitInfo {
         available: true,
         ..Default::default()
@@ -162,7 +162,7 @@ pub fn parse_status_v2(out: &str) -> GitInfo {
 }
 
 /// The git directory of `root` (follows a `.git` file of a worktree or submodule).
-pub fn git_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn git_dir(root: &Path) -> Option<PathBuf> {
     let dot_git = root.join(".git");
     if dot_git.is_dir() {
         return Some(dot_git);
@@ -180,7 +180,7 @@ pub fn git_dir(root: &Path) -> Option<PathBuf> {
 /// HEAD's commit id read straight from the files (no process start), for the guard's
 /// progress fingerprint. `None` outside git or before the first commit; falls back to
 /// `git rev-parse` for layouts it does not read itself.
-pub fn head_fast(root: &Path) -> Option<String> {
+pub(crate) fn head_fast(root: &Path) -> Option<String> {
     let dir = git_dir(root)?;
     let head = crate::io::store::read_user_text(&dir.join("HEAD"), "HEAD").ok()?;
     let head = head.trim();
@@ -214,19 +214,19 @@ pub fn head_fast(root: &Path) -> Option<String> {
 
 /// HEAD's commit as git resolves it (also from a directory below the top of the work
 /// tree), `None` before the first commit or outside git.
-pub fn head(root: &Path) -> Option<String> {
+pub(crate) fn head(root: &Path) -> Option<String> {
     run(root, &["rev-parse", "--verify", "-q", "HEAD"], &[])
         .ok()
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
 }
 
-pub fn is_repo(root: &Path) -> bool {
+pub(crate) fn is_repo(root: &Path) -> bool {
     git_dir(root).is_some()
 }
 
 /// A commit id cut to the ten characters messages show.
-pub fn short_commit(c: &str) -> &str {
+pub(crate) fn short_commit(c: &str) -> &str {
     crate::support::chars::prefix(c, 10)
 }
 

@@ -22,13 +22,13 @@ use crate::io::project::{self, Project};
 use crate::io::store;
 
 /// The environment variable naming the notify command (wins over the config file).
-pub const ENV: &str = "SPECRUN_NOTIFY";
+pub(crate) const ENV: &str = "SPECRUN_NOTIFY";
 /// How long a notify command may run before its process group is killed.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The most of an event `notify-run` reads from its stdin.
 const MAX_EVENT: u64 = 1 << 20;
 /// Overrides `DEFAULT_TIMEOUT` (milliseconds).
-pub const TIMEOUT_ENV: &str = "SPECRUN_NOTIFY_TIMEOUT_MS";
+pub(crate) const TIMEOUT_ENV: &str = "SPECRUN_NOTIFY_TIMEOUT_MS";
 
 fn timeout() -> Duration {
     std::env::var(TIMEOUT_ENV)
@@ -40,7 +40,7 @@ fn timeout() -> Duration {
 
 /// The notify command configured for `project`, if any. A config file that cannot be
 /// read (a FIFO, a device, too large, not JSON) is an error naming it, never a wait.
-pub fn command(project: &Project) -> Result<Option<String>, String> {
+pub(crate) fn command(project: &Project) -> Result<Option<String>, String> {
     if let Some(cmd) = std::env::var(ENV).ok().filter(|c| !c.trim().is_empty()) {
         return Ok(Some(cmd));
     }
@@ -60,7 +60,7 @@ pub fn command(project: &Project) -> Result<Option<String>, String> {
 
 /// The event a notify command receives on stdin (docs/design.md#config).
 #[derive(Debug, Serialize)]
-pub struct Message<'a> {
+pub(crate) struct Message<'a> {
     /// `halt` or `completed`.
     pub event: &'a str,
     pub spec: &'a str,
@@ -73,13 +73,18 @@ pub struct Message<'a> {
 /// What the notify event names last: the rule that decided, or the task whose verb halted.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
-pub enum About<'a> {
+pub(crate) enum About<'a> {
     Rule { rule: &'a str },
     Task { task: &'a str },
 }
 
 /// The event a notify command receives: `{"event": "halt"|"completed", "spec", …}`.
-pub fn event<'a>(kind: &'a str, spec: &'a str, message: &'a str, about: About<'a>) -> Message<'a> {
+pub(crate) fn event<'a>(
+    kind: &'a str,
+    spec: &'a str,
+    message: &'a str,
+    about: About<'a>,
+) -> Message<'a> {
     Message {
         event: kind,
         spec,
@@ -91,7 +96,11 @@ pub fn event<'a>(kind: &'a str, spec: &'a str, message: &'a str, about: About<'a
 
 /// Start `command` (the one in force, or why none could be read) for `event` and return
 /// at once; trouble starting it is recorded in events.jsonl, never raised.
-pub fn send(project: &Project, command: Result<Option<String>, String>, event: &Message<'_>) {
+pub(crate) fn send(
+    project: &Project,
+    command: Result<Option<String>, String>,
+    event: &Message<'_>,
+) {
     let started = match command {
         Ok(None) => return,
         Ok(Some(cmd)) => spawn_runner(&project.root, &cmd, event).map_err(|e| e.to_string()),
@@ -126,7 +135,7 @@ fn spawn_runner(root: &Path, cmd: &str, event: &Message<'_>) -> std::io::Result<
 
 /// `specrun notify-run`: run `cmd` with stdin's event, kill its group after `timeout`,
 /// and record in events.jsonl how it ended.
-pub fn run(project: &Project, cmd: &str, timeout: Duration) -> ExitStatus {
+pub(crate) fn run(project: &Project, cmd: &str, timeout: Duration) -> ExitStatus {
     // The event, written by `send`: small, but read within a bound all the same.
     let input = store::read_stdin("notify event", MAX_EVENT).unwrap_or_default();
     let started = Instant::now();

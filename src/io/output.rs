@@ -3,18 +3,21 @@
 //! reaches a terminal raw: text is printed through `visible::text`, JSON through
 //! `visible::json` (exact data still); only `styled` prints escape sequences of its own.
 
+// The one module allowed to name stdout and stderr (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 use std::io::Write;
 
 use crate::support::visible;
 
 /// Print a JSON answer on one line.
-pub fn json_line<T: serde::Serialize + ?Sized>(value: &T) {
+pub(crate) fn json_line<T: serde::Serialize + ?Sized>(value: &T) {
     let text = serde_json::to_string(value).expect("an answer serializes");
     line_exact(&visible::json(&text));
 }
 
 /// Print a JSON answer indented, for people and for `state get`.
-pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
+pub(crate) fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
     let text = serde_json::to_string_pretty(value).expect("an answer serializes");
     line_exact(&visible::json(&text));
 }
@@ -22,7 +25,7 @@ pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
 /// Print `{"<head_key>": head, "<items_key>": [items…]}` indented, writing each item as it
 /// comes through one serializer (no string per item): a million items never sit in memory
 /// as one document or one string. DEL and C1 are written `\u00NN` as `visible::json` does.
-pub fn json_stream<H: serde::Serialize, T: serde::Serialize>(
+pub(crate) fn json_stream<H: serde::Serialize, T: serde::Serialize>(
     head_key: &str,
     head: &H,
     items_key: &str,
@@ -56,7 +59,7 @@ pub fn json_stream<H: serde::Serialize, T: serde::Serialize>(
 }
 
 /// Print text on stdout; a closed pipe (`specrun … | head`) is not an error.
-pub fn line(text: &str) {
+pub(crate) fn line(text: &str) {
     line_exact(&visible::text(text));
 }
 
@@ -66,29 +69,41 @@ fn line_exact(text: &str) {
 }
 
 /// Print text on stdout with no newline added.
-pub fn raw(text: &str) {
+pub(crate) fn raw(text: &str) {
     styled(&visible::text(text));
 }
 
 /// Print text holding escape sequences of specrun's own (status's colours, `--watch`'s
 /// redraw) as it is: every part that came from a file must have passed `visible` already.
-pub fn styled(text: &str) {
+pub(crate) fn styled(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
 }
 
-pub fn error(message: &str) {
+/// Whether stdout is a terminal (colour, `--watch`'s redraw).
+pub(crate) fn stdout_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdout().is_terminal()
+}
+
+/// Relay a verified command's own output to stderr as it comes, so a person watching sees
+/// the run; a closed stderr is not an error (the command must keep draining).
+pub(crate) fn relay(bytes: &[u8]) {
+    let _ = std::io::stderr().lock().write_all(bytes);
+}
+
+pub(crate) fn error(message: &str) {
     let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: error: {message}");
 }
 
-pub fn warn(message: &str) {
+pub(crate) fn warn(message: &str) {
     let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: warning: {message}");
 }
 
-pub fn note(message: &str) {
+pub(crate) fn note(message: &str) {
     let message = visible::text(message);
     let _ = writeln!(std::io::stderr().lock(), "specrun: {message}");
 }

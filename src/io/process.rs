@@ -15,10 +15,10 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// How long `Group::stop` gives the group between SIGTERM and SIGKILL.
-pub const KILL_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(2);
 
 /// A command running as the leader of its own process group.
-pub struct Group {
+pub(crate) struct Group {
     pgid: i32,
     /// The command's stdin, when it was piped.
     pub stdin: Option<ChildStdin>,
@@ -30,7 +30,7 @@ impl Group {
     /// Start `cmd` in a new process group. `cmd` is dropped once started, so our copies of
     /// pipe ends it hands the child close (a reader of the child's output sees EOF once the
     /// group is done with it).
-    pub fn spawn(mut cmd: Command) -> io::Result<Group> {
+    pub(crate) fn spawn(mut cmd: Command) -> io::Result<Group> {
         let mut child = cmd.process_group(0).spawn()?;
         drop(cmd);
         let pgid = child.id() as i32;
@@ -54,7 +54,7 @@ impl Group {
 
     /// Wait for the command to exit, for at most `limit` (`None`: however long it takes).
     /// `Ok(None)`: still running at the limit.
-    pub fn wait(&mut self, limit: Option<Duration>) -> io::Result<Option<ExitStatus>> {
+    pub(crate) fn wait(&mut self, limit: Option<Duration>) -> io::Result<Option<ExitStatus>> {
         if let Some(status) = self.status {
             return Ok(Some(status));
         }
@@ -78,7 +78,7 @@ impl Group {
     }
 
     /// SIGTERM to the group, then SIGKILL if anything of it still runs after `KILL_GRACE`.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         self.signal(libc::SIGTERM);
         let deadline = Instant::now() + KILL_GRACE;
         while Instant::now() < deadline {
@@ -91,7 +91,7 @@ impl Group {
     }
 
     /// SIGKILL to the group, at once.
-    pub fn kill(&self) {
+    pub(crate) fn kill(&self) {
         self.signal(libc::SIGKILL);
     }
 
@@ -104,7 +104,7 @@ impl Group {
 
     /// Whether a process of the group is still running. Zombies do not count: an orphan
     /// waits for its reaper, which some container inits never are.
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         // SAFETY: signal 0 only checks that the group exists.
         if unsafe { libc::kill(-self.pgid, 0) } != 0 {
             return false;
@@ -135,7 +135,7 @@ impl Group {
 }
 
 /// The exit code a shell reports: the command's own, else 128 + the signal that ended it.
-pub fn exit_code(status: ExitStatus) -> i32 {
+pub(crate) fn exit_code(status: ExitStatus) -> i32 {
     status
         .code()
         .or_else(|| status.signal().map(|n| 128 + n))

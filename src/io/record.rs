@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::io::store;
 
 /// The most a record file may hold: a few KiB in practice.
-pub const MAX_RECORD: u64 = 1 << 20;
+pub(crate) const MAX_RECORD: u64 = 1 << 20;
 
 /// The user's state directory for specrun; `None` when no variable names one.
 fn base() -> Option<PathBuf> {
@@ -31,7 +31,7 @@ fn base() -> Option<PathBuf> {
 
 /// One project's record directory (`root` is canonical: `Project::discover` made it so).
 /// The base is resolved once: a link the user put in their own state path is theirs.
-pub fn project_dir(root: &Path) -> Option<PathBuf> {
+pub(crate) fn project_dir(root: &Path) -> Option<PathBuf> {
     let base = base()?;
     let base = std::fs::canonicalize(&base).unwrap_or(base);
     let digest = crate::support::sha256::hex(root.as_os_str().as_encoded_bytes());
@@ -53,7 +53,7 @@ fn component(name: &str) -> String {
     }
 }
 
-pub fn session_path(root: &Path, session: &str) -> Option<PathBuf> {
+pub(crate) fn session_path(root: &Path, session: &str) -> Option<PathBuf> {
     Some(
         project_dir(root)?
             .join("sessions")
@@ -61,7 +61,7 @@ pub fn session_path(root: &Path, session: &str) -> Option<PathBuf> {
     )
 }
 
-pub fn execution_path(root: &Path, spec: &str) -> Option<PathBuf> {
+pub(crate) fn execution_path(root: &Path, spec: &str) -> Option<PathBuf> {
     Some(
         project_dir(root)?
             .join("executions")
@@ -70,14 +70,14 @@ pub fn execution_path(root: &Path, spec: &str) -> Option<PathBuf> {
 }
 
 /// What reading a record file found.
-pub enum Read<T> {
+pub(crate) enum Read<T> {
     Absent,
     /// It exists but is not a record (garbled, too large, a link): named.
     Invalid(String),
     Valid(T),
 }
 
-pub fn read<T: DeserializeOwned>(path: Option<&Path>) -> Read<T> {
+pub(crate) fn read<T: DeserializeOwned>(path: Option<&Path>) -> Read<T> {
     let Some(path) = path else {
         return Read::Absent;
     };
@@ -92,7 +92,7 @@ pub fn read<T: DeserializeOwned>(path: Option<&Path>) -> Read<T> {
 }
 
 /// The record at `path`, `None` when absent or unusable.
-pub fn load<T: DeserializeOwned>(path: Option<&Path>) -> Option<T> {
+pub(crate) fn load<T: DeserializeOwned>(path: Option<&Path>) -> Option<T> {
     match read(path) {
         Read::Valid(v) => Some(v),
         _ => None,
@@ -100,7 +100,7 @@ pub fn load<T: DeserializeOwned>(path: Option<&Path>) -> Option<T> {
 }
 
 /// Write `value` at `path` atomically, creating the directories.
-pub fn save<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn save<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     if let Some(dir) = path.parent() {
         store::ensure_dir(dir)?;
     }

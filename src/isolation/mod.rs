@@ -3,7 +3,7 @@
 //! `task rollback` saves its branch's work and removes it; `status`, `resume`, `cancel`
 //! and `doctor` read the group's standing and its worktrees here.
 
-pub mod saved_work;
+pub(crate) mod saved_work;
 pub mod worktree;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use worktree::{Group, Isolation, Member, Unavailable};
 
 /// A task that is not in the open isolated group waits until that group is merged and
 /// verified (`group merge`); fix tasks of its members may run.
-pub fn group_gate(iso: &Isolation, task: &Task) -> Option<Unmet> {
+pub(crate) fn group_gate(iso: &Isolation, task: &Task) -> Option<Unmet> {
     let group = iso.open_group()?;
     let id = task.label();
     let member_of = |t: &str| group.members.iter().any(|m| m == t);
@@ -36,7 +36,7 @@ pub fn group_gate(iso: &Isolation, task: &Task) -> Option<Unmet> {
 }
 
 /// What `task start --worktree` settled on.
-pub enum Start {
+pub(crate) enum Start {
     /// Isolation is unavailable here (not a git repository): the task runs in the shared
     /// tree, as without `--worktree`.
     Shared(String),
@@ -54,7 +54,7 @@ fn refused(detail: String) -> Start {
 }
 
 /// Check the main checkout, settle the group and base, and create or reuse the worktree.
-pub fn start(
+pub(crate) fn start(
     project: &Project,
     spec: &Spec,
     iso: &Isolation,
@@ -148,7 +148,7 @@ fn member_on_disk(
 }
 
 /// A running member: `task complete` and `task fail` work on its worktree.
-pub fn open_member(
+pub(crate) fn open_member(
     project: &Project,
     spec: &Spec,
     iso: &Isolation,
@@ -158,7 +158,7 @@ pub fn open_member(
 }
 
 /// A member `task rollback` acts on: open, not yet committed as complete.
-pub fn rollback_target(
+pub(crate) fn rollback_target(
     project: &Project,
     spec: &Spec,
     iso: &Isolation,
@@ -170,7 +170,7 @@ pub fn rollback_target(
 }
 
 /// `task complete` of a member: every changed path must lie in the task's Files.
-pub fn scope_unmet(
+pub(crate) fn scope_unmet(
     project: &Project,
     spec: &Spec,
     task: &Task,
@@ -196,7 +196,7 @@ pub fn scope_unmet(
 
 /// Commit a completed member on its branch; returns the state patch marking it ready and
 /// a note for the coordinator.
-pub fn commit_ready(
+pub(crate) fn commit_ready(
     project: &Project,
     spec: &Spec,
     task: &Task,
@@ -220,7 +220,7 @@ pub fn commit_ready(
 
 /// `task rollback` of a member: save its worktree (commits and uncommitted work) to a
 /// ref, then remove the worktree and branch, so nothing is left behind and nothing lost.
-pub fn rollback_member(
+pub(crate) fn rollback_member(
     project: &Project,
     spec: &Spec,
     id: &str,
@@ -253,7 +253,7 @@ pub fn rollback_member(
 
 /// Why a record made in the worktree `name` is judged in the main checkout: the member
 /// that owned it is merged (at its merge commit) or gone otherwise.
-pub fn gone_note(iso: &Isolation, name: &str) -> String {
+pub(crate) fn gone_note(iso: &Isolation, name: &str) -> String {
     let owner = iso.members.iter().find(|(_, m)| m.worktree == name);
     let what = match owner {
         Some((id, m)) => match (&m.merge_commit, m.status.as_str()) {
@@ -270,7 +270,7 @@ pub fn gone_note(iso: &Isolation, name: &str) -> String {
 /// The isolated group's standing: a head (members, base branch, group status), one part
 /// per member (merged, or its status and where its work is kept) and the same as JSON.
 #[derive(Debug, Clone)]
-pub struct Standing {
+pub(crate) struct Standing {
     pub head: String,
     pub parts: Vec<String>,
     pub doc: GroupDoc,
@@ -279,7 +279,7 @@ pub struct Standing {
 /// The group's standing as `status --json` and `resume --json` show it.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GroupDoc {
+pub(crate) struct GroupDoc {
     spec: String,
     members: Vec<String>,
     base_branch: String,
@@ -299,12 +299,12 @@ struct Remaining {
 
 /// The isolated group's standing for `status` and `resume`: which members merged, which
 /// remain (and where their work is kept). `None` without a group.
-pub fn standing(spec_name: &str, state: &State) -> Option<Standing> {
+pub(crate) fn standing(spec_name: &str, state: &State) -> Option<Standing> {
     standing_of(spec_name, &Isolation::of(state))
 }
 
 /// [`standing`] of an isolation record already read.
-pub fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
+pub(crate) fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
     let group = iso.group.as_ref()?;
     let mut merged = Vec::new();
     let mut remaining = Vec::new();
@@ -351,7 +351,7 @@ pub fn standing_of(spec_name: &str, iso: &Isolation) -> Option<Standing> {
 }
 
 /// [`standing`] on one line (`group <head>; <parts>`) with its JSON.
-pub fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, GroupDoc)> {
+pub(crate) fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, GroupDoc)> {
     let s = standing_of(spec_name, iso)?;
     Some((format!("group {}; {}", s.head, s.parts.join(", ")), s.doc))
 }
@@ -359,7 +359,7 @@ pub fn summary(spec_name: &str, iso: &Isolation) -> Option<(String, GroupDoc)> {
 /// `cancel`: every open member's worktree (commits and uncommitted work) saved to
 /// `refs/heads/specrun/cancelled/<spec>/<id>`, then the worktree and branch removed.
 /// Returns the state patch and the saved refs.
-pub fn cancel_members(
+pub(crate) fn cancel_members(
     project: &Project,
     spec: &Spec,
     iso: &Isolation,
@@ -402,7 +402,7 @@ pub fn cancel_members(
 
 /// Specrun worktrees no open member owns (left by a crash or a hand-made copy), with
 /// their branches: what `doctor` reports.
-pub fn stale_worktrees(
+pub(crate) fn stale_worktrees(
     project: &Project,
     state: Option<&State>,
     spec: Option<&Spec>,

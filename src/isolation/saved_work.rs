@@ -9,7 +9,7 @@ use crate::io::git;
 
 /// Commit the whole working tree (and, as a second parent, the index) on top of HEAD
 /// without touching the user's index: the discarded work, reachable from one commit.
-pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
+pub(crate) fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
     let ident = crate::isolation::worktree::identity_env(root);
     let env: Vec<(&str, &std::ffi::OsStr)> =
         ident.iter().map(|(k, v)| (*k, v.as_os_str())).collect();
@@ -57,7 +57,7 @@ pub fn save_work(root: &Path, head: &str, message: &str) -> Result<String> {
 }
 
 /// The newest of `base`, `base.2`, `base.3`… that exists, with its commit.
-pub fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
+pub(crate) fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
     let listed = git::run(
         root,
         &[
@@ -84,7 +84,7 @@ pub fn latest_ref(root: &Path, base: &str) -> Option<(String, String)> {
 }
 
 /// Point a new ref (never an existing one) at `commit`; returns its full name.
-pub fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
+pub(crate) fn create_ref(root: &Path, base: &str, commit: &str) -> Result<String> {
     for k in 1..1000 {
         let name = if k == 1 {
             base.to_string()

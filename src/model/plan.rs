@@ -11,7 +11,7 @@ use super::tasks::{self, Task, TaskList};
 use super::unmet::Unmet;
 
 /// The gate a changed plan fails (task complete, completion).
-pub const GATE: &str = "plan-changed";
+pub(crate) const GATE: &str = "plan-changed";
 
 /// One task as frozen: what it must do and how it is shown done.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,7 +59,7 @@ pub struct Plan {
 }
 
 /// sha256 of the tasks' JSON (field order fixed by `PlanTask`).
-pub fn digest(tasks: &[PlanTask]) -> String {
+pub(crate) fn digest(tasks: &[PlanTask]) -> String {
     let bytes = serde_json::to_vec(tasks).unwrap_or_default();
     crate::support::sha256::hex(&bytes)
 }
@@ -202,7 +202,7 @@ fn field_changes(was: &PlanTask, now: &PlanTask) -> Vec<Change> {
 
 /// The Verify command that shows `task` done: the frozen plan's when it holds the task
 /// (a Verify rewritten since does not count), else the task's own as it stands.
-pub fn verify_of<'a>(frozen: Frozen<'a>, task: &'a Task) -> Option<&'a str> {
+pub(crate) fn verify_of<'a>(frozen: Frozen<'a>, task: &'a Task) -> Option<&'a str> {
     match frozen {
         Frozen::Plan(plan) => match plan.task(&task.label()) {
             Some(t) => t.verify_command(),
@@ -226,7 +226,12 @@ pub enum Frozen<'a> {
 /// changed and the model's way back. A person accepting the new plan is named only as a
 /// person's decision, never as the model's step.
 /// `total_tasks` is the state's `totalTasks`, which must count the frozen plan's tasks.
-pub fn unmet(name: &str, total_tasks: u64, frozen: Frozen<'_>, list: &TaskList) -> Option<Unmet> {
+pub(crate) fn unmet(
+    name: &str,
+    total_tasks: u64,
+    frozen: Frozen<'_>,
+    list: &TaskList,
+) -> Option<Unmet> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let show = format!("`specrun plan show {spec_flag}`");
     let what = match frozen {

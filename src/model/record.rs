@@ -15,14 +15,14 @@ use crate::io::record;
 use crate::model::state::{Phase, State};
 
 /// The record's format version.
-pub const VERSION: u64 = 1;
+pub(crate) const VERSION: u64 = 1;
 
 /// One Claude Code session as the hooks first saw it (SessionStart, else its first Stop):
 /// the transcript path Claude Code gave and the commit HEAD named then. Never rewritten
 /// by a later hook call; `state init` only adds the spec it bound.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Binding {
+pub(crate) struct Binding {
     pub session_id: String,
     pub transcript_path: Option<String>,
     pub start_commit: Option<String>,
@@ -36,7 +36,7 @@ pub struct Binding {
 /// Caps as the record keeps them (a raise goes through `resume`, which rewrites them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Caps {
+pub(crate) struct Caps {
     pub max_global_iterations: u64,
     pub max_task_iterations: u64,
     pub max_output_tokens: Option<u64>,
@@ -47,19 +47,19 @@ pub struct Caps {
 /// A halt the record holds: a cap's (mirrored from the state) or the record's own.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Halt {
+pub(crate) struct Halt {
     pub kind: String,
     pub reason: String,
     pub at: String,
 }
 
 /// The kind of a halt the record itself decided (the files no longer match it).
-pub const RECORD_HALT: &str = "record";
+pub(crate) const RECORD_HALT: &str = "record";
 
 /// One execution of one spec.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct Record {
+pub(crate) struct Record {
     pub version: u64,
     pub spec: String,
     /// The spec directory (absolute) at `state init`.
@@ -89,12 +89,12 @@ pub struct Record {
 
 impl Record {
     /// Whether the execution is still the guard's to watch (not completed).
-    pub fn open(&self) -> bool {
+    pub(crate) fn open(&self) -> bool {
         self.phase == "execution" || self.phase == "cancelled"
     }
 
     /// Copy what the guard last saw from the state: counters, caps, halt, phase.
-    pub fn mirror(&mut self, state: &State) {
+    pub(crate) fn mirror(&mut self, state: &State) {
         self.stops = self.stops.max(state.global_iteration());
         self.output_tokens = self.output_tokens.max(state.output_tokens());
         self.caps = caps_of(state);
@@ -110,7 +110,7 @@ impl Record {
     }
 
     /// Halt the record for `reason` (kept if it is already halted by the record).
-    pub fn halt_for(&mut self, reason: &str, at: &str) {
+    pub(crate) fn halt_for(&mut self, reason: &str, at: &str) {
         if self.record_halt().is_none() {
             self.halt = Some(Halt {
                 kind: RECORD_HALT.into(),
@@ -121,7 +121,7 @@ impl Record {
     }
 
     /// The record's own halt reason, when it halted the execution.
-    pub fn record_halt(&self) -> Option<&str> {
+    pub(crate) fn record_halt(&self) -> Option<&str> {
         self.halt
             .as_ref()
             .filter(|h| h.kind == RECORD_HALT)
@@ -138,7 +138,7 @@ fn phase_name(state: &State) -> &'static str {
     }
 }
 
-pub fn caps_of(state: &State) -> Caps {
+pub(crate) fn caps_of(state: &State) -> Caps {
     Caps {
         max_global_iterations: state.max_global_iterations(),
         max_task_iterations: state.max_task_iterations(),
@@ -149,7 +149,7 @@ pub fn caps_of(state: &State) -> Caps {
 }
 
 /// What the hooks found where the record says the execution is.
-pub enum Found<'a> {
+pub(crate) enum Found<'a> {
     /// `.current-spec` names no spec, or another one.
     CurrentSpec(Option<&'a str>),
     /// The spec directory the record names is gone.
@@ -164,7 +164,7 @@ pub enum Found<'a> {
 
 /// The first way the files no longer match the record, as the halt's reason; `None` when
 /// they match.
-pub fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
+pub(crate) fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
     let name = &record.spec;
     let state = match found {
         Found::CurrentSpec(None) => {
@@ -233,21 +233,21 @@ pub fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
 
 /// The halt text the model sees for a record halt. It names no person's verb: a person
 /// decides at a shell (`specrun status` shows them what happened and what to run).
-pub fn halt_message(name: &str, reason: &str) -> String {
+pub(crate) fn halt_message(name: &str, reason: &str) -> String {
     format!(
         "specrun halted spec '{name}': {reason}. The guard's record no longer matches the spec's files, so nothing more runs. End your turn; a person decides at a shell (`specrun status --spec {name}` shows what happened)."
     )
 }
 
 /// The session's binding, when a hook bound it.
-pub fn binding(root: &Path, session: &str) -> Option<Binding> {
+pub(crate) fn binding(root: &Path, session: &str) -> Option<Binding> {
     record::load(record::session_path(root, session).as_deref())
 }
 
 /// Bind `session` as a hook first saw it; an existing binding is kept as it is (the
 /// transcript and start commit are the first ones Claude Code gave), except that a binding
 /// `state init` made before any hook ran takes the first transcript a hook gives.
-pub fn bind(root: &Path, binding: &Binding) -> Result<()> {
+pub(crate) fn bind(root: &Path, binding: &Binding) -> Result<()> {
     let Some(path) = record::session_path(root, &binding.session_id) else {
         return Ok(());
     };
@@ -263,7 +263,7 @@ pub fn bind(root: &Path, binding: &Binding) -> Result<()> {
 }
 
 /// Rewrite a binding (the first Stop adds the transcript no SessionStart gave).
-pub fn rebind(root: &Path, binding: &Binding) -> Result<()> {
+pub(crate) fn rebind(root: &Path, binding: &Binding) -> Result<()> {
     match record::session_path(root, &binding.session_id) {
         Some(path) => record::save(&path, binding),
         None => Ok(()),
@@ -272,7 +272,7 @@ pub fn rebind(root: &Path, binding: &Binding) -> Result<()> {
 
 /// Set the spec a session's execution is of (`state init`, `resume --session-id`),
 /// binding the session first when no hook did.
-pub fn bind_spec(root: &Path, session: &str, spec: &str, now: &str) -> Result<Binding> {
+pub(crate) fn bind_spec(root: &Path, session: &str, spec: &str, now: &str) -> Result<Binding> {
     let Some(path) = record::session_path(root, session) else {
         return Ok(Binding::default());
     };
@@ -292,11 +292,11 @@ pub fn bind_spec(root: &Path, session: &str, spec: &str, now: &str) -> Result<Bi
 }
 
 /// The execution record of spec `name`.
-pub fn execution(root: &Path, name: &str) -> record::Read<Record> {
+pub(crate) fn execution(root: &Path, name: &str) -> record::Read<Record> {
     record::read(record::execution_path(root, name).as_deref())
 }
 
-pub fn save(root: &Path, rec: &Record) -> Result<()> {
+pub(crate) fn save(root: &Path, rec: &Record) -> Result<()> {
     match record::execution_path(root, &rec.spec) {
         Some(path) => record::save(&path, rec),
         None => Ok(()),
@@ -305,7 +305,7 @@ pub fn save(root: &Path, rec: &Record) -> Result<()> {
 
 /// Note that task `id` was ticked through `task complete` (an execution with no record,
 /// from before the record existed, has nothing to note).
-pub fn earn(root: &Path, name: &str, id: &str) -> Result<()> {
+pub(crate) fn earn(root: &Path, name: &str, id: &str) -> Result<()> {
     let record::Read::Valid(mut rec) = execution(root, name) else {
         return Ok(());
     };
@@ -318,7 +318,7 @@ pub fn earn(root: &Path, name: &str, id: &str) -> Result<()> {
 
 /// Bring spec `name`'s record up to `state` after a person's verb changed it (resume's
 /// raises, a new session): counters, caps, halt and session follow.
-pub fn follow(root: &Path, name: &str, state: &State) -> Result<()> {
+pub(crate) fn follow(root: &Path, name: &str, state: &State) -> Result<()> {
     let record::Read::Valid(mut rec) = execution(root, name) else {
         return Ok(());
     };

@@ -11,7 +11,7 @@ use crate::model::tasks::text::{fix_anchor, insert_after_block, FixTask};
 use crate::model::tasks::{self, Task, TaskList};
 
 /// A tasks.md read and parsed.
-pub struct LoadedTasks {
+pub(crate) struct LoadedTasks {
     pub path: PathBuf,
     pub text: String,
     pub list: TaskList,
@@ -19,7 +19,7 @@ pub struct LoadedTasks {
 
 impl LoadedTasks {
     /// The task `id` names, or an error naming the file.
-    pub fn find(&self, id: &str) -> Result<&Task> {
+    pub(crate) fn find(&self, id: &str) -> Result<&Task> {
         find_in(&self.list, &self.path, id)
     }
 }
@@ -32,7 +32,7 @@ fn find_in<'a>(list: &'a TaskList, path: &Path, id: &str) -> Result<&'a Task> {
     })
 }
 
-pub fn load(path: &Path) -> Result<LoadedTasks> {
+pub(crate) fn load(path: &Path) -> Result<LoadedTasks> {
     let text = store::read_text(path, "tasks file")?;
     let list = tasks::parse(&text);
     Ok(LoadedTasks {
@@ -43,7 +43,11 @@ pub fn load(path: &Path) -> Result<LoadedTasks> {
 }
 
 /// The tasks.md named by `--file`, else the spec's.
-pub fn resolve_path(project: &Project, spec: Option<&str>, file: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn resolve_path(
+    project: &Project,
+    spec: Option<&str>,
+    file: Option<&Path>,
+) -> Result<PathBuf> {
     match file {
         Some(f) => Ok(project.cwd.join(f)),
         None => Ok(project.require_spec(spec)?.tasks_path()),
@@ -52,7 +56,7 @@ pub fn resolve_path(project: &Project, spec: Option<&str>, file: Option<&Path>) 
 
 /// The text of the tasks.md `--file` names (a user file: read wherever it is, see
 /// `store::read_user_file`), else of the spec's (bookkeeping).
-pub fn read_text(
+pub(crate) fn read_text(
     project: &Project,
     spec: Option<&str>,
     file: Option<&Path>,
@@ -66,7 +70,7 @@ pub fn read_text(
 }
 
 /// Set task `id`'s checkbox under the tasks file's lock. Returns whether the file changed.
-pub fn check(path: &Path, id: &str, checked: bool) -> Result<(bool, String, String)> {
+pub(crate) fn check(path: &Path, id: &str, checked: bool) -> Result<(bool, String, String)> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = tasks::parse(&text);
         let task = find_in(&list, path, id)?;
@@ -80,7 +84,7 @@ pub fn check(path: &Path, id: &str, checked: bool) -> Result<(bool, String, Stri
 
 /// Write the fix block below its task and the fixes already there, under tasks.md's lock,
 /// re-reading the file so an edit made since is not lost.
-pub fn insert_fix(path: &Path, id: &str, fix: &FixTask) -> Result<()> {
+pub(crate) fn insert_fix(path: &Path, id: &str, fix: &FixTask) -> Result<()> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
         let list = tasks::parse(&text);
         let task = find_in(&list, path, id)?;

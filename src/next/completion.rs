@@ -18,14 +18,14 @@ use crate::support::shell::word as shell_word;
 
 /// A follow-up that blocks completion (open, VERIFY, high).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Blocker {
+pub(crate) struct Blocker {
     pub id: String,
     pub title: String,
 }
 
 /// The facts a completion is judged on that cost I/O.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Gates {
+pub(crate) struct Gates {
     /// `verificationBlocks.execution` against the current tree.
     pub evidence: Freshness,
     /// Open VERIFY/high follow-ups, or `Err` with why followups.json could not be read.
@@ -40,18 +40,23 @@ pub struct Gates {
 
 /// The gates only a person can satisfy: a criterion proposed as manual, a blocking
 /// follow-up. When every unmet gate is one of these, the execution waits for a person.
-pub const PERSON_GATES: &[&str] = &[AWAITING_CONFIRMATION, "followup"];
+pub(crate) const PERSON_GATES: &[&str] = &[AWAITING_CONFIRMATION, "followup"];
 /// The gate of a criterion proposed as manual and not yet confirmed by a person.
-pub const AWAITING_CONFIRMATION: &str = "awaiting-confirmation";
+pub(crate) const AWAITING_CONFIRMATION: &str = "awaiting-confirmation";
 
 /// Whether `unmet` is non-empty and only a person can satisfy every gate in it.
-pub fn waits_for_person(unmet: &[Unmet]) -> bool {
+pub(crate) fn waits_for_person(unmet: &[Unmet]) -> bool {
     !unmet.is_empty() && unmet.iter().all(|u| PERSON_GATES.contains(&u.name))
 }
 
 /// Every unmet completion gate of spec `name`, each with a stable name and the command
 /// that satisfies it. `gates: None` (not computed) counts as missing evidence.
-pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+pub(crate) fn unmet(
+    name: &str,
+    state: &State,
+    tasks: &TaskList,
+    gates: Option<&Gates>,
+) -> Vec<Unmet> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     if state.halt().is_some() {
@@ -114,14 +119,14 @@ pub fn unmet(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>)
 /// The gates that need only the state and tasks.md (`earned` and an unmerged group), in
 /// the order the Stop hook names them: what stands between ticked boxes and a completion
 /// the protocol earned.
-pub fn unearned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
+pub(crate) fn unearned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
     let mut out = earned(name, state, tasks);
     out.extend(unmerged(name, state));
     out
 }
 
 /// The gate an isolated group not yet merged and verified fails.
-pub const GROUP_UNMERGED: &str = "group-unmerged";
+pub(crate) const GROUP_UNMERGED: &str = "group-unmerged";
 
 /// An isolated group whose members are ticked but not all merged and verified: their work
 /// is on `specrun/<spec>/<id>` branches, not in the base branch the evidence covers.
@@ -155,7 +160,7 @@ fn unmerged(name: &str, state: &State) -> Option<Unmet> {
 /// The gates that need no I/O beyond the state and tasks.md: boxes ticked without
 /// `task complete`, attempts still running, open unverified claims. Last-mile reports
 /// these as verification gaps.
-pub fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
+pub(crate) fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
     earned_by_task(name, state, tasks)
         .into_iter()
         .map(|(_, u)| u)
@@ -163,7 +168,7 @@ pub fn earned(name: &str, state: &State, tasks: &TaskList) -> Vec<Unmet> {
 }
 
 /// `earned`, each gate with the task it is about.
-pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(String, Unmet)> {
+pub(crate) fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(String, Unmet)> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     let baseline = checked_at_init(state);
@@ -290,7 +295,7 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
 
 /// The labels of the tasks that were checked when `state init` started this execution
 /// (`checkedAtInit`); none when the field is absent.
-pub fn checked_at_init(state: &State) -> Vec<String> {
+pub(crate) fn checked_at_init(state: &State) -> Vec<String> {
     state
         .checked_at_init
         .as_ref()
@@ -308,7 +313,7 @@ pub fn checked_at_init(state: &State) -> Vec<String> {
 /// unfinished execution keeps the earlier baseline (a box ticked by hand since then is not
 /// laundered by running `state init` again); tasks finished through `task complete` count
 /// either way.
-pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<String> {
+pub(crate) fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<String> {
     let checked = tasks.tasks.iter().filter(|t| t.checked).map(|t| t.label());
     match existing.filter(|s| carries_baseline(Some(s))) {
         None => checked.collect(),
@@ -325,7 +330,7 @@ pub fn baseline_at_init(existing: Option<&State>, tasks: &TaskList) -> Vec<Strin
 
 /// Whether `existing` is an execution whose baseline a new `state init` carries on (its
 /// `checkedAtInit` and its earned boxes), rather than one that starts from the boxes now.
-pub fn carries_baseline(existing: Option<&State>) -> bool {
+pub(crate) fn carries_baseline(existing: Option<&State>) -> bool {
     existing.is_some_and(|s| {
         matches!(s.phase(), Some(Phase::Execution | Phase::Cancelled))
             && !s.completed()
@@ -336,7 +341,7 @@ pub fn carries_baseline(existing: Option<&State>) -> bool {
 /// Unverified claims about tasks of this tasks.md that no attempt has settled since: an
 /// attempt of that task that ended (done or failed) at or after the claim settles it. A
 /// claim whose time cannot be read stays open.
-pub fn open_claims(state: &State, tasks: &TaskList) -> Vec<(String, String)> {
+pub(crate) fn open_claims(state: &State, tasks: &TaskList) -> Vec<(String, String)> {
     let Some(claims) = &state.unverified_claims else {
         return Vec::new();
     };

@@ -16,7 +16,7 @@ use crate::next::completion::{Blocker, Gates as CompletionGates};
 use crate::protocol::EvidenceFact;
 
 /// The evidence in `slot` as it counts for task `id`, whose Verify command is `own_verify`.
-pub fn evidence_fact(
+pub(crate) fn evidence_fact(
     project: &Project,
     spec: &Spec,
     state: &State,
@@ -35,7 +35,7 @@ pub fn evidence_fact(
 }
 
 /// Summaries of open blocking follow-ups; an unreadable store is warned about.
-pub fn blocking_followups(spec: &Spec) -> Vec<String> {
+pub(crate) fn blocking_followups(spec: &Spec) -> Vec<String> {
     blocking_followups_items(spec)
         .iter()
         .map(|i| i.summary())
@@ -43,7 +43,7 @@ pub fn blocking_followups(spec: &Spec) -> Vec<String> {
 }
 
 /// Open blocking follow-ups; an unreadable store is warned about (stderr) and yields none.
-pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
+pub(crate) fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
     match followups::load(spec) {
         Ok(store) => store.blocking_open().into_iter().cloned().collect(),
         Err(e) => {
@@ -57,7 +57,7 @@ pub fn blocking_followups_items(spec: &Spec) -> Vec<followups::Item> {
 /// phase's, and the tasks' for the criteria matrix) and whether criteria are enforced.
 /// Gates judged from one state hold for another with the same key, so they are gathered
 /// before the state lock is taken (they fingerprint the tree) and kept when it matches.
-pub fn completion_key(state: &State) -> CompletionKey<'_> {
+pub(crate) fn completion_key(state: &State) -> CompletionKey<'_> {
     (
         state.verification_blocks.as_ref(),
         state.task_evidence.as_ref(),
@@ -66,14 +66,14 @@ pub fn completion_key(state: &State) -> CompletionKey<'_> {
 }
 
 /// What `completion_key` compares: `verificationBlocks`, `taskEvidence`, `acceptanceGate`.
-pub type CompletionKey<'a> = (
+pub(crate) type CompletionKey<'a> = (
     Option<&'a Map<String, Value>>,
     Option<&'a Map<String, Value>>,
     Option<bool>,
 );
 
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
-pub fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
+pub(crate) fn completion_gates(project: &Project, spec: &Spec, state: &State) -> CompletionGates {
     let record = Slot::Phase("execution".into()).record_of(state);
     let (criteria, proposed) = uncovered_criteria(project, spec, state);
     CompletionGates {

@@ -14,14 +14,14 @@ use crate::next::{self, Finding, Halt, Standing, StateInput};
 use crate::support::shell::word as shell_word;
 
 /// A task failed this many times is a repeated failure.
-pub const REPEATED_FAILURES: usize = 2;
+pub(crate) const REPEATED_FAILURES: usize = 2;
 
 /// Evidence lists are cut to this many lines (`… and N more`).
 const MAX_EVIDENCE_LINES: usize = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Phase {
+pub(crate) enum Phase {
     Planning,
     Implementing,
     Verifying,
@@ -33,7 +33,7 @@ pub enum Phase {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ProblemType {
+pub(crate) enum ProblemType {
     MissingContext,
     MissingDependency,
     RepeatedFailure,
@@ -43,7 +43,7 @@ pub enum ProblemType {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     pub kind: ProblemType,
     /// What was observed, typed; `evidence` renders it one fact a line.
     pub observed: Vec<Observed>,
@@ -59,7 +59,7 @@ impl Problem {
     }
 
     /// One line per observation, cut to `MAX_EVIDENCE_LINES` (`… and N more`).
-    pub fn evidence(&self) -> Vec<String> {
+    pub(crate) fn evidence(&self) -> Vec<String> {
         capped(self.observed.iter().map(Observed::line).collect())
     }
 }
@@ -83,7 +83,7 @@ impl Serialize for Problem {
 /// One fact behind a problem, with the ids, paths and programs it is about. The evidence
 /// line and the gate id are rendered from it; nothing is parsed back out of a line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
+pub(crate) enum Observed {
     NoActiveSpec,
     NoSpecDir {
         name: String,
@@ -157,7 +157,7 @@ pub enum Observed {
 }
 
 impl Observed {
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         match self {
             Observed::NoActiveSpec => "no active spec: no --spec and no specs/.current-spec".into(),
             Observed::NoSpecDir { name } => format!("spec directory specs/{name} does not exist"),
@@ -215,7 +215,7 @@ impl Observed {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Availability {
+pub(crate) enum Availability {
     /// Found and usable on this machine.
     Available,
     /// Declared in a configuration file; whether it connects is known only in Claude Code.
@@ -226,7 +226,7 @@ pub enum Availability {
 /// An optional helper and what to do without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Capability {
+pub(crate) struct Capability {
     pub id: String,
     pub used_for: String,
     pub availability_state: Availability,
@@ -237,7 +237,7 @@ pub struct Capability {
 
 /// The git facts last-mile needs; `None` outside a repository.
 #[derive(Debug, Clone, Default)]
-pub struct GitFacts {
+pub(crate) struct GitFacts {
     /// Uncommitted paths (tracked changes and untracked files), relative to the root.
     pub uncommitted: Vec<String>,
     /// Paths changed by commits since the current task's attempt started.
@@ -246,7 +246,7 @@ pub struct GitFacts {
     pub unpushed: Option<u64>,
 }
 
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The spec, tasks.md and the state, as the "what next" engine reads them.
     pub spec: next::Input<'a>,
     /// The working-tree fingerprint now, if it could be computed.
@@ -267,7 +267,7 @@ pub struct Inputs<'a> {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Decision {
+pub(crate) struct Decision {
     pub spec: Option<String>,
     pub phase: Phase,
     pub problem_types: Vec<Problem>,
@@ -288,7 +288,7 @@ fn capped(mut lines: Vec<String>) -> Vec<String> {
 }
 
 /// The command inside the first backtick pair of a Verify field, else the whole field.
-pub use crate::model::tasks::verify_command;
+pub(crate) use crate::model::tasks::verify_command;
 
 const SHELL_WORDS: &[&str] = &[
     "cd", "echo", "test", "[", "[[", "true", "false", ":", "export", "set", "unset", "source", ".",
@@ -300,7 +300,7 @@ const WRAPPERS: &[&str] = &["env", "time", "nice", "exec", "command", "nohup", "
 
 /// The programs a shell command line runs (one per `&&`, `||`, `;`, `|` segment), leaving
 /// out shell builtins, variable assignments and words built from `$` expansions.
-pub fn programs(command: &str) -> Vec<String> {
+pub(crate) fn programs(command: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let normalized = command
         .replace("&&", "\n")
@@ -341,11 +341,11 @@ fn is_bookkeeping(path: &str, bookkeeping: &[String]) -> bool {
 
 /// The attempts recorded for a task (`attempts.<id>`,
 /// docs/design.md#records-inside-the-state).
-pub fn attempts<'a>(state: Option<&'a State>, id: &str) -> &'a [Attempt] {
+pub(crate) fn attempts<'a>(state: Option<&'a State>, id: &str) -> &'a [Attempt] {
     state.map_or(&[], |s| s.attempts_of(id))
 }
 
-pub fn status_of(attempt: &Attempt) -> Option<&str> {
+pub(crate) fn status_of(attempt: &Attempt) -> Option<&str> {
     attempt.status.as_deref()
 }
 
@@ -361,7 +361,7 @@ struct Ctx<'a> {
     standing: Standing,
 }
 
-pub fn decide(input: &Inputs<'_>) -> Decision {
+pub(crate) fn decide(input: &Inputs<'_>) -> Decision {
     let facts = &input.spec;
     let spec_name = facts.spec.map(|(n, _)| n);
     let state = match facts.state {

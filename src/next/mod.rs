@@ -2,11 +2,11 @@
 //! command line that works as printed; inside Claude Code the slash command continues.
 //! `status` shows both; verbs print the one for their audience.
 
-pub mod completion;
+pub(crate) mod completion;
 pub mod facts;
-pub mod gates;
-pub mod last_mile;
-pub mod report;
+pub(crate) mod gates;
+pub(crate) mod last_mile;
+pub(crate) mod report;
 
 use std::path::Path;
 
@@ -19,7 +19,7 @@ use crate::support::shell::word as shell_word;
 
 /// Who reads a hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
+pub(crate) enum Audience {
     /// A person at a shell: only commands they can type.
     Shell,
     /// Claude Code (its Bash tool sets `CLAUDECODE=1`): slash commands and delegation.
@@ -28,7 +28,7 @@ pub enum Audience {
 
 impl Audience {
     /// Claude Code marks the commands it runs with `CLAUDECODE=1`; everything else is a shell.
-    pub fn detect() -> Audience {
+    pub(crate) fn detect() -> Audience {
         match std::env::var_os("CLAUDECODE") {
             Some(v) if v == "1" => Audience::Claude,
             _ => Audience::Shell,
@@ -168,14 +168,14 @@ pub struct Standing {
 }
 
 /// The engine: where the spec stands and what comes next.
-pub fn standing(input: &Input<'_>) -> Standing {
+pub(crate) fn standing(input: &Input<'_>) -> Standing {
     let spec = input.spec.map_or("<name>", |(n, _)| n).to_string();
     let findings = findings(input, &spec);
     Standing { spec, findings }
 }
 
 /// The engine for a spec whose tasks.md and state were read (the hooks, `tasks next`).
-pub fn standing_of(name: &str, tasks: &TaskList, state: &State) -> Standing {
+pub(crate) fn standing_of(name: &str, tasks: &TaskList, state: &State) -> Standing {
     standing(&Input {
         // The directory is only named when it is missing, which a reader of tasks.md knows
         // it is not.
@@ -254,7 +254,7 @@ pub struct Halt {
 }
 
 /// The halt of an execution, if any (SessionStart asks for this alone).
-pub fn halt(name: &str, s: &State) -> Option<Halt> {
+pub(crate) fn halt(name: &str, s: &State) -> Option<Halt> {
     s.halt().is_some().then(|| Halt {
         reason: s.halt_reason().unwrap_or("no reason recorded").to_string(),
         resume: crate::claude::roles::person_command(s.resume_command(name)),
@@ -422,7 +422,7 @@ pub struct ShellStep {
 }
 
 /// Task ids joined for a sentence.
-pub fn ids(tasks: &[TaskRef]) -> String {
+pub(crate) fn ids(tasks: &[TaskRef]) -> String {
     tasks
         .iter()
         .map(|t| t.id.as_str())
@@ -458,13 +458,13 @@ fn task_step(name: &str, task: &TaskRef, running: bool, progress: TaskProgress) 
 }
 
 /// Whether the task's last attempt is running.
-pub fn running(state: &State, id: &str) -> bool {
+pub(crate) fn running(state: &State, id: &str) -> bool {
     running_since(state, id).is_some()
 }
 
 /// When the task's running attempt started (`None` when it has none running, or it
 /// records no start).
-pub fn running_since<'a>(state: &'a State, id: &str) -> Option<&'a str> {
+pub(crate) fn running_since<'a>(state: &'a State, id: &str) -> Option<&'a str> {
     let last = state.attempts_of(id).last()?;
     if last.status.as_deref() != Some("running") {
         return None;
@@ -473,7 +473,7 @@ pub fn running_since<'a>(state: &'a State, id: &str) -> Option<&'a str> {
 }
 
 /// The running attempt of any task: (task id, attempt number, startedAt).
-pub fn running_attempt(state: &State) -> Option<(String, u64, String)> {
+pub(crate) fn running_attempt(state: &State) -> Option<(String, u64, String)> {
     let map = state.attempts.as_ref()?;
     map.iter().find_map(|(id, list)| {
         let last = list.last()?;
@@ -500,12 +500,12 @@ fn group_awaits_merge(state: &State) -> bool {
 }
 
 /// Attempts recorded for a task (0 when none).
-pub fn attempt_count(state: &State, id: &str) -> usize {
+pub(crate) fn attempt_count(state: &State, id: &str) -> usize {
     state.attempts_of(id).len()
 }
 
 /// Whole minutes from `at` (RFC 3339) to `now`; `None` when `at` does not parse.
-pub fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
+pub(crate) fn minutes_since(at: &str, now: DateTime<Utc>) -> Option<u64> {
     let t = crate::model::state::time::parse(at)?;
     Some(crate::model::state::time::minutes_between(t, now))
 }

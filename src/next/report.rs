@@ -17,7 +17,7 @@ use crate::model::tasks::TaskList;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Report {
+pub(crate) struct Report {
     pub spec: String,
     pub phase: String,
     pub started_at: Option<String>,
@@ -29,7 +29,7 @@ pub struct Report {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskStory {
+pub(crate) struct TaskStory {
     pub id: String,
     pub title: String,
     pub checked: bool,
@@ -52,7 +52,7 @@ pub struct TaskStory {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Attempt {
+pub(crate) struct Attempt {
     pub n: u64,
     pub status: String,
     pub started_at: Option<String>,
@@ -64,7 +64,7 @@ pub struct Attempt {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Evidence {
+pub(crate) struct Evidence {
     pub command: String,
     pub exit_code: Option<i64>,
     pub started_at: Option<String>,
@@ -73,7 +73,7 @@ pub struct Evidence {
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Halt {
+pub(crate) struct Halt {
     pub at: String,
     pub reason: String,
     /// When a `resume` cleared it, if one did.
@@ -82,7 +82,7 @@ pub struct Halt {
 
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Totals {
+pub(crate) struct Totals {
     pub tasks: usize,
     pub checked: usize,
     pub attempts: usize,
@@ -105,7 +105,7 @@ pub struct Totals {
 }
 
 /// The inputs gathered at the edge.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     pub spec: &'a str,
     pub state: &'a State,
     pub tasks: &'a TaskList,
@@ -128,7 +128,7 @@ fn str_of(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(str::to_string)
 }
 
-pub fn build(input: &Inputs<'_>) -> Report {
+pub(crate) fn build(input: &Inputs<'_>) -> Report {
     let v = input.state;
     let started_at = v.started_at().and_then(Timestamp::text);
     let now = crate::model::state::time::format(input.now);
@@ -337,7 +337,7 @@ fn totals_text(t: &Totals) -> String {
 }
 
 /// The report as Markdown.
-pub fn markdown(r: &Report) -> String {
+pub(crate) fn markdown(r: &Report) -> String {
     let mut s = format!("# specrun report: {}\n\n", r.spec);
     s.push_str(&format!(
         "Phase **{}**, started {}, last activity {}.\n\n",
@@ -434,7 +434,7 @@ fn esc(text: &str) -> String {
 
 /// The timeline: one row per task, one bar per attempt (green done, red failed, blue
 /// running), a red line at each halt.
-pub fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
+pub(crate) fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
     let start = r
         .started_at
         .as_deref()
@@ -521,7 +521,7 @@ pub fn timeline_svg(r: &Report, now: DateTime<Utc>) -> String {
 }
 
 /// One self-contained page: inline CSS and SVG, no scripts, no network.
-pub fn html(r: &Report, now: DateTime<Utc>) -> String {
+pub(crate) fn html(r: &Report, now: DateTime<Utc>) -> String {
     let mut rows = String::new();
     for t in &r.tasks {
         let attempts: Vec<String> = t

@@ -11,7 +11,7 @@ use crate::model::tasks::{Task, TaskList};
 
 /// Freshness of one evidence slot and, when recorded, its `startedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EvidenceFact {
+pub(crate) struct EvidenceFact {
     pub freshness: Freshness,
     /// When the run ended (`startedAt + durationMs`).
     pub ended_at: Option<String>,
@@ -21,7 +21,7 @@ pub struct EvidenceFact {
 
 impl EvidenceFact {
     /// Fresh, passing and from a command that counts for the task.
-    pub fn counts(&self) -> bool {
+    pub(crate) fn counts(&self) -> bool {
         self.freshness.is_ok() && self.mismatch.is_none()
     }
 
@@ -33,7 +33,7 @@ impl EvidenceFact {
     }
 }
 
-pub struct CompleteInput<'a> {
+pub(crate) struct CompleteInput<'a> {
     pub state: &'a State,
     pub list: &'a TaskList,
     pub task: &'a Task,
@@ -61,7 +61,7 @@ impl CompleteInput<'_> {
     }
 }
 
-pub fn complete(input: &CompleteInput<'_>) -> Result<Transition, Vec<Unmet>> {
+pub(crate) fn complete(input: &CompleteInput<'_>) -> Result<Transition, Vec<Unmet>> {
     let history = input.state.attempts_of(&input.task.label());
     if let Some(done) = repeat(input.task, history) {
         return Ok(done);

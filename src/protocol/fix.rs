@@ -20,7 +20,7 @@ fn fix_depth(list: &TaskList, task: &Task) -> usize {
 }
 
 /// The fix task that would follow `task` now, or why there can be none.
-pub fn plan_fix(
+pub(crate) fn plan_fix(
     state: &State,
     list: &TaskList,
     task: &Task,
@@ -129,7 +129,12 @@ fn fix_block(task: &Task, fix_id: &str, title: &str, one_line: &str) -> Vec<Stri
 }
 
 /// The `fixTaskMap` patch after inserting `fix`.
-pub fn fix_map_patch(state: &State, fix: &FixTask, reason: &str, total_tasks: usize) -> Patch {
+pub(crate) fn fix_map_patch(
+    state: &State,
+    fix: &FixTask,
+    reason: &str,
+    total_tasks: usize,
+) -> Patch {
     let entry = state.fix_entry(&fix.fixes);
     let attempts = entry.and_then(|e| e.attempts).unwrap_or(0);
     let mut ids = entry

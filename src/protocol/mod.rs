@@ -21,26 +21,24 @@ mod resume;
 mod rollback;
 mod start;
 
-pub use crate::model::tasks::text::{
-    append_to_section, fix_anchor, insert_after_block, section_has, FixTask, COMPLETED_HEADING,
-    LEARNINGS_HEADING, MAX_FIX_DEPTH,
+pub(crate) use crate::model::tasks::text::{
+    append_to_section, section_has, FixTask, MAX_FIX_DEPTH,
 };
+pub use crate::model::tasks::text::{COMPLETED_HEADING, LEARNINGS_HEADING};
 pub use cancel::cancel;
-pub use complete::{complete, CompleteInput, EvidenceFact};
+pub(crate) use complete::{complete, CompleteInput, EvidenceFact};
 pub use fail::{fail, FailInput};
-pub use fix::{fix_map_patch, plan_fix};
 pub use resume::{resume, Raises};
-pub use rollback::{plan_rollback, rollback_done, RollbackPlan};
-pub use start::{start, startable};
+pub use rollback::{plan_rollback, rollback_done};
+pub use start::start;
 
-pub use crate::io::git::short_commit;
-pub use crate::model::unmet::Unmet;
-pub use crate::support::glob::path_in_files;
+pub(crate) use crate::io::git::short_commit;
+pub(crate) use crate::model::unmet::Unmet;
 
 /// Fix tasks one task may spawn, and how deep `[FIX [FIX …]]` chains may go.
-pub const MAX_FIX_TASKS_PER_TASK: u64 = 3;
+pub(crate) const MAX_FIX_TASKS_PER_TASK: u64 = 3;
 /// The parser accepts ids of at most this many dot-separated parts.
-pub const MAX_ID_PARTS: usize = crate::model::tasks::MAX_ID_PARTS;
+pub(crate) const MAX_ID_PARTS: usize = crate::model::tasks::MAX_ID_PARTS;
 
 /// What a verb's transition is: the state patch (`None` = nothing to write) and what to
 /// say. (A hook's answer is `hook::Outcome`: a decision for Claude Code with its event.)
@@ -172,16 +170,16 @@ mod test_support {
     use crate::evidence::verify::Freshness;
     use serde_json::json;
 
-    pub const NOW: &str = "2026-01-01T00:10:00.000Z";
-    pub const TASKS: &str =
+    pub(super) const NOW: &str = "2026-01-01T00:10:00.000Z";
+    pub(super) const TASKS: &str =
         "- [x] 1 Done\n- [ ] 2 [P] A\n  - **Files**: src/a.rs\n- [ ] 3 [P] B\n- [ ] 4 C\n";
 
-    pub fn exec_state() -> Value {
+    pub(super) fn exec_state() -> Value {
         json!({"name": "demo", "phase": "execution", "taskIteration": 0, "maxTaskIterations": 2,
                "startedAt": "2026-01-01T00:00:00.000Z", "halt": null})
     }
 
-    pub fn fresh(at: &str) -> EvidenceFact {
+    pub(super) fn fresh(at: &str) -> EvidenceFact {
         EvidenceFact {
             freshness: Freshness::Fresh,
             ended_at: Some(at.into()),
@@ -189,7 +187,7 @@ mod test_support {
         }
     }
 
-    pub fn missing() -> EvidenceFact {
+    pub(super) fn missing() -> EvidenceFact {
         EvidenceFact {
             freshness: Freshness::Missing,
             ended_at: None,
@@ -198,7 +196,7 @@ mod test_support {
     }
 
     /// The state after a transition's patch.
-    pub fn after(state: &Value, o: &Transition) -> Value {
+    pub(super) fn after(state: &Value, o: &Transition) -> Value {
         let mut s = state.clone();
         if let Some(p) = &o.patch {
             state::merge_into(&mut s, &p.to_value());
@@ -207,18 +205,18 @@ mod test_support {
     }
 
     /// The typed state the verbs take, from a test's JSON document.
-    pub fn typed(doc: &Value) -> State {
+    pub(super) fn typed(doc: &Value) -> State {
         State::from_value(doc).expect("a well-typed test state")
     }
 
-    pub fn names(e: &[Unmet]) -> Vec<&str> {
+    pub(super) fn names(e: &[Unmet]) -> Vec<&str> {
         e.iter().map(|u| u.name).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::support::glob::path_in_files;
 
     #[test]
     fn files_match_paths_dirs_and_globs() {

@@ -8,7 +8,7 @@ use crate::model::tasks::{Task, TaskList};
 
 /// The tasks `task start` accepts now: the next task's parallel group. While a task has a
 /// pending `[FIX]` task, that fix is next (`TaskList::next_index`), not the task itself.
-pub fn startable(list: &TaskList) -> Vec<&Task> {
+pub(crate) fn startable(list: &TaskList) -> Vec<&Task> {
     list.parallel_group(list.next_index())
 }
 

@@ -3,12 +3,12 @@
 //! inside one panics (`&s[..10]` on `aaaaaaaaaé`).
 
 /// The first `n` characters of `s` (all of it when shorter).
-pub fn prefix(s: &str, n: usize) -> &str {
+pub(crate) fn prefix(s: &str, n: usize) -> &str {
     s.char_indices().nth(n).map_or(s, |(i, _)| &s[..i])
 }
 
 /// `s` cut to at most `max` characters, ending in `more` when it was cut.
-pub fn clip(s: &str, max: usize, more: &str) -> String {
+pub(crate) fn clip(s: &str, max: usize, more: &str) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

@@ -5,7 +5,7 @@
 /// Abort here when `SPECRUN_FAULT` names this point, panic when it is `panic:<name>`
 /// (what a hook answers after a panic is tested so). Debug builds only.
 #[cfg(debug_assertions)]
-pub fn point(name: &str) {
+pub(crate) fn point(name: &str) {
     let Some(v) = std::env::var_os("SPECRUN_FAULT") else {
         return;
     };

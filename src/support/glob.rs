@@ -10,11 +10,11 @@ use globset::{GlobBuilder, GlobMatcher};
 /// A compiled pattern: `**/` zero or more directories, `*` anything but `/`, `?` one
 /// character but `/`, `[...]` a class, `\x` a literal x.
 #[derive(Debug, Clone)]
-pub struct Pattern(GlobMatcher);
+pub(crate) struct Pattern(GlobMatcher);
 
 impl Pattern {
     /// `None` for a pattern globset cannot compile (an unclosed `[`): it matches nothing.
-    pub fn new(pattern: &str) -> Option<Pattern> {
+    pub(crate) fn new(pattern: &str) -> Option<Pattern> {
         GlobBuilder::new(&normalize(pattern))
             .literal_separator(true)
             .backslash_escape(true)
@@ -24,7 +24,7 @@ impl Pattern {
             .map(|g| Pattern(g.compile_matcher()))
     }
 
-    pub fn is_match(&self, path: &str) -> bool {
+    pub(crate) fn is_match(&self, path: &str) -> bool {
         self.0.is_match(path)
     }
 }
@@ -83,13 +83,13 @@ fn utf8_extra(lead: u8) -> usize {
 /// A task's **Files** entries, compiled once: each covers the same path, a directory
 /// holding it, or (with `*`, `?`) the paths its glob matches.
 #[derive(Debug, Clone, Default)]
-pub struct FileEntries {
+pub(crate) struct FileEntries {
     plain: Vec<String>,
     globs: Vec<Pattern>,
 }
 
 impl FileEntries {
-    pub fn new<S: AsRef<str>>(entries: &[S]) -> FileEntries {
+    pub(crate) fn new<S: AsRef<str>>(entries: &[S]) -> FileEntries {
         let mut out = FileEntries::default();
         for entry in entries {
             let entry = entry
@@ -109,7 +109,7 @@ impl FileEntries {
         out
     }
 
-    pub fn covers(&self, path: &str) -> bool {
+    pub(crate) fn covers(&self, path: &str) -> bool {
         self.plain.iter().any(|dir| {
             path == dir
                 || path
@@ -121,7 +121,7 @@ impl FileEntries {
 
 /// Whether `path` (repo-relative) is covered by a task's Files entry: equal, inside a
 /// listed directory, or matching a `*` / `**` pattern.
-pub fn path_in_files(path: &str, files: &[String]) -> bool {
+pub(crate) fn path_in_files(path: &str, files: &[String]) -> bool {
     FileEntries::new(files).covers(path)
 }
 

@@ -2,11 +2,11 @@
 //! message text, cuts by characters, JSON merge, SHA-256, fault points for the crash tests,
 //! control characters made visible).
 
-pub mod chars;
-pub mod fault;
-pub mod glob;
-pub mod json;
-pub mod sha256;
-pub mod shell;
-pub mod text;
-pub mod visible;
+pub(crate) mod chars;
+pub(crate) mod fault;
+pub(crate) mod glob;
+pub(crate) mod json;
+pub(crate) mod sha256;
+pub(crate) mod shell;
+pub(crate) mod text;
+pub(crate) mod visible;

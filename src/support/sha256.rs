@@ -6,20 +6,20 @@ use sha2::Digest;
 
 /// A running SHA-256; `finish_hex` gives its 64 lowercase hex digits.
 #[derive(Clone, Default)]
-pub struct Sha256(sha2::Sha256);
+pub(crate) struct Sha256(sha2::Sha256);
 
 impl Sha256 {
-    pub fn update(&mut self, data: &[u8]) {
+    pub(crate) fn update(&mut self, data: &[u8]) {
         self.0.update(data);
     }
 
-    pub fn finish_hex(self) -> String {
+    pub(crate) fn finish_hex(self) -> String {
         to_hex(&self.0.finalize())
     }
 }
 
 /// The SHA-256 of `data` in lowercase hex.
-pub fn hex(data: &[u8]) -> String {
+pub(crate) fn hex(data: &[u8]) -> String {
     to_hex(&sha2::Sha256::digest(data))
 }
 

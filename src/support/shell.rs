@@ -5,7 +5,7 @@
 
 /// A word safe to paste into `sh`: plain names stay as they are, anything else is
 /// single-quoted (a `'` inside becomes `'\''`).
-pub fn word(word: &str) -> String {
+pub(crate) fn word(word: &str) -> String {
     let plain = !word.is_empty()
         && word
             .chars()
@@ -18,12 +18,12 @@ pub fn word(word: &str) -> String {
 }
 
 /// `--spec NAME` with the name as one word.
-pub fn spec_flag(name: &str) -> String {
+pub(crate) fn spec_flag(name: &str) -> String {
     format!("--spec {}", word(name))
 }
 
 /// `path` (a file or directory) as one word.
-pub fn path(path: &std::path::Path) -> String {
+pub(crate) fn path(path: &std::path::Path) -> String {
     word(&path.to_string_lossy())
 }
 

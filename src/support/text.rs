@@ -3,7 +3,7 @@
 /// A line as a claim reads: markdown emphasis and code ticks, quotes, a leading quote or
 /// list marker and trailing punctuation taken off (`**TASK_COMPLETE 1.1**`,
 /// `` `TASK_COMPLETE 1.1` ``, `"ALL_TASKS_COMPLETE".`, `> - TASK_COMPLETE: 2`).
-pub fn claim_text(line: &str) -> String {
+pub(crate) fn claim_text(line: &str) -> String {
     let kept: String = line
         .chars()
         .filter(|c| !matches!(c, '*' | '`' | '"' | '“' | '”' | '‘' | '’'))
@@ -17,7 +17,7 @@ pub fn claim_text(line: &str) -> String {
 
 /// Every non-empty line of a message, last first, fenced ones included (a claim hidden in a
 /// fence still asks to be checked).
-pub fn lines_last_first(message: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn lines_last_first(message: &str) -> impl Iterator<Item = &str> {
     message
         .lines()
         .rev()
@@ -27,7 +27,7 @@ pub fn lines_last_first(message: &str) -> impl Iterator<Item = &str> {
 
 /// The last non-empty line of a message, unless it sits inside (or is) a fenced code
 /// block: a claim quoted in a code block is not a claim.
-pub fn final_line(message: &str) -> Option<&str> {
+pub(crate) fn final_line(message: &str) -> Option<&str> {
     let mut in_fence = false;
     let mut last: Option<&str> = None;
     for line in message.lines() {

@@ -37,18 +37,18 @@ fn escape(text: &str, lines: bool) -> Cow<'_, str> {
 }
 
 /// Multi-line text for a person: every control character but `\n` and `\t` escaped.
-pub fn text(text: &str) -> Cow<'_, str> {
+pub(crate) fn text(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
 /// A one-line field (a title): a line break is escaped too, so it cannot fake a line.
-pub fn line(text: &str) -> Cow<'_, str> {
+pub(crate) fn line(text: &str) -> Cow<'_, str> {
     escape(text, false)
 }
 
 /// Serialised JSON with DEL and the C1 controls written `\u00NN`: serde_json escapes
 /// only C0, and these can occur only inside strings, so the document means the same.
-pub fn json(doc: &str) -> Cow<'_, str> {
+pub(crate) fn json(doc: &str) -> Cow<'_, str> {
     let raw = |c: char| c == '\u{7f}' || ('\u{80}'..='\u{9f}').contains(&c);
     // DEL is 0x7F and C1 0xC2 0x80..=0x9F in UTF-8: most documents hold neither byte.
     if memchr::memchr2(0x7f, 0xc2, doc.as_bytes()).is_none() || !doc.chars().any(raw) {
@@ -68,14 +68,14 @@ pub fn json(doc: &str) -> Cow<'_, str> {
 /// `json` as a writer, for a document written as it is serialised: bytes pass through
 /// untouched but DEL and the C1 controls (0xC2 0x80..=0x9F, possibly split between two
 /// writes), which are written `\u00NN`.
-pub struct JsonWriter<W: std::io::Write> {
+pub(crate) struct JsonWriter<W: std::io::Write> {
     inner: W,
     /// A 0xC2 ended the last write: the next byte says whether it opened a C1 control.
     lead: bool,
 }
 
 impl<W: std::io::Write> JsonWriter<W> {
-    pub fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         Self { inner, lead: false }
     }
 

@@ -161,7 +161,7 @@ pub fn assert_json_file(path: &Path) -> serde_json::Value {
 /// What `critique record --file -` reads for `stage`: every checklist item passed.
 pub fn critique_input(stage: &str) -> serde_json::Value {
     let items: serde_json::Map<String, serde_json::Value> =
-        specrun::evidence::critique::checklist(stage)
+        specrun::api::evidence::critique::checklist(stage)
             .unwrap()
             .iter()
             .map(|(cid, _)| {
@@ -177,8 +177,8 @@ pub fn critique_input(stage: &str) -> serde_json::Value {
 /// A record exactly as `critique record` writes it (every checklist item passed), dated `at`.
 pub fn critique_record(id: &str, stage: &str, at: &str) -> serde_json::Value {
     let input = critique_input(stage);
-    let v = specrun::evidence::critique::validate(stage, id, &input).unwrap();
-    specrun::evidence::critique::to_record(id, stage, &v, at)
+    let v = specrun::api::evidence::critique::validate(stage, id, &input).unwrap();
+    specrun::api::evidence::critique::to_record(id, stage, &v, at)
 }
 
 /// Far above what any verb needs, far below the hook's 30 s limit: a run past it hung.

@@ -196,9 +196,9 @@ impl Walk {
         self.p.state(SPEC)
     }
 
-    pub fn task(&self, id: &str) -> specrun::model::tasks::Task {
+    pub fn task(&self, id: &str) -> specrun::api::model::tasks::Task {
         let text = self.p.read(&format!("specs/{SPEC}/tasks.md"));
-        specrun::model::tasks::parse(&text)
+        specrun::api::model::tasks::parse(&text)
             .find(id)
             .unwrap_or_else(|e| panic!("{e}"))
             .clone()
@@ -209,7 +209,7 @@ impl Walk {
         let mut input = json!({"session_id": SESSION, "cwd": self.p.root(),
             "permission_mode": "bypassPermissions", "stop_hook_active": false,
             "background_tasks": [], "session_crons": []});
-        specrun::model::state::merge_into(&mut input, &fields);
+        specrun::api::model::state::merge_into(&mut input, &fields);
         let out = self.sh(&format!("specrun hook {event}"), &input.to_string());
         assert_eq!(out.code, 0, "hook {event}: {}", out.stderr);
         out.stdout

@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use specrun::claude::goal::parse_version;
-use specrun::claude::releases as claude_code;
+use specrun::api::claude::goal::parse_version;
+use specrun::api::claude::releases as claude_code;
 
 use super::fake_model::{Agent, Block, FakeModel, Request};
 

@@ -95,9 +95,9 @@ impl Exec {
     }
 
     pub fn current_tree(&self) -> String {
-        let project = specrun::io::project::Project::discover(Some(&self.p.root())).unwrap();
+        let project = specrun::api::io::project::Project::discover(Some(&self.p.root())).unwrap();
         let spec = project.spec(Some("demo")).unwrap().unwrap();
-        specrun::evidence::verify::current_tree(&project, &spec).unwrap()
+        specrun::api::evidence::verify::current_tree(&project, &spec).unwrap()
     }
 }
 
@@ -107,7 +107,7 @@ pub fn evidence(command: &str, tree: &str, exit_code: i64) -> Value {
 }
 
 pub fn merge(target: &mut Value, patch: &Value) {
-    specrun::model::state::merge_into(target, patch);
+    specrun::api::model::state::merge_into(target, patch);
 }
 
 pub fn run_hook(p: &TempProject, event: &str, stdin: impl Into<Vec<u8>>) -> String {

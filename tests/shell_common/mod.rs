@@ -72,7 +72,7 @@ fn unquoted(line: &str) -> String {
 /// `critique record`.
 pub fn review_json(stage: &str) -> String {
     let items: serde_json::Map<String, serde_json::Value> =
-        specrun::evidence::critique::checklist(stage)
+        specrun::api::evidence::critique::checklist(stage)
             .unwrap()
             .iter()
             .map(|(id, _)| {

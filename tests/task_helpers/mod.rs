@@ -28,15 +28,15 @@ pub fn state_path(p: &TempProject) -> std::path::PathBuf {
 
 pub fn set_state(p: &TempProject, patch: Value) {
     let mut doc = p.state(SPEC);
-    specrun::model::state::merge_into(&mut doc, &patch);
+    specrun::api::model::state::merge_into(&mut doc, &patch);
     std::fs::write(state_path(p), serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
 }
 
 /// The current working-tree fingerprint, as `verify run` would record it.
 pub fn tree(p: &TempProject) -> String {
-    let project = specrun::io::project::Project::discover(Some(&p.root())).unwrap();
+    let project = specrun::api::io::project::Project::discover(Some(&p.root())).unwrap();
     let spec = project.spec(Some(SPEC)).unwrap().unwrap();
-    specrun::evidence::verify::current_tree(&project, &spec).unwrap()
+    specrun::api::evidence::verify::current_tree(&project, &spec).unwrap()
 }
 
 /// Passing evidence for task `id`, bound to the current tree, started at `at`.

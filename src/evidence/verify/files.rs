@@ -17,7 +17,7 @@ use crate::support::glob::Pattern;
 use crate::support::sha256::Sha256;
 
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub(super) struct Rule {
     /// Directory of the `.gitignore` this rule came from, relative to the root ("" = root).
     base: String,
     pattern: Pattern,
@@ -27,7 +27,7 @@ pub struct Rule {
 }
 
 /// Parse one `.gitignore` file found in `base` (relative to the root).
-pub fn parse_rules(text: &str, base: &str) -> Vec<Rule> {
+pub(super) fn parse_rules(text: &str, base: &str) -> Vec<Rule> {
     let mut rules = Vec::new();
     for line in text.lines() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -72,7 +72,7 @@ pub fn parse_rules(text: &str, base: &str) -> Vec<Rule> {
 
 /// Whether `rel` (relative to the root) is ignored: the last matching rule decides, and
 /// rules of deeper `.gitignore` files come later, so they win as in git.
-pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
+pub(super) fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
     let mut ignored = false;
     for rule in rules {
         if rule.dir_only && !is_dir {
@@ -99,7 +99,7 @@ pub fn is_ignored(rules: &[Rule], rel: &str, is_dir: bool) -> bool {
 
 /// The fingerprint of the files under `root`, leaving out `excluded` (root-relative paths
 /// of files or directories).
-pub fn tree(root: &Path, excluded: &[String]) -> Result<String> {
+pub(super) fn tree(root: &Path, excluded: &[String]) -> Result<String> {
     let mut overall = Sha256::default();
     overall.update(b"specrun-files-v1\0");
     walk(
