@@ -19,4 +19,4 @@ pub(crate) fn point(name: &str) {
 
 #[cfg(not(debug_assertions))]
 #[inline(always)]
-pub fn point(_name: &str) {}
+pub(crate) fn point(_name: &str) {}
