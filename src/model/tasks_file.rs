@@ -13,7 +13,7 @@ use crate::model::tasks::{self, Task, TaskList};
 /// A tasks.md read and parsed.
 pub struct LoadedTasks {
     pub path: PathBuf,
-    pub text: String,
+    pub text: store::Text,
     pub list: TaskList,
 }
 
@@ -37,7 +37,7 @@ pub fn load(path: &Path) -> Result<LoadedTasks> {
     let list = tasks::parse(&text);
     Ok(LoadedTasks {
         path: path.to_path_buf(),
-        text,
+        text: text.into(),
         list,
     })
 }
@@ -51,16 +51,18 @@ pub fn resolve_path(project: &Project, spec: Option<&str>, file: Option<&Path>) 
 }
 
 /// The text of the tasks.md `--file` names (a user file: read wherever it is, see
-/// `store::read_user_file`), else of the spec's (bookkeeping).
+/// `store::read_user_file`), else of the spec's (bookkeeping). A large file is read into
+/// huge pages (`store::Text`): `tasks count` of 100,000 tasks spent as long on page faults
+/// as on the scan.
 pub fn read_text(
     project: &Project,
     spec: Option<&str>,
     file: Option<&Path>,
-) -> Result<(PathBuf, String)> {
+) -> Result<(PathBuf, store::Text)> {
     let path = resolve_path(project, spec, file)?;
     let text = match file {
-        Some(_) => store::read_user_text(&path, "tasks file")?,
-        None => store::read_text(&path, "tasks file")?,
+        Some(_) => store::read_user_text_large(&path, "tasks file")?,
+        None => store::read_text_large(&path, "tasks file")?,
     };
     Ok((path, text))
 }
