@@ -113,13 +113,31 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
 /// Open a bookkeeping file: no link on its path, never blocking, a regular file only.
 /// `opts` says how (read, append, create…).
 fn open_plain(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    open_plain_sized(path, opts, action).map(|(file, _)| file)
+}
+
+/// `open_plain`, with the file's length (`regular_sized`).
+fn open_plain_sized(
+    path: &Path,
+    opts: &mut OpenOptions,
+    action: &'static str,
+) -> Result<(File, u64)> {
     check_dir(parent_dir(path))?;
-    open_regular(path, opts, action)
+    open_regular_sized(path, opts, action)
 }
 
 /// Open `path` with O_NONBLOCK (a FIFO cannot hang the open) and O_NOFOLLOW (a link at
 /// the last step is refused by the kernel), and keep it only if it is a regular file.
 fn open_regular(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Result<File> {
+    open_regular_sized(path, opts, action).map(|(file, _)| file)
+}
+
+/// `open_regular`, with the file's length (`regular_sized`).
+fn open_regular_sized(
+    path: &Path,
+    opts: &mut OpenOptions,
+    action: &'static str,
+) -> Result<(File, u64)> {
     // The one open of the store; the flags are what make it safe.
     #[allow(clippy::disallowed_methods)]
     let file = opts
@@ -136,11 +154,12 @@ fn open_regular(path: &Path, opts: &mut OpenOptions, action: &'static str) -> Re
             },
             _ => Error::io(path, action, e),
         })?;
-    regular(file, path)
+    regular_sized(file, path)
 }
 
-/// `file` if it is a regular file; what it is otherwise.
-fn regular(file: File, path: &Path) -> Result<File> {
+/// `file` if it is a regular file, with its length from the same `fstat` (a reader sizes
+/// its buffer from it without a second one); what it is otherwise.
+fn regular_sized(file: File, path: &Path) -> Result<(File, u64)> {
     let meta = file.metadata().map_err(|e| Error::io(path, "stat", e))?;
     if !meta.is_file() {
         return Err(Error::NotRegular {
@@ -148,18 +167,22 @@ fn regular(file: File, path: &Path) -> Result<File> {
             kind: kind_name(meta.file_type()),
         });
     }
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
-/// Read an open file up to `limit` bytes; more is an error naming the file.
-fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
+/// Read an open file of `len` bytes (its length when it was opened: a hint, since it may
+/// change) up to `limit` bytes; more is an error naming the file.
+fn read_bounded(mut file: File, path: &Path, len: u64, limit: u64) -> Result<Vec<u8>> {
     // Sized from the file's length, so a large file is read without regrowing the buffer.
-    let hint = file.metadata().map_or(0, |m| m.len()).min(limit);
-    let mut bytes = Vec::with_capacity(hint as usize + 1);
+    let mut bytes = Vec::with_capacity(len.min(limit) as usize + 1);
     (&mut file)
         .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, "read", e))?;
+    within(bytes, path, limit)
+}
+
+fn within(bytes: Vec<u8>, path: &Path, limit: u64) -> Result<Vec<u8>> {
     if bytes.len() as u64 > limit {
         return Err(Error::TooLarge {
             path: path.to_path_buf(),
@@ -167,6 +190,168 @@ fn read_bounded(mut file: File, path: &Path, limit: u64) -> Result<Vec<u8>> {
         });
     }
     Ok(bytes)
+}
+
+/// A file read whole as UTF-8 text, held on the heap or, from `HUGE_PAGE` bytes on, in
+/// memory of its own backed by huge pages (`Pages`). Reading 9 MB into a fresh heap buffer
+/// costs a page fault per 4 KiB page, which on the 2-core VM was as much time as
+/// `tasks count`'s whole scan (DESIGN-NOTES "Performance"). Derefs to `str`.
+pub struct Text(Held);
+
+enum Held {
+    Heap(String),
+    /// Checked UTF-8 when it was read; nothing writes it after (it is private memory).
+    Pages(Pages),
+}
+
+impl std::ops::Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match &self.0 {
+            Held::Heap(text) => text,
+            // SAFETY: `Held::Pages` is built only from bytes `from_utf8` accepted, in an
+            // anonymous private mapping nothing else writes.
+            Held::Pages(pages) => unsafe { std::str::from_utf8_unchecked(pages.bytes()) },
+        }
+    }
+}
+
+impl From<String> for Text {
+    fn from(text: String) -> Text {
+        Text(Held::Heap(text))
+    }
+}
+
+/// The size of a huge page on x86-64 and arm64 Linux; a file this large or larger is read
+/// into `Pages`.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// An anonymous private read-write mapping, `HUGE_PAGE`-aligned and a whole number of
+/// huge pages long, advised to huge pages (`MADV_HUGEPAGE`: Linux's default
+/// `transparent_hugepage=madvise` gives them only to memory that asks), unmapped on drop.
+/// Without huge pages it is ordinary memory, as fast as the heap.
+struct Pages {
+    ptr: std::ptr::NonNull<u8>,
+    /// Mapped bytes (a multiple of `HUGE_PAGE`).
+    cap: usize,
+    /// Bytes read into it.
+    len: usize,
+}
+
+impl Pages {
+    /// `cap` bytes (a multiple of `HUGE_PAGE`); `None` when the mapping fails.
+    fn map(cap: usize) -> Option<Pages> {
+        let span = cap.checked_add(HUGE_PAGE)?;
+        // SAFETY: a new anonymous mapping; no existing memory is touched.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                span,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return None;
+        }
+        // Mapped a huge page more than needed: unmap the head before the first aligned
+        // address and the tail past `cap`, leaving an aligned run of whole huge pages.
+        let head = (raw as usize).next_multiple_of(HUGE_PAGE) - raw as usize;
+        let tail = span - head - cap;
+        // SAFETY: both ranges lie inside the mapping just made, and nothing refers to them.
+        let start = unsafe {
+            let start = raw.cast::<u8>().add(head);
+            if head > 0 {
+                libc::munmap(raw, head);
+            }
+            if tail > 0 {
+                libc::munmap(start.add(cap).cast(), tail);
+            }
+            // Advice only: refused (an old kernel, huge pages off), the memory still works.
+            #[cfg(target_os = "linux")]
+            libc::madvise(start.cast(), cap, libc::MADV_HUGEPAGE);
+            start
+        };
+        Some(Pages {
+            ptr: std::ptr::NonNull::new(start)?,
+            cap,
+            len: 0,
+        })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: the first `len` of the `cap` mapped bytes (anonymous memory starts zeroed,
+        // so every byte is initialised).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn spare(&mut self) -> &mut [u8] {
+        // SAFETY: the mapped bytes past `len`, borrowed mutably through `self`.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(self.len), self.cap - self.len)
+        }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `map` made, unmapped once; no borrow of it outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.cap);
+        }
+    }
+}
+
+fn utf8(bytes: Vec<u8>, path: &Path) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+/// `read_bounded` as UTF-8 `Text`: a file of `HUGE_PAGE` bytes or more goes to `Pages`.
+fn read_bounded_text(mut file: File, path: &Path, len: u64, limit: u64) -> Result<Text> {
+    let pages = (len >= HUGE_PAGE as u64 && len <= limit)
+        .then(|| Pages::map((len as usize + 1).next_multiple_of(HUGE_PAGE)))
+        .flatten();
+    let Some(mut pages) = pages else {
+        return utf8(read_bounded(file, path, len, limit)?, path).map(Text::from);
+    };
+    loop {
+        let spare = pages.spare();
+        if spare.is_empty() {
+            break;
+        }
+        match file.read(spare) {
+            Ok(0) => break,
+            Ok(n) => pages.len += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, "read", e)),
+        }
+    }
+    if pages.len == pages.cap {
+        // The file grew while it was read: the rest goes to the heap, bounded as ever.
+        let mut bytes = pages.bytes().to_vec();
+        (&mut file)
+            .take((limit + 1).saturating_sub(bytes.len() as u64))
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, "read", e))?;
+        return utf8(within(bytes, path, limit)?, path).map(Text::from);
+    }
+    if pages.len as u64 > limit {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    if std::str::from_utf8(pages.bytes()).is_err() {
+        return Err(Error::NotUtf8 {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(Text(Held::Pages(pages)))
 }
 
 /// Open a bookkeeping file for reading (no link, never blocking, regular only), to read
@@ -183,9 +368,29 @@ pub fn open_read(path: &Path) -> Result<Option<File>> {
 /// anywhere and may be reached through links (the user chose it), but it must be a
 /// regular file within `MAX_READ`. Bookkeeping goes through `read_optional`.
 pub fn read_user_file(path: &Path, what: &'static str) -> Result<Vec<u8>> {
-    match open_foreign(path)? {
-        Some(file) => read_bounded(file, path, MAX_READ),
+    match open_foreign_sized(path)? {
+        Some((file, len)) => read_bounded(file, path, len, MAX_READ),
         None => Err(Error::missing(what, path)),
+    }
+}
+
+/// `read_user_text` as `Text`: a large file is read into huge pages (`tasks count`,
+/// `tasks list`).
+pub fn read_user_text_large(path: &Path, what: &'static str) -> Result<Text> {
+    match open_foreign_sized(path)? {
+        Some((file, len)) => read_bounded_text(file, path, len, MAX_READ),
+        None => Err(Error::missing(what, path)),
+    }
+}
+
+/// `read_text` as `Text`: a large file is read into huge pages (`tasks count`, `tasks list`).
+pub fn read_text_large(path: &Path, what: &'static str) -> Result<Text> {
+    match open_plain_sized(path, OpenOptions::new().read(true), "read") {
+        Ok((file, len)) => read_bounded_text(file, path, len, MAX_READ),
+        Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+            Err(Error::missing(what, path))
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -193,6 +398,11 @@ pub fn read_user_file(path: &Path, what: &'static str) -> Result<Vec<u8>> {
 /// file the user named): links are followed (its owner chose the layout), but the open
 /// never blocks and only a regular file is kept. `Ok(None)` when it does not exist.
 pub fn open_foreign(path: &Path) -> Result<Option<File>> {
+    Ok(open_foreign_sized(path)?.map(|(file, _)| file))
+}
+
+/// `open_foreign`, with the file's length (`regular_sized`).
+fn open_foreign_sized(path: &Path) -> Result<Option<(File, u64)>> {
     // Non-blocking, and checked regular before any read: the reason this open is allowed.
     #[allow(clippy::disallowed_methods)]
     let opened = OpenOptions::new()
@@ -200,7 +410,7 @@ pub fn open_foreign(path: &Path) -> Result<Option<File>> {
         .custom_flags(libc::O_NONBLOCK)
         .open(path);
     match opened {
-        Ok(file) => regular(file, path).map(Some),
+        Ok(file) => regular_sized(file, path).map(Some),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, "read", e)),
     }
@@ -350,13 +560,13 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
 /// Read at most `limit` bytes of a bookkeeping file; past it, an error when `whole` is
 /// asked for, else the first `limit` bytes. `Ok(None)` when it does not exist.
 pub fn read_prefix(path: &Path, limit: u64, whole: bool) -> Result<Option<Vec<u8>>> {
-    let file = match open_plain(path, OpenOptions::new().read(true), "read") {
-        Ok(file) => file,
+    let (file, len) = match open_plain_sized(path, OpenOptions::new().read(true), "read") {
+        Ok(opened) => opened,
         Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
     if whole {
-        return read_bounded(file, path, limit).map(Some);
+        return read_bounded(file, path, len, limit).map(Some);
     }
     let mut bytes = Vec::new();
     file.take(limit)
@@ -369,17 +579,13 @@ pub fn read_prefix(path: &Path, limit: u64, whole: bool) -> Result<Option<Vec<u8
 pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
     match read_optional(path)? {
         None => Err(Error::missing(what, path)),
-        Some(bytes) => String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
-            path: path.to_path_buf(),
-        }),
+        Some(bytes) => utf8(bytes, path),
     }
 }
 
 /// `read_user_file` as UTF-8 text.
 pub fn read_user_text(path: &Path, what: &'static str) -> Result<String> {
-    String::from_utf8(read_user_file(path, what)?).map_err(|_| Error::NotUtf8 {
-        path: path.to_path_buf(),
-    })
+    utf8(read_user_file(path, what)?, path)
 }
 
 /// Parse JSON bytes from `path`, accepting a UTF-8 BOM.
@@ -542,6 +748,44 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
+
+    /// A large file (huge pages) reads as its bytes, whatever the length the open saw:
+    /// the file as it was opened, one that grew since (the rest goes to the heap), one
+    /// that shrank; past the bound and not UTF-8 are the errors the heap path gives.
+    #[test]
+    fn large_text_reads_as_the_file_whatever_its_length_was_when_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tasks.md");
+        let line = "- [ ] 1.1 Task é\n";
+        let text = line.repeat(5 * HUGE_PAGE / line.len());
+        fs::write(&path, &text).unwrap();
+        let open = || open_foreign_sized(&path).unwrap().unwrap();
+        let len = text.len() as u64;
+        for seen in [len, 2 * HUGE_PAGE as u64, len + 3 * HUGE_PAGE as u64, 0] {
+            let (file, _) = open();
+            let got = read_bounded_text(file, &path, seen, MAX_READ).unwrap();
+            assert!(*got == text, "length seen {seen}");
+        }
+        let got = read_user_text_large(&path, "tasks file").unwrap();
+        assert!(matches!(got.0, Held::Pages(_)) && *got == text);
+        let (file, _) = open();
+        let err = read_bounded_text(file, &path, len, len - 1).err().unwrap();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        let (file, _) = open();
+        let err = read_bounded_text(file, &path, 2 * HUGE_PAGE as u64, len - 1).err();
+        assert!(matches!(err, Some(Error::TooLarge { .. })), "{err:?}");
+        let mut bytes = text.into_bytes();
+        bytes[3 * HUGE_PAGE] = 0xff;
+        fs::write(&path, &bytes).unwrap();
+        let err = read_text_large(&path, "tasks file").err().unwrap();
+        assert!(matches!(err, Error::NotUtf8 { .. }), "{err}");
+        let small = dir.path().join("small.md");
+        fs::write(&small, "- [x] 1.1 Done\n").unwrap();
+        let got = read_text_large(&small, "tasks file").unwrap();
+        assert!(matches!(got.0, Held::Heap(_)) && &*got == "- [x] 1.1 Done\n");
+        let err = read_text_large(&dir.path().join("none.md"), "tasks file").err();
+        assert!(matches!(err, Some(Error::Missing { .. })), "{err:?}");
+    }
 
     #[test]
     fn write_atomic_replaces_and_keeps_no_temp_files() {

@@ -13,7 +13,7 @@ use crate::model::tasks::{self, Task, TaskList};
 /// A tasks.md read and parsed.
 pub(crate) struct LoadedTasks {
     pub path: PathBuf,
-    pub text: String,
+    pub text: store::Text,
     pub list: TaskList,
 }
 
@@ -37,17 +37,13 @@ pub(crate) fn load(path: &Path) -> Result<LoadedTasks> {
     let list = tasks::parse(&text);
     Ok(LoadedTasks {
         path: path.to_path_buf(),
-        text,
+        text: text.into(),
         list,
     })
 }
 
 /// The tasks.md named by `--file`, else the spec's.
-pub(crate) fn resolve_path(
-    project: &Project,
-    spec: Option<&str>,
-    file: Option<&Path>,
-) -> Result<PathBuf> {
+pub fn resolve_path(project: &Project, spec: Option<&str>, file: Option<&Path>) -> Result<PathBuf> {
     match file {
         Some(f) => Ok(project.cwd.join(f)),
         None => Ok(project.require_spec(spec)?.tasks_path()),
@@ -55,16 +51,18 @@ pub(crate) fn resolve_path(
 }
 
 /// The text of the tasks.md `--file` names (a user file: read wherever it is, see
-/// `store::read_user_file`), else of the spec's (bookkeeping).
+/// `store::read_user_file`), else of the spec's (bookkeeping). A large file is read into
+/// huge pages (`store::Text`): `tasks count` of 100,000 tasks spent as long on page faults
+/// as on the scan.
 pub(crate) fn read_text(
     project: &Project,
     spec: Option<&str>,
     file: Option<&Path>,
-) -> Result<(PathBuf, String)> {
+) -> Result<(PathBuf, store::Text)> {
     let path = resolve_path(project, spec, file)?;
     let text = match file {
-        Some(_) => store::read_user_text(&path, "tasks file")?,
-        None => store::read_text(&path, "tasks file")?,
+        Some(_) => store::read_user_text_large(&path, "tasks file")?,
+        None => store::read_text_large(&path, "tasks file")?,
     };
     Ok((path, text))
 }

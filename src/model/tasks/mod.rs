@@ -631,6 +631,11 @@ fn heading_task(line: &str) -> bool {
 
 /// A list item whose box is not one the format reads: `- []`, `-[ ]`, `- [ x]`, `- [o]`.
 fn malformed_box(line: &str) -> bool {
+    // Every box below has its `[`: a field line (`- **Do**: …`) holds none, and one word-wise
+    // search of a short line is cheaper than the reading (a sixth of `count`'s instructions).
+    if scan::find(b'[', line.as_bytes()).is_none() {
+        return false;
+    }
     let t = &line[scan::indent_of(line)..];
     if !matches!(t.as_bytes().first(), Some(b'-' | b'*' | b'+')) {
         return false;
