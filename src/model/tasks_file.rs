@@ -43,7 +43,11 @@ pub(crate) fn load(path: &Path) -> Result<LoadedTasks> {
 }
 
 /// The tasks.md named by `--file`, else the spec's.
-pub fn resolve_path(project: &Project, spec: Option<&str>, file: Option<&Path>) -> Result<PathBuf> {
+pub(crate) fn resolve_path(
+    project: &Project,
+    spec: Option<&str>,
+    file: Option<&Path>,
+) -> Result<PathBuf> {
     match file {
         Some(f) => Ok(project.cwd.join(f)),
         None => Ok(project.require_spec(spec)?.tasks_path()),
