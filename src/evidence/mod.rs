@@ -7,6 +7,8 @@ pub mod critique;
 pub mod followups;
 pub mod integrity;
 pub mod proof;
+pub mod red_green;
+pub mod red_green_run;
 pub mod testlog;
 pub mod verify;
 pub mod verify_run;
