@@ -339,6 +339,10 @@ pub struct StateInitArgs {
     /// Recovery mode: failed tasks get fix tasks.
     #[arg(long)]
     pub recovery_mode: bool,
+    /// Do not run a task's criteria tests at its start commit (red before, green after) at
+    /// `task complete`; a person's choice, recorded for the execution (`redGreen`).
+    #[arg(long)]
+    pub no_red_green: bool,
     /// Who re-prompts between tasks; default manual (a person, or /specrun:implement).
     #[arg(long, value_enum)]
     pub driver: Option<Driver>,
@@ -769,6 +773,7 @@ impl Command {
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
             Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
             Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
+            Command::State(StateCommand::Init(a)) if a.no_red_green => Some(Decision::SkipRedGreen),
             Command::Verify(VerifyCommand::Run {
                 accept_other: Some(_),
                 ..

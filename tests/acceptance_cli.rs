@@ -16,8 +16,10 @@ const TEST_FILE: &str = "const test = require('node:test');\nconst assert = requ
 const REQUIREMENTS: &str =
     "# Requirements\n\n## Acceptance criteria\n- **AC-1.1**: the adder is exported\n";
 
+/// Started without red-before: these tests are about the matrix and the integrity gate, and
+/// their fixture's tests do not depend on code the task changes (tests/red_green.rs).
 fn setup() -> TempProject {
-    let p = project(TASKS, &[]);
+    let p = project(TASKS, &["--no-red-green"]);
     p.write(&format!("specs/{SPEC}/requirements.md"), REQUIREMENTS);
     p
 }
@@ -346,7 +348,7 @@ fn integrity_project() -> TempProject {
             "    - adding two numbers works\n    - the adder rejects strings\n",
             "    - adding two numbers works\n",
         ),
-        &[],
+        &["--no-red-green"],
     );
     p.write("lib/add.test.js", TWO_TESTS);
     p.commit_all("tests");

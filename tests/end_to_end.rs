@@ -1612,7 +1612,7 @@ const PROOF_TASKS: &str = "# Tasks: demo
 
 - [ ] 1.1 Adder tests
   - **Do**: Make lib/add.test.js pass
-  - **Files**: lib/add.test.js
+  - **Files**: lib/add.test.js, lib/add.js
   - **Done when**:
     - adding two numbers works
     - subtracting two numbers works
@@ -1620,13 +1620,20 @@ const PROOF_TASKS: &str = "# Tasks: demo
   - **Commit**: `test(adder): cover add and subtract`
 ";
 
-const PASSING_TESTS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('subtracts', () => {\n  assert.strictEqual(2 - 1, 1);\n});\n";
+const PASSING_TESTS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, sub } = require('./add');\ntest('adds', () => {\n  assert.strictEqual(add(1, 1), 2);\n});\n\ntest('subtracts', () => {\n  assert.strictEqual(sub(2, 1), 1);\n});\n";
 
-/// A harness whose spec is PROOF_TASKS with lib/add.test.js committed as `tests`.
-fn proof_harness(tests: &str) -> Option<Harness> {
+/// The adder the tests exercise, and the one the spec starts from (it neither adds nor
+/// subtracts: an honest test of it fails before the task's change).
+const ADDER: &str = "module.exports = { add: (a, b) => a + b, sub: (a, b) => a - b };\n";
+const ADDER_BEFORE: &str = "module.exports = { add: () => 0, sub: () => 0 };\n";
+
+/// A harness whose spec is PROOF_TASKS with lib/add.test.js committed as `tests` and
+/// lib/add.js as `code`.
+fn proof_harness(tests: &str, code: &str) -> Option<Harness> {
     let h = Harness::new()?;
     h.project.write("specs/demo/tasks.md", PROOF_TASKS);
     h.project.write("lib/add.test.js", tests);
+    h.project.write("lib/add.js", code);
     h.project.commit_all("adder spec");
     h.init_execution(SESSION, &["--driver", "manual"]);
     Some(h)
@@ -1686,14 +1693,14 @@ fn e2e_14c_executor_skipping_a_failing_test_is_refused_with_the_finding() {
 
 /// PASSING_TESTS with the subtract test failing.
 fn failing_tests() -> String {
-    PASSING_TESTS.replace("2 - 1, 1", "2 - 1, 5")
+    PASSING_TESTS.replace("sub(2, 1), 1", "sub(2, 1), 5")
 }
 
 /// An executor facing `failing_tests()` writes `weakened` instead of fixing the code, maps both
 /// criteria to the passing test and claims the task, twice. The refusal, the one re-prompt
 /// and the claim kept as unverified all name `finding`; the box stays open.
 fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
-    let Some(h) = proof_harness(&failing_tests()) else {
+    let Some(h) = proof_harness(&failing_tests(), ADDER) else {
         return;
     };
     let root = h.root();
@@ -1769,12 +1776,89 @@ fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
     );
 }
 
+/// Issue 25: an executor maps a criterion to a test that passes before the change (the
+/// code it tests was already there): `task complete` runs the mapped tests at the
+/// attempt's start commit and refuses, naming the criterion and that run.
+#[test]
+fn e2e_25b_executor_mapping_a_criterion_to_a_test_passing_before_is_refused() {
+    let Some(h) = proof_harness("", ADDER) else {
+        return;
+    };
+    let root = h.root();
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .reply([text("The executor reported back.")]),
+    ];
+    let steps = proof_executor_steps(
+        &root,
+        PASSING_TESTS,
+        &[
+            "specrun ac map 1.1/AC1 --test adds --spec demo",
+            "specrun ac map 1.1/AC2 --test subtracts --spec demo",
+        ],
+    );
+    let n = steps.len();
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        steps,
+        "All tests pass.\nTASK_COMPLETE 1.1",
+    ));
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
+    assert!(
+        refusal.contains(
+            "red-before: 1.1/AC1 (adding two numbers works) is not shown red before the change: at the start commit"
+        ),
+        "{refusal}"
+    );
+    assert!(
+        refusal.contains("`node --test '--test-name-pattern=^(?:adds|subtracts)$'` exited 0"),
+        "{refusal}"
+    );
+    assert!(refusal.contains("its test adds passed there"), "{refusal}");
+    assert!(
+        refusal.contains("1.1/AC2 (subtracting two numbers works)"),
+        "{refusal}"
+    );
+    assert!(
+        h.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
+        "1.1 must stay unchecked"
+    );
+    let refused: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "task-complete" && e["refused"].is_array())
+        .collect();
+    assert!(
+        refused
+            .iter()
+            .any(|e| e["refused"].to_string().contains("red-before")),
+        "{refused:?}"
+    );
+}
+
 /// Issue 14: an executor that writes the tests, maps each criterion to one that passes
 /// and completes; the coordinator verifies the whole suite and the guard accepts
 /// completion with every criterion covered.
 #[test]
 fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
-    let Some(h) = proof_harness("") else {
+    let Some(h) = proof_harness("", ADDER_BEFORE) else {
         return;
     };
     let root = h.root();
@@ -1797,14 +1881,29 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
     rules.extend(subagent_rules(
         "1.1",
         0,
-        proof_executor_steps(
-            &root,
-            PASSING_TESTS,
-            &[
-                "specrun ac map 1.1/AC1 --test adds --spec demo",
-                "specrun ac map 1.1/AC2 --test subtracts --spec demo",
-            ],
-        ),
+        {
+            // Red before, green after: the tests first (they fail on the adder as it is),
+            // then the code that makes them pass.
+            let mut steps = proof_executor_steps(
+                &root,
+                PASSING_TESTS,
+                &[
+                    "specrun ac map 1.1/AC1 --test adds --spec demo",
+                    "specrun ac map 1.1/AC2 --test subtracts --spec demo",
+                ],
+            );
+            steps.splice(
+                2..2,
+                [
+                    bash("node --test; echo red before the code: $?"),
+                    bash(&format!(
+                        "cat > {} <<'JS'\n{ADDER}JS",
+                        root.join("lib/add.js").display()
+                    )),
+                ],
+            );
+            steps
+        },
         "2 tests passed.\nTASK_COMPLETE 1.1",
     ));
 

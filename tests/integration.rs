@@ -63,6 +63,7 @@ mod panics;
 mod plan_frozen;
 mod printed_commands;
 mod readme_flow;
+mod red_green;
 mod resume_cancel;
 mod roles;
 mod shell_bad_input;

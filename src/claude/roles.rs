@@ -88,6 +88,7 @@ pub enum Decision {
     ClearHalt,
     AcceptOther,
     AcceptPlan,
+    SkipRedGreen,
 }
 
 impl Decision {
@@ -104,6 +105,9 @@ impl Decision {
                 "counting a command other than the task's Verify as its evidence"
             }
             Decision::AcceptPlan => "making tasks.md as it stands the frozen plan",
+            Decision::SkipRedGreen => {
+                "starting an execution whose criteria are not shown red before the change (--no-red-green)"
+            }
         }
     }
 
@@ -116,6 +120,7 @@ impl Decision {
             Decision::JustifyFinding => Some("undo the change the finding names"),
             Decision::AcceptOther => Some("run the task's own Verify: `specrun verify run --task <id>`"),
             Decision::AcceptPlan => Some("put tasks.md back as frozen (`specrun plan show` prints it)"),
+            Decision::SkipRedGreen => Some("run `specrun state init` without --no-red-green"),
             _ => None,
         }
     }
@@ -194,6 +199,7 @@ mod tests {
             Decision::RaiseCap,
             Decision::ClearHalt,
             Decision::AcceptOther,
+            Decision::SkipRedGreen,
         ] {
             let text = refuse_person(d).to_string();
             for step in [

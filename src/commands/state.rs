@@ -130,7 +130,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         driver: args.driver.map(|d| d.as_str()),
         isolate: args.isolate,
         base_commit: crate::io::git::head(&project.root),
+        no_red_green: args.no_red_green,
     };
+    if args.no_red_green {
+        crate::claude::roles::person_only(crate::claude::roles::Decision::SkipRedGreen)?;
+    }
     let path = spec.state_path();
     if args.force && std::fs::symlink_metadata(&path).is_ok() {
         crate::claude::roles::person_only(crate::claude::roles::Decision::ReplaceState)?;

@@ -174,6 +174,9 @@ pub(crate) struct Dashboard {
     pub max_minutes: Option<u64>,
     pub remaining_minutes: Option<u64>,
     pub driver: Option<String>,
+    /// Whether `task complete` shows each criterion red at the attempt's start commit
+    /// (`redGreen`, chosen at `state init`); `None` without a criteria-enforcing execution.
+    pub red_green: Option<bool>,
     pub halt: Option<Halt>,
     pub evidence: Option<String>,
     pub gates: Vec<String>,
@@ -350,6 +353,7 @@ impl Dashboard {
             _ => None,
         };
         self.driver = Some(v.driver().as_str().to_string());
+        self.red_green = v.acceptance_gate().then(|| v.red_green());
         self.running = next::running_attempt(v).map(|(task, attempt, started)| Running {
             minutes: minutes_since(&started, now),
             task,
@@ -711,6 +715,16 @@ fn lines_of(d: &Dashboard, width: usize) -> Vec<Line> {
                 "elapsed {elapsed} ({cap}){remaining}   driver {}",
                 d.driver.as_deref().unwrap_or("?")
             ),
+        ));
+    }
+    if let Some(on) = d.red_green {
+        out.push(line(
+            "criteria",
+            if on {
+                "red before, green after: a task's mapped tests run at its start commit at task complete".into()
+            } else {
+                "red before, green after: off for this execution (chosen at state init)".into()
+            },
         ));
     }
     for (label, text) in &d.notes {

@@ -14,6 +14,7 @@ use crate::evidence::acceptance::Justification;
 use crate::evidence::criteria;
 use crate::evidence::critique;
 use crate::evidence::proof;
+use crate::evidence::red_green_run;
 use crate::evidence::verify::{self, Slot};
 use crate::io::bookkeeping;
 use crate::io::events::now_rfc3339;
@@ -223,12 +224,16 @@ fn evidence_facts(
     (task_evidence, phase_evidence)
 }
 
-/// The evidence facts from an unlocked read, with the key they were judged from: the
-/// fingerprints run git, which must not hold the state lock (every hook waits on it).
-fn evidence_before_lock(
-    project: &Project,
-    args: &TaskVerbArgs,
-) -> Option<(EvidenceKey, (EvidenceFact, EvidenceFact))> {
+/// What `task complete` judges from an unlocked read, each with the key it was judged
+/// from: the evidence facts (the fingerprints run git) and the red-before refusals (the
+/// task's tests run at its start commit), neither of which may hold the state lock (every
+/// hook waits on it).
+struct BeforeLock {
+    evidence: (EvidenceKey, (EvidenceFact, EvidenceFact)),
+    red: (Option<red_green_run::Key>, Vec<Unmet>),
+}
+
+fn before_lock(project: &Project, args: &TaskVerbArgs) -> Option<BeforeLock> {
     let ex = Exec::new(project, args.spec.spec.as_deref()).ok()?;
     let crate::next::facts::StateRead::Valid(state) =
         crate::next::facts::read_typed(&ex.spec.state_path())
@@ -238,11 +243,18 @@ fn evidence_before_lock(
     let tasks = ex.tasks().ok()?;
     let task = tasks.find(&args.id).ok()?;
     let facts = evidence_facts(project, &ex.spec, &state, task);
-    Some((evidence_key(&state, task), facts))
+    let red = red_green_run::check(project, &ex.spec, &state, &tasks.list, task);
+    Some(BeforeLock {
+        evidence: (evidence_key(&state, task), facts),
+        red: (red_green_run::key(&ex.spec, &state, task), red),
+    })
 }
 
 fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitStatus> {
-    let early = evidence_before_lock(project, args);
+    let (early, early_red) = match before_lock(project, args) {
+        Some(b) => (Some(b.evidence), Some(b.red)),
+        None => (None, None),
+    };
     let held = hold(project, args)?;
     let task = held.tasks.find(&args.id)?;
     let id = task.label();
@@ -278,7 +290,17 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
         now: &now,
     };
     // Criteria and test integrity: kept beside protocol's gates (proof.rs).
-    let proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
+    let mut proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
+    // Red before, green after: the mapped tests run at the attempt's start commit, judged
+    // before the lock was taken; again here only when what they were judged from changed.
+    proof.extend(match early_red {
+        Some((Some(k), lines))
+            if red_green_run::key(spec, &held.state, task).as_ref() == Some(&k) =>
+        {
+            lines
+        }
+        _ => red_green_run::check(project, spec, &held.state, &held.tasks.list, task),
+    });
     let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {
             unmet.extend(proof);

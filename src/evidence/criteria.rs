@@ -223,6 +223,9 @@ pub(crate) struct Matrix {
     /// Criteria gate `task complete` and the final completion of this execution.
     pub enforced: bool,
     pub rows: Vec<Row>,
+    /// The recorded runs the rows were judged from (red-before reruns their commands).
+    #[serde(skip)]
+    pub runs: Vec<Run>,
 }
 
 impl Matrix {
@@ -255,6 +258,7 @@ pub(crate) fn matrix_with(
         spec: spec.name.clone(),
         enforced: enforced(state),
         rows: acceptance::coverage(&crit, &store, &runs, &checks),
+        runs,
     })
 }
 

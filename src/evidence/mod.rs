@@ -7,6 +7,8 @@ pub mod critique;
 pub(crate) mod followups;
 pub mod integrity;
 pub(crate) mod proof;
+pub mod red_green;
+pub mod red_green_run;
 pub mod testlog;
 pub mod verify;
 pub(crate) mod verify_run;

@@ -151,7 +151,7 @@ pub(crate) fn record_run(
         ));
     }
     let started_at = crate::io::events::now_rfc3339();
-    let outcome = execute(&project.tree, command, timeout)?;
+    let outcome = execute(&project.tree, command, timeout, true, &[])?;
     let after = verify::fingerprint_excluding(project, spec, &excluded_paths)?;
     let record = RunRecord {
         command: command.to_string(),
@@ -284,18 +284,35 @@ fn own_verify_fields<'a>(slot: &Slot, plan: &'a RunPlan, at: &'a str) -> Option<
 }
 
 /// What the command did.
-struct Outcome {
-    exit_code: i32,
-    timed_out: bool,
-    duration: Duration,
-    tail: String,
-    tests: crate::evidence::testlog::Report,
+pub struct Outcome {
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub tail: String,
+    pub tests: crate::evidence::testlog::Report,
 }
 
-/// Run `sh -c command` in its own process group, stream its output to our stderr, keep the
-/// last 4 KiB, and stop the whole group at the timeout — and whatever of the group is
-/// still running once the command itself has exited.
-fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> Result<Outcome> {
+/// `execute` without echoing the output, with `env` added: a run the person does not watch
+/// (the tests at the start commit, `red_green_run`).
+pub fn execute_in(
+    root: &std::path::Path,
+    command: &str,
+    timeout: Option<Duration>,
+    env: &[(String, std::path::PathBuf)],
+) -> Result<Outcome> {
+    execute(root, command, timeout, false, env)
+}
+
+/// Run `sh -c command` in its own process group, stream its output to our stderr (when
+/// `echo`), keep the last 4 KiB, and stop the whole group at the timeout — and whatever of
+/// the group is still running once the command itself has exited.
+fn execute(
+    root: &std::path::Path,
+    command: &str,
+    timeout: Option<Duration>,
+    echo: bool,
+    env: &[(String, std::path::PathBuf)],
+) -> Result<Outcome> {
     let (reader, writer) =
         std::io::pipe().map_err(|e| Error::io("<pipe>", "create an output pipe", e))?;
     let writer_for_stderr = writer
@@ -309,6 +326,9 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_for_stderr);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let started = Instant::now();
     // `spawn` drops `cmd`: our copies of the pipe's write end close, or the reader never
     // sees EOF.
@@ -327,7 +347,9 @@ fn execute(root: &std::path::Path, command: &str, timeout: Option<Duration>) -> 
                 match reader.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) => {
-                        crate::io::output::relay(&buf[..n]);
+                        if echo {
+                            crate::io::output::relay(&buf[..n]);
+                        }
                         tail.lock().expect("tail lock").push(&buf[..n]);
                         parser.lock().expect("parser lock").feed(&buf[..n]);
                     }

@@ -64,7 +64,7 @@ pub(super) fn check(
 }
 
 /// A test file by its name: where runners look for tests.
-pub(super) fn is_test_path(path: &str) -> bool {
+pub fn is_test_path(path: &str) -> bool {
     let name = file_name(path);
     name == "conftest.py"
         || name.starts_with("test_")

@@ -16,6 +16,8 @@ use crate::support::sha256;
 
 mod forms;
 
+pub use forms::is_test_path;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {

@@ -110,6 +110,7 @@ pub(super) const KNOWN: &[(&str, Kind)] = &[
     ("isolation", Kind::Object),
     ("isolation.sequential", Kind::Bool),
     ("acceptanceGate", Kind::Bool),
+    ("redGreen", Kind::Bool),
     ("checkedAtInit", Kind::Array),
 ];
 

@@ -188,6 +188,9 @@ pub struct InitParams {
     pub isolate: bool,
     /// HEAD at init (`baseCommit`), `None` outside git or before the first commit.
     pub base_commit: Option<String>,
+    /// `redGreen: false`: criteria are not shown red at each attempt's start commit (a
+    /// person's `--no-red-green`; on by default).
+    pub no_red_green: bool,
 }
 
 /// Write the execution fields onto `existing`, keeping every other field.
@@ -227,6 +230,7 @@ pub fn init_execution(
         // Criteria gates apply to executions started by this version (DESIGN-NOTES "When
         // criteria are enforced").
         "acceptanceGate": true,
+        "redGreen": !params.no_red_green,
         "baseCommit": params.base_commit,
     });
     merge_into(&mut doc, &fields);
@@ -313,6 +317,11 @@ pub fn continue_execution(
         (
             "recoveryMode",
             params.recovery_mode.then_some(Value::Bool(true)),
+        ),
+        // A continued execution keeps its own; a person's --no-red-green turns it off.
+        (
+            "redGreen",
+            params.no_red_green.then_some(Value::Bool(false)),
         ),
         (
             "maxTaskIterations",

@@ -517,6 +517,8 @@ pub struct State {
     unverified_claims: Option<Vec<Value>> = "unverifiedClaims",
     isolation: Option<Isolation> = "isolation",
     acceptance_gate: Option<bool> = "acceptanceGate",
+    /// Criteria must be shown red at the attempt's start commit (`evidence/red_green.rs`).
+    red_green: Option<bool> = "redGreen",
     /// HEAD when `state init` started this execution: where the integrity scan reads the
     /// execution's whole change from.
     base_commit: Nullable<String> = "baseCommit",
@@ -681,6 +683,9 @@ impl State {
     }
     pub fn acceptance_gate(&self) -> bool {
         self.acceptance_gate.unwrap_or(false)
+    }
+    pub fn red_green(&self) -> bool {
+        self.red_green.unwrap_or(false)
     }
     /// `halt` when set: `{kind, reason, at}`.
     pub fn halt(&self) -> Option<&Halt> {
