@@ -6,6 +6,7 @@ pub mod criteria;
 pub mod critique;
 pub mod followups;
 pub mod integrity;
+pub mod program;
 pub mod proof;
 pub mod testlog;
 pub mod verify;

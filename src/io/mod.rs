@@ -10,3 +10,4 @@ pub mod process;
 pub mod project;
 pub mod record;
 pub mod store;
+pub mod watch;
