@@ -202,3 +202,62 @@ fn a_file_swapped_in_and_back_while_the_command_runs_makes_the_record_stale() {
     let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
     assert!(out.contains("\"fresh\""), "{out}");
 }
+
+/// The executor's SubagentStop with `message`, as Claude Code sends it: the hook's stdout.
+fn executor_stop(p: &TempProject, message: &str) -> String {
+    let input = serde_json::json!({
+        "session_id": "s-1", "transcript_path": "/nonexistent/t.jsonl", "cwd": p.root(),
+        "permission_mode": "bypassPermissions", "agent_id": "agent-7",
+        "agent_type": "specrun:spec-executor", "hook_event_name": "SubagentStop",
+        "stop_hook_active": false, "agent_transcript_path": "/nonexistent/a.jsonl",
+        "last_assistant_message": message,
+    });
+    let out = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args(["hook", "subagent-stop"])
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_claim_needs_a_run_of_the_program_it_names() {
+    let p = setup();
+    crate::task_helpers::set_state(
+        &p,
+        serde_json::json!({"sessionId": "s-1", "phase": "execution"}),
+    );
+    let claim = "All 2 tests passed and eslint is clean.";
+    // An echo that prints libtest lines and whose text names the linter.
+    let echo = "echo 'test adds ... ok'; echo 'test rejects ... ok'; echo 'test result: ok. 2 passed' # eslint";
+    let (code, _, err) = model(
+        &p,
+        &["verify", "run", "--phase", "checks", "--command", echo],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = executor_stop(&p, claim);
+    assert!(out.contains("\"block\""), "{out}");
+    assert!(
+        out.contains("no run at the current code reported 2 passed tests"),
+        "{out}"
+    );
+    assert!(out.contains("no passing eslint run"), "{out}");
+    // The honest control: the runner and the linter themselves ran.
+    p.write("node_modules/.bin/eslint", "");
+    crate::common::write_executable(&p.path("node_modules/.bin/eslint"), "#!/bin/sh\nexit 0\n");
+    for (phase, command) in [
+        ("tests", "node --test"),
+        ("lint", "./node_modules/.bin/eslint lib"),
+    ] {
+        let (code, _, err) = model(
+            &p,
+            &["verify", "run", "--phase", phase, "--command", command],
+            &[],
+        );
+        assert_eq!(code, 0, "{command}: {err}");
+    }
+    assert_eq!(executor_stop(&p, claim), "");
+}

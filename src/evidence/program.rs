@@ -339,6 +339,15 @@ fn shell_string(inv: &Invocation) -> Option<String> {
     inv.args.get(at + 1).cloned()
 }
 
+/// The name of the project target an invocation runs: a package script (`npm run lint`),
+/// or a `make`/`just`/`task` target (`make test`).
+pub fn script_name(inv: &Invocation) -> Option<String> {
+    match inv.program.as_str() {
+        "make" | "gmake" | "just" | "task" => inv.subcommand().map(str::to_string),
+        _ => package_script(inv),
+    }
+}
+
 /// The package script an invocation runs (`npm test`, `npm run lint`, `yarn build`).
 fn package_script(inv: &Invocation) -> Option<String> {
     let sub = inv.subcommand()?;
