@@ -118,6 +118,8 @@ pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
                 end_word(&mut word, &mut in_word, &mut words);
                 out.push(std::mem::take(&mut words));
             }
+            // `2>&1`, `<&3`: a descriptor duplicated, not a separator.
+            '&' if word.ends_with(['>', '<']) => word.push('&'),
             ';' | '&' | '|' | '\n' | '(' | ')' | '`' => {
                 end_word(&mut word, &mut in_word, &mut words);
                 out.push(std::mem::take(&mut words));
