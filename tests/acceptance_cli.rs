@@ -30,7 +30,7 @@ fn json_out(p: &TempProject, args: &[&str]) -> (i32, Value) {
     (code, v)
 }
 
-fn status_of(m: &Value, id: &str) -> String {
+pub(crate) fn status_of(m: &Value, id: &str) -> String {
     m["rows"]
         .as_array()
         .unwrap()
@@ -200,7 +200,7 @@ fn output_of_an_unknown_runner_leaves_criteria_uncovered_and_names_the_runners()
         ],
     );
     assert_eq!(code, 0);
-    assert!(err.contains("no test results recognised"), "{err}");
+    assert!(err.contains("runs no test runner"), "{err}");
     assert!(err.contains("go test -v"), "{err}");
     run(&p, &["ac", "map", "1.1/AC1", "--test", "adds"]);
     let (_, m) = json_out(&p, &["ac", "status", "--json"]);

@@ -39,6 +39,7 @@ mod end_to_end_dishonest;
 mod end_to_end_isolation;
 mod followup_verbs;
 mod fuzz;
+mod genuine_runs;
 mod goal_cli;
 mod group_isolation;
 mod group_next_step;

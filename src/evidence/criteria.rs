@@ -98,6 +98,7 @@ pub(crate) fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: 
     }
     let runners: Vec<&str> = report.runners.iter().map(|r| r.as_str()).collect();
     let summary = TestsSummary {
+        digest: crate::support::sha256::hex(&bytes),
         runners,
         passed: report.count(Outcome::Passed),
         failed: report.count(Outcome::Failed),
@@ -110,6 +111,8 @@ pub(crate) fn write_results(spec: &Spec, slot: &Slot, started_at: &str, report: 
 /// An evidence record's `tests`: what the run's output told.
 #[derive(Serialize)]
 struct TestsSummary<'a> {
+    /// SHA-256 of the results file as written: a file that does not match proves nothing.
+    digest: String,
     runners: Vec<&'a str>,
     passed: usize,
     failed: usize,
@@ -140,11 +143,16 @@ pub(crate) fn note_results(report: &Report) {
     }
 }
 
-/// The results stored for `slot`, when they belong to the record now in the state.
+/// The results stored for `slot`, when they are the ones the binary wrote for the record
+/// now in the state: the file's SHA-256 is the record's `tests.digest` (a file edited,
+/// appended to or written by hand proves nothing; so does a record without a digest).
 fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
-    record.get("tests").filter(|t| t.is_object())?;
+    let digest = record.get("tests")?.get("digest")?.as_str()?;
     let started = record.get("startedAt").and_then(Value::as_str)?;
     let bytes = store::read_optional(&results_path(spec, slot)).ok()??;
+    if crate::support::sha256::hex(&bytes) != digest {
+        return None;
+    }
     let stored: StoredResults = serde_json::from_slice(&bytes).ok()?;
     (stored.started_at == started).then_some(stored.report)
 }

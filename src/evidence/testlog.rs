@@ -101,6 +101,9 @@ pub struct Parser {
     vitest_file: String,
     named: BTreeSet<Runner>,
     summarised: BTreeSet<Runner>,
+    /// The runners whose lines count (`None`: every runner's). A run of `printf` prints
+    /// runner-shaped lines, but it is no runner's run (`evidence::program`).
+    allowed: Option<BTreeSet<Runner>>,
 }
 
 impl Default for Parser {
@@ -114,6 +117,7 @@ impl Default for Parser {
             vitest_file: String::new(),
             named: BTreeSet::new(),
             summarised: BTreeSet::new(),
+            allowed: None,
         }
     }
 }
@@ -126,6 +130,25 @@ pub fn parse(text: &str) -> Report {
 }
 
 impl Parser {
+    /// A parser that reads only the lines of `runners` (the programs the command runs).
+    pub fn for_runners(runners: BTreeSet<Runner>) -> Self {
+        Parser {
+            allowed: Some(runners),
+            ..Parser::default()
+        }
+    }
+
+    fn allows(&self, runner: Runner) -> bool {
+        self.allowed.as_ref().is_none_or(|a| a.contains(&runner))
+    }
+
+    /// A runner's line was seen (counted only when the runner is allowed).
+    fn saw(&mut self, runner: Runner) {
+        if self.allows(runner) {
+            self.report.runners.insert(runner);
+        }
+    }
+
     pub fn feed(&mut self, mut bytes: &[u8]) {
         while let Some(pos) = bytes.iter().position(|&b| b == b'\n') {
             self.push_partial(&bytes[..pos]);
@@ -153,7 +176,13 @@ impl Parser {
             let line = std::mem::take(&mut self.pending);
             self.line_bytes(&line);
         }
-        self.report.unnamed = self.summarised.difference(&self.named).copied().collect();
+        let allowed = self.allowed.take();
+        self.report.unnamed = self
+            .summarised
+            .difference(&self.named)
+            .copied()
+            .filter(|r| allowed.as_ref().is_none_or(|a| a.contains(r)))
+            .collect();
         self.report
     }
 
@@ -168,7 +197,7 @@ impl Parser {
 
     fn push(&mut self, runner: Runner, name: &str, outcome: Outcome) {
         let name = name.trim();
-        if name.is_empty() {
+        if name.is_empty() || !self.allows(runner) {
             return;
         }
         self.report.runners.insert(runner);
@@ -210,7 +239,7 @@ impl Parser {
             }
         }
         if t.starts_with("test result: ") {
-            self.report.runners.insert(Runner::Cargo);
+            self.saw(Runner::Cargo);
             if !t.contains(" 0 passed") {
                 self.summarised.insert(Runner::Cargo);
             }
@@ -379,7 +408,7 @@ impl Parser {
         } else {
             return false;
         };
-        self.report.runners.insert(runner);
+        self.saw(runner);
         if t.contains(" passed") {
             self.summarised.insert(runner);
         }
@@ -399,7 +428,7 @@ impl Parser {
                     self.stack.clear();
                     // The file qualifies the names, so tests of two files can be told apart.
                     self.stack.push((0, file.to_string()));
-                    self.report.runners.insert(Runner::Jest);
+                    self.saw(Runner::Jest);
                     return;
                 }
             }
@@ -472,7 +501,7 @@ impl Parser {
             if let Some((file, _)) = rest.split_once(" (") {
                 self.block = Block::Vitest;
                 self.vitest_file = file.trim().to_string();
-                self.report.runners.insert(Runner::Vitest);
+                self.saw(Runner::Vitest);
                 return;
             }
         }

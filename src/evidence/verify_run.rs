@@ -13,6 +13,8 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::evidence::criteria;
+use crate::evidence::program;
+use crate::evidence::testlog::Runner;
 use crate::evidence::verify::{self, OutputTail, RunRecord, Slot, TreeMethod};
 use crate::io::events::{self, By, Event};
 use crate::io::output;
@@ -143,6 +145,12 @@ pub(crate) fn record_run(
         Slot::Task(id) => verify::sibling_files(&tasks_file::load(&spec.tasks_path())?.list, id),
         Slot::Phase(_) => Vec::new(),
     };
+    // Watched from before the first fingerprint to after the last: a change in between, by
+    // anyone, is seen even when the tree is put back before the end.
+    let watched = watched_dirs(&project.tree);
+    let watch = watched
+        .as_ref()
+        .and_then(|dirs| crate::io::watch::start(&project.tree, dirs).ok());
     let before = verify::fingerprint_excluding(project, spec, &excluded_paths)?;
     if before.method == TreeMethod::Files {
         output::note(&format!(
@@ -150,9 +158,30 @@ pub(crate) fn record_run(
             project.tree.display()
         ));
     }
+    let runners = test_runners(&project.tree, command);
     let started_at = crate::io::events::now_rfc3339();
-    let outcome = execute(&project.tree, command, timeout, true, &[])?;
+    let outcome = execute(&project.tree, command, timeout, true, &[], &runners)?;
     let after = verify::fingerprint_excluding(project, spec, &excluded_paths)?;
+    let touched = match (watch, &watched) {
+        (Some(w), Some(dirs)) => touched_paths(project, spec, &excluded_paths, dirs, w.finish()),
+        _ => {
+            if before.method == TreeMethod::Git {
+                output::note("the tree could not be watched while the command ran: only the fingerprints before and after bind the record");
+            }
+            Vec::new()
+        }
+    };
+    if !touched.is_empty() {
+        output::warn(&format!(
+            "the tree changed while the command ran ({}): the record is stale",
+            touched
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let record = RunRecord {
         command: command.to_string(),
         exit_code: outcome.exit_code,
@@ -167,6 +196,7 @@ pub(crate) fn record_run(
         before,
         after,
         excluded_paths,
+        touched,
     };
     // The tests the output named go beside the state (a run can name thousands); the
     // record keeps the counts and where they are.
@@ -207,8 +237,145 @@ pub(crate) fn record_run(
             "evidence recorded, but the event log was not: {e}"
         ));
     }
-    criteria::note_results(&outcome.tests);
+    if runners.is_empty() {
+        output::note(&format!(
+            "`{command}` runs no test runner ({}): its output is not read for test results",
+            crate::evidence::testlog::SUPPORTED
+        ));
+    } else {
+        criteria::note_results(&outcome.tests);
+    }
+    for name in &outcome.removed {
+        output::note(&format!(
+            "{name} was removed from the command's environment (it changes how the runtime loads code); a Verify that needs it sets it in the command: `{name}=… <command>`"
+        ));
+    }
     Ok((record, stored))
+}
+
+/// The directories holding the tree's files (tracked, and untracked but not ignored), the
+/// root among them: what the watch covers. `None` outside git.
+fn watched_dirs(tree: &std::path::Path) -> Option<std::collections::BTreeSet<String>> {
+    let out = crate::io::git::run(
+        tree,
+        &[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ],
+        &[],
+    )
+    .ok()?;
+    let mut dirs = std::collections::BTreeSet::from([String::new()]);
+    for file in out.split('\0') {
+        let mut at = file.len();
+        while let Some(slash) = file[..at].rfind('/') {
+            if !dirs.insert(file[..slash].to_string()) {
+                break;
+            }
+            at = slash;
+        }
+    }
+    Some(dirs)
+}
+
+/// What the watch saw that belongs to the fingerprinted tree: not the bookkeeping, not the
+/// paths left out, not what git ignores, not a directory itself (its files are named).
+/// An overflow of the kernel's queue is a change of unknown paths.
+fn touched_paths(
+    project: &Project,
+    spec: &Spec,
+    excluded: &[String],
+    watched: &std::collections::BTreeSet<String>,
+    seen: crate::io::watch::Seen,
+) -> Vec<String> {
+    const KEPT: usize = 20;
+    let mut left_out = verify::bookkeeping_paths(project, spec);
+    left_out.extend(excluded.iter().cloned());
+    let under =
+        |p: &str, base: &str| p == base || p.strip_prefix(base).is_some_and(|r| r.starts_with('/'));
+    let candidates: Vec<String> = seen
+        .paths
+        .into_iter()
+        .filter(|p| !left_out.iter().any(|b| under(p, b)))
+        .filter(|p| !watched.contains(p) && !project.tree.join(p).is_dir())
+        .collect();
+    let mut out: Vec<String> = if candidates.is_empty() {
+        Vec::new()
+    } else {
+        match crate::io::git::ignored(&project.tree, &candidates) {
+            Ok(ignored) => candidates
+                .into_iter()
+                .filter(|p| !ignored.contains(p))
+                .collect(),
+            Err(_) => candidates,
+        }
+    };
+    out.truncate(KEPT);
+    if seen.overflow {
+        out.push("(more changes than the watch could name)".into());
+    }
+    out
+}
+
+/// The test runners `command` runs (`evidence::program`), following a package script to
+/// the tree's package.json.
+fn test_runners(tree: &std::path::Path, command: &str) -> std::collections::BTreeSet<Runner> {
+    let scripts: Option<Value> = store::read_optional(&tree.join("package.json"))
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|mut v| v.get_mut("scripts").map(Value::take));
+    let script = |name: &str| {
+        scripts
+            .as_ref()
+            .and_then(|s| s.get(name))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    program::runners(command, &script)
+}
+
+/// Variables that change which code a runtime loads before the tests do (a preload, a
+/// search path, a startup file, an agent): removed from a verify command's environment
+/// unless the command sets them itself. The list and why: DESIGN-NOTES "Inbox: a run is
+/// genuine". Any `DYLD_…` goes too.
+pub const LOADER_VARIABLES: &[&str] = &[
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "NODE_REPL_EXTERNAL_MODULE",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONINSPECT",
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "RUBYOPT",
+    "RUBYLIB",
+    "PERL5OPT",
+    "PERL5LIB",
+    "PERLLIB",
+    "RUSTFLAGS",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_BUILD_RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "GOFLAGS",
+    "BASH_ENV",
+    "ENV",
+];
+
+/// Whether `name` is removed from a verify command's environment.
+fn is_loader_variable(name: &str) -> bool {
+    LOADER_VARIABLES.contains(&name) || name.starts_with("DYLD_")
 }
 
 /// The evidence record `verify run` stores: the run's fields, then what it adds.
@@ -284,23 +451,26 @@ fn own_verify_fields<'a>(slot: &Slot, plan: &'a RunPlan, at: &'a str) -> Option<
 }
 
 /// What the command did.
-pub struct Outcome {
-    pub exit_code: i32,
-    pub timed_out: bool,
-    pub duration: Duration,
-    pub tail: String,
-    pub tests: crate::evidence::testlog::Report,
+pub(crate) struct Outcome {
+    pub(crate) exit_code: i32,
+    pub(crate) timed_out: bool,
+    pub(crate) duration: Duration,
+    pub(crate) tail: String,
+    pub(crate) tests: crate::evidence::testlog::Report,
+    /// The loader variables that were set and removed from the command's environment.
+    pub(crate) removed: Vec<String>,
 }
 
 /// `execute` without echoing the output, with `env` added: a run the person does not watch
 /// (the tests at the start commit, `red_green_run`).
-pub fn execute_in(
+pub(crate) fn execute_in(
     root: &std::path::Path,
     command: &str,
     timeout: Option<Duration>,
     env: &[(String, std::path::PathBuf)],
 ) -> Result<Outcome> {
-    execute(root, command, timeout, false, env)
+    let runners = test_runners(root, command);
+    execute(root, command, timeout, false, env, &runners)
 }
 
 /// Run `sh -c command` in its own process group, stream its output to our stderr (when
@@ -312,6 +482,7 @@ fn execute(
     timeout: Option<Duration>,
     echo: bool,
     env: &[(String, std::path::PathBuf)],
+    runners: &std::collections::BTreeSet<Runner>,
 ) -> Result<Outcome> {
     let (reader, writer) =
         std::io::pipe().map_err(|e| Error::io("<pipe>", "create an output pipe", e))?;
@@ -326,6 +497,15 @@ fn execute(
         .stdin(Stdio::null())
         .stdout(writer)
         .stderr(writer_for_stderr);
+    let declared = program::assigned(command);
+    let mut removed = Vec::new();
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        if is_loader_variable(name) && !declared.contains(name) {
+            cmd.env_remove(name);
+            removed.push(name.to_string());
+        }
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -335,7 +515,9 @@ fn execute(
     let mut group = Group::spawn(cmd).map_err(|e| Error::io("sh", "start", e))?;
 
     let tail = Arc::new(Mutex::new(OutputTail::new(verify::OUTPUT_TAIL_BYTES)));
-    let parser = Arc::new(Mutex::new(crate::evidence::testlog::Parser::default()));
+    let parser = Arc::new(Mutex::new(crate::evidence::testlog::Parser::for_runners(
+        runners.clone(),
+    )));
     let (pump_done_tx, pump_done) = mpsc::channel();
     {
         let tail = Arc::clone(&tail);
@@ -389,6 +571,7 @@ fn execute(
         duration,
         tail,
         tests,
+        removed,
     })
 }
 
@@ -414,6 +597,7 @@ mod tests {
             before: fp("t1"),
             after: fp("t2"),
             excluded_paths: vec!["b.rs".into()],
+            touched: Vec::new(),
         };
         let plan = RunPlan {
             command: "make".into(),

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::evidence::program::{self, Invocation};
 use crate::hooks::decision::{Decision, Outcome, SubagentInput};
 use crate::model::state::{Patch, State};
 
@@ -192,23 +193,69 @@ fn clip(s: &str) -> String {
     crate::support::chars::clip(s, 160, "...")
 }
 
-fn is_test_command(c: &str) -> bool {
-    ["test", "pytest", "jest", "vitest", "nextest", "spec"]
+/// Whether a run's programs (`evidence::program`, past `env`, `timeout`, `sh -c`, …) include
+/// one `accepts`: a claim needs a run of the program it names, not a command whose text
+/// mentions it (`echo clippy`).
+fn ran(run: &FreshRun, accepts: impl Fn(&Invocation) -> bool) -> bool {
+    program::invocations(&run.command, &|_| None)
         .iter()
-        .any(|w| c.contains(w))
+        .any(accepts)
+}
+
+/// A test runner, or a project's test target (`npm test`, `make test`, `just test`).
+fn is_test_run(inv: &Invocation) -> bool {
+    program::runner_of(inv).is_some()
+        || program::script_name(inv).is_some_and(|s| s.starts_with("test"))
+}
+
+/// The linters a claim may name, each with how its run is recognised.
+fn is_lint_run(inv: &Invocation, tool: Option<&str>) -> bool {
+    let name = inv.name();
+    let module = python_module(inv);
+    let is = |t: &str| match t {
+        "clippy" => name == "cargo clippy" || inv.program == "cargo-clippy",
+        t => inv.program == t || module.as_deref() == Some(t),
+    };
+    match tool {
+        Some(t) => is(t),
+        None => {
+            LINT_TOOLS.iter().any(|t| is(t))
+                || program::script_name(inv).is_some_and(|s| s.contains("lint"))
+        }
+    }
+}
+
+/// `python -m NAME`'s NAME.
+fn python_module(inv: &Invocation) -> Option<String> {
+    if !inv.program.starts_with("python") {
+        return None;
+    }
+    let at = inv.args.iter().position(|a| a == "-m")?;
+    inv.args.get(at + 1).cloned()
+}
+
+fn is_build_run(inv: &Invocation) -> bool {
+    BUILD_COMMANDS.contains(&inv.name().as_str())
+        || BUILD_PROGRAMS.contains(&inv.program.as_str())
+        || program::script_name(inv).is_some_and(|s| s.contains("build") || s.contains("compile"))
+}
+
+fn is_type_check_run(inv: &Invocation) -> bool {
+    TYPE_CHECK_COMMANDS.contains(&inv.name().as_str())
+        || TYPE_CHECK_PROGRAMS.contains(&inv.program.as_str())
+        || python_module(inv).is_some_and(|m| TYPE_CHECK_PROGRAMS.contains(&m.as_str()))
+        || program::script_name(inv)
+            .is_some_and(|s| s.contains("typecheck") || s.contains("type-check") || s == "tsc")
 }
 
 /// What evidence is missing for `claim`, or `None` when a fresh run supports it.
 pub(crate) fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -> Option<String> {
-    let any_cmd = |words: &[&str]| {
-        runs.iter()
-            .any(|r| words.iter().any(|w| r.command.contains(w)))
-    };
+    let any_run = |accepts: &dyn Fn(&Invocation) -> bool| runs.iter().any(|r| ran(r, accepts));
     match &claim.kind {
         Kind::Tests => {
             let ok = runs.iter().any(|r| match r.tests {
                 Some((p, f)) => p > 0 && f == 0,
-                None => is_test_command(&r.command),
+                None => ran(r, is_test_run),
             });
             (!ok).then(|| format!("no passing test run is recorded at the current code: `{verify_hint}` with the test command"))
         }
@@ -229,36 +276,32 @@ pub(crate) fn missing_for(claim: &Claim, runs: &[FreshRun], verify_hint: &str) -
             })
         }
         Kind::Lint { tool } => {
-            let words: Vec<&str> = match tool {
-                Some(t) => vec![t.as_str()],
-                None => LINT_TOOLS.iter().copied().chain(["lint"]).collect(),
-            };
             let name = tool.as_deref().unwrap_or("a linter");
-            (!any_cmd(&words)).then(|| format!("no passing {name} run is recorded at the current code: `{verify_hint}` with the {name} command"))
+            (!any_run(&|i| is_lint_run(i, tool.as_deref()))).then(|| format!("no passing {name} run is recorded at the current code: `{verify_hint}` with the {name} command"))
         }
-        Kind::Build => (!any_cmd(BUILD_COMMANDS)).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command")),
-        Kind::TypeCheck => (!any_cmd(TYPE_CHECK_COMMANDS)).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command")),
+        Kind::Build => (!any_run(&is_build_run)).then(|| format!("no passing build is recorded at the current code: `{verify_hint}` with the build command")),
+        Kind::TypeCheck => (!any_run(&is_type_check_run)).then(|| format!("no passing type check is recorded at the current code: `{verify_hint}` with the type-check command")),
     }
 }
 
-/// Commands whose passing run shows the code builds.
+/// Programs and subcommands whose passing run shows the code builds.
 const BUILD_COMMANDS: &[&str] = &[
-    "build",
+    "cargo build",
     "cargo check",
     "cargo test",
     "cargo clippy",
     "cargo nextest",
-    "tsc",
+    "go build",
     "go test",
     "go vet",
-    "make",
-    "compile",
+    "dotnet build",
+    "dotnet test",
 ];
-/// Commands whose passing run shows the code type-checks.
+const BUILD_PROGRAMS: &[&str] = &[
+    "make", "tsc", "ninja", "cmake", "gradle", "mvn", "javac", "gcc", "cc", "clang", "rustc",
+];
+/// Programs and subcommands whose passing run shows the code type-checks.
 const TYPE_CHECK_COMMANDS: &[&str] = &[
-    "tsc",
-    "mypy",
-    "pyright",
     "cargo check",
     "cargo build",
     "cargo test",
@@ -267,9 +310,8 @@ const TYPE_CHECK_COMMANDS: &[&str] = &[
     "go build",
     "go vet",
     "go test",
-    "typecheck",
-    "type-check",
 ];
+const TYPE_CHECK_PROGRAMS: &[&str] = &["tsc", "mypy", "pyright", "vue-tsc"];
 
 /// Every claim of `message` without support, each once.
 pub(crate) fn unsupported(message: &str, runs: &[FreshRun], verify_hint: &str) -> Vec<Unsupported> {
@@ -444,6 +486,32 @@ mod tests {
             "{wrong_count:?}"
         );
         assert_eq!(unsupported("all tests pass", &[], "x").len(), 1);
+        // Issue 24: a claim needs a run of the program it names, not a command whose text
+        // names it, nor runner-shaped lines an `echo` printed.
+        let echo = [run(
+            "echo 'test result: ok. 3 passed' # cargo clippy build tsc",
+            None,
+        )];
+        let u = unsupported(
+            "All tests pass and cargo clippy is clean. It builds. Type-checks clean with tsc",
+            &echo,
+            "x",
+        );
+        assert_eq!(u.len(), 4, "{u:?}");
+        let real = [
+            run("cargo clippy --all-targets -- -D warnings", None),
+            run("timeout 600 cargo test --locked", Some((3, 0))),
+            run("sh -c 'npx tsc --noEmit'", None),
+        ];
+        assert!(unsupported(
+            "All 3 tests passed and cargo clippy is clean. It builds. Type-checks clean with tsc",
+            &real,
+            "x"
+        )
+        .is_empty());
+        assert!(unsupported("all tests pass", &[run("npm test", None)], "x").is_empty());
+        assert!(unsupported("eslint is clean", &[run("npm run lint", None)], "x").len() == 1);
+        assert!(unsupported("lint is clean", &[run("npm run lint", None)], "x").is_empty());
         assert!(unsupported("all tests pass", &[run("cargo test", Some((3, 1)))], "x").len() == 1);
     }
 }

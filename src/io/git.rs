@@ -98,6 +98,47 @@ pub(crate) fn scan_run(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Res
     Ok(out.stdout)
 }
 
+/// Which of `paths` (relative to `dir`) git ignores (`git check-ignore`; a tracked file is
+/// never ignored). Exit 1 is git's "none of them".
+pub fn ignored(dir: &Path, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {
+    let mut input = Vec::new();
+    for p in paths {
+        input.extend_from_slice(p.as_bytes());
+        input.push(0);
+    }
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir)
+        .args(["check-ignore", "--stdin", "-z"])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let fail = |message: String| Error::Git {
+        args: "check-ignore --stdin -z".into(),
+        message,
+    };
+    let mut child = cmd.spawn().map_err(|e| fail(e.to_string()))?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+    let _ = writer.join();
+    match out.status.code() {
+        Some(0) | Some(1) => Ok(out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()),
+        _ => Err(fail(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        )),
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct GitInfo {

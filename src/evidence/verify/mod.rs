@@ -164,6 +164,14 @@ pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
     if !passed(record) {
         return Freshness::Failed;
     }
+    // The tree changed while the command ran: it verified no one tree.
+    if record
+        .get("touchedDuringRun")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty())
+    {
+        return Freshness::Stale;
+    }
     let tree = record.get("tree").and_then(Value::as_str);
     match (tree, current_tree) {
         (Some(a), Some(b)) if a == b => Freshness::Fresh,
@@ -613,13 +621,15 @@ pub struct RunRecord {
     pub after: Fingerprint,
     /// Paths both fingerprints leave out besides the bookkeeping (parallel siblings' Files).
     pub excluded_paths: Vec<String>,
+    /// Files of the tree that changed while the command ran (the watch), even if put back.
+    pub touched: Vec<String>,
 }
 
 impl RunRecord {
     /// The record as stored: bound to the tree the command started from. When the command
     /// itself changed the tree, `treeAfter` says to what, and the evidence is stale at once.
     pub fn fields(&self) -> RecordFields<'_> {
-        let changed = self.before != self.after;
+        let changed = self.before != self.after || !self.touched.is_empty();
         RecordFields {
             command: &self.command,
             exit_code: self.exit_code,
@@ -633,6 +643,7 @@ impl RunRecord {
             excluded_paths: &self.excluded_paths,
             tree_changed: changed,
             tree_after: changed.then_some(self.after.tree.as_str()),
+            touched_during_run: &self.touched,
         }
     }
 
@@ -661,6 +672,9 @@ pub struct RecordFields<'a> {
     pub tree_changed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tree_after: Option<&'a str>,
+    /// Files changed while the command ran: the record is stale whatever the tree is now.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub touched_during_run: &'a [String],
 }
 
 /// Store `record` in `slot` of the state, replacing the one there.
@@ -788,6 +802,7 @@ mod tests {
             before: fp("t1"),
             after: fp("t1"),
             excluded_paths: Vec::new(),
+            touched: Vec::new(),
         };
         let json = run.to_json();
         assert_eq!(json["tree"], "t1");

@@ -1,0 +1,263 @@
+//! Issue 24: a run is genuine. Test results come only from a test runner's run and only
+//! from the results file the binary wrote for it (its digest is in the record); the
+//! command runs without the runtimes' loader variables; a change to the tree while it runs
+//! makes the record stale. Every command here runs as the model's (`CLAUDECODE=1`).
+
+use serde_json::Value;
+
+use crate::common::TempProject;
+use crate::task_helpers::{project, SPEC};
+
+const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Files**: lib/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**:\n    - adding two numbers works\n    - the adder rejects strings\n";
+
+const TEST_FILE: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('rejects strings', () => {\n  assert.throws(() => { throw new TypeError('x'); });\n});\n";
+
+/// `specrun ARGS` as the model runs it, with `env` added to its environment.
+fn model(p: &TempProject, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = p.specrun();
+    cmd.env("CLAUDECODE", "1").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn status_of(p: &TempProject, id: &str) -> String {
+    let (_, out, err) = model(p, &["ac", "status", "--json"], &[]);
+    let m: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    crate::acceptance_cli::status_of(&m, id)
+}
+
+fn verify(p: &TempProject, command: &str, env: &[(&str, &str)]) -> (i32, String) {
+    let (code, _, err) = model(
+        p,
+        &["verify", "run", "--task", "1.1", "--command", command],
+        env,
+    );
+    (code, err)
+}
+
+fn setup() -> TempProject {
+    let p = project(TASKS, &[]);
+    p.write("lib/add.test.js", TEST_FILE);
+    p
+}
+
+#[test]
+fn a_results_file_edited_after_the_run_proves_nothing() {
+    let p = setup();
+    let (code, err) = verify(&p, "node --test", &[]);
+    assert_eq!(code, 0, "{err}");
+    model(&p, &["ac", "map", "1.1/AC1", "--test", "adds"], &[]);
+    model(&p, &["ac", "map", "1.1/AC2", "--test", "ghost"], &[]);
+    // The honest control: the run's own results cover the mapped test that ran.
+    assert_eq!(status_of(&p, "1.1/AC1"), "covered");
+    assert_eq!(status_of(&p, "1.1/AC2"), "missing");
+    // The model appends a passing result for a test that never ran.
+    let path = format!("specs/{SPEC}/test-results/task-1.1.json");
+    let mut doc: Value = serde_json::from_str(&p.read(&path)).unwrap();
+    doc["report"]["results"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({"name": "ghost", "outcome": "passed"}));
+    p.write(&path, &doc.to_string());
+    assert_eq!(status_of(&p, "1.1/AC2"), "missing");
+    // The whole file no longer matches its digest: nothing in it counts.
+    assert_eq!(status_of(&p, "1.1/AC1"), "missing");
+}
+
+#[test]
+fn runner_shaped_lines_printed_by_another_program_are_no_test_results() {
+    let p = setup();
+    for fake in [
+        "printf 'ok 1 - ghost\\n# pass 1\\n'",
+        "echo 'test ghost ... ok'; echo 'test result: ok. 1 passed'",
+        "sh -c \"printf 'ok 1 - ghost\\n'\"",
+    ] {
+        let (code, err) = verify(&p, fake, &[]);
+        assert_eq!(code, 0, "{fake}: {err}");
+        assert!(err.contains("runs no test runner"), "{fake}: {err}");
+        let rec = &p.state(SPEC)["taskEvidence"]["1.1"];
+        assert_eq!(
+            rec["tests"]["runners"],
+            serde_json::json!([]),
+            "{fake}: {rec}"
+        );
+        model(&p, &["ac", "map", "1.1/AC1", "--test", "ghost"], &[]);
+        assert_eq!(status_of(&p, "1.1/AC1"), "missing", "{fake}");
+    }
+    // The honest control: the runner itself, also through a package script.
+    p.write(
+        "package.json",
+        r#"{"scripts": {"test": "node --test lib/"}}"#,
+    );
+    let (code, err) = verify(&p, "npm test", &[]);
+    assert_eq!(code, 0, "{err}");
+    model(&p, &["ac", "map", "1.1/AC1", "--test", "adds"], &[]);
+    assert_eq!(status_of(&p, "1.1/AC1"), "covered");
+}
+
+#[test]
+fn a_preload_in_the_environment_does_not_reach_the_command() {
+    let p = setup();
+    p.write(
+        "lib/add.test.js",
+        &TEST_FILE.replace("1 + 1, 2", "1 + 1, 3"),
+    );
+    // Turns any exit into 0 (also in the test files' processes).
+    p.write(
+        "neuter.js",
+        "process.on('exit', () => { process.exitCode = 0; });\n",
+    );
+    let neuter = format!("--require {}", p.path("neuter.js").display());
+    let (code, err) = verify(&p, "node --test", &[("NODE_OPTIONS", neuter.as_str())]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("NODE_OPTIONS was removed"), "{err}");
+    assert_eq!(p.state(SPEC)["taskEvidence"]["1.1"]["exitCode"], 1);
+    for (name, value) in [
+        ("PYTHONPATH", "/tmp/x"),
+        ("LD_PRELOAD", ""),
+        ("DYLD_INSERT_LIBRARIES", "x"),
+    ] {
+        let (_, err) = verify(
+            &p,
+            &format!("test -z \"${{{name}+set}}\""),
+            &[(name, value)],
+        );
+        assert!(
+            err.contains(&format!("{name} was removed")),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            p.state(SPEC)["taskEvidence"]["1.1"]["exitCode"],
+            0,
+            "{name}"
+        );
+    }
+    // The control: a command that sets the variable itself (a plan that needs it says so
+    // in its Verify, where the record shows it) keeps it.
+    let declared = format!("NODE_OPTIONS='{neuter}' node --test");
+    let (code, err) = verify(&p, &declared, &[]);
+    assert_eq!(code, 0, "{err}");
+    let (code, err) = verify(
+        &p,
+        "env NODE_OPTIONS=--no-warnings node -e 'process.exit(process.env.NODE_OPTIONS ? 0 : 1)'",
+        &[("NODE_OPTIONS", neuter.as_str())],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("NODE_OPTIONS was removed"), "{err}");
+}
+
+#[test]
+fn a_file_swapped_in_and_back_while_the_command_runs_makes_the_record_stale() {
+    let p = setup();
+    p.write("lib/add.js", "module.exports = (a, b) => a + b;\n");
+    p.commit_all("adder");
+    // The honest control: nothing changes while it runs.
+    let (code, err) = verify(&p, "node --test", &[]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
+    assert!(out.contains("\"fresh\""), "{out}");
+    // The run sees another adder, and the tree is put back before the end fingerprint.
+    let swap = "cp lib/add.js /tmp/.h && echo 'module.exports = () => 3;' > lib/add.js && node --test; cp /tmp/.h lib/add.js";
+    let swap = swap.replace("/tmp/.h", &p.path("../held.js").display().to_string());
+    let (code, err) = verify(&p, &swap, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("the tree changed while the command ran (lib/add.js)"),
+        "{err}"
+    );
+    let rec = &p.state(SPEC)["taskEvidence"]["1.1"];
+    assert_eq!(
+        rec["touchedDuringRun"],
+        serde_json::json!(["lib/add.js"]),
+        "{rec}"
+    );
+    let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
+    assert!(out.contains("\"stale\""), "{out}");
+    // A background process (not the command's) that swaps a new file in and out.
+    let bg = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("sleep 0.3; echo 'x' > lib/extra.js; sleep 0.2; rm lib/extra.js")
+        .current_dir(p.root())
+        .spawn()
+        .unwrap();
+    let (code, err) = verify(&p, "sleep 1", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("lib/extra.js"), "{err}");
+    let _ = bg.wait_with_output();
+    let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
+    assert!(out.contains("\"stale\""), "{out}");
+    // What git ignores may change: a cache is no part of the tree.
+    p.write(".gitignore", "cache/\n");
+    p.commit_all("ignore");
+    let (code, err) = verify(&p, "mkdir -p cache && echo 1 > cache/x && node --test", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("changed while"), "{err}");
+    let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
+    assert!(out.contains("\"fresh\""), "{out}");
+}
+
+/// The executor's SubagentStop with `message`, as Claude Code sends it: the hook's stdout.
+fn executor_stop(p: &TempProject, message: &str) -> String {
+    let input = serde_json::json!({
+        "session_id": "s-1", "transcript_path": "/nonexistent/t.jsonl", "cwd": p.root(),
+        "permission_mode": "bypassPermissions", "agent_id": "agent-7",
+        "agent_type": "specrun:spec-executor", "hook_event_name": "SubagentStop",
+        "stop_hook_active": false, "agent_transcript_path": "/nonexistent/a.jsonl",
+        "last_assistant_message": message,
+    });
+    let out = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args(["hook", "subagent-stop"])
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_claim_needs_a_run_of_the_program_it_names() {
+    let p = setup();
+    crate::task_helpers::set_state(
+        &p,
+        serde_json::json!({"sessionId": "s-1", "phase": "execution"}),
+    );
+    let claim = "All 2 tests passed and eslint is clean.";
+    // An echo that prints libtest lines and whose text names the linter.
+    let echo = "echo 'test adds ... ok'; echo 'test rejects ... ok'; echo 'test result: ok. 2 passed' # eslint";
+    let (code, _, err) = model(
+        &p,
+        &["verify", "run", "--phase", "checks", "--command", echo],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = executor_stop(&p, claim);
+    assert!(out.contains("\"block\""), "{out}");
+    assert!(
+        out.contains("no run at the current code reported 2 passed tests"),
+        "{out}"
+    );
+    assert!(out.contains("no passing eslint run"), "{out}");
+    // The honest control: the runner and the linter themselves ran.
+    p.write("node_modules/.bin/eslint", "");
+    crate::common::write_executable(&p.path("node_modules/.bin/eslint"), "#!/bin/sh\nexit 0\n");
+    for (phase, command) in [
+        ("tests", "node --test"),
+        ("lint", "./node_modules/.bin/eslint lib"),
+    ] {
+        let (code, _, err) = model(
+            &p,
+            &["verify", "run", "--phase", phase, "--command", command],
+            &[],
+        );
+        assert_eq!(code, 0, "{command}: {err}");
+    }
+    assert_eq!(executor_stop(&p, claim), "");
+}
