@@ -147,6 +147,47 @@ fn pointing_current_spec_elsewhere_or_moving_the_spec_halts() {
     halted(&stop(&p));
 }
 
+fn bash_call(p: &TempProject, command: &str) -> String {
+    let stdin = json!({"session_id": SESSION, "cwd": p.root(), "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": command}});
+    hook(p, "pre-tool-use", &stdin)
+}
+
+fn denied(answer: &str) -> bool {
+    !answer.is_empty() && json_of(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
+}
+
+/// The fast allow of a code-changing Bash call must not outrun the record: with
+/// `.current-spec` pointed elsewhere or the spec moved (no Stop in between), the call goes
+/// the whole way and is denied; read-only calls stay allowed.
+#[test]
+fn a_code_changing_bash_call_after_switching_the_spec_is_denied() {
+    let p = executing();
+    assert!(!denied(&bash_call(&p, "cargo test")), "honest control");
+    p.write("specs/other/tasks.md", PLAN);
+    p.write("specs/.current-spec", "other\n");
+    assert!(
+        denied(&bash_call(&p, "cargo test")),
+        "switched .current-spec"
+    );
+    assert!(
+        !denied(&bash_call(&p, "git status")),
+        "read-only stays allowed"
+    );
+
+    let p = executing();
+    std::fs::remove_file(p.path("specs/.current-spec")).unwrap();
+    assert!(
+        denied(&bash_call(&p, "cargo test")),
+        "removed .current-spec"
+    );
+
+    let p = executing();
+    std::fs::rename(p.path("specs/demo"), p.path("specs/moved")).unwrap();
+    p.write("specs/.current-spec", "moved\n");
+    assert!(denied(&bash_call(&p, "touch x")), "moved spec dir");
+}
+
 #[test]
 fn a_deleted_garbled_or_rewound_state_halts() {
     let p = executing();

@@ -215,7 +215,7 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
         .flatten();
     match &guarded {
         Some(tool_guard::Call::ReadOnly) => return None,
-        Some(tool_guard::Call::Changes) if running_unhalted(&input, cwd) => return None,
+        Some(tool_guard::Call::Changes) if fast_allow(&input, cwd) => return None,
         _ => {}
     }
     let located = locate(&input, cwd);
@@ -259,44 +259,99 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
     }
 }
 
-/// Whether the active spec's execution runs and is not halted, read from the state file's
-/// bytes as specrun writes it (pretty JSON, top-level keys indented two spaces): a
-/// code-changing call is then allowed without the typed read, which costs more than the
-/// whole hook may (a Bash call stays near the idle Stop hook's instructions). A file in any
-/// other shape, halted, cancelled or absent goes the whole way, so this only ever allows
-/// what the whole way allows.
-fn running_unhalted(input: &HookInput, cwd: Option<&Path>) -> bool {
+/// Whether a code-changing call may be allowed at once, without the typed reads of the
+/// whole way (which cost more than the whole hook may: a Bash call stays at or below the
+/// idle Stop hook's instructions). It reads the session's binding, the execution's record,
+/// `.current-spec` and the state, each once and beneath a directory opened once, from the
+/// bytes as specrun writes them (pretty JSON, top-level keys indented two spaces):
+/// - no project, or no spec and no execution bound to the session: nothing to guard;
+/// - else the spec `.current-spec` names (the bound one, when the session is bound: a
+///   switched or removed `.current-spec` goes the whole way, where the record halts it),
+///   its record holding no halt and naming this spec directory, its state executing and
+///   not halted.
+///
+/// Anything else (a link, a garbled file, a path-like `.current-spec`, a planning phase, a
+/// bound execution whose record or state is gone) goes the whole way, so this only ever
+/// allows what the whole way allows.
+fn fast_allow(input: &HookInput, cwd: Option<&Path>) -> bool {
+    use crate::io::project::{current_spec_line, validate_spec_name};
+    use crate::io::project::{CURRENT_SPEC_FILE, CURRENT_SPEC_MAX, SPECS_DIR, STATE_FILE};
     let Some(project) = input.project(cwd) else {
+        return true;
+    };
+    let Ok(Some(root)) = store::Beneath::open(&project.root, true) else {
         return false;
     };
-    // The spec the session's record is bound to, else `.current-spec`'s; its record must
-    // hold no halt of its own (the record outlives a state file put back by hand).
-    let bound = input
-        .session()
-        .and_then(|sid| crate::model::record::binding(&project.root, sid))
-        .and_then(|b| b.spec);
-    let Ok(Some(spec)) = project.spec(bound.as_deref()) else {
-        return false;
+    let sid = input.session().filter(|s| !s.is_empty());
+    let records = match sid.map(|_| crate::io::record::open_dir(&project.root)) {
+        None | Some(Ok(None)) => None,
+        Some(Ok(Some(dir))) => Some(dir),
+        Some(Err(_)) => return false,
     };
-    let record = crate::io::record::execution_path(&project.root, &spec.name)
-        .map(|p| store::read_optional(&p));
+    let bound = match (sid, &records) {
+        (Some(sid), Some(dir)) => match crate::io::record::read_in(dir, "sessions", sid) {
+            Ok(None) => None,
+            // As the binary writes it (pretty); any other shape through the typed parse.
+            Ok(Some(b)) => match only(&b, "spec") {
+                Some(v) => serde_json::from_slice::<Option<String>>(v).ok().flatten(),
+                None => serde_json::from_slice::<crate::model::record::Binding>(&b)
+                    .ok()
+                    .and_then(|b| b.spec),
+            },
+            Err(_) => return false,
+        },
+        _ => None,
+    };
+    let named = match root.read(&[SPECS_DIR, CURRENT_SPEC_FILE], CURRENT_SPEC_MAX) {
+        Ok(None) => None,
+        Ok(Some(bytes)) => match current_spec_line(&bytes) {
+            Some(line) => line,
+            None => return false,
+        },
+        Err(_) => return false,
+    };
+    if bound.is_some() && named != bound {
+        return false;
+    }
+    let Some(name) = named else {
+        return true;
+    };
+    if validate_spec_name(&name).is_err() {
+        return false;
+    }
+    let dir = project.specs_dir().join(&name);
+    let record = records
+        .as_ref()
+        .map(|d| crate::io::record::read_in(d, "executions", &name));
+    let record_fits = |b: &[u8]| {
+        let spec_dir = serde_json::to_string(&dir.display().to_string()).unwrap_or_default();
+        only(b, "halt") == Some(&b"null"[..]) && only(b, "specDir") == Some(spec_dir.as_bytes())
+    };
     let record_unhalted = match record {
-        None | Some(Ok(None)) => true,
-        Some(Ok(Some(b))) => memchr::memmem::find(&b, b"\n  \"halt\": null").is_some(),
+        None | Some(Ok(None)) => bound.is_none(),
+        Some(Ok(Some(b))) => record_fits(&b),
         Some(Err(_)) => false,
     };
     if !record_unhalted {
         return false;
     }
-    let bytes = || -> Option<Vec<u8>> { store::read_optional(&spec.state_path()).ok()? };
-    bytes().is_some_and(|b| {
-        let once = |key: &[u8]| memchr::memmem::find_iter(&b, key).count() == 1;
-        let has = |field: &[u8]| memchr::memmem::find(&b, field).is_some();
-        once(b"\n  \"phase\":")
-            && once(b"\n  \"halt\":")
-            && has(b"\n  \"phase\": \"execution\"")
-            && has(b"\n  \"halt\": null")
-    })
+    let state = root.read(&[SPECS_DIR, &name, STATE_FILE], store::MAX_READ);
+    match state {
+        Ok(None) => bound.is_none(),
+        Ok(Some(b)) => {
+            only(&b, "phase") == Some(&b"\"execution\""[..])
+                && only(&b, "halt") == Some(&b"null"[..])
+        }
+        Err(_) => false,
+    }
+}
+
+/// The value of `key`, a top-level member of pretty JSON, when it is there exactly once.
+fn only<'a>(bytes: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    match crate::support::json::pretty_top_level(bytes, key).as_slice() {
+        [one] => Some(one),
+        _ => None,
+    }
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).

@@ -83,6 +83,15 @@ fn is_invisible(c: char) -> bool {
 /// also a valid git ref component. No `/` or `\`, no `..`, no leading `.`, no whitespace,
 /// control or invisible character, none of `~^:?*[` or `@{`, no trailing `.lock` or `.`,
 /// not empty, at most 255 bytes.
+/// What `.current-spec`'s bytes name: its first line, trimmed (a BOM dropped); `Some(None)`
+/// when it is empty, `None` when it is not UTF-8.
+pub fn current_spec_line(bytes: &[u8]) -> Option<Option<String>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let line = text.lines().next().unwrap_or("").trim();
+    Some((!line.is_empty()).then(|| line.to_string()))
+}
+
 pub fn validate_spec_name(name: &str) -> Result<()> {
     let reason = if name.is_empty() {
         Some("it is empty")
@@ -264,10 +273,7 @@ impl Project {
         let Some(bytes) = store::read_prefix(&path, CURRENT_SPEC_MAX, false)? else {
             return Ok(None);
         };
-        let text = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 { path: path.clone() })?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-        let line = text.lines().next().unwrap_or("").trim();
-        Ok((!line.is_empty()).then(|| line.to_string()))
+        current_spec_line(&bytes).ok_or(Error::NotUtf8 { path })
     }
 
     /// Resolve `--spec` (a name or a path) or, without it, `specs/.current-spec`.

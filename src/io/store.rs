@@ -575,6 +575,120 @@ pub fn read_prefix(path: &Path, limit: u64, whole: bool) -> Result<Option<Vec<u8
     Ok(Some(bytes))
 }
 
+/// A directory opened once, to read several small files beneath it without resolving each
+/// one's path again (the PreToolUse fast allow): every component below it is opened with
+/// `openat` and O_NOFOLLOW (a link anywhere below is refused by the kernel), never
+/// blocking, the last a regular file only. The directory itself must hold no link: the
+/// caller passes a canonical path (as `Project::discover` makes the root) or has it checked.
+pub struct Beneath {
+    dir: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+impl Beneath {
+    /// Open `dir`: its parents checked for links first unless `canonical` (the caller
+    /// resolved them), the last step never followed; `Ok(None)` when it does not exist.
+    pub fn open(dir: &Path, canonical: bool) -> Result<Option<Beneath>> {
+        if !canonical {
+            match check_dir(dir) {
+                Ok(()) => {}
+                Err(Error::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let c = c_path(dir.as_os_str())?;
+        // SAFETY: a NUL-terminated path; the descriptor is owned at once.
+        let fd = unsafe { libc::open(c.as_ptr(), DIR_FLAGS) };
+        owned(fd, &|| dir.to_path_buf()).map(|fd| {
+            fd.map(|dir_fd| Beneath {
+                dir: dir_fd,
+                path: dir.to_path_buf(),
+            })
+        })
+    }
+
+    /// The first `limit` bytes of `parts` joined beneath the directory (more is an error
+    /// naming the file); `Ok(None)` when a component does not exist.
+    pub fn read(&self, parts: &[&str], limit: u64) -> Result<Option<Vec<u8>>> {
+        use std::os::fd::AsRawFd;
+        // The path is built only to name an error: the hot path never joins.
+        let path = || parts.iter().fold(self.path.clone(), |p, c| p.join(c));
+        let mut held: Option<std::os::fd::OwnedFd> = None;
+        for (i, part) in parts.iter().enumerate() {
+            let flags = if i + 1 == parts.len() {
+                FILE_FLAGS
+            } else {
+                DIR_FLAGS
+            };
+            let at = held.as_ref().unwrap_or(&self.dir).as_raw_fd();
+            let c = c_path(std::ffi::OsStr::new(part))?;
+            // SAFETY: a valid directory descriptor and a NUL-terminated name.
+            let fd = unsafe { libc::openat(at, c.as_ptr(), flags) };
+            match owned(fd, &path)? {
+                Some(fd) => held = Some(fd),
+                None => return Ok(None),
+            }
+        }
+        let Some(fd) = held else {
+            return Ok(None);
+        };
+        let mut file = File::from(fd);
+        match file.metadata() {
+            Ok(meta) if meta.is_file() => {}
+            Ok(meta) => {
+                return Err(Error::NotRegular {
+                    path: path(),
+                    kind: kind_name(meta.file_type()),
+                })
+            }
+            Err(e) => return Err(Error::io(path(), "stat", e)),
+        }
+        let mut bytes = Vec::new();
+        (&mut file)
+            .take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path(), "read", e))?;
+        if bytes.len() as u64 > limit {
+            return Err(Error::TooLarge {
+                path: path(),
+                limit,
+            });
+        }
+        Ok(Some(bytes))
+    }
+}
+
+/// The descriptor `fd` a call returned, owned; `None` for "no such file"; a link named.
+fn owned(fd: libc::c_int, path: &dyn Fn() -> PathBuf) -> Result<Option<std::os::fd::OwnedFd>> {
+    use std::os::fd::FromRawFd;
+    if fd >= 0 {
+        // SAFETY: a descriptor the call just returned, owned by nobody else.
+        return Ok(Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }));
+    }
+    let e = std::io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => Ok(None),
+        // O_NOFOLLOW on a link at the step: ELOOP.
+        Some(libc::ELOOP) => Err(Error::Link {
+            path: absolute(&path()),
+        }),
+        _ => Err(Error::io(path(), "read", e)),
+    }
+}
+
+const DIR_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+const FILE_FLAGS: libc::c_int =
+    libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+
+fn c_path(path: &std::ffi::OsStr) -> Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_bytes())
+        .map_err(|_| Error::io(path, "read", std::io::Error::from(ErrorKind::InvalidInput)))
+}
+
 /// Read a UTF-8 text file (a leading BOM is kept; callers that care strip it).
 pub fn read_text(path: &Path, what: &'static str) -> Result<String> {
     match read_optional(path)? {
