@@ -16,7 +16,7 @@ fn status_steps(sh: &mut Shell<'_>) -> (String, Option<String>) {
     let step = text
         .lines()
         .skip_while(|l| !l.starts_with("shell"))
-        .nth(1)
+        .find(|l| l.starts_with("  ") && !l.starts_with("   "))
         .unwrap_or_else(|| panic!("status names no shell step:\n{text}"))
         .trim()
         .to_string();
@@ -40,12 +40,84 @@ fn stop_refusal(p: &TempProject) -> String {
     answer["reason"].as_str().unwrap().to_string()
 }
 
-#[test]
-fn status_finish_and_the_stop_hook_name_the_same_next_step() {
+/// The README's example plan.
+fn readme_plan() -> String {
     let text =
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
             .unwrap();
-    let plan = crate::readme_flow::marked_blocks(&text, "tasks-example").join("\n") + "\n";
+    crate::readme_flow::marked_blocks(&text, "tasks-example").join("\n") + "\n"
+}
+
+/// `status`'s shell step, the same in its text and its `--json`.
+fn status_step(sh: &mut Shell<'_>) -> String {
+    let (step, json) = status_steps(sh);
+    assert_eq!(json.as_deref(), Some(step.as_str()), "status --json");
+    step
+}
+
+/// Task `id` of the README plan done the honest way: verified, criteria mapped, both
+/// reviews, the work committed, the box ticked.
+fn do_task(p: &TempProject, sh: &mut Shell<'_>, id: &str) {
+    sh.ok(&format!("specrun task start {id}"));
+    if id == "1.1" {
+        p.write("greet.js", GREET_JS);
+        p.write("greet.test.js", GREET_TEST_JS);
+    }
+    sh.ok(&format!("specrun verify run --task {id}"));
+    if id == "1.1" {
+        sh.ok("specrun ac map 1.1/AC1 --test 'greets by name'");
+        sh.ok("specrun ac map 1.1/AC2 --test 'rejects an empty name'");
+    }
+    sh.ok(&format!(
+        "specrun critique record --task {id} --stage post-code"
+    ));
+    sh.ok(&format!(
+        "specrun critique record --task {id} --stage post-test"
+    ));
+    p.commit_all(&format!("task {id}"));
+    sh.ok(&format!("specrun task complete {id} --check"));
+}
+
+/// Where no execution runs, `status` still ends with the step that moves a person on, and
+/// it works as printed: no spec (`new`, with the spec's NAME and GOAL put in), an empty plan
+/// (`tasks lint`, which names the empty plan), a completed run (`report`).
+#[test]
+fn status_ends_with_a_shell_step_without_a_spec_a_plan_or_anything_left_to_run() {
+    let p = TempProject::git();
+    let mut sh = Shell::new(&p);
+    let text = sh.ok("specrun status").stdout;
+    assert!(
+        text.contains("next step at a shell, with your spec's NAME and GOAL:"),
+        "{text}"
+    );
+    let step = status_step(&mut sh);
+    assert_eq!(step, "specrun new NAME --goal 'GOAL'");
+    sh.ok(&step
+        .replace("NAME", "greet")
+        .replace("GOAL", "Greet people by name"));
+
+    let step = status_step(&mut sh);
+    assert_eq!(step, "specrun tasks lint --spec greet");
+    let lint = sh.sh(&step);
+    assert_eq!(lint.code, 1, "{}", lint.text());
+    assert!(lint.text().contains("[empty-plan]"), "{}", lint.text());
+
+    p.write("specs/greet/tasks.md", &readme_plan());
+    p.commit_all("plan: greet");
+    sh.ok(&format!("specrun state init --session-id {SESSION}"));
+    do_task(&p, &mut sh, "1.1");
+    do_task(&p, &mut sh, "2.1");
+    sh.ok("specrun verify run --phase execution --command 'node --test'");
+    p.commit_all("record");
+    sh.ok("specrun finish");
+    let step = status_step(&mut sh);
+    assert_eq!(step, "specrun report --spec greet");
+    assert!(sh.ok(&step).stdout.contains("greet"));
+}
+
+#[test]
+fn status_finish_and_the_stop_hook_name_the_same_next_step() {
+    let plan = readme_plan();
     let p = TempProject::git();
     let mut sh = Shell::new(&p);
     sh.ok("specrun new greet --goal 'Greet people by name'");

@@ -110,6 +110,8 @@ fn a_spec_from_new_to_finish_at_the_shell_following_every_hint() {
         "{}",
         status.stdout
     );
+    // A finished run's step is its story.
+    assert!(sh.next().stdout.contains("demo"));
     sh.assert_all_followed();
     // Bookkeeping that stays local is ignored; what is left is the record, to commit.
     let porcelain = p.git_cmd(&["status", "--porcelain"]);

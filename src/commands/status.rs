@@ -182,6 +182,9 @@ pub struct Dashboard {
     /// The shell step records a review, given as JSON on stdin.
     #[serde(skip)]
     pub next_shell_review: bool,
+    /// How the person readies the shell step, in words (`ShellStep::first`).
+    #[serde(skip)]
+    pub next_shell_first: Option<String>,
     /// The next step inside Claude Code.
     pub next_claude: String,
     pub done: bool,
@@ -288,6 +291,10 @@ impl Dashboard {
             next_claude: standing.coordinator(),
             ..Default::default()
         };
+        let shell = facts::shell_of(facts.spec.as_ref(), facts.state_doc(), &standing);
+        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
+        d.next_shell_first = shell.as_ref().and_then(|s| s.first.clone());
+        d.next_shell = shell.map(|s| s.command);
         let Some(spec) = &facts.spec else {
             return d;
         };
@@ -316,9 +323,6 @@ impl Dashboard {
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
-        let shell = facts::shell_of(spec, facts.state_doc(), &standing);
-        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
-        d.next_shell = shell.map(|s| s.command);
         d.group = facts
             .state_doc()
             .and_then(|s| isolation::standing(&spec.name, s));
@@ -761,12 +765,14 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
         out.push(line("gates", d.gates.join(", ")));
     }
     if let Some(cmd) = &d.next_shell {
-        let what = if d.next_shell_review {
-            "next step at a shell (the review as JSON on stdin):"
-        } else {
-            "next step at a shell:"
+        let what = match &d.next_shell_first {
+            Some(first) => format!("next step at a shell, {first}:"),
+            None if d.next_shell_review => {
+                "next step at a shell (the review as JSON on stdin):".into()
+            }
+            None => "next step at a shell:".into(),
         };
-        out.push(line("shell", what.into()));
+        out.push(line("shell", what));
         out.push(Line {
             label: "",
             text: cmd.clone(),

@@ -291,13 +291,18 @@ fn shell_from(
         tasks_error: None,
         state: input,
     });
-    shell_of(spec, state, &standing).map(|s| s.command)
+    shell_of(Some(spec), state, &standing).map(|s| s.command)
 }
 
 /// The shell step of `standing`, with the current task's evidence and reviews read.
-pub fn shell_of(spec: &Spec, state: Option<&State>, standing: &Standing) -> Option<ShellStep> {
-    let progress = match (state, standing.step()) {
+pub fn shell_of(
+    spec: Option<&Spec>,
+    state: Option<&State>,
+    standing: &Standing,
+) -> Option<ShellStep> {
+    let progress = match (spec, state, standing.step()) {
         (
+            Some(spec),
             Some(doc),
             Finding::Delegate {
                 group,
