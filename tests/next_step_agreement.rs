@@ -147,6 +147,12 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
     sh.ok("specrun ac map 1.1/AC1 --test 'greets by name'");
     sh.ok("specrun ac map 1.1/AC2 --test 'rejects an empty name'");
     p.write("greet.js", &format!("{GREET_JS}// reworded\n"));
+    // `status` names the run that makes the evidence fresh, not the review that follows
+    // it (the evidence passed after the attempt started, but against another tree).
+    assert_eq!(
+        status_step(&mut sh),
+        "specrun verify run --task 1.1 --spec greet --command 'node --test'"
+    );
     let rerun = "`specrun verify run --task 1.1 --command 'node --test'`";
     let finish = sh.sh("specrun finish");
     assert_ne!(finish.code, 0);

@@ -244,9 +244,19 @@ pub struct Halt {
 }
 
 impl Dashboard {
-    /// Add what reads the project beyond the facts: the guard's warnings (the events log)
-    /// and the cost table (the price table).
+    /// Add what reads the project beyond the facts: the shell step (the tree), the guard's
+    /// warnings (the events log) and the cost table (the price table).
     pub fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
+        // The shell step reads the tree: the current task's evidence must be fresh.
+        let shell = facts::shell_of(
+            project,
+            facts.spec.as_ref(),
+            facts.state_doc(),
+            &facts.standing(),
+        );
+        self.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
+        self.next_shell_first = shell.as_ref().and_then(|s| s.first.clone());
+        self.next_shell = shell.map(|s| s.command);
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
             self.cost = Some(cost::priced_report(project, state, list));
         }
@@ -291,10 +301,6 @@ impl Dashboard {
             next_claude: standing.coordinator(),
             ..Default::default()
         };
-        let shell = facts::shell_of(facts.spec.as_ref(), facts.state_doc(), &standing);
-        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
-        d.next_shell_first = shell.as_ref().and_then(|s| s.first.clone());
-        d.next_shell = shell.map(|s| s.command);
         let Some(spec) = &facts.spec else {
             return d;
         };

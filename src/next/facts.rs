@@ -273,17 +273,13 @@ pub fn current_task(t: &Task) -> CurrentTask<'_> {
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, state: Option<&State>, tasks: Option<&TaskList>) -> Option<String> {
-    let input = state.map_or(StateInput::Absent, StateInput::Valid);
-    shell_from(spec, input, state, tasks)
-}
-
-fn shell_from(
+pub fn shell_step(
+    project: &Project,
     spec: &Spec,
-    input: StateInput<'_>,
     state: Option<&State>,
     tasks: Option<&TaskList>,
 ) -> Option<String> {
+    let input = state.map_or(StateInput::Absent, StateInput::Valid);
     let standing = next::standing(&Input {
         spec: Some((&spec.name, &spec.dir)),
         spec_dir_exists: true,
@@ -291,11 +287,12 @@ fn shell_from(
         tasks_error: None,
         state: input,
     });
-    shell_of(Some(spec), state, &standing).map(|s| s.command)
+    shell_of(project, Some(spec), state, &standing).map(|s| s.command)
 }
 
 /// The shell step of `standing`, with the current task's evidence and reviews read.
 pub fn shell_of(
+    project: &Project,
     spec: Option<&Spec>,
     state: Option<&State>,
     standing: &Standing,
@@ -308,17 +305,18 @@ pub fn shell_of(
                 group,
                 running: true,
             },
-        ) => group
-            .first()
-            .map_or_else(TaskProgress::default, |t| task_progress(spec, doc, &t.id)),
+        ) => group.first().map_or_else(TaskProgress::default, |t| {
+            task_progress(project, spec, doc, &t.id)
+        }),
         _ => TaskProgress::default(),
     };
     standing.shell(progress)
 }
 
-/// What the running attempt of `id` has so far: passing evidence and reviews recorded
-/// since it started.
-fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
+/// What the running attempt of `id` has so far: evidence recorded since it started that
+/// is fresh against the tree (as `task complete` and the criteria judge it), and reviews
+/// recorded since it started.
+fn task_progress(project: &Project, spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let Some(since) = next::running_since(state, id) else {
         return TaskProgress::default();
     };
@@ -326,7 +324,7 @@ fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let record = state.task_evidence(id);
     TaskProgress {
         evidence: record.is_some_and(|r| {
-            verify::passed(r)
+            verify::check_record(project, spec, Some(r)).is_ok()
                 && after(
                     r.get("startedAt")
                         .and_then(Value::as_str)
