@@ -153,7 +153,7 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
         status_step(&mut sh),
         "specrun verify run --task 1.1 --spec greet --command 'node --test'"
     );
-    let rerun = "`specrun verify run --task 1.1 --command 'node --test'`";
+    let rerun = "`specrun verify run --task 1.1 --spec greet --command 'node --test'`";
     let finish = sh.sh("specrun finish");
     assert_ne!(finish.code, 0);
     let stale: Vec<&str> = finish

@@ -472,10 +472,10 @@ fn task_step(name: &str, task: &TaskRef, running: bool, progress: TaskProgress) 
         return plain(format!("specrun task start {id} {spec_flag}"));
     }
     match &task.verify {
-        Some(cmd) if !progress.evidence => plain(format!(
-            "specrun verify run --task {id} {spec_flag} --command {}",
-            shell_word(cmd)
-        )),
+        // The same words as a stale criterion's `verify run` (`Slot::rerun`).
+        Some(cmd) if !progress.evidence => {
+            plain(crate::evidence::verify::Slot::Task(task.id.clone()).rerun(name, cmd))
+        }
         _ if !progress.post_code => review("post-code"),
         _ if !progress.post_test => review("post-test"),
         _ => plain(format!("specrun task complete {id} --check {spec_flag}")),
