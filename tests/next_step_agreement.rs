@@ -98,6 +98,21 @@ fn status_ends_with_a_shell_step_without_a_spec_a_plan_or_anything_left_to_run()
 
     let step = status_step(&mut sh);
     assert_eq!(step, "specrun tasks lint --spec greet");
+    // `finish` names the same command and `tasks lint`'s finding, not `state init` (which
+    // refuses an empty plan).
+    let finish = sh.sh("specrun finish");
+    assert_eq!(finish.code, 1, "{}", finish.text());
+    assert!(
+        finish.stdout.contains(&format!("`{step}`")),
+        "{}",
+        finish.text()
+    );
+    assert!(
+        finish.stdout.contains("empty-plan: no task"),
+        "{}",
+        finish.text()
+    );
+    assert!(!finish.text().contains("state init"), "{}", finish.text());
     let lint = sh.sh(&step);
     assert_eq!(lint.code, 1, "{}", lint.text());
     assert!(lint.text().contains("[empty-plan]"), "{}", lint.text());
