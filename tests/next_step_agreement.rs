@@ -1,7 +1,10 @@
-//! One next step everywhere, on the README's plan: planned, `status` (its shell step and its
-//! `--json`) and `finish`'s refusal name the same command; stale, `finish` and the Stop
-//! hook's refusal of a completion claim name the one command that records the criteria
-//! again. (Issue 27's other states are not walked here yet: see DESIGN-NOTES.)
+//! One next step everywhere, on the README's plan, state by state: no spec, an empty plan,
+//! planned, running, stale, all checked, complete. `status` (its text and `--json`
+//! `dashboard.nextShell`), `finish` and the Stop hook agree, and each printed step runs as
+//! printed. "Agree" (DESIGN-NOTES, "Inbox: one next step"): where status's step ends the
+//! run's blocker, finish and the claim's refusal name that very command; while a task
+//! runs they name its `task complete`, whose refusal names status's step; an unclaimed
+//! stop (manual driver) names nothing. The halted state is not walked here yet.
 
 use serde_json::Value;
 
@@ -151,11 +154,33 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
         finish.text()
     );
 
+    // Running, nothing done yet: status names the task's Verify run. finish and the
+    // claim's refusal name the step that ticks the task, `task complete`; run as printed,
+    // it refuses naming status's step. With the manual driver an unclaimed stop names
+    // nothing (allowed, silent): nothing there disagrees.
+    sh.ok(&format!("specrun state init --session-id {SESSION}"));
+    sh.ok("specrun task start 1.1");
+    let step = status_step(&mut sh);
+    assert_eq!(
+        step,
+        "specrun verify run --task 1.1 --spec greet --command 'node --test'"
+    );
+    let complete = "`specrun task complete 1.1 --check --spec greet`";
+    let finish = sh.sh("specrun finish");
+    assert!(finish.stdout.contains(complete), "{}", finish.text());
+    assert!(stop_refusal(&p).contains(complete));
+    assert_eq!(stop_allows(&p), "");
+    let refused = sh.sh(complete.trim_matches('`'));
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.text().contains("specrun verify run --task 1.1"),
+        "{}",
+        refused.text()
+    );
+
     // Stale: the task's tests passed, its criteria are mapped, then the code changed. The
     // stale criteria name the command that records them again, in finish and in the
     // Stop hook alike, and that command works as printed.
-    sh.ok(&format!("specrun state init --session-id {SESSION}"));
-    sh.ok("specrun task start 1.1");
     p.write("greet.js", GREET_JS);
     p.write("greet.test.js", GREET_TEST_JS);
     sh.ok("specrun verify run --task 1.1");
@@ -185,4 +210,48 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
     let finish = sh.sh("specrun finish");
     assert!(!finish.text().contains("is stale"), "{}", finish.text());
     assert!(!stop_refusal(&p).contains("is stale"));
+
+    // All checked: status names the full check that finish and the claim's refusal ask
+    // for first (it named `finish`, which refused for it).
+    sh.ok("specrun critique record --task 1.1 --stage post-code");
+    sh.ok("specrun critique record --task 1.1 --stage post-test");
+    p.commit_all("task 1.1");
+    sh.ok("specrun task complete 1.1 --check");
+    do_task(&p, &mut sh, "2.1");
+    let step = status_step(&mut sh);
+    assert_eq!(
+        step,
+        "specrun verify run --phase execution --spec greet --command 'node --test'"
+    );
+    let finish = sh.sh("specrun finish");
+    assert_eq!(finish.code, 1);
+    assert!(
+        finish.stdout.contains(&format!("`{step}`")),
+        "{}",
+        finish.text()
+    );
+    assert!(stop_refusal(&p).contains(&format!("`{step}`")));
+    sh.ok(&step);
+    // Its evidence fresh: `finish` is the step, and it completes.
+    assert_eq!(status_step(&mut sh), "specrun finish --spec greet");
+    sh.ok("specrun finish --spec greet");
+
+    // Complete: status names the story; finish says so (exit 0); the Stop hook allows a
+    // claim and an unclaimed stop alike, naming nothing.
+    assert_eq!(status_step(&mut sh), "specrun report --spec greet");
+    assert!(sh.ok("specrun finish").stdout.contains("already complete"));
+    assert_eq!(stop_allows(&p), "");
+    let out = run_hook(
+        &p,
+        "stop",
+        stop_stdin(&p, "ALL_TASKS_COMPLETE", false, None),
+    );
+    assert_eq!(out.trim(), "", "{out}");
+    sh.ok("specrun report --spec greet");
+}
+
+/// The Stop hook's answer to a stop that claims nothing: empty when it allows.
+fn stop_allows(p: &TempProject) -> String {
+    let out = run_hook(p, "stop", stop_stdin(p, "done for now", false, None));
+    out.trim().to_string()
 }

@@ -502,7 +502,7 @@ fn row(c: &Criterion, store: &Store, runs: &[Run], checks: &[Check]) -> Row {
     }
     let Some(m) = mapping else {
         r.why = Some(format!(
-            "no test mapped: `specrun ac map {} --test <test name>` (or, when no test or command can check it, `specrun ac propose {} --reason <how it was checked>` for a person to confirm)",
+            "no test mapped: `specrun ac map {} --test '<test name>'` (or, when no test or command can check it, `specrun ac propose {} --reason '<how it was checked>'` for a person to confirm)",
             c.id, c.id
         ));
         return r;

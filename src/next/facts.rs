@@ -308,9 +308,25 @@ pub fn shell_of(
         ) => group.first().map_or_else(TaskProgress::default, |t| {
             task_progress(project, spec, doc, &t.id)
         }),
+        (Some(spec), Some(doc), Finding::CompletionUnmarked) => TaskProgress {
+            execution_check: execution_check(project, spec, doc),
+            ..Default::default()
+        },
         _ => TaskProgress::default(),
     };
     standing.shell(progress)
+}
+
+/// The execution evidence's `verify run`, when that evidence is not fresh.
+fn execution_check(project: &Project, spec: &Spec, state: &State) -> Option<String> {
+    let record = verify::Slot::Phase("execution".into()).record_of(state);
+    if verify::check_record(project, spec, record).is_ok() {
+        return None;
+    }
+    let tasks = crate::model::tasks_file::load(&spec.tasks_path())
+        .ok()?
+        .list;
+    Some(next::completion::execution_check(&spec.name, state, &tasks))
 }
 
 /// What the running attempt of `id` has so far: evidence recorded since it started that
@@ -333,5 +349,6 @@ fn task_progress(project: &Project, spec: &Spec, state: &State, id: &str) -> Tas
         }),
         post_code: after(critique::recorded_at(spec, id, "post-code")),
         post_test: after(critique::recorded_at(spec, id, "post-test")),
+        execution_check: None,
     }
 }

@@ -37,12 +37,15 @@ impl Audience {
 }
 
 /// The facts about the current task the shell step depends on, read at the edge.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskProgress {
     /// A passing task evidence record newer than the running attempt's start.
     pub evidence: bool,
     pub post_code: bool,
     pub post_test: bool,
+    /// Every box ticked: the execution evidence's `verify run`, when that evidence is not
+    /// fresh (`finish` would refuse for it first).
+    pub execution_check: Option<String>,
 }
 
 /// The state file as the edge read it.
@@ -418,6 +421,9 @@ impl Standing {
             {
                 self.merge_command()
             }
+            Finding::CompletionUnmarked if progress.execution_check.is_some() => {
+                progress.execution_check.unwrap_or_default()
+            }
             Finding::CompletionUnearned { .. } | Finding::CompletionUnmarked => {
                 format!("specrun finish {spec_flag}")
             }
@@ -611,6 +617,7 @@ mod tests {
             evidence: true,
             post_code: true,
             post_test: true,
+            ..Default::default()
         };
         assert_eq!(
             step(Some(running), reviewed).unwrap(),
