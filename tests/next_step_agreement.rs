@@ -1,7 +1,7 @@
 //! One next step everywhere, on the README's plan, state by state: no spec, an empty plan,
 //! planned, running, stale, all checked, complete. `status` (its text and `--json`
 //! `dashboard.nextShell`), `finish` and the Stop hook agree, and each printed step runs as
-//! printed. "Agree" (DESIGN-NOTES, "Inbox: one next step"): where status's step ends the
+//! printed. "Agree" (also written down in DESIGN-NOTES): where status's step ends the
 //! run's blocker, finish and the claim's refusal name that very command; while a task
 //! runs they name its `task complete`, whose refusal names status's step; an unclaimed
 //! stop (manual driver) names nothing. The halted state is not walked here yet.
