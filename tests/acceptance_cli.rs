@@ -285,7 +285,7 @@ fn task_complete_refuses_until_every_criterion_of_the_task_is_covered() {
         "{out}"
     );
     assert!(
-        out.contains("specrun ac map 1.1/AC1 --test <test name>"),
+        out.contains("specrun ac map 1.1/AC1 --test '<test name>'"),
         "{out}"
     );
     assert!(out.contains("1.1/AC2"), "{out}");

@@ -19,6 +19,20 @@ use crate::next::gates::{completion_gates, completion_key};
 pub(crate) fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
+    // An empty plan has nothing to start or complete: `tasks lint`'s finding and command,
+    // as `status` names it (not `state init`, which refuses the plan).
+    if ex.tasks()?.list.tasks.is_empty() {
+        use crate::model::tasks::lint;
+        let unmet = format!(
+            "{}: {} in specs/{}/tasks.md: {}; then check them with `specrun tasks lint {}`",
+            lint::EMPTY_PLAN,
+            lint::EMPTY_PLAN_MESSAGE,
+            spec.name,
+            lint::EMPTY_PLAN_FIX,
+            crate::support::shell::spec_flag(&spec.name)
+        );
+        return answer(args.json, &spec.name, false, &[unmet], "");
+    }
     // The gates fingerprint the tree (git): gathered before the lock, kept if unchanged.
     let early = match crate::next::facts::read_typed(&spec.state_path()) {
         crate::next::facts::StateRead::Valid(seen) => {

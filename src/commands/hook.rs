@@ -963,7 +963,7 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
                         rep.count(testlog::Outcome::Failed) as u64,
                     )
                 }),
-            slot: r.slot,
+            slot: r.slot.describe(),
             command: r.command,
         })
         .collect();

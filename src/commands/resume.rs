@@ -75,7 +75,7 @@ pub(crate) fn run(project: &Project, args: ResumeArgs) -> Result<ExitStatus> {
             }
             if !args.json && Audience::detect() == Audience::Shell {
                 let tasks = ex.tasks().ok().map(|t| t.list);
-                if let Some(cmd) = shell_step(spec, Some(&after), tasks.as_ref()) {
+                if let Some(cmd) = shell_step(project, spec, Some(&after), tasks.as_ref()) {
                     output::line(&format!("next at a shell: `{cmd}`"));
                 }
             }

@@ -185,6 +185,9 @@ pub(crate) struct Dashboard {
     /// The shell step records a review, given as JSON on stdin.
     #[serde(skip)]
     pub next_shell_review: bool,
+    /// How the person readies the shell step, in words (`ShellStep::first`).
+    #[serde(skip)]
+    pub next_shell_first: Option<String>,
     /// The next step inside Claude Code.
     pub next_claude: String,
     pub done: bool,
@@ -244,9 +247,19 @@ pub(crate) struct Halt {
 }
 
 impl Dashboard {
-    /// Add what reads the project beyond the facts: the guard's warnings (the events log)
-    /// and the cost table (the price table).
+    /// Add what reads the project beyond the facts: the shell step (the tree), the guard's
+    /// warnings (the events log) and the cost table (the price table).
     pub(crate) fn with_project(mut self, project: &Project, facts: &Facts) -> Dashboard {
+        // The shell step reads the tree: the current task's evidence must be fresh.
+        let shell = facts::shell_of(
+            project,
+            facts.spec.as_ref(),
+            facts.state_doc(),
+            &facts.standing(),
+        );
+        self.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
+        self.next_shell_first = shell.as_ref().and_then(|s| s.first.clone());
+        self.next_shell = shell.map(|s| s.command);
         if let (Some(state), Some(list)) = (facts.state_doc(), &facts.tasks) {
             self.cost = Some(cost::priced_report(project, state, list));
         }
@@ -319,9 +332,6 @@ impl Dashboard {
         }
         d.evidence = last_evidence(facts).map(describe_evidence);
         d.unverified = unverified_claims(facts);
-        let shell = facts::shell_of(spec, facts.state_doc(), &standing);
-        d.next_shell_review = shell.as_ref().is_some_and(|s| s.review);
-        d.next_shell = shell.map(|s| s.command);
         d.group = facts
             .state_doc()
             .and_then(|s| isolation::standing(&spec.name, s));
@@ -775,12 +785,14 @@ fn push_next(d: &Dashboard, out: &mut Vec<Line>) {
         out.push(line("gates", d.gates.join(", ")));
     }
     if let Some(cmd) = &d.next_shell {
-        let what = if d.next_shell_review {
-            "next step at a shell (the review as JSON on stdin):"
-        } else {
-            "next step at a shell:"
+        let what = match &d.next_shell_first {
+            Some(first) => format!("next step at a shell, {first}:"),
+            None if d.next_shell_review => {
+                "next step at a shell (the review as JSON on stdin):".into()
+            }
+            None => "next step at a shell:".into(),
         };
-        out.push(line("shell", what.into()));
+        out.push(line("shell", what));
         out.push(Line {
             label: "",
             text: cmd.clone(),

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::evidence::testlog::{self, Outcome, Report};
-use crate::evidence::verify::Freshness;
+use crate::evidence::verify::{Freshness, Slot};
 use crate::model::tasks::{Task, TaskList};
 
 /// Where a criterion was written.
@@ -215,8 +215,10 @@ impl Default for Store {
 /// One recorded verify run, as coverage sees it.
 #[derive(Debug, Clone)]
 pub(crate) struct Run {
-    /// `taskEvidence[1.2]`, `verificationBlocks.execution`.
-    pub slot: String,
+    /// The spec whose state holds it.
+    pub spec: String,
+    /// Where it sits: `taskEvidence[1.2]`, `verificationBlocks.execution`.
+    pub slot: Slot,
     pub command: String,
     pub freshness: Freshness,
     /// The tests its output named; `None` when no results were stored for it.
@@ -377,9 +379,9 @@ pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
         match (outcome, run.freshness) {
             (None, _) => {}
             (Some(Outcome::Failed), Freshness::Fresh | Freshness::Failed) => {
-                failed_in.push(run.slot.clone())
+                failed_in.push(run.slot.describe())
             }
-            (Some(Outcome::Passed), Freshness::Fresh) => fresh_pass = Some(run.slot.clone()),
+            (Some(Outcome::Passed), Freshness::Fresh) => fresh_pass = Some(run.slot.describe()),
             (Some(Outcome::Passed), Freshness::Stale) => stale_pass = Some(run),
             (Some(o), _) => {
                 seen_elsewhere = Some(format!(
@@ -421,24 +423,7 @@ pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
 
 /// The command that records `run` again: its slot's `verify run` with its own command.
 fn rerun(run: &Run) -> String {
-    let command = crate::support::shell::word(&run.command);
-    let slot = &run.slot;
-    match slot
-        .strip_prefix("taskEvidence[")
-        .and_then(|s| s.strip_suffix(']'))
-    {
-        Some(id) => format!(
-            "specrun verify run --task {} --command {command}",
-            crate::support::shell::word(id)
-        ),
-        None => {
-            let phase = slot.strip_prefix("verificationBlocks.").unwrap_or(slot);
-            format!(
-                "specrun verify run --phase {} --command {command}",
-                crate::support::shell::word(phase)
-            )
-        }
-    }
+    run.slot.rerun(&run.spec, &run.command)
 }
 
 fn outcome_word(o: Outcome) -> &'static str {
@@ -456,10 +441,10 @@ fn missing_detail(runs: &[Run]) -> String {
         return "no recorded verify run has test results yet: `specrun verify run` the tests"
             .into();
     }
-    let unrecognised: Vec<&str> = with_report
+    let unrecognised: Vec<String> = with_report
         .iter()
         .filter(|r| r.report.as_ref().is_some_and(|rep| rep.runners.is_empty()))
-        .map(|r| r.slot.as_str())
+        .map(|r| r.slot.describe())
         .collect();
     let unnamed: Vec<&str> = with_report
         .iter()
@@ -522,7 +507,7 @@ fn row(c: &Criterion, store: &Store, runs: &[Run], checks: &[Check]) -> Row {
     }
     let Some(m) = mapping else {
         r.why = Some(format!(
-            "no test mapped: `specrun ac map {} --test <test name>` (or, when no test or command can check it, `specrun ac propose {} --reason <how it was checked>` for a person to confirm)",
+            "no test mapped: `specrun ac map {} --test '<test name>'` (or, when no test or command can check it, `specrun ac propose {} --reason '<how it was checked>'` for a person to confirm)",
             c.id, c.id
         ));
         return r;
@@ -723,7 +708,8 @@ mod tests {
             })
             .collect();
         Run {
-            slot: slot.into(),
+            spec: "demo".into(),
+            slot: Slot::Phase(slot.into()),
             command: "cargo test".into(),
             freshness: f,
             report: Some(report),
@@ -742,6 +728,21 @@ mod tests {
         let runs = [fresh, stale, failed];
         assert_eq!(test_state("t", &runs).state, TestState::Passed);
         assert_eq!(test_state("u", &runs).state, TestState::Stale);
+        // The stale pass names the run that records it again, for its own spec.
+        assert!(
+            test_state("u", &runs).detail.ends_with(
+                "run it again (`specrun verify run --phase b --spec demo --command 'cargo test'`)"
+            ),
+            "{}",
+            test_state("u", &runs).detail
+        );
+        let task = Run {
+            slot: Slot::Task("1.2".into()),
+            ..run("x", Freshness::Stale, &[("m::x", Outcome::Passed)])
+        };
+        assert!(test_state("x", &[task])
+            .detail
+            .contains("(`specrun verify run --task 1.2 --spec demo --command 'cargo test'`)"));
         assert_eq!(test_state("v", &runs).state, TestState::Failed);
         assert_eq!(test_state("w", &runs).state, TestState::Missing);
         let skipped = [run("d", Freshness::Fresh, &[("m::s", Outcome::Skipped)])];
@@ -753,7 +754,8 @@ mod tests {
     #[test]
     fn unknown_runner_output_names_the_supported_runners() {
         let runs = [Run {
-            slot: "verificationBlocks.execution".into(),
+            spec: "demo".into(),
+            slot: Slot::Phase("execution".into()),
             command: "make check".into(),
             freshness: Freshness::Fresh,
             report: Some(Report::default()),

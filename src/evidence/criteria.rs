@@ -193,7 +193,8 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
                 None
             };
             out.push(Run {
-                slot: slot.describe(),
+                spec: spec.name.clone(),
+                slot: slot.clone(),
                 command: record
                     .get("command")
                     .and_then(Value::as_str)
@@ -281,7 +282,7 @@ fn checks(list: &TaskList, state: Option<&State>, runs: &[Run]) -> Vec<acceptanc
         else {
             continue;
         };
-        let slot = Slot::Task(task.label()).describe();
+        let slot = Slot::Task(task.label());
         let run = runs
             .iter()
             .find(|r| r.slot == slot && r.command.trim() == command);

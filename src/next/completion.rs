@@ -229,17 +229,23 @@ fn full_check(tasks: &TaskList) -> Option<&str> {
         .and_then(|t| t.verify.as_deref())
 }
 
+/// The `verify run` that records the execution evidence: the command it last ran, else
+/// the plan's full check. `finish`, the Stop hook and `status`'s shell step name it alike.
+pub fn execution_check(name: &str, state: &State, tasks: &TaskList) -> String {
+    let command = state
+        .verification_block("execution")
+        .and_then(|b| b.get("command"))
+        .and_then(Value::as_str)
+        .or_else(|| full_check(tasks))
+        .unwrap_or("<full test command>");
+    crate::evidence::verify::Slot::Phase("execution".into()).rerun(name, command)
+}
+
 fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
     if evidence != Freshness::Fresh {
-        let command = state
-            .verification_block("execution")
-            .and_then(|b| b.get("command"))
-            .and_then(Value::as_str)
-            .or_else(|| full_check(tasks))
-            .unwrap_or("<full test command>");
         let why = match evidence {
             Freshness::Stale => "stale (the code changed since it ran)",
             Freshness::Failed => "failed",
@@ -248,8 +254,8 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
         out.push(Unmet::new(
             "execution-evidence",
             format!(
-                "execution evidence is {why}: run `specrun verify run --phase execution {spec_flag} --command {}` and make it pass.",
-                shell_word(command)
+                "execution evidence is {why}: run `{}` and make it pass.",
+                execution_check(name, state, tasks)
             ),
         ));
     }

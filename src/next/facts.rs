@@ -273,17 +273,13 @@ pub fn current_task(t: &Task) -> CurrentTask<'_> {
 }
 
 /// The shell step for a spec, with the current task's evidence and reviews read.
-pub fn shell_step(spec: &Spec, state: Option<&State>, tasks: Option<&TaskList>) -> Option<String> {
-    let input = state.map_or(StateInput::Absent, StateInput::Valid);
-    shell_from(spec, input, state, tasks)
-}
-
-fn shell_from(
+pub fn shell_step(
+    project: &Project,
     spec: &Spec,
-    input: StateInput<'_>,
     state: Option<&State>,
     tasks: Option<&TaskList>,
 ) -> Option<String> {
+    let input = state.map_or(StateInput::Absent, StateInput::Valid);
     let standing = next::standing(&Input {
         spec: Some((&spec.name, &spec.dir)),
         spec_dir_exists: true,
@@ -291,29 +287,52 @@ fn shell_from(
         tasks_error: None,
         state: input,
     });
-    shell_of(spec, state, &standing).map(|s| s.command)
+    shell_of(project, Some(spec), state, &standing).map(|s| s.command)
 }
 
 /// The shell step of `standing`, with the current task's evidence and reviews read.
-pub fn shell_of(spec: &Spec, state: Option<&State>, standing: &Standing) -> Option<ShellStep> {
-    let progress = match (state, standing.step()) {
+pub fn shell_of(
+    project: &Project,
+    spec: Option<&Spec>,
+    state: Option<&State>,
+    standing: &Standing,
+) -> Option<ShellStep> {
+    let progress = match (spec, state, standing.step()) {
         (
+            Some(spec),
             Some(doc),
             Finding::Delegate {
                 group,
                 running: true,
             },
-        ) => group
-            .first()
-            .map_or_else(TaskProgress::default, |t| task_progress(spec, doc, &t.id)),
+        ) => group.first().map_or_else(TaskProgress::default, |t| {
+            task_progress(project, spec, doc, &t.id)
+        }),
+        (Some(spec), Some(doc), Finding::CompletionUnmarked) => TaskProgress {
+            execution_check: execution_check(project, spec, doc),
+            ..Default::default()
+        },
         _ => TaskProgress::default(),
     };
     standing.shell(progress)
 }
 
-/// What the running attempt of `id` has so far: passing evidence and reviews recorded
-/// since it started.
-fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
+/// The execution evidence's `verify run`, when that evidence is not fresh.
+fn execution_check(project: &Project, spec: &Spec, state: &State) -> Option<String> {
+    let record = verify::Slot::Phase("execution".into()).record_of(state);
+    if verify::check_record(project, spec, record).is_ok() {
+        return None;
+    }
+    let tasks = crate::model::tasks_file::load(&spec.tasks_path())
+        .ok()?
+        .list;
+    Some(next::completion::execution_check(&spec.name, state, &tasks))
+}
+
+/// What the running attempt of `id` has so far: evidence recorded since it started that
+/// is fresh against the tree (as `task complete` and the criteria judge it), and reviews
+/// recorded since it started.
+fn task_progress(project: &Project, spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let Some(since) = next::running_since(state, id) else {
         return TaskProgress::default();
     };
@@ -321,7 +340,7 @@ fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
     let record = state.task_evidence(id);
     TaskProgress {
         evidence: record.is_some_and(|r| {
-            verify::passed(r)
+            verify::check_record(project, spec, Some(r)).is_ok()
                 && after(
                     r.get("startedAt")
                         .and_then(Value::as_str)
@@ -330,5 +349,6 @@ fn task_progress(spec: &Spec, state: &State, id: &str) -> TaskProgress {
         }),
         post_code: after(critique::recorded_at(spec, id, "post-code")),
         post_test: after(critique::recorded_at(spec, id, "post-test")),
+        execution_check: None,
     }
 }

@@ -37,12 +37,15 @@ impl Audience {
 }
 
 /// The facts about the current task the shell step depends on, read at the edge.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskProgress {
     /// A passing task evidence record newer than the running attempt's start.
     pub evidence: bool,
     pub post_code: bool,
     pub post_test: bool,
+    /// Every box ticked: the execution evidence's `verify run`, when that evidence is not
+    /// fresh (`finish` would refuse for it first).
+    pub execution_check: Option<String>,
 }
 
 /// The state file as the edge read it.
@@ -367,21 +370,41 @@ impl Standing {
         format!("Every member of the isolated group is done: run `{merge}`; it merges them, verifies the merged tree and prints the next step.")
     }
 
-    /// The shell command that moves the execution on, or `None` when there is nothing to
-    /// run (complete, or the tasks must be written first). `progress` is the current
-    /// task's, read at the edge.
+    /// The shell command that moves the execution on: every step has one (no spec: `new`;
+    /// no plan: `tasks lint` after writing it; complete: `report`). `None` only for a
+    /// finding that is never the step. `progress` is the current task's, read at the edge.
     pub fn shell(&self, progress: TaskProgress) -> Option<ShellStep> {
         let n = &self.spec;
         let spec_flag = crate::support::shell::spec_flag(n);
         let command = match self.step() {
-            Finding::NoActiveSpec
-            | Finding::MissingSpec { .. }
-            | Finding::MissingTasks
-            | Finding::UnreadableTasks
-            | Finding::EmptyTasks
-            | Finding::DuplicateTaskIds { .. }
-            | Finding::AwaitingApproval
-            | Finding::Completed => return None,
+            // Never the step (they sit beside one): nothing of their own to run.
+            Finding::DuplicateTaskIds { .. } | Finding::AwaitingApproval => return None,
+            // Placeholders a shell accepts as words (a `<name>` would be a redirection),
+            // named in `first`.
+            Finding::NoActiveSpec => {
+                return Some(ShellStep {
+                    command: "specrun new NAME --goal 'GOAL'".into(),
+                    review: false,
+                    first: Some("with your spec's NAME and GOAL".into()),
+                })
+            }
+            Finding::MissingSpec { .. } => {
+                return Some(ShellStep {
+                    command: format!("specrun new {} --goal 'GOAL'", shell_word(n)),
+                    review: false,
+                    first: Some("with your spec's GOAL".into()),
+                })
+            }
+            // The plan is the person's to write; `tasks lint` says what it lacks, as
+            // `state init` and `finish` do.
+            Finding::MissingTasks | Finding::UnreadableTasks | Finding::EmptyTasks => {
+                return Some(ShellStep {
+                    command: format!("specrun tasks lint {spec_flag}"),
+                    review: false,
+                    first: Some(format!("after writing specs/{n}/tasks.md")),
+                })
+            }
+            Finding::Completed => format!("specrun report {spec_flag}"),
             Finding::InvalidState => crate::claude::roles::person_command(format!(
                 "specrun state init {spec_flag} --force"
             )),
@@ -398,6 +421,9 @@ impl Standing {
             {
                 self.merge_command()
             }
+            Finding::CompletionUnmarked if progress.execution_check.is_some() => {
+                progress.execution_check.unwrap_or_default()
+            }
             Finding::CompletionUnearned { .. } | Finding::CompletionUnmarked => {
                 format!("specrun finish {spec_flag}")
             }
@@ -409,6 +435,7 @@ impl Standing {
         Some(ShellStep {
             command,
             review: false,
+            first: None,
         })
     }
 }
@@ -419,6 +446,8 @@ pub struct ShellStep {
     pub command: String,
     /// It records a review, which the person gives as JSON on stdin.
     pub review: bool,
+    /// How the person readies it, in words ("after writing …", "with your …").
+    pub first: Option<String>,
 }
 
 /// Task ids joined for a sentence.
@@ -437,20 +466,22 @@ fn task_step(name: &str, task: &TaskRef, running: bool, progress: TaskProgress) 
     let plain = |command| ShellStep {
         command,
         review: false,
+        first: None,
     };
     // The review itself is the person's: they give it as JSON on stdin.
     let review = |stage: &str| ShellStep {
         command: format!("specrun critique record --task {id} --stage {stage} {spec_flag}"),
         review: true,
+        first: None,
     };
     if !running {
         return plain(format!("specrun task start {id} {spec_flag}"));
     }
     match &task.verify {
-        Some(cmd) if !progress.evidence => plain(format!(
-            "specrun verify run --task {id} {spec_flag} --command {}",
-            shell_word(cmd)
-        )),
+        // The same words as a stale criterion's `verify run` (`Slot::rerun`).
+        Some(cmd) if !progress.evidence => {
+            plain(crate::evidence::verify::Slot::Task(task.id.clone()).rerun(name, cmd))
+        }
         _ if !progress.post_code => review("post-code"),
         _ if !progress.post_test => review("post-test"),
         _ => plain(format!("specrun task complete {id} --check {spec_flag}")),
@@ -586,6 +617,7 @@ mod tests {
             evidence: true,
             post_code: true,
             post_test: true,
+            ..Default::default()
         };
         assert_eq!(
             step(Some(running), reviewed).unwrap(),
@@ -614,13 +646,13 @@ mod tests {
         );
         let done = json!({"phase": "completed", "completed": true});
         assert_eq!(
-            shell_step("demo", Some(&done), Some(&all), TaskProgress::default()),
-            None
+            shell_step("demo", Some(&done), Some(&all), TaskProgress::default()).unwrap(),
+            "specrun report --spec demo"
         );
         let empty = crate::model::tasks::parse("# nothing\n");
         assert_eq!(
-            shell_step("demo", None, Some(&empty), TaskProgress::default()),
-            None
+            shell_step("demo", None, Some(&empty), TaskProgress::default()).unwrap(),
+            "specrun tasks lint --spec demo"
         );
     }
 
@@ -675,7 +707,15 @@ mod tests {
         assert_eq!(cmd(&s).unwrap(), "specrun state init --spec demo --force");
         let none = demo(StateInput::Absent, None);
         assert_eq!(none.gates(), ["missing-tasks"]);
-        assert_eq!(cmd(&none), None);
+        assert_eq!(cmd(&none).unwrap(), "specrun tasks lint --spec demo");
+        let nothing = standing(&Input {
+            spec: None,
+            spec_dir_exists: false,
+            tasks: None,
+            tasks_error: None,
+            state: StateInput::Absent,
+        });
+        assert_eq!(cmd(&nothing).unwrap(), "specrun new NAME --goal 'GOAL'");
     }
 
     #[test]

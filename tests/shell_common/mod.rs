@@ -199,7 +199,8 @@ impl<'a> Shell<'a> {
             .stdout
             .lines()
             .skip_while(|l| !l.starts_with("shell"))
-            .nth(1)
+            // The command, indented two spaces; the label's wrapped lines are indented more.
+            .find(|l| l.starts_with("  ") && !l.starts_with("   "))
             .unwrap_or_else(|| panic!("status names no shell step:\n{}", status.stdout))
             .trim()
             .to_string();

@@ -63,6 +63,20 @@ impl Slot {
         }
     }
 
+    /// The `verify run` that records this slot again with `command`, for spec `spec`
+    /// (`--spec` always: the hint works whichever spec is active).
+    pub fn rerun(&self, spec: &str, command: &str) -> String {
+        let which = match self {
+            Slot::Phase(p) => format!("--phase {}", crate::support::shell::word(p)),
+            Slot::Task(id) => format!("--task {}", crate::support::shell::word(id)),
+        };
+        format!(
+            "specrun verify run {which} {} --command {}",
+            crate::support::shell::spec_flag(spec),
+            crate::support::shell::word(command)
+        )
+    }
+
     /// The record in the typed state, if any.
     pub fn record_of<'a>(&self, state: &'a crate::model::state::State) -> Option<&'a Value> {
         let record = match self {
@@ -70,6 +84,12 @@ impl Slot {
             Slot::Task(id) => state.task_evidence(id),
         };
         record.filter(|v| v.is_object())
+    }
+}
+
+impl std::fmt::Display for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
     }
 }
 

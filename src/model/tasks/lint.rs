@@ -97,12 +97,18 @@ fn structure(list: &TaskList, out: &mut Vec<Finding>) {
         out.push(finding(
             1,
             Error,
-            "empty-plan",
-            "no task: the file holds no `- [ ]` checkbox item".to_string(),
-            "write the tasks as `- [ ] 1.1 Title` lines, each with a `  - **Verify**: <command>` line under it",
+            EMPTY_PLAN,
+            EMPTY_PLAN_MESSAGE.to_string(),
+            EMPTY_PLAN_FIX,
         ));
     }
 }
+
+/// The empty plan's finding (`finish` refuses an empty plan with the same words).
+pub const EMPTY_PLAN: &str = "empty-plan";
+pub const EMPTY_PLAN_MESSAGE: &str = "no task: the file holds no `- [ ]` checkbox item";
+pub const EMPTY_PLAN_FIX: &str =
+    "write the tasks as `- [ ] 1.1 Title` lines, each with a `  - **Verify**: <command>` line under it";
 
 /// Per task: Verify, duplicate ids, ids missing among tasks that have them.
 fn tasks(list: &TaskList, out: &mut Vec<Finding>) {
