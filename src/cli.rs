@@ -339,6 +339,11 @@ pub struct StateInitArgs {
     /// Recovery mode: failed tasks get fix tasks.
     #[arg(long)]
     pub recovery_mode: bool,
+    /// The Verify of every task that has none, for a spec from spec-kit, Kiro or OpenSpec
+    /// (whose formats have no Verify per task); kept in the spec's `.specrun-defaults.json`.
+    /// A person's choice: refused inside Claude Code.
+    #[arg(long, value_name = "CMD")]
+    pub default_verify: Option<String>,
     /// Who re-prompts between tasks; default manual (a person, or /specrun:implement).
     #[arg(long, value_enum)]
     pub driver: Option<Driver>,

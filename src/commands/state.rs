@@ -106,6 +106,17 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 
 fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    if let Some(cmd) = args.default_verify.as_deref() {
+        // What shows every such task done is the person's to choose, never the model's.
+        if crate::claude::releases::inside() {
+            output::error("state init: --default-verify is the person's choice (the command that shows a task done), not the session's: ask the person to set the spec's default Verify");
+            return Ok(ExitStatus::No);
+        }
+        if cmd.trim().is_empty() {
+            return Err(Error::Usage("--default-verify needs a command".to_string()));
+        }
+        crate::model::tasks_file::save_default_verify(&ex.spec.dir, cmd.trim())?;
+    }
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(refusal) = check_plan(&spec.name, &loaded) {
         output::error(&format!("{}: {refusal}", loaded.path.display()));
@@ -268,6 +279,17 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
         .filter(|t| !t.checked && t.verify_command().is_none() && t.no_verify.is_none())
         .map(|t| format!("{} (line {})", t.label(), t.line_start))
         .collect();
+    if !unverified.is_empty() && loaded.format.is_foreign() {
+        let ask = if crate::claude::releases::inside() {
+            "ask the person for the spec's default Verify (the command that shows a task done)"
+        } else {
+            "or give every such task one with `specrun state init --default-verify CMD`"
+        };
+        refusals.push(format!(
+            "read as {}, whose format has no Verify per task: {ask}",
+            loaded.format.name()
+        ));
+    }
     if !unverified.is_empty() {
         refusals.push(format!(
             "{} task(s) have no **Verify**, so nothing can show them done: {}; add a line `  - **Verify**: <the command that shows it done, in backticks>` under each, or `  - **No verify**: <why no command can check it>`",

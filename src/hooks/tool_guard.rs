@@ -24,6 +24,7 @@ pub const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "Note
 /// the plan and the notes, written by the model; the plan's changes are judged elsewhere.
 const BOOKKEEPING: &[&str] = &[
     ".specrun-state.json",
+    ".specrun-defaults.json",
     ".current-spec",
     "acceptance.json",
     "followups.json",

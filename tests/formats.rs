@@ -1,0 +1,142 @@
+//! Specs from spec-kit, Kiro and OpenSpec (issue 28): found by their layout, read in their
+//! own terms, what they lack supplied and said, ticks written back in their own marks.
+
+use crate::common::TempProject;
+
+const SPECKIT: &str = "# Tasks: Users\n\n## Phase 1: Setup\n- [ ] T001 Create the module in src/users.py\n\n## Phase 2: Story\n- [ ] T002 [P] Add the model in src/models/user.py\n- [ ] T003 [P] Add the service in src/services/user.py\n";
+
+const KIRO: &str = "# Implementation Plan\n\n- [ ] 1. Build the store\n  - [ ] 1.1 Write the schema\n    - _Requirements: 1.1_\n  - [ ] 1.2 Write the queries\n    - _Requirements: 1.2_\n";
+
+const KIRO_REQ: &str = "# Requirements\n\n### Requirement 1\n\n#### Acceptance Criteria\n\n1. WHEN a user creates an album THEN the system SHALL store it\n2. IF the name is empty THEN the system SHALL refuse it\n";
+
+fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
+    let out = p
+        .specrun()
+        .env_remove("CLAUDECODE")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn kiro() -> TempProject {
+    let p = TempProject::git();
+    p.write(".kiro/specs/albums/tasks.md", KIRO);
+    p.write(".kiro/specs/albums/requirements.md", KIRO_REQ);
+    p
+}
+
+#[test]
+fn a_kiro_spec_is_found_by_name_and_its_requirements_are_the_criteria() {
+    let p = kiro();
+    let (code, out, err) = run(&p, &["tasks", "show", "1.1", "--spec", "albums", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let t: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        t["doneWhen"],
+        "- Requirement 1.1: WHEN a user creates an album THEN the system SHALL store it"
+    );
+    assert_eq!(t["depth"], 1);
+    let (_, out, _) = run(&p, &["tasks", "lint", "--spec", "albums"]);
+    assert!(out.contains("read as kiro"), "{out}");
+    assert!(out.contains("criteria from requirements.md"), "{out}");
+    assert!(out.contains("assumed: the format has no Verify"), "{out}");
+    // By path too, the folder or its tasks.md.
+    let (code, out, _) = run(
+        &p,
+        &["tasks", "next", "--spec", ".kiro/specs/albums/tasks.md"],
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("1.1"),
+        "a sub-task runs before its parent: {out}"
+    );
+}
+
+#[test]
+fn a_kiro_parent_closes_when_its_sub_tasks_are_ticked_and_nothing_else_changes() {
+    let p = kiro();
+    run(&p, &["tasks", "check", "1.1", "--spec", "albums"]);
+    assert_eq!(
+        p.read(".kiro/specs/albums/tasks.md"),
+        KIRO.replacen("[ ] 1.1", "[x] 1.1", 1)
+    );
+    run(&p, &["tasks", "check", "1.2", "--spec", "albums"]);
+    assert_eq!(
+        p.read(".kiro/specs/albums/tasks.md"),
+        KIRO.replace("- [ ] ", "- [x] ")
+    );
+}
+
+#[test]
+fn a_speckit_tick_is_a_capital_x_and_phases_are_dependencies() {
+    let p = TempProject::git();
+    p.spec("001-users", SPECKIT);
+    run(&p, &["tasks", "check", "T002", "--spec", "001-users"]);
+    assert_eq!(
+        p.read("specs/001-users/tasks.md"),
+        SPECKIT.replacen("[ ] T002", "[X] T002", 1)
+    );
+    let (_, out, _) = run(
+        &p,
+        &["tasks", "show", "T003", "--spec", "001-users", "--json"],
+    );
+    let t: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(t["files"], serde_json::json!(["src/services/user.py"]));
+    assert_eq!(t["depends"], serde_json::json!(["T001"]));
+}
+
+#[test]
+fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
+    let p = TempProject::git();
+    p.spec("001-users", SPECKIT);
+    let (code, _, err) = run(&p, &["state", "init", "--spec", "001-users"]);
+    assert_eq!(code, 1, "no Verify anywhere: refused");
+    assert!(err.contains("read as spec-kit"), "{err}");
+    assert!(err.contains("--default-verify"), "{err}");
+    // Inside Claude Code the session may not choose what shows its own work done.
+    let out = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args([
+            "state",
+            "init",
+            "--spec",
+            "001-users",
+            "--default-verify",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the person's choice"), "{err}");
+    assert!(!p.path("specs/001-users/.specrun-defaults.json").exists());
+    let (code, _, err) = run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "001-users",
+            "--default-verify",
+            "python3 -m pytest -q",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = run(
+        &p,
+        &["tasks", "show", "T001", "--spec", "001-users", "--json"],
+    );
+    let t: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(t["verify"], "python3 -m pytest -q");
+    assert_eq!(
+        p.read("specs/001-users/tasks.md"),
+        SPECKIT,
+        "the user's file untouched"
+    );
+}
