@@ -140,3 +140,207 @@ fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
         "the user's file untouched"
     );
 }
+
+/// `specrun args` as the model runs it (CLAUDECODE=1); asserts success.
+fn model(p: &TempProject, args: &[&str]) -> String {
+    let out = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args(args)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "specrun {args:?}: {said}");
+    said
+}
+
+fn critique(p: &TempProject, spec: &str, id: &str, stage: &str) {
+    p.specrun()
+        .args([
+            "critique", "record", "--task", id, "--stage", stage, "--spec", spec,
+        ])
+        .env("CLAUDECODE", "1")
+        .write_stdin(crate::common::critique_input(stage).to_string())
+        .assert()
+        .success();
+}
+
+/// The executor's side of a task, then `task complete`.
+fn earn(p: &TempProject, spec: &str, id: &str, file: &str) {
+    model(p, &["task", "start", id, "--spec", spec]);
+    p.write(file, "done\n");
+    model(p, &["verify", "run", "--task", id, "--spec", spec]);
+    critique(p, spec, id, "post-code");
+    critique(p, spec, id, "post-test");
+    model(p, &["task", "complete", id, "--check", "--spec", spec]);
+}
+
+const FLOW_SPECKIT: &str = "# Tasks: Notes\n\n## Phase 1: Setup\n- [ ] T001 Create notes/a.txt\n\n## Phase 2: Story\n- [ ] T002 [P] Create notes/b.txt\n- [ ] T003 [P] Create notes/c.txt\n";
+
+#[test]
+fn a_speckit_feature_runs_to_completion_under_the_gates_and_reads_as_speckit_after() {
+    let p = TempProject::git();
+    p.spec("001-notes", FLOW_SPECKIT);
+    p.commit_all("spec");
+    let (code, _, err) = run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "001-notes",
+            "--default-verify",
+            "ls notes",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = model(&p, &["tasks", "next", "--spec", "001-notes"]);
+    assert!(out.contains("T001"), "{out}");
+    earn(&p, "001-notes", "T001", "notes/a.txt");
+    let out = model(&p, &["tasks", "next", "--spec", "001-notes", "--json"]);
+    let next: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(next["parallelGroup"], serde_json::json!(["T002", "T003"]));
+    earn(&p, "001-notes", "T002", "notes/b.txt");
+    earn(&p, "001-notes", "T003", "notes/c.txt");
+    assert_eq!(
+        p.read("specs/001-notes/tasks.md"),
+        FLOW_SPECKIT.replace("- [ ] ", "- [X] "),
+        "spec-kit's implement rule: `- [X]`, nothing else changed"
+    );
+    model(
+        &p,
+        &[
+            "verify",
+            "run",
+            "--phase",
+            "execution",
+            "--command",
+            "true",
+            "--spec",
+            "001-notes",
+        ],
+    );
+    let (code, out, err) = run(&p, &["finish", "--spec", "001-notes"]);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_hand_ticked_speckit_box_is_refused_as_in_a_specrun_spec() {
+    let p = TempProject::git();
+    p.spec("001-notes", FLOW_SPECKIT);
+    p.commit_all("spec");
+    run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "001-notes",
+            "--default-verify",
+            "ls notes",
+        ],
+    );
+    earn(&p, "001-notes", "T001", "notes/a.txt");
+    // What the model's `sed -i` would do: tick T002 and T003 without the protocol.
+    let text = p.read("specs/001-notes/tasks.md");
+    p.write(
+        "specs/001-notes/tasks.md",
+        &text.replace("- [ ] T", "- [X] T"),
+    );
+    model(
+        &p,
+        &[
+            "verify",
+            "run",
+            "--phase",
+            "execution",
+            "--command",
+            "true",
+            "--spec",
+            "001-notes",
+        ],
+    );
+    let out = p
+        .specrun()
+        .env_remove("CLAUDECODE")
+        .args(["finish", "--spec", "001-notes"])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("task T002 was ticked during this execution without `specrun task complete`"),
+        "{said}"
+    );
+}
+
+#[test]
+fn a_kiro_spec_runs_to_completion_and_its_parent_closes_with_its_children() {
+    let p = kiro();
+    p.commit_all("spec");
+    let (code, _, err) = run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "albums",
+            "--default-verify",
+            "ls store",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    // The criteria are requirements.md's items; the test map covers them.
+    let ac = model(&p, &["ac", "list", "--spec", "albums"]);
+    assert!(ac.contains("WHEN a user creates an album"), "{ac}");
+    for (id, file) in [("1.1", "store/schema.sql"), ("1.2", "store/queries.sql")] {
+        model(&p, &["task", "start", id, "--spec", "albums"]);
+        p.write(file, "done\n");
+        model(&p, &["verify", "run", "--task", id, "--spec", "albums"]);
+        critique(&p, "albums", id, "post-code");
+        critique(&p, "albums", id, "post-test");
+        let crit = format!("{id}/AC1");
+        p.specrun()
+            .env_remove("CLAUDECODE")
+            .args([
+                "ac",
+                "confirm",
+                &crit,
+                "--reason",
+                "read by hand",
+                "--spec",
+                "albums",
+            ])
+            .assert()
+            .success();
+        model(&p, &["task", "complete", id, "--check", "--spec", "albums"]);
+    }
+    assert_eq!(
+        p.read(".kiro/specs/albums/tasks.md"),
+        KIRO.replace("- [ ] ", "- [x] "),
+        "Kiro's nesting kept, the parent closed with its children"
+    );
+    model(
+        &p,
+        &[
+            "verify",
+            "run",
+            "--phase",
+            "execution",
+            "--command",
+            "true",
+            "--spec",
+            "albums",
+        ],
+    );
+    let (code, out, err) = run(&p, &["finish", "--spec", "albums"]);
+    assert_eq!(code, 0, "{out}{err}");
+}

@@ -193,6 +193,10 @@ pub fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec<(Strin
         if !task.checked || baseline.contains(&id) {
             continue;
         }
+        // A Kiro parent closes with its sub-tasks, each of which is judged on its own.
+        if crate::model::tasks::format::closed_by_children(tasks, task.index) {
+            continue;
+        }
         let why = match last {
             Some(a) if status_of(a) == "done" => continue,
             Some(a) => format!("its last attempt ({}) is {}", n_of(a), status_of(a)),

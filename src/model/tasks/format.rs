@@ -474,6 +474,15 @@ pub fn parents_closed_by(list: &TaskList, done: usize) -> Vec<usize> {
     out
 }
 
+/// Whether the task at `index` is a parent that closed with its sub-tasks: the format
+/// closes parents (Kiro), it has sub-tasks, and every required one is checked.
+pub fn closed_by_children(list: &TaskList, index: usize) -> bool {
+    list.parents_close
+        && index < list.tasks.len()
+        && children_of(list, index).next().is_some()
+        && children_of(list, index).all(|c| c.optional || c.checked)
+}
+
 fn parent_of(list: &TaskList, index: usize) -> Option<usize> {
     let depth = list.tasks.get(index)?.depth;
     list.tasks[..index]
@@ -627,6 +636,7 @@ mod tests {
         // 1.1 is the next task (a parent after its parts); done, it closes 1 (1.2 is optional).
         assert_eq!(list.next_index(), 1);
         assert_eq!(parents_closed_by(&list, 1), [0]);
+        assert!(!closed_by_children(&list, 0), "1.1 is still open");
         assert_eq!(
             list.next_index_after(1),
             2,
