@@ -344,3 +344,69 @@ fn a_kiro_spec_runs_to_completion_and_its_parent_closes_with_its_children() {
     let (code, out, err) = run(&p, &["finish", "--spec", "albums"]);
     assert_eq!(code, 0, "{out}{err}");
 }
+
+/// The shared corpus (../shared/reference/realworld-tasks, outside the repository), each
+/// spec-kit, Kiro and OpenSpec file put in its own layout: read as its format (a
+/// smart-ralph "speckit" file written with specrun's fields reads as specrun's), and
+/// counted as a careful reader counts it or flagged on a line. Without the corpus it checks
+/// nothing.
+#[test]
+fn the_corpus_in_its_layouts_reads_as_each_format_and_as_a_reader_counts() {
+    let manifest = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let Some(dir) = manifest
+        .parent()
+        .map(|p| p.join("shared/reference/realworld-tasks"))
+        .filter(|d| d.join("INDEX.tsv").is_file())
+    else {
+        eprintln!("note: no ../shared/reference/realworld-tasks; the corpus check did nothing");
+        return;
+    };
+    let index = std::fs::read_to_string(dir.join("INDEX.tsv")).unwrap();
+    let p = TempProject::git();
+    let mut wrong = Vec::new();
+    let mut read = 0;
+    for (n, row) in index.lines().skip(1).enumerate() {
+        let cols: Vec<&str> = row.split('\t').collect();
+        let (file, format, total, checked) = (cols[0], cols[4], cols[5], cols[6]);
+        let (folder, want) = match format {
+            "speckit" => (format!("specs/{n:03}-corpus"), "spec-kit"),
+            "kiro" => (format!(".kiro/specs/corpus-{n}"), "kiro"),
+            "openspec" => (format!("openspec/changes/corpus-{n}"), "openspec"),
+            _ => continue,
+        };
+        let text = std::fs::read_to_string(dir.join(file)).unwrap();
+        p.write(&format!("{folder}/tasks.md"), &text);
+        let out = p
+            .specrun()
+            .args(["tasks", "lint", "--json", "--spec", &folder])
+            .output()
+            .unwrap();
+        let lint: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{file}: not JSON ({e})"));
+        let own_fields = text.contains("**Verify**") || text.contains("**Do**");
+        let want = if own_fields { "specrun" } else { want };
+        if lint["format"] != want {
+            wrong.push(format!("{file}: read as {}, not {want}", lint["format"]));
+        }
+        let got = (
+            lint["counts"]["total"].to_string(),
+            lint["counts"]["completed"].to_string(),
+        );
+        let flagged = lint["findings"].as_array().is_some_and(|f| {
+            f.iter().any(|f| {
+                ["unread-checkbox", "checklist-without-ids", "unclosed-fence"]
+                    .contains(&f["code"].as_str().unwrap_or(""))
+            })
+        });
+        if got != (total.to_string(), checked.to_string()) && !flagged {
+            wrong.push(format!(
+                "{file}: reader {total}/{checked}, specrun {}/{}",
+                got.0, got.1
+            ));
+        }
+        read += 1;
+    }
+    eprintln!("corpus: {read} spec-kit, Kiro and OpenSpec files read in their layouts");
+    assert!(read > 0);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

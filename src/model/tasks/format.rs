@@ -15,6 +15,7 @@ pub enum Format {
     Specrun,
     SpecKit,
     Kiro,
+    #[serde(rename = "openspec")]
     OpenSpec,
 }
 
@@ -57,17 +58,19 @@ pub fn by_path(path: &str) -> Option<Format> {
     }
 }
 
-/// The format of a tasks file: by its place, else spec-kit when every task has a
-/// `T001`-style id and none carries a specrun field (Do, Files, Done when, Verify, …),
-/// else specrun's own.
+/// The format of a tasks file: by its place, else spec-kit when at least half its tasks
+/// have a `T001`-style id, none has another id and none carries a specrun field (Do,
+/// Files, Done when, Verify, …; a spec-kit checklist after the tasks has no ids), else
+/// specrun's own.
 pub fn detect(path: &str, list: &TaskList) -> Format {
     if let Some(f) = by_path(path) {
         return f;
     }
-    let speckit_id = |t: &Task| {
-        t.id.as_deref().is_some_and(|id| {
-            id.len() > 1 && id.starts_with('T') && id[1..].bytes().all(|b| b.is_ascii_digit())
-        })
+    // `T001`, and the template's `TXXX`.
+    let speckit_id = |id: &str| {
+        id.len() > 1
+            && id.starts_with('T')
+            && id[1..].bytes().all(|b| b.is_ascii_digit() || b == b'X')
     };
     let has_fields = |t: &Task| {
         t.do_.is_some()
@@ -78,8 +81,13 @@ pub fn detect(path: &str, list: &TaskList) -> Format {
             || !t.files.is_empty()
             || !t.depends.is_empty()
     };
-    let speckit =
-        !list.tasks.is_empty() && list.tasks.iter().all(|t| speckit_id(t) && !has_fields(t));
+    let with_id = list.tasks.iter().filter(|t| t.id.is_some()).count();
+    let speckit = with_id > 0
+        && with_id * 2 >= list.tasks.len()
+        && list
+            .tasks
+            .iter()
+            .all(|t| t.id.as_deref().is_none_or(speckit_id) && !has_fields(t));
     if speckit {
         Format::SpecKit
     } else {
@@ -569,6 +577,14 @@ mod tests {
             Format::Specrun
         );
         assert_eq!(detect("specs/demo/tasks.md", &parse("")), Format::Specrun);
+        // The template's `TXXX`, and a checklist without ids after the T-tasks.
+        let template = "- [ ] TXXX [P] Docs\n- [ ] T001 Setup\n- [ ] Quality checked\n";
+        assert_eq!(
+            detect("specs/x/tasks.md", &parse(template)),
+            Format::SpecKit
+        );
+        let plain = "- [ ] Write it\n- [ ] T001 Then\n- [ ] And this\n";
+        assert_eq!(detect("specs/x/tasks.md", &parse(plain)), Format::Specrun);
     }
 
     #[test]
