@@ -114,7 +114,11 @@ fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("the person's choice"), "{err}");
+    assert!(err.contains("is a person's decision"), "{err}");
+    assert!(
+        !err.contains("--default-verify"),
+        "no person's command for the model: {err}"
+    );
     assert!(!p.path("specs/001-users/.specrun-defaults.json").exists());
     let (code, _, err) = run(
         &p,
@@ -409,4 +413,74 @@ fn the_corpus_in_its_layouts_reads_as_each_format_and_as_a_reader_counts() {
     eprintln!("corpus: {read} spec-kit, Kiro and OpenSpec files read in their layouts");
     assert!(read > 0);
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The person's default Verify is frozen with the plan: the model rewriting the defaults
+/// file (past the guard, say with a script) to `true` does not weaken the check. The
+/// model's own Bash write of it is denied by the guard (tool_guard's unit test).
+#[test]
+fn a_default_verify_rewritten_after_init_is_not_the_check_that_runs() {
+    let p = TempProject::git();
+    p.spec("001-notes", FLOW_SPECKIT);
+    p.commit_all("spec");
+    run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "001-notes",
+            "--default-verify",
+            "test -f notes/a.txt",
+        ],
+    );
+    p.write(
+        "specs/001-notes/.specrun-defaults.json",
+        "{\"verify\": \"true\"}\n",
+    );
+    model(&p, &["task", "start", "T001", "--spec", "001-notes"]);
+    let out = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args(["verify", "run", "--task", "T001", "--spec", "001-notes"])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(out.status.code(), Some(0), "the frozen check fails: {said}");
+    assert!(said.contains("test -f notes/a.txt"), "{said}");
+}
+
+/// A Kiro parent ticked by hand while a required sub-task is open is refused at
+/// completion; closed with its sub-tasks through `task complete` it is not (above).
+#[test]
+fn a_hand_ticked_kiro_parent_is_refused() {
+    let p = kiro();
+    p.commit_all("spec");
+    run(
+        &p,
+        &[
+            "state",
+            "init",
+            "--spec",
+            "albums",
+            "--default-verify",
+            "ls store",
+        ],
+    );
+    let text = p.read(".kiro/specs/albums/tasks.md");
+    p.write(
+        ".kiro/specs/albums/tasks.md",
+        &text.replacen("- [ ] 1. Build", "- [x] 1. Build", 1),
+    );
+    let (code, out, err) = run(&p, &["finish", "--spec", "albums"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        format!("{out}{err}")
+            .contains("task 1 was ticked during this execution without `specrun task complete`"),
+        "{out}{err}"
+    );
 }

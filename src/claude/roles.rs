@@ -88,6 +88,7 @@ pub enum Decision {
     ClearHalt,
     AcceptOther,
     AcceptPlan,
+    DefaultVerify,
 }
 
 impl Decision {
@@ -104,6 +105,9 @@ impl Decision {
                 "counting a command other than the task's Verify as its evidence"
             }
             Decision::AcceptPlan => "making tasks.md as it stands the frozen plan",
+            Decision::DefaultVerify => {
+                "choosing the Verify of a spec's tasks that have none (what shows each done)"
+            }
         }
     }
 
@@ -177,6 +181,7 @@ pub const PERSON_MARKERS: &[&str] = &[
     "--raise-",
     "--restart",
     "--accept-other",
+    "--default-verify",
 ];
 
 #[cfg(test)]
@@ -194,6 +199,7 @@ mod tests {
             Decision::RaiseCap,
             Decision::ClearHalt,
             Decision::AcceptOther,
+            Decision::DefaultVerify,
         ] {
             let text = refuse_person(d).to_string();
             for step in [

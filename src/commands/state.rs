@@ -108,10 +108,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     if let Some(cmd) = args.default_verify.as_deref() {
         // What shows every such task done is the person's to choose, never the model's.
-        if crate::claude::releases::inside() {
-            output::error("state init: --default-verify is the person's choice (the command that shows a task done), not the session's: ask the person to set the spec's default Verify");
-            return Ok(ExitStatus::No);
-        }
+        crate::claude::roles::person_only(crate::claude::roles::Decision::DefaultVerify)?;
         if cmd.trim().is_empty() {
             return Err(Error::Usage("--default-verify needs a command".to_string()));
         }
@@ -281,9 +278,9 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
         .collect();
     if !unverified.is_empty() && loaded.format.is_foreign() {
         let ask = if crate::claude::releases::inside() {
-            "ask the person for the spec's default Verify (the command that shows a task done)"
+            "the spec's default Verify (what shows a task done) is a person's choice: ask the person for it"
         } else {
-            "or give every such task one with `specrun state init --default-verify CMD`"
+            "a person gives every such task one with `specrun state init --default-verify CMD`"
         };
         refusals.push(format!(
             "read as {}, whose format has no Verify per task: {ask}",
