@@ -120,18 +120,7 @@ fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
         "no person's command for the model: {err}"
     );
     assert!(!p.path("specs/001-users/.specrun-defaults.json").exists());
-    let (code, _, err) = run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "001-users",
-            "--default-verify",
-            "python3 -m pytest -q",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    init_with_default(&p, "001-users", "python3 -m pytest -q");
     let (_, out, _) = run(
         &p,
         &["tasks", "show", "T001", "--spec", "001-users", "--json"],
@@ -145,6 +134,27 @@ fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
     );
 }
 
+fn said(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A person's `state init` with the spec's default Verify, which must succeed.
+fn init_with_default(p: &TempProject, spec: &str, verify: &str) {
+    let args = ["state", "init", "--spec", spec, "--default-verify", verify];
+    let (code, out, err) = run(p, &args);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+/// The execution's final check, as the coordinator records it before `finish`.
+fn final_check(p: &TempProject, spec: &str) {
+    let args = ["verify", "run", "--phase", "execution", "--command", "true"];
+    model(p, &[&args[..], &["--spec", spec]].concat());
+}
+
 /// `specrun args` as the model runs it (CLAUDECODE=1); asserts success.
 fn model(p: &TempProject, args: &[&str]) -> String {
     let out = p
@@ -153,11 +163,7 @@ fn model(p: &TempProject, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     assert!(out.status.success(), "specrun {args:?}: {said}");
     said
 }
@@ -190,18 +196,7 @@ fn a_speckit_feature_runs_to_completion_under_the_gates_and_reads_as_speckit_aft
     let p = TempProject::git();
     p.spec("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
-    let (code, _, err) = run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "001-notes",
-            "--default-verify",
-            "ls notes",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    init_with_default(&p, "001-notes", "ls notes");
     let out = model(&p, &["tasks", "next", "--spec", "001-notes"]);
     assert!(out.contains("T001"), "{out}");
     earn(&p, "001-notes", "T001", "notes/a.txt");
@@ -215,19 +210,7 @@ fn a_speckit_feature_runs_to_completion_under_the_gates_and_reads_as_speckit_aft
         FLOW_SPECKIT.replace("- [ ] ", "- [X] "),
         "spec-kit's implement rule: `- [X]`, nothing else changed"
     );
-    model(
-        &p,
-        &[
-            "verify",
-            "run",
-            "--phase",
-            "execution",
-            "--command",
-            "true",
-            "--spec",
-            "001-notes",
-        ],
-    );
+    final_check(&p, "001-notes");
     let (code, out, err) = run(&p, &["finish", "--spec", "001-notes"]);
     assert_eq!(code, 0, "{out}{err}");
 }
@@ -237,17 +220,7 @@ fn a_hand_ticked_speckit_box_is_refused_as_in_a_specrun_spec() {
     let p = TempProject::git();
     p.spec("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
-    run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "001-notes",
-            "--default-verify",
-            "ls notes",
-        ],
-    );
+    init_with_default(&p, "001-notes", "ls notes");
     earn(&p, "001-notes", "T001", "notes/a.txt");
     // What the model's `sed -i` would do: tick T002 and T003 without the protocol.
     let text = p.read("specs/001-notes/tasks.md");
@@ -255,30 +228,14 @@ fn a_hand_ticked_speckit_box_is_refused_as_in_a_specrun_spec() {
         "specs/001-notes/tasks.md",
         &text.replace("- [ ] T", "- [X] T"),
     );
-    model(
-        &p,
-        &[
-            "verify",
-            "run",
-            "--phase",
-            "execution",
-            "--command",
-            "true",
-            "--spec",
-            "001-notes",
-        ],
-    );
+    final_check(&p, "001-notes");
     let out = p
         .specrun()
         .env_remove("CLAUDECODE")
         .args(["finish", "--spec", "001-notes"])
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
         said.contains("task T002 was ticked during this execution without `specrun task complete`"),
@@ -290,18 +247,7 @@ fn a_hand_ticked_speckit_box_is_refused_as_in_a_specrun_spec() {
 fn a_kiro_spec_runs_to_completion_and_its_parent_closes_with_its_children() {
     let p = kiro();
     p.commit_all("spec");
-    let (code, _, err) = run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "albums",
-            "--default-verify",
-            "ls store",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    init_with_default(&p, "albums", "ls store");
     // The criteria are requirements.md's items; the test map covers them.
     let ac = model(&p, &["ac", "list", "--spec", "albums"]);
     assert!(ac.contains("WHEN a user creates an album"), "{ac}");
@@ -332,19 +278,7 @@ fn a_kiro_spec_runs_to_completion_and_its_parent_closes_with_its_children() {
         KIRO.replace("- [ ] ", "- [x] "),
         "Kiro's nesting kept, the parent closed with its children"
     );
-    model(
-        &p,
-        &[
-            "verify",
-            "run",
-            "--phase",
-            "execution",
-            "--command",
-            "true",
-            "--spec",
-            "albums",
-        ],
-    );
+    final_check(&p, "albums");
     let (code, out, err) = run(&p, &["finish", "--spec", "albums"]);
     assert_eq!(code, 0, "{out}{err}");
 }
@@ -423,17 +357,7 @@ fn a_default_verify_rewritten_after_init_is_not_the_check_that_runs() {
     let p = TempProject::git();
     p.spec("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
-    run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "001-notes",
-            "--default-verify",
-            "test -f notes/a.txt",
-        ],
-    );
+    init_with_default(&p, "001-notes", "test -f notes/a.txt");
     p.write(
         "specs/001-notes/.specrun-defaults.json",
         "{\"verify\": \"true\"}\n",
@@ -445,11 +369,7 @@ fn a_default_verify_rewritten_after_init_is_not_the_check_that_runs() {
         .args(["verify", "run", "--task", "T001", "--spec", "001-notes"])
         .output()
         .unwrap();
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let said = said(&out);
     assert_ne!(out.status.code(), Some(0), "the frozen check fails: {said}");
     assert!(said.contains("test -f notes/a.txt"), "{said}");
 }
@@ -460,17 +380,7 @@ fn a_default_verify_rewritten_after_init_is_not_the_check_that_runs() {
 fn a_hand_ticked_kiro_parent_is_refused() {
     let p = kiro();
     p.commit_all("spec");
-    run(
-        &p,
-        &[
-            "state",
-            "init",
-            "--spec",
-            "albums",
-            "--default-verify",
-            "ls store",
-        ],
-    );
+    init_with_default(&p, "albums", "ls store");
     let text = p.read(".kiro/specs/albums/tasks.md");
     p.write(
         ".kiro/specs/albums/tasks.md",
