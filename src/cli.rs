@@ -343,6 +343,11 @@ pub struct StateInitArgs {
     /// `task complete`; a person's choice, recorded for the execution (`redGreen`).
     #[arg(long)]
     pub no_red_green: bool,
+    /// The Verify of every task that has none, for a spec from spec-kit, Kiro or OpenSpec
+    /// (whose formats have no Verify per task); kept in the spec's `.specrun-defaults.json`.
+    /// A person's choice: refused inside Claude Code.
+    #[arg(long, value_name = "CMD")]
+    pub(crate) default_verify: Option<String>,
     /// Who re-prompts between tasks; default manual (a person, or /specrun:implement).
     #[arg(long, value_enum)]
     pub driver: Option<Driver>,

@@ -17,6 +17,7 @@
 mod common;
 mod docs_walk;
 mod e2e;
+mod formats;
 mod hook_common;
 mod shell_common;
 mod task_helpers;

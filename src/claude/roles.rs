@@ -89,6 +89,7 @@ pub enum Decision {
     AcceptOther,
     AcceptPlan,
     SkipRedGreen,
+    DefaultVerify,
 }
 
 impl Decision {
@@ -107,6 +108,9 @@ impl Decision {
             Decision::AcceptPlan => "making tasks.md as it stands the frozen plan",
             Decision::SkipRedGreen => {
                 "starting an execution whose criteria are not shown red before the change (--no-red-green)"
+            }
+            Decision::DefaultVerify => {
+                "choosing the Verify of a spec's tasks that have none (what shows each done)"
             }
         }
     }
@@ -182,6 +186,7 @@ pub const PERSON_MARKERS: &[&str] = &[
     "--raise-",
     "--restart",
     "--accept-other",
+    "--default-verify",
 ];
 
 #[cfg(test)]
@@ -200,6 +205,7 @@ mod tests {
             Decision::ClearHalt,
             Decision::AcceptOther,
             Decision::SkipRedGreen,
+            Decision::DefaultVerify,
         ] {
             let text = refuse_person(d).to_string();
             for step in [

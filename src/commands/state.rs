@@ -106,6 +106,14 @@ fn merge(path: &Path, patch: &Value) -> Result<()> {
 
 fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
+    if let Some(cmd) = args.default_verify.as_deref() {
+        // What shows every such task done is the person's to choose, never the model's.
+        crate::claude::roles::person_only(crate::claude::roles::Decision::DefaultVerify)?;
+        if cmd.trim().is_empty() {
+            return Err(Error::Usage("--default-verify needs a command".to_string()));
+        }
+        crate::model::tasks_file::save_default_verify(&ex.spec.dir, cmd.trim())?;
+    }
     let (spec, loaded) = (&ex.spec, ex.tasks()?);
     if let Some(refusal) = check_plan(&spec.name, &loaded) {
         output::error(&format!("{}: {refusal}", loaded.path.display()));
@@ -272,6 +280,17 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
         .filter(|t| !t.checked && t.verify_command().is_none() && t.no_verify.is_none())
         .map(|t| format!("{} (line {})", t.label(), t.line_start))
         .collect();
+    if !unverified.is_empty() && loaded.format.is_foreign() {
+        let ask = if crate::claude::releases::inside() {
+            "the spec's default Verify (what shows a task done) is a person's choice: ask the person for it"
+        } else {
+            "a person gives every such task one with `specrun state init --default-verify CMD`"
+        };
+        refusals.push(format!(
+            "read as {}, whose format has no Verify per task: {ask}",
+            loaded.format.name()
+        ));
+    }
     if !unverified.is_empty() {
         refusals.push(format!(
             "{} task(s) have no **Verify**, so nothing can show them done: {}; add a line `  - **Verify**: <the command that shows it done, in backticks>` under each, or `  - **No verify**: <why no command can check it>`",

@@ -6,6 +6,7 @@ use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
+use crate::model::tasks::format::{Format, Note, NoteKind};
 use crate::model::tasks::lint::{self, Finding, Severity};
 use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
@@ -28,8 +29,9 @@ pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
         TasksCommand::Lint { file, spec, json } => {
             let (path, text) =
                 tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            let list = tasks::parse(&text);
-            let findings = lint::lint(&text, &list);
+            let loaded = tasks_file::read(&path, text, true)?;
+            let (text, list) = (&loaded.text, &loaded.list);
+            let findings = lint::lint(text, list);
             if json {
                 let errors = findings
                     .iter()
@@ -40,9 +42,25 @@ pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
                     errors,
                     warnings: findings.len() - errors,
                     counts: list.counts(),
+                    format: loaded.format,
+                    notes: &loaded.notes,
                     findings: &findings,
                 });
             } else {
+                if loaded.format.is_foreign() {
+                    output::line(&format!(
+                        "{}: read as {}",
+                        path.display(),
+                        loaded.format.name()
+                    ));
+                    for n in &loaded.notes {
+                        let kind = match n.kind {
+                            NoteKind::Read => "read",
+                            NoteKind::Assumed => "assumed",
+                        };
+                        output::line(&format!("  {kind}: {}", n.message));
+                    }
+                }
                 for f in &findings {
                     output::line(&finding_line(&path, f));
                 }
@@ -155,8 +173,7 @@ fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {
     let (path, text) =
         tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
-    let list = tasks::parse(&text);
-    Ok(LoadedTasks { path, text, list })
+    tasks_file::read(&path, text, true)
 }
 
 fn markers(t: &Task) -> String {
@@ -256,5 +273,10 @@ struct LintAnswer<'a> {
     errors: usize,
     warnings: usize,
     counts: Counts,
+    /// The format the file was read as (`specrun`, `spec-kit`, `kiro`, `openspec`).
+    format: Format,
+    /// For a foreign format: what was read from the file and what specrun assumed.
+    #[serde(skip_serializing_if = "<[Note]>::is_empty")]
+    notes: &'a [Note],
     findings: &'a [Finding],
 }

@@ -24,6 +24,7 @@ pub const GUARDED_TOOLS: &[&str] = &["Bash", "Write", "Edit", "MultiEdit", "Note
 /// the plan and the notes, written by the model; the plan's changes are judged elsewhere.
 const BOOKKEEPING: &[&str] = &[
     ".specrun-state.json",
+    ".specrun-defaults.json",
     ".current-spec",
     "acceptance.json",
     "followups.json",
@@ -466,6 +467,9 @@ mod tests {
             "/p/.specrun/config.json",
             "/p/specs/demo/critique/1.1-post-test.json",
             "/home/u/.local/state/specrun/abc/record.json",
+            // The person's default Verify of a spec-kit, Kiro or OpenSpec spec.
+            "/p/.kiro/specs/albums/.specrun-defaults.json",
+            "specs/001-users/.specrun-defaults.json",
         ] {
             assert_eq!(rule(file(path)), "bookkeeping-write", "{path}");
         }

@@ -9,7 +9,11 @@ use crate::io::store;
 pub const SPECS_DIR: &str = "specs";
 pub const CURRENT_SPEC_FILE: &str = ".current-spec";
 pub const STATE_FILE: &str = ".specrun-state.json";
+/// A spec's defaults for what its format lacks (the Verify of a task without one).
+pub const DEFAULTS_FILE: &str = ".specrun-defaults.json";
 pub const TASKS_FILE: &str = "tasks.md";
+/// Where other tools keep a spec by name: Kiro and cc-sdd, OpenSpec.
+pub const FOREIGN_SPEC_DIRS: &[&str] = &[".kiro/specs", "openspec/changes"];
 pub const PROGRESS_FILE: &str = ".progress.md";
 pub const FOLLOWUPS_FILE: &str = "followups.json";
 pub const CRITIQUE_DIR: &str = "critique";
@@ -291,12 +295,16 @@ impl Project {
             validate_spec_name(&value)?;
             // A `specs/<name>` symlink must not carry writes outside the root either; one
             // inside it is followed here, once, so bookkeeping paths hold no link.
-            let dir = self.inside(&self.specs_dir().join(&value))?;
+            let dir = self.inside(&self.foreign_dir(&value))?;
             return Ok(Some(Spec { dir, name: value }));
         }
-        // A path: relative to the cwd for a flag, to the root for .current-spec.
+        // A path: relative to the cwd for a flag, to the root for .current-spec; a path to
+        // a spec's tasks.md names its folder.
         let base = if from_flag { &self.cwd } else { &self.root };
-        let dir = self.inside(&base.join(&value))?;
+        let mut dir = self.inside(&base.join(&value))?;
+        if dir.file_name().is_some_and(|n| n == TASKS_FILE) && dir.is_file() {
+            dir.pop();
+        }
         let name = dir
             .file_name()
             .and_then(|n| n.to_str())
@@ -304,6 +312,21 @@ impl Project {
             .to_string();
         validate_spec_name(&name)?;
         Ok(Some(Spec { name, dir }))
+    }
+
+    /// The folder a spec name names: `specs/<name>` (specrun's and spec-kit's layout), else,
+    /// when that does not exist, the first of Kiro's `.kiro/specs/<name>` and OpenSpec's
+    /// `openspec/changes/<name>` that does.
+    fn foreign_dir(&self, name: &str) -> PathBuf {
+        let own = self.specs_dir().join(name);
+        if own.is_dir() {
+            return own;
+        }
+        FOREIGN_SPEC_DIRS
+            .iter()
+            .map(|d| self.root.join(d).join(name))
+            .find(|d| d.join(TASKS_FILE).is_file())
+            .unwrap_or(own)
     }
 
     /// Like `spec`, but a missing spec, or one whose directory does not exist, is an error

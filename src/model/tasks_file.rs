@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::io::project::Project;
 use crate::io::store;
+use crate::model::tasks::format::{self, Beside, Format, Note};
 use crate::model::tasks::text::{fix_anchor, insert_after_block, FixTask};
 use crate::model::tasks::{self, Task, TaskList};
 
@@ -15,6 +16,10 @@ pub(crate) struct LoadedTasks {
     pub path: PathBuf,
     pub text: store::Text,
     pub list: TaskList,
+    /// The format the file is in (specrun's own, or spec-kit's, Kiro's, OpenSpec's).
+    pub format: Format,
+    /// What reading a foreign format took from the file and what it assumed.
+    pub notes: Vec<Note>,
 }
 
 impl LoadedTasks {
@@ -34,12 +39,79 @@ fn find_in<'a>(list: &'a TaskList, path: &Path, id: &str) -> Result<&'a Task> {
 
 pub(crate) fn load(path: &Path) -> Result<LoadedTasks> {
     let text = store::read_text(path, "tasks file")?;
-    let list = tasks::parse(&text);
+    read(path, text, true)
+}
+
+/// Parse `text` (read from `path`) in its format: a foreign format's tasks filled in from
+/// the files beside it when `beside` (requirements.md, the spec's default Verify).
+pub fn read(path: &Path, text: String, beside: bool) -> Result<LoadedTasks> {
+    let mut list = tasks::parse(&text);
+    let fmt = format::detect(&path.to_string_lossy(), &list);
+    let mut notes = Vec::new();
+    if fmt.is_foreign() {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let (requirements, default_verify) = if beside {
+            (
+                optional_text(&dir.join("requirements.md"))?,
+                default_verify(dir)?,
+            )
+        } else {
+            (None, None)
+        };
+        let files = Beside {
+            requirements: requirements.as_deref().filter(|_| fmt == Format::Kiro),
+            default_verify: default_verify.as_deref(),
+        };
+        notes = format::adapt(fmt, &text, &mut list, files);
+    }
     Ok(LoadedTasks {
         path: path.to_path_buf(),
         text: text.into(),
         list,
+        format: fmt,
+        notes,
     })
+}
+
+fn optional_text(path: &Path) -> Result<Option<String>> {
+    match store::read_optional(path)? {
+        None => Ok(None),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| Error::NotUtf8 {
+                path: path.to_path_buf(),
+            }),
+    }
+}
+
+/// The spec's default Verify for tasks without one (`state init --default-verify`), kept
+/// in the spec's bookkeeping beside the user's files.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Defaults {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+}
+
+pub fn default_verify(dir: &Path) -> Result<Option<String>> {
+    let path = dir.join(crate::io::project::DEFAULTS_FILE);
+    let Some(text) = optional_text(&path)? else {
+        return Ok(None);
+    };
+    let d: Defaults = serde_json::from_str(&text).map_err(|e| Error::Task {
+        path: path.clone(),
+        message: format!("not a defaults file ({e})"),
+    })?;
+    Ok(d.verify)
+}
+
+pub fn save_default_verify(dir: &Path, verify: &str) -> Result<()> {
+    let path = dir.join(crate::io::project::DEFAULTS_FILE);
+    let d = Defaults {
+        verify: Some(verify.to_string()),
+    };
+    let text = serde_json::to_string_pretty(&d).expect("defaults serialise") + "\n";
+    store::write_atomic(&path, text.as_bytes())
 }
 
 /// The tasks.md named by `--file`, else the spec's.
@@ -74,10 +146,11 @@ pub(crate) fn read_text(
 /// Set task `id`'s checkbox under the tasks file's lock. Returns whether the file changed.
 pub(crate) fn check(path: &Path, id: &str, checked: bool) -> Result<(bool, String, String)> {
     store::update_text(path, "tasks file", store::DEFAULT_LOCK_WAIT, |text| {
-        let list = tasks::parse(&text);
-        let task = find_in(&list, path, id)?;
+        let loaded = read(path, text, false)?;
+        let (list, text) = (&loaded.list, &loaded.text);
+        let task = find_in(list, path, id)?;
         let out = (task.label(), task.title.clone());
-        match tasks::set_checked(&text, task, checked) {
+        match format::set_checked(loaded.format, text, list, task, checked) {
             Some(new_text) => Ok((Some(new_text), (true, out.0, out.1))),
             None => Ok((None, (false, out.0, out.1))),
         }

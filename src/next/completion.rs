@@ -198,6 +198,10 @@ pub(crate) fn earned_by_task(name: &str, state: &State, tasks: &TaskList) -> Vec
         if !task.checked || baseline.contains(&id) {
             continue;
         }
+        // A Kiro parent closes with its sub-tasks, each of which is judged on its own.
+        if crate::model::tasks::format::closed_by_children(tasks, task.index) {
+            continue;
+        }
         let why = match last {
             Some(a) if status_of(a) == "done" => continue,
             Some(a) => format!("its last attempt ({}) is {}", n_of(a), status_of(a)),

@@ -8,6 +8,7 @@
 //! a multi-line string in a task's text) or text is `scan`'s one reading. A nested item
 //! is a task of its own that runs before its parent (`next_index`). Pure: text in, data out.
 
+pub mod format;
 pub mod lint;
 mod scan;
 pub mod text;
@@ -106,6 +107,8 @@ pub struct TaskList {
     pub unread: Vec<Unread>,
     /// The 1-based line of a fence that is never closed (it runs to the end of the file).
     pub unclosed_fence: Option<usize>,
+    /// A parent's box closes with its required sub-tasks (Kiro: `format::adapt` sets it).
+    pub parents_close: bool,
 }
 
 /// Why a line that looks like a task is not one.
@@ -188,7 +191,8 @@ impl TaskList {
 
     /// `next_index` once the task at `done` is checked too (what `task complete` moves to).
     pub fn next_index_after(&self, done: usize) -> usize {
-        self.next_index_where(|t| t.checked || t.index == done)
+        let closed = format::parents_closed_by(self, done);
+        self.next_index_where(|t| t.checked || t.index == done || closed.contains(&t.index))
     }
 
     fn next_index_where(&self, checked: impl Fn(&Task) -> bool) -> usize {
@@ -745,6 +749,7 @@ pub fn parse(text: &str) -> TaskList {
         crlf: text.contains("\r\n"),
         unread: iter.unread,
         unclosed_fence: iter.scanner.unclosed.0,
+        parents_close: false,
     }
 }
 
