@@ -14,14 +14,14 @@ const MAX_DEPTH: usize = 4;
 
 /// One program the command runs: its name (the last path part) and its arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     pub program: String,
     pub args: Vec<String>,
 }
 
 impl Invocation {
     /// The first argument that is not an option (a subcommand: `cargo test`, `go vet`).
-    pub fn subcommand(&self) -> Option<&str> {
+    pub(crate) fn subcommand(&self) -> Option<&str> {
         let mut skip_next = false;
         for a in &self.args {
             if skip_next {
@@ -45,7 +45,7 @@ impl Invocation {
     }
 
     /// `program` or `program subcommand`, as a claim names it (`cargo clippy`, `ruff`).
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self.subcommand() {
             Some(s) if SUBCOMMANDED.contains(&self.program.as_str()) => {
                 format!("{} {s}", self.program)
@@ -65,7 +65,7 @@ const SUBCOMMANDED: &[&str] = &[
 /// read as `sh` reads them; `;`, `&`, `|`, `&&`, `||`, newlines, `(`, `)`, `` ` `` and `$(`
 /// separate commands; redirections and their targets are dropped. Not a full grammar:
 /// what it cannot read (a variable as the program) names no known program.
-pub fn simple_commands(line: &str) -> Vec<Vec<String>> {
+pub(crate) fn simple_commands(line: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
@@ -170,7 +170,10 @@ fn drop_redirections(words: Vec<String>) -> Vec<String> {
 
 /// The programs `command` runs, past wrappers; `script` gives a package script's text
 /// (`npm test` → package.json's `scripts.test`), `None` when there is none.
-pub fn invocations(command: &str, script: &dyn Fn(&str) -> Option<String>) -> Vec<Invocation> {
+pub(crate) fn invocations(
+    command: &str,
+    script: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Invocation> {
     let mut out = Vec::new();
     collect(command, script, 0, &mut out);
     out
@@ -200,7 +203,7 @@ fn collect(
 }
 
 /// The test runners among the programs `command` runs.
-pub fn runners(command: &str, script: &dyn Fn(&str) -> Option<String>) -> BTreeSet<Runner> {
+pub(crate) fn runners(command: &str, script: &dyn Fn(&str) -> Option<String>) -> BTreeSet<Runner> {
     invocations(command, script)
         .iter()
         .filter_map(runner_of)
@@ -208,7 +211,7 @@ pub fn runners(command: &str, script: &dyn Fn(&str) -> Option<String>) -> BTreeS
 }
 
 /// The test runner an invocation is, if any.
-pub fn runner_of(inv: &Invocation) -> Option<Runner> {
+pub(crate) fn runner_of(inv: &Invocation) -> Option<Runner> {
     let has = |w: &str| inv.args.iter().any(|a| a == w);
     match inv.program.as_str() {
         "cargo" => match inv.subcommand()? {
@@ -299,7 +302,7 @@ fn options(rest: &[String], valued: &[&str], assignments: bool) -> usize {
 }
 
 /// `NAME=value`.
-pub fn is_assignment(word: &str) -> bool {
+pub(crate) fn is_assignment(word: &str) -> bool {
     word.split_once('=').is_some_and(|(name, _)| {
         !name.is_empty()
             && !name.starts_with(|c: char| c.is_ascii_digit())
@@ -309,7 +312,7 @@ pub fn is_assignment(word: &str) -> bool {
 
 /// The variables a command sets for itself (`NAME=v cmd`, `env NAME=v cmd`): a plan that
 /// needs `NODE_OPTIONS` writes it into its Verify command, where the record shows it.
-pub fn assigned(command: &str) -> BTreeSet<String> {
+pub(crate) fn assigned(command: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for words in simple_commands(command) {
         let mut env = false;
@@ -343,7 +346,7 @@ fn shell_string(inv: &Invocation) -> Option<String> {
 
 /// The name of the project target an invocation runs: a package script (`npm run lint`),
 /// or a `make`/`just`/`task` target (`make test`).
-pub fn script_name(inv: &Invocation) -> Option<String> {
+pub(crate) fn script_name(inv: &Invocation) -> Option<String> {
     match inv.program.as_str() {
         "make" | "gmake" | "just" | "task" => inv.subcommand().map(str::to_string),
         _ => package_script(inv),

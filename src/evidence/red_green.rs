@@ -14,7 +14,7 @@ use crate::support::shell;
 
 /// A criterion covered by tests that passed now, to be shown red at the start commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Probe {
+pub(crate) struct Probe {
     pub criterion: String,
     pub text: String,
     pub tests: Vec<String>,
@@ -24,7 +24,7 @@ pub struct Probe {
 
 /// One run at the start commit: the command and the probes it judges.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan {
+pub(crate) struct Plan {
     pub command: String,
     /// `None` when the name filter was applied; else why the command runs whole.
     pub unfiltered: Option<String>,
@@ -33,14 +33,14 @@ pub struct Plan {
 
 /// What the run at the start commit showed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ran {
+pub(crate) struct Ran {
     pub exit: i32,
     pub timed_out: bool,
     pub report: Report,
 }
 
 /// The runs to make: one per distinct Verify command, filtered to all its probes' tests.
-pub fn plan(probes: &[Probe]) -> Vec<Plan> {
+pub(crate) fn plan(probes: &[Probe]) -> Vec<Plan> {
     let mut out: Vec<Plan> = Vec::new();
     for p in probes {
         match out.iter_mut().find(|pl| pl.probes[0].command == p.command) {
@@ -82,7 +82,7 @@ enum Kind {
 }
 
 /// `command` narrowed to `tests`, or why it cannot be.
-pub fn filtered(command: &str, tests: &[String]) -> Result<String, String> {
+pub(crate) fn filtered(command: &str, tests: &[String]) -> Result<String, String> {
     if command.contains([
         '|', '&', ';', '$', '`', '(', ')', '<', '>', '\n', '\'', '"', '\\',
     ]) {
@@ -235,7 +235,7 @@ fn regex_escape(s: &str) -> String {
 
 /// How one mapped test stood at the start commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Before {
+pub(crate) enum Before {
     /// Failed, skipped or absent: red, as it should be.
     Red,
     /// Passed without the change: it proves nothing for the criterion.
@@ -245,7 +245,7 @@ pub enum Before {
 }
 
 /// The state of `test` in the run at the start commit.
-pub fn before(ran: &Ran, test: &str) -> Before {
+pub(crate) fn before(ran: &Ran, test: &str) -> Before {
     if ran.timed_out {
         return Before::Unknown;
     }
@@ -268,7 +268,7 @@ pub fn before(ran: &Ran, test: &str) -> Before {
 
 /// The findings of one plan's run: one line per criterion not shown red, naming it, the
 /// run at the start commit (command, exit) and the test that passed there.
-pub fn judge(plan: &Plan, ran: &Ran, start: &str) -> Vec<String> {
+pub(crate) fn judge(plan: &Plan, ran: &Ran, start: &str) -> Vec<String> {
     let mut out = Vec::new();
     let whole = plan
         .unfiltered

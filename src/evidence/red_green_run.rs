@@ -27,7 +27,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(600);
 const MAX_COPY_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The task's criteria covered by tests now, each with the Verify command that passed them.
-pub fn probes(matrix: &Matrix, task: &str) -> Vec<Probe> {
+pub(crate) fn probes(matrix: &Matrix, task: &str) -> Vec<Probe> {
     let mut out = Vec::new();
     for row in matrix
         .for_task(task)
@@ -75,7 +75,7 @@ fn passing_run<'a>(runs: &'a [Run], test: &str) -> Option<&'a Run> {
 
 /// One line per criterion of `task` whose tests are not shown red at `start`. An error
 /// (the start commit gone, the worktree not made) is one line too: never a silent pass.
-pub fn unmet(
+pub(crate) fn unmet(
     project: &Project,
     spec: &Spec,
     matrix: &Matrix,
@@ -244,14 +244,14 @@ impl Drop for StartTree {
 /// What red-before decides was judged from: the attempt's start, the task's and phase's
 /// evidence records and the criteria's mappings. Lines judged from one key hold for any
 /// state and store with the same key.
-pub type Key = (
+pub(crate) type Key = (
     String,
     Option<serde_json::Value>,
     Option<serde_json::Value>,
     Store,
 );
 
-pub fn key(spec: &Spec, state: &State, task: &Task) -> Option<Key> {
+pub(crate) fn key(spec: &Spec, state: &State, task: &Task) -> Option<Key> {
     let start = proof::attempt_start(state, &task.label())?;
     let record = |slot: Slot| slot.record_of(state).cloned();
     Some((
@@ -264,7 +264,7 @@ pub fn key(spec: &Spec, state: &State, task: &Task) -> Option<Key> {
 
 /// Whether this execution shows criteria red before the change (`redGreen`, set by
 /// `state init`; an execution started before keeps the old behaviour).
-pub fn enabled(state: &State) -> bool {
+pub(crate) fn enabled(state: &State) -> bool {
     state.acceptance_gate() && state.red_green()
 }
 
@@ -272,7 +272,7 @@ pub fn enabled(state: &State) -> bool {
 /// tests are not shown to fail at the attempt's start commit. Empty while the criteria are
 /// not covered yet (the criteria gate refuses that first, and the runs would be wasted),
 /// when the execution does not ask for it, or without git.
-pub fn check(
+pub(crate) fn check(
     project: &Project,
     spec: &Spec,
     state: &State,

@@ -342,7 +342,7 @@ fn test_runners(tree: &std::path::Path, command: &str) -> std::collections::BTre
 /// search path, a startup file, an agent): removed from a verify command's environment
 /// unless the command sets them itself. The list and why: DESIGN-NOTES "Inbox: a run is
 /// genuine". Any `DYLD_…` goes too.
-pub const LOADER_VARIABLES: &[&str] = &[
+pub(crate) const LOADER_VARIABLES: &[&str] = &[
     "NODE_OPTIONS",
     "NODE_PATH",
     "NODE_REPL_EXTERNAL_MODULE",

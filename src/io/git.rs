@@ -100,7 +100,7 @@ pub(crate) fn scan_run(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Res
 
 /// Which of `paths` (relative to `dir`) git ignores (`git check-ignore`; a tracked file is
 /// never ignored). Exit 1 is git's "none of them".
-pub fn ignored(dir: &Path, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {
+pub(crate) fn ignored(dir: &Path, paths: &[String]) -> Result<std::collections::BTreeSet<String>> {
     let mut input = Vec::new();
     for p in paths {
         input.extend_from_slice(p.as_bytes());

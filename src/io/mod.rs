@@ -10,4 +10,4 @@ pub(crate) mod process;
 pub mod project;
 pub(crate) mod record;
 pub mod store;
-pub mod watch;
+pub(crate) mod watch;

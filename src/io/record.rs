@@ -72,7 +72,7 @@ pub(crate) fn execution_path(root: &Path, spec: &str) -> Option<PathBuf> {
 /// One project's record directory opened once (the PreToolUse fast allow reads the
 /// session's binding and the execution's record through it); `Ok(None)` when it does not
 /// exist or no variable names one.
-pub fn open_dir(root: &Path) -> Result<Option<store::Beneath>> {
+pub(crate) fn open_dir(root: &Path) -> Result<Option<store::Beneath>> {
     match project_dir(root) {
         // The base is canonical and the last step is opened without following a link.
         Some(dir) => store::Beneath::open(&dir, true),
@@ -82,7 +82,7 @@ pub fn open_dir(root: &Path) -> Result<Option<store::Beneath>> {
 
 /// The raw bytes of `sessions/<session>.json` or `executions/<spec>.json` (`kind`) in an
 /// opened record directory.
-pub fn read_in(dir: &store::Beneath, kind: &str, name: &str) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_in(dir: &store::Beneath, kind: &str, name: &str) -> Result<Option<Vec<u8>>> {
     let file = format!("{}.json", component(name));
     dir.read(&[kind, &file], MAX_RECORD)
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// What the watch saw: paths relative to the root, and whether the kernel dropped events.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Seen {
+pub(crate) struct Seen {
     pub paths: BTreeSet<String>,
     /// The kernel's queue overflowed (or a watch could not be added): anything may have changed.
     pub overflow: bool,
@@ -40,7 +40,7 @@ mod imp {
         | libc::IN_MOVE_SELF
         | libc::IN_ONLYDIR;
 
-    pub struct Watch {
+    pub(crate) struct Watch {
         stop: Arc<AtomicBool>,
         thread: JoinHandle<Seen>,
     }
@@ -146,7 +146,7 @@ mod imp {
         }
     }
 
-    pub fn start(root: &Path, dirs: &BTreeSet<String>) -> std::io::Result<Watch> {
+    pub(crate) fn start(root: &Path, dirs: &BTreeSet<String>) -> std::io::Result<Watch> {
         // SAFETY: plain syscall; the descriptor is owned below.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
@@ -190,7 +190,7 @@ mod imp {
 
     impl Watch {
         /// Stop watching: everything the kernel queued until now is read first.
-        pub fn finish(self) -> Seen {
+        pub(crate) fn finish(self) -> Seen {
             self.stop.store(true, Ordering::Release);
             self.thread.join().unwrap_or(Seen {
                 paths: BTreeSet::new(),
@@ -220,7 +220,7 @@ mod imp {
     }
 }
 
-pub use imp::{start, Watch};
+pub(crate) use imp::start;
 
 #[cfg(all(test, target_os = "linux"))]
 #[allow(clippy::disallowed_methods)]

@@ -44,7 +44,8 @@ pub(crate) fn load(path: &Path) -> Result<LoadedTasks> {
 
 /// Parse `text` (read from `path`) in its format: a foreign format's tasks filled in from
 /// the files beside it when `beside` (requirements.md, the spec's default Verify).
-pub fn read(path: &Path, text: String, beside: bool) -> Result<LoadedTasks> {
+pub(crate) fn read(path: &Path, text: impl Into<store::Text>, beside: bool) -> Result<LoadedTasks> {
+    let text: store::Text = text.into();
     let mut list = tasks::parse(&text);
     let fmt = format::detect(&path.to_string_lossy(), &list);
     let mut notes = Vec::new();
@@ -66,7 +67,7 @@ pub fn read(path: &Path, text: String, beside: bool) -> Result<LoadedTasks> {
     }
     Ok(LoadedTasks {
         path: path.to_path_buf(),
-        text: text.into(),
+        text,
         list,
         format: fmt,
         notes,
@@ -88,12 +89,12 @@ fn optional_text(path: &Path) -> Result<Option<String>> {
 /// in the spec's bookkeeping beside the user's files.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Defaults {
+pub(crate) struct Defaults {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<String>,
 }
 
-pub fn default_verify(dir: &Path) -> Result<Option<String>> {
+pub(crate) fn default_verify(dir: &Path) -> Result<Option<String>> {
     let path = dir.join(crate::io::project::DEFAULTS_FILE);
     let Some(text) = optional_text(&path)? else {
         return Ok(None);
@@ -105,7 +106,7 @@ pub fn default_verify(dir: &Path) -> Result<Option<String>> {
     Ok(d.verify)
 }
 
-pub fn save_default_verify(dir: &Path, verify: &str) -> Result<()> {
+pub(crate) fn save_default_verify(dir: &Path, verify: &str) -> Result<()> {
     let path = dir.join(crate::io::project::DEFAULTS_FILE);
     let d = Defaults {
         verify: Some(verify.to_string()),

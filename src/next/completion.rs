@@ -235,7 +235,7 @@ fn full_check(tasks: &TaskList) -> Option<&str> {
 
 /// The `verify run` that records the execution evidence: the command it last ran, else
 /// the plan's full check. `finish`, the Stop hook and `status`'s shell step name it alike.
-pub fn execution_check(name: &str, state: &State, tasks: &TaskList) -> String {
+pub(crate) fn execution_check(name: &str, state: &State, tasks: &TaskList) -> String {
     let command = state
         .verification_block("execution")
         .and_then(|b| b.get("command"))

@@ -24,7 +24,7 @@ pub fn merge_into(target: &mut Value, patch: &Value) {
 /// to the line's end without the trailing comma (`{` or `[` for a nested value). A document
 /// in another shape finds nothing, so a caller that allows only on what it finds allows no
 /// more than a full parse would. One pass over the lines, no parse: the hooks' fast allow.
-pub fn pretty_top_level<'a>(bytes: &'a [u8], key: &str) -> Vec<&'a [u8]> {
+pub(crate) fn pretty_top_level<'a>(bytes: &'a [u8], key: &str) -> Vec<&'a [u8]> {
     let mut found = Vec::new();
     let mut start = 0;
     for end in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())) {
