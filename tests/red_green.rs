@@ -151,17 +151,20 @@ fn a_start_commit_rebased_away_is_refused_not_passed() {
 
 #[test]
 fn a_runner_without_a_name_filter_runs_whole_and_says_so() {
-    let tasks = NODE_TASKS.replace("`node --test`", "`sh run-tests.sh`");
+    let tasks = NODE_TASKS.replace("`node --test`", "`npm test`");
     let p = project(&tasks, &[]);
     p.write("lib/add.js", ADD_BEFORE);
-    p.write("run-tests.sh", "node --test\n");
-    p.commit_all("the adder, not adding yet, and its test script");
+    p.write(
+        "package.json",
+        "{\"name\": \"adder\", \"scripts\": {\"test\": \"node --test\"}}\n",
+    );
+    p.commit_all("the adder, not adding yet, and its package script");
     run(&p, &["task", "start", "1.1"]);
-    change(&p, "sh run-tests.sh", PROVES_NOTHING);
+    change(&p, "npm test", PROVES_NOTHING);
     let (code, out, _) = run(&p, &["task", "complete", "1.1", "--check"]);
     assert_eq!(code, 1, "{out}");
     assert!(
-        out.contains("`sh run-tests.sh` (run whole, without a name filter: `sh` is not a runner whose tests can be selected by name"),
+        out.contains("`npm test` (run whole, without a name filter: `npm` is not a runner whose tests can be selected by name"),
         "{out}"
     );
     assert!(

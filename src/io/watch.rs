@@ -50,6 +50,9 @@ mod imp {
         root: PathBuf,
         dirs: HashMap<i32, String>,
         seen: Seen,
+        /// Directories created during the run, and those moved away (by rename cookie).
+        created_dirs: BTreeSet<String>,
+        moved_from: HashMap<u32, String>,
     }
 
     impl State {
@@ -77,6 +80,35 @@ mod imp {
             } else {
                 self.seen.paths.insert(rel);
             }
+        }
+
+        /// A directory created during the run and then renamed (cargo builds `target/` as
+        /// `target<random>` and renames it into place): what was seen under the old name is
+        /// named under the new one, so the ignore rules judge where it ended. A file moved,
+        /// or a directory that existed before the run, keeps its old name too.
+        fn renamed(&mut self, from: &str, to: &str) -> bool {
+            if !self.created_dirs.remove(from) {
+                return false;
+            }
+            let under = format!("{from}/");
+            let moved: Vec<String> = self
+                .seen
+                .paths
+                .iter()
+                .filter(|p| p.as_str() == from || p.starts_with(&under))
+                .cloned()
+                .collect();
+            for p in moved {
+                self.seen.paths.remove(&p);
+                self.seen.paths.insert(format!("{to}{}", &p[from.len()..]));
+            }
+            for d in self.dirs.values_mut() {
+                if d.as_str() == from || d.starts_with(&under) {
+                    *d = format!("{to}{}", &d[from.len()..]);
+                }
+            }
+            self.created_dirs.insert(to.to_string());
+            true
         }
 
         /// A directory that appeared: watch it and everything below it, naming what it holds.
@@ -135,9 +167,22 @@ mod imp {
                     (true, false) => name,
                     (false, false) => format!("{dir}/{name}"),
                 };
-                let new_dir = ev.mask & libc::IN_ISDIR != 0
-                    && ev.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0;
-                if new_dir {
+                let is_dir = ev.mask & libc::IN_ISDIR != 0;
+                if is_dir && ev.mask & libc::IN_MOVED_FROM != 0 {
+                    self.moved_from.insert(ev.cookie, rel.clone());
+                }
+                if is_dir && ev.mask & libc::IN_MOVED_TO != 0 {
+                    if let Some(from) = self.moved_from.remove(&ev.cookie) {
+                        if self.renamed(&from, &rel) {
+                            continue;
+                        }
+                        self.note(from);
+                    }
+                }
+                if is_dir && ev.mask & libc::IN_CREATE != 0 {
+                    self.created_dirs.insert(rel.clone());
+                }
+                if is_dir && ev.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0 {
                     self.adopt(rel.clone());
                 }
                 self.note(rel);
@@ -159,6 +204,8 @@ mod imp {
             root: root.to_path_buf(),
             dirs: HashMap::new(),
             seen: Seen::default(),
+            created_dirs: BTreeSet::new(),
+            moved_from: HashMap::new(),
         };
         for d in dirs {
             if !state.add(d) {
@@ -244,5 +291,27 @@ mod tests {
         assert!(seen.paths.contains("new"), "{seen:?}");
         let w = start(dir.path(), &dirs).unwrap();
         assert_eq!(w.finish(), Seen::default());
+    }
+
+    #[test]
+    fn a_directory_made_during_the_run_and_renamed_into_place_is_named_where_it_ended() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("conftest.py"), "").unwrap();
+        let dirs: BTreeSet<String> = ["".to_string()].into();
+        let w = start(dir.path(), &dirs).unwrap();
+        // cargo's way of making target/: a temporary name, filled, renamed into place.
+        std::fs::create_dir(dir.path().join("targetXYZ")).unwrap();
+        std::fs::write(dir.path().join("targetXYZ/CACHEDIR.TAG"), "x").unwrap();
+        std::fs::rename(dir.path().join("targetXYZ"), dir.path().join("target")).unwrap();
+        // A file renamed keeps both names: moving a file out of sight is seen.
+        std::fs::rename(dir.path().join("conftest.py"), dir.path().join("moved.py")).unwrap();
+        let seen = w.finish();
+        assert!(seen.paths.contains("target"), "{seen:?}");
+        assert!(
+            !seen.paths.iter().any(|p| p.starts_with("targetXYZ")),
+            "{seen:?}"
+        );
+        assert!(seen.paths.contains("conftest.py"), "{seen:?}");
+        assert!(seen.paths.contains("moved.py"), "{seen:?}");
     }
 }
