@@ -203,6 +203,34 @@ fn a_file_swapped_in_and_back_while_the_command_runs_makes_the_record_stale() {
     assert!(out.contains("\"fresh\""), "{out}");
 }
 
+/// Regression (e2e_15 under load): a sibling's state write in flight while a member's
+/// Verify runs (the store's temp file beside the state, a lock sidecar) is bookkeeping, as
+/// the fingerprint already says; the watch staled the record.
+#[test]
+fn bookkeeping_written_in_flight_while_the_command_runs_leaves_the_record_fresh() {
+    let p = setup();
+    p.write("lib/add.js", "module.exports = (a, b) => a + b;\n");
+    p.commit_all("adder");
+    let in_flight = format!(
+        "t=specs/{SPEC}/..specrun-state.json.specrun-tmp-Ab12Cd; echo '{{' > $t; rm $t; \
+         : > specs/{SPEC}/.progress.md.lock; t=specs/.current-spec.specrun-tmp-x9; echo x > $t; rm $t; \
+         node --test"
+    );
+    let (code, err) = verify(&p, &in_flight, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("changed while"), "{err}");
+    let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
+    assert!(out.contains("\"fresh\""), "{out}");
+    // The control: a temp-looking name that is not the store's (no leading dot) is a file.
+    let (code, err) = verify(
+        &p,
+        "echo x > lib/specrun-tmp-x.js; rm lib/specrun-tmp-x.js; node --test",
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("changed while"), "{err}");
+}
+
 /// The executor's SubagentStop with `message`, as Claude Code sends it: the hook's stdout.
 fn executor_stop(p: &TempProject, message: &str) -> String {
     let input = serde_json::json!({
