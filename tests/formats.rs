@@ -394,3 +394,28 @@ fn a_hand_ticked_kiro_parent_is_refused() {
         "{out}{err}"
     );
 }
+
+/// `tasks lint` on a foreign spec without a default Verify names the person's flag at a
+/// shell only: inside Claude Code the model reads it, and the default is not its choice.
+#[test]
+fn lint_names_the_default_verify_flag_to_a_person_only() {
+    let p = kiro();
+    let (_, out, _) = run(&p, &["tasks", "lint", "--spec", "albums"]);
+    assert!(
+        out.contains("specrun state init --default-verify CMD"),
+        "{out}"
+    );
+    let inside = p
+        .specrun()
+        .env("CLAUDECODE", "1")
+        .args(["tasks", "lint", "--spec", "albums"])
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&inside.stdout),
+        String::from_utf8_lossy(&inside.stderr)
+    );
+    assert!(said.contains("a person's choice"), "{said}");
+    crate::roles::assert_no_persons_command(&said, "tasks lint inside Claude Code");
+}

@@ -60,6 +60,20 @@ pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
                         };
                         output::line(&format!("  {kind}: {}", n.message));
                     }
+                    // The person's way to a default Verify, named at a shell only: inside
+                    // Claude Code the model reads this and the choice is not its own.
+                    if list
+                        .tasks
+                        .iter()
+                        .any(|t| t.verify.is_none() && t.no_verify.is_none())
+                    {
+                        output::line(&format!(
+                            "  fix: {}",
+                            crate::claude::roles::for_person(
+                                "specrun state init --default-verify CMD"
+                            )
+                        ));
+                    }
                 }
                 for f in &findings {
                     output::line(&finding_line(&path, f));

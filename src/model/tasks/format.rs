@@ -169,12 +169,12 @@ fn verify_default(list: &mut TaskList, default: Option<&str>, notes: &mut Vec<No
                 list.tasks[i].verify = Some(cmd.to_string());
             }
             notes.push(assumed(format!(
-                "the format has no Verify per task: {} task(s) take the spec's default Verify `{cmd}` (set at `state init --default-verify`)",
+                "the format has no Verify per task: {} task(s) take the spec's default Verify `{cmd}` (a person's choice, set at `state init`)",
                 bare.len()
             )));
         }
         None => notes.push(assumed(format!(
-            "the format has no Verify per task and this spec has no default: {} task(s) have no Verify (give one with `state init --default-verify CMD`, or a `**Verify**:` line under a task)",
+            "the format has no Verify per task and this spec has no default: {} task(s) have no Verify (the spec's default Verify is a person's choice; or a `**Verify**:` line under a task)",
             bare.len()
         ))),
     }
