@@ -218,7 +218,7 @@ fn commands(root: &Path) -> Vec<(String, Vec<String>, Vec<u8>)> {
 /// a verb gets `common::BOUND`.
 fn bound(command: &str) -> Duration {
     let hooks: Value =
-        serde_json::from_str(include_str!("../hooks/hooks.json")).expect("hooks.json");
+        serde_json::from_str(include_str!("../plugin/hooks/hooks.json")).expect("hooks.json");
     let event = match command {
         "hook stop" => "Stop",
         "hook subagent-stop" => "SubagentStop",

@@ -24,7 +24,7 @@ pub mod checker {
     /// Every markdown file the plugin ships, sorted.
     pub fn shipped_markdown(root: &Path) -> Vec<PathBuf> {
         let mut files = Vec::new();
-        for dir in ["skills"] {
+        for dir in ["plugin/skills"] {
             for entry in read_dir_sorted(&root.join(dir)) {
                 let skill = entry.join("SKILL.md");
                 if skill.is_file() {
@@ -33,7 +33,7 @@ pub mod checker {
             }
         }
         for dir in [
-            "references",
+            "plugin/references",
             "plugin/agents",
             "plugin/commands",
             "plugin/templates",
@@ -365,19 +365,21 @@ pub mod checker {
     }
 
     /// Plugin paths a file names that do not exist: `${CLAUDE_PLUGIN_ROOT}/…` anywhere,
-    /// `references/<x>.md` anywhere, and relative markdown links.
+    /// `references/<x>.md` anywhere (both under the plugin, the checkout's `plugin/`), and
+    /// relative markdown links.
     pub fn missing_paths(root: &Path, file: &Path, label: &str) -> Vec<String> {
         let text = fs::read_to_string(file).expect("read");
+        let plugin = root.join("plugin");
         let mut missing = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let mut named = Vec::new();
             for (at, _) in line.match_indices("${CLAUDE_PLUGIN_ROOT}/") {
-                named.push(root.join(path_token(&line[at + "${CLAUDE_PLUGIN_ROOT}/".len()..])));
+                named.push(plugin.join(path_token(&line[at + "${CLAUDE_PLUGIN_ROOT}/".len()..])));
             }
             for (at, _) in line.match_indices("references/") {
                 let before = line[..at].chars().last();
                 if matches!(before, None | Some(' ' | '(' | '`' | '"' | '\'')) {
-                    named.push(root.join(path_token(&line[at..])));
+                    named.push(plugin.join(path_token(&line[at..])));
                 }
             }
             for (at, _) in line.match_indices("](") {
@@ -569,16 +571,16 @@ fn label(path: &Path) -> String {
 fn the_plugin_ships_the_expected_markdown() {
     let files: Vec<String> = shipped_markdown(&root()).iter().map(|p| label(p)).collect();
     for expected in [
-        "skills/start/SKILL.md",
-        "skills/implement/SKILL.md",
-        "references/coordinator-pattern.md",
-        "references/executor-workflow.md",
-        "references/self-critique-checklist.md",
-        "references/verification-layers.md",
-        "references/failure-recovery.md",
-        "references/phase-rules.md",
-        "references/commit-discipline.md",
-        "references/last-mile-autopilot.md",
+        "plugin/skills/start/SKILL.md",
+        "plugin/skills/implement/SKILL.md",
+        "plugin/references/coordinator-pattern.md",
+        "plugin/references/executor-workflow.md",
+        "plugin/references/self-critique-checklist.md",
+        "plugin/references/verification-layers.md",
+        "plugin/references/failure-recovery.md",
+        "plugin/references/phase-rules.md",
+        "plugin/references/commit-discipline.md",
+        "plugin/references/last-mile-autopilot.md",
         "plugin/agents/spec-executor.md",
         "plugin/agents/qa-engineer.md",
         "plugin/agents/spec-reviewer.md",
@@ -621,7 +623,7 @@ fn every_plugin_path_and_reference_link_exists() {
 
 #[test]
 fn skills_have_complete_frontmatter_and_short_bodies() {
-    for dir in read_dir_sorted(&root().join("skills")) {
+    for dir in read_dir_sorted(&root().join("plugin/skills")) {
         let path = dir.join("SKILL.md");
         let text = fs::read_to_string(&path).unwrap();
         let (fields, body) = frontmatter(&text).unwrap_or_else(|e| panic!("{}: {e}", label(&path)));
@@ -713,14 +715,14 @@ fn commands_have_a_description_and_may_run_specrun() {
 #[test]
 fn the_manifest_lists_every_agent_and_the_commands_directory() {
     let manifest: serde_json::Value = serde_json::from_str(
-        &fs::read_to_string(root().join(".claude-plugin/plugin.json")).unwrap(),
+        &fs::read_to_string(root().join("plugin/.claude-plugin/plugin.json")).unwrap(),
     )
     .unwrap();
     let listed: Vec<String> = manifest["agents"]
         .as_array()
         .expect("plugin.json agents is an array of files")
         .iter()
-        .map(|v| v.as_str().unwrap().trim_start_matches("./").to_string())
+        .map(|v| format!("plugin/{}", v.as_str().unwrap().trim_start_matches("./")))
         .collect();
     let on_disk: Vec<String> = read_dir_sorted(&root().join("plugin/agents"))
         .iter()
@@ -730,7 +732,7 @@ fn the_manifest_lists_every_agent_and_the_commands_directory() {
     sorted.sort();
     assert_eq!(sorted, on_disk);
     let commands = manifest["commands"].as_str().expect("commands path");
-    assert!(root().join(commands).is_dir(), "{commands}");
+    assert!(root().join("plugin").join(commands).is_dir(), "{commands}");
 }
 
 #[test]
@@ -759,7 +761,7 @@ fn the_result_lines_and_agent_names_match_the_guard() {
     use specrun::api::hooks::{COMPLETION_TOKEN, EXECUTOR_AGENT, TASK_COMPLETE_TOKEN};
 
     let read = |rel: &str| fs::read_to_string(root().join(rel)).unwrap();
-    let implement = read("skills/implement/SKILL.md");
+    let implement = read("plugin/skills/implement/SKILL.md");
     assert!(
         implement.lines().any(|l| l.trim() == COMPLETION_TOKEN),
         "skills/implement/SKILL.md never shows {COMPLETION_TOKEN} alone on a line"
@@ -767,7 +769,7 @@ fn the_result_lines_and_agent_names_match_the_guard() {
     let claim = format!("{TASK_COMPLETE_TOKEN} <id>");
     for rel in [
         "plugin/agents/spec-executor.md",
-        "references/executor-workflow.md",
+        "plugin/references/executor-workflow.md",
     ] {
         assert!(
             read(rel).lines().any(|l| l.trim() == claim),
@@ -775,14 +777,14 @@ fn the_result_lines_and_agent_names_match_the_guard() {
         );
     }
     let manifest: serde_json::Value =
-        serde_json::from_str(&read(".claude-plugin/plugin.json")).unwrap();
+        serde_json::from_str(&read("plugin/.claude-plugin/plugin.json")).unwrap();
     let (plugin, agent) = EXECUTOR_AGENT.split_once(':').expect("plugin:agent");
     assert_eq!(manifest["name"], plugin);
     let (fields, _) = frontmatter(&read(&format!("plugin/agents/{agent}.md"))).unwrap();
     assert_eq!(fields.get("name").map(String::as_str), Some(agent));
 
     // Every `specrun:<item>` the markdown names is a skill, a command or an agent.
-    let mut items: Vec<String> = read_dir_sorted(&root().join("skills"))
+    let mut items: Vec<String> = read_dir_sorted(&root().join("plugin/skills"))
         .iter()
         .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
@@ -814,7 +816,7 @@ fn the_result_lines_and_agent_names_match_the_guard() {
 #[test]
 fn references_agents_and_commands_stay_short() {
     for (dir, max) in [
-        ("references", 800),
+        ("plugin/references", 800),
         ("plugin/agents", 600),
         ("plugin/commands", 300),
     ] {
@@ -961,10 +963,10 @@ use crate::docs_walk::{
 };
 use serde_json::Value;
 
-const SKILL: &str = "skills/implement/SKILL.md";
-const LOOP: &str = "references/coordinator-pattern.md";
-const RECOVERY: &str = "references/failure-recovery.md";
-const LAST_MILE: &str = "references/last-mile-autopilot.md";
+const SKILL: &str = "plugin/skills/implement/SKILL.md";
+const LOOP: &str = "plugin/references/coordinator-pattern.md";
+const RECOVERY: &str = "plugin/references/failure-recovery.md";
+const LAST_MILE: &str = "plugin/references/last-mile-autopilot.md";
 
 /// One plain task (a new file), a `[P]` pair and a `[VERIFY]` checkpoint.
 const WALK_TASKS: &str = "# Tasks\n\n## Phase 1: Build\n\
@@ -1111,13 +1113,13 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
     // The bookkeeping is not committed yet: last-mile asks for that commit, never a push.
     last_mile_row_agrees(&w.json(SKILL, &last_mile), "releasing");
     // commit-discipline.md "At the end": the bookkeeping commit, before the last line.
-    let bookkeeping = read_doc("references/commit-discipline.md");
+    let bookkeeping = read_doc("plugin/references/commit-discipline.md");
     assert!(
         bookkeeping.contains("before the final\n`ALL_TASKS_COMPLETE`"),
         "commit-discipline.md: when to commit the bookkeeping"
     );
     w.ok(
-        "references/commit-discipline.md",
+        "plugin/references/commit-discipline.md",
         "git add -- specs/demo/tasks.md specs/demo/.progress.md && git commit -q -m 'chore(demo): record completed tasks'",
         "",
     );
@@ -1183,7 +1185,7 @@ fn walk_failure_fix_task_and_retry() {
     let w = Walk::new(WALK_TASKS);
     implement_init(&w, "--recovery-mode");
     let (_, start) = doc_command(
-        "references/executor-workflow.md",
+        "plugin/references/executor-workflow.md",
         "specrun task start",
         &[("id", "1.1"), ("name", SPEC)],
     );
@@ -1198,7 +1200,7 @@ fn walk_failure_fix_task_and_retry() {
     // Attempt 1 fails; the retry (step 3) starts again and fails the same way.
     for _ in 0..2 {
         assert_eq!(tasks_next(&w).0.as_deref(), Some("1.1"));
-        w.ok("references/executor-workflow.md", &start, "");
+        w.ok("plugin/references/executor-workflow.md", &start, "");
         fail("1.1");
     }
     // Step 4: the same reason twice becomes a fix task, which is next.
@@ -1222,7 +1224,7 @@ fn walk_failure_fix_task_and_retry() {
     // Delegating anything else now: the executor's start is refused, it reports
     // TASK_FAILED, and the coordinator records that as it records any failure.
     let (_, refused) = doc_command(
-        "references/executor-workflow.md",
+        "plugin/references/executor-workflow.md",
         "specrun task start",
         &[("id", "1.2"), ("name", SPEC)],
     );
@@ -1235,7 +1237,7 @@ fn walk_failure_fix_task_and_retry() {
         "{RECOVERY}: the original is next again"
     );
     // It fails once more: the second fix goes below the first and is next.
-    w.ok("references/executor-workflow.md", &start, "");
+    w.ok("plugin/references/executor-workflow.md", &start, "");
     fail("1.1");
     w.ok(RECOVERY, &insert, "");
     let text = w.p.read("specs/demo/tasks.md");
@@ -1258,11 +1260,11 @@ fn walk_halt_resume_and_implement_again() {
     let w = Walk::new(WALK_TASKS);
     implement_init(&w, "--max-global-iterations 3");
     let (_, start) = doc_command(
-        "references/executor-workflow.md",
+        "plugin/references/executor-workflow.md",
         "specrun task start",
         &[("id", "1.1"), ("name", SPEC)],
     );
-    w.ok("references/executor-workflow.md", &start, "");
+    w.ok("plugin/references/executor-workflow.md", &start, "");
     let stop =
         serde_json::json!({"hook_event_name": "Stop", "last_assistant_message": "still working"});
     for _ in 0..5 {

@@ -8,6 +8,7 @@
 //!
 //! A missing Claude Code fails these tests (see `e2e::runner::client_or_skip`).
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{json, Value};
@@ -39,7 +40,30 @@ fn assert_lists(init: &Value, key: &str, wanted: &[&str]) {
     }
 }
 
-/// Scenario 1: the plugin loads — `claude plugin validate .` passes, and the init event
+/// `claude plugin ARGS` with the harness's HOME, from the checkout: its output, having
+/// succeeded.
+fn claude_plugin(h: &Harness, args: &[&str]) -> String {
+    let out = Command::new(&h.client.path)
+        .arg("plugin")
+        .args(args)
+        .current_dir(plugin_root())
+        .env("HOME", h.home.path())
+        .output()
+        .expect("claude plugin");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "claude plugin {args:?} failed:\n{said}"
+    );
+    said
+}
+
+/// Scenario 1: the plugin loads — `claude plugin validate` passes on the marketplace and
+/// the plugin, a marketplace install copies the plugin folder alone, and the init event
 /// lists specrun's skills, commands and agents with no plugin_errors; its hooks run.
 #[test]
 fn e2e_1_plugin_loads() {
@@ -47,26 +71,47 @@ fn e2e_1_plugin_loads() {
         return;
     };
 
-    let validate = Command::new(&h.client.path)
-        .args(["plugin", "validate", "."])
-        .current_dir(plugin_root())
-        .env("HOME", h.home.path())
-        .output()
-        .expect("claude plugin validate");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&validate.stdout),
-        String::from_utf8_lossy(&validate.stderr)
-    );
-    assert!(
-        validate.status.success(),
-        "claude plugin validate . failed:\n{said}"
-    );
-    assert!(said.contains("Validation passed"), "{said}");
-    assert!(
-        !said.to_lowercase().contains("warning"),
-        "validate warned:\n{said}"
-    );
+    // The marketplace (the checkout) and the plugin it points at (plugin/).
+    for dir in [".", "plugin"] {
+        let said = claude_plugin(&h, &["validate", dir]);
+        assert!(said.contains("Validation passed"), "{said}");
+        assert!(
+            !said.to_lowercase().contains("warning"),
+            "validate {dir} warned:\n{said}"
+        );
+    }
+    // Installed from the checkout as a marketplace, only plugin/ is copied: no build
+    // outputs (target/, .claude-code/) ride along into Claude Code's plugin cache.
+    let checkout = plugin_root().display().to_string();
+    claude_plugin(&h, &["marketplace", "add", &checkout]);
+    claude_plugin(&h, &["install", "specrun@specrun"]);
+    let cache = h.home.path().join(".claude/plugins/cache/specrun/specrun");
+    let installed: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap_or_else(|e| panic!("{}: {e}", cache.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(installed.len(), 1, "{installed:?}");
+    let copy = &installed[0];
+    for shipped in [
+        ".claude-plugin/plugin.json",
+        "bin/specrun",
+        "hooks/hooks.json",
+        "skills",
+    ] {
+        assert!(
+            copy.join(shipped).exists(),
+            "{shipped} not installed in {copy:?}"
+        );
+    }
+    for build in [
+        "target",
+        ".claude-code",
+        ".test-runners",
+        "src",
+        "Cargo.toml",
+    ] {
+        assert!(!copy.join(build).exists(), "{build} copied into {copy:?}");
+    }
 
     let run = h.run(
         vec![Rule::main().turn(0).reply([text("LOADED_OK")])],

@@ -11,11 +11,15 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A copy of the plugin's launcher in a temp plugin root (so target/ is under our control).
+/// A copy of the plugin's launcher in a temp checkout: the plugin is its `plugin/` folder,
+/// the build its `target/` (so target/ is under our control).
 fn plugin_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-    common::copy_executable(&repo().join("bin/specrun"), &dir.path().join("bin/specrun"));
+    std::fs::create_dir_all(dir.path().join("plugin/bin")).unwrap();
+    common::copy_executable(
+        &repo().join("plugin/bin/specrun"),
+        &dir.path().join("plugin/bin/specrun"),
+    );
     dir
 }
 
@@ -43,12 +47,12 @@ const SYS_PATH: &str = "/usr/bin:/bin";
 #[test]
 fn finds_spec_bin_then_release_then_path() {
     let plugin = plugin_copy();
-    let launcher = plugin.path().join("bin/specrun");
+    let launcher = plugin.path().join("plugin/bin/specrun");
     let elsewhere = tempfile::tempdir().unwrap();
     let on_path = fake_binary(&elsewhere.path().join("path-bin"), "path");
     let path_env = format!(
         "{}:{}:{SYS_PATH}",
-        plugin.path().join("bin").display(),
+        plugin.path().join("plugin/bin").display(),
         on_path.parent().unwrap().display()
     );
 
@@ -67,13 +71,13 @@ fn finds_spec_bin_then_release_then_path() {
 #[test]
 fn without_a_binary_hooks_exit_0_silently_and_commands_exit_127() {
     let plugin = plugin_copy();
-    let launcher = plugin.path().join("bin/specrun");
+    let launcher = plugin.path().join("plugin/bin/specrun");
     // Its own bin/ on PATH, plus a second launcher copy: neither may be taken as the binary.
     let other = plugin_copy();
     let path_env = format!(
         "{}:{}:{SYS_PATH}",
-        plugin.path().join("bin").display(),
-        other.path().join("bin").display()
+        plugin.path().join("plugin/bin").display(),
+        other.path().join("plugin/bin").display()
     );
     let out = launch(&launcher, &path_env, None, &["hook", "stop"]);
     assert_eq!(out.status.code(), Some(0));
@@ -81,7 +85,23 @@ fn without_a_binary_hooks_exit_0_silently_and_commands_exit_127() {
     let out = launch(&launcher, &path_env, None, &["status"]);
     assert_eq!(out.status.code(), Some(127));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cargo install --locked --path"), "{err}");
+    // A marketplace copy (the plugin folder alone): the binary comes from a clone.
+    assert!(
+        err.contains("cargo install --locked --path <a clone of specrun>"),
+        "{err}"
+    );
+    // In a checkout, its own path.
+    std::fs::write(plugin.path().join("Cargo.toml"), "").unwrap();
+    let out = launch(&launcher, SYS_PATH, None, &["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let checkout = std::fs::canonicalize(plugin.path()).unwrap();
+    assert!(
+        err.contains(&format!(
+            "cargo install --locked --path \"{}\"",
+            checkout.display()
+        )),
+        "{err}"
+    );
     // A debug build is not picked up (SPECRUN_BIN points at it when wanted).
     fake_binary(&plugin.path().join("target/debug"), "debug");
     assert_eq!(
@@ -94,7 +114,7 @@ fn without_a_binary_hooks_exit_0_silently_and_commands_exit_127() {
 
 #[test]
 fn hooks_json_runs_every_event_through_the_launcher_with_timeouts() {
-    let text = std::fs::read_to_string(repo().join("hooks/hooks.json")).unwrap();
+    let text = std::fs::read_to_string(repo().join("plugin/hooks/hooks.json")).unwrap();
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let hooks = doc["hooks"].as_object().unwrap();
     let mut events: Vec<&str> = hooks.keys().map(String::as_str).collect();
@@ -150,13 +170,13 @@ fn versioned_binary(dir: &Path, name: &str, version: &str, mtime: &str) -> PathB
 #[test]
 fn with_two_binaries_the_newer_one_of_the_plugins_version_wins() {
     let plugin = plugin_copy();
-    std::fs::create_dir_all(plugin.path().join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(plugin.path().join("plugin/.claude-plugin")).unwrap();
     std::fs::write(
-        plugin.path().join(".claude-plugin/plugin.json"),
+        plugin.path().join("plugin/.claude-plugin/plugin.json"),
         "{\n  \"name\": \"specrun\",\n  \"version\": \"9.9.9\"\n}\n",
     )
     .unwrap();
-    let launcher = plugin.path().join("bin/specrun");
+    let launcher = plugin.path().join("plugin/bin/specrun");
     let elsewhere = tempfile::tempdir().unwrap();
     let path_dir = elsewhere.path().join("path-bin");
     let path_env = format!("{}:{SYS_PATH}", path_dir.display());
@@ -199,7 +219,7 @@ fn with_two_binaries_the_newer_one_of_the_plugins_version_wins() {
 #[test]
 fn doctor_says_which_binary_the_launcher_chose() {
     let plugin = plugin_copy();
-    let launcher = plugin.path().join("bin/specrun");
+    let launcher = plugin.path().join("plugin/bin/specrun");
     let bin = common::bin_path();
     let out = launch(&launcher, SYS_PATH, Some(&bin), &["doctor", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

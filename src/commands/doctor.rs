@@ -6,7 +6,7 @@
 //! What can go wrong is a live process holding the lock far longer than specrun ever does
 //! (milliseconds); doctor reports a lock it still cannot take after a grace period.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -97,17 +97,18 @@ pub(crate) fn run(project: &Project, args: DoctorArgs) -> Result<ExitStatus> {
 }
 
 /// The plugin root: `CLAUDE_PLUGIN_ROOT`, else the nearest ancestor of the binary holding
-/// `.claude-plugin/plugin.json`.
+/// `.claude-plugin/plugin.json`, or a checkout's `plugin/` beside its `target/`.
 fn plugin_root() -> Option<PathBuf> {
     if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|r| !r.is_empty()) {
         return Some(PathBuf::from(root));
     }
     let exe = std::env::current_exe().ok()?;
     let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
-    exe.ancestors()
-        .skip(1)
-        .find(|dir| dir.join(".claude-plugin/plugin.json").is_file())
-        .map(Path::to_path_buf)
+    exe.ancestors().skip(1).find_map(|dir| {
+        [dir.to_path_buf(), dir.join("plugin")]
+            .into_iter()
+            .find(|root| root.join(".claude-plugin/plugin.json").is_file())
+    })
 }
 
 /// Which binary the plugin's launcher ran, and why: it says so in SPECRUN_LAUNCHER_CHOICE.

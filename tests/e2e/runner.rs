@@ -53,7 +53,7 @@ impl Client {
     }
 }
 
-/// The repository root, which is the plugin root.
+/// The repository root (its `plugin/` is the plugin, its `.claude-code/` the clients).
 pub fn plugin_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -366,7 +366,7 @@ pub fn run_claude(
         cmd.env("IS_SANDBOX", "1");
     }
     cmd.arg("--plugin-dir")
-        .arg(plugin_root())
+        .arg(plugin_root().join("plugin"))
         .args([
             "--dangerously-skip-permissions",
             "--setting-sources",
