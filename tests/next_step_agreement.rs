@@ -4,7 +4,9 @@
 //! printed. "Agree" (also written down in DESIGN-NOTES): where status's step ends the
 //! run's blocker, finish and the claim's refusal name that very command; while a task
 //! runs they name its `task complete`, whose refusal names status's step; an unclaimed
-//! stop (manual driver) names nothing. The halted state is not walked here yet.
+//! stop (manual driver) names nothing. Halted: status and finish name the person's
+//! command at a shell, the Stop hook (which the model reads) points the person to
+//! `specrun status` and names no person's command, and the step runs as printed.
 
 use serde_json::Value;
 
@@ -254,4 +256,71 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
 fn stop_allows(p: &TempProject) -> String {
     let out = run_hook(p, "stop", stop_stdin(p, "done for now", false, None));
     out.trim().to_string()
+}
+
+/// Halted at the global cap: at a shell `status` and `finish` name the same person's
+/// command; the Stop hook's halt (the model reads it) names none and sends the person to
+/// `specrun status`, as `status` inside Claude Code does; the step runs as printed, and the
+/// execution goes on where it was.
+#[test]
+fn a_halted_run_names_one_step_for_the_person_and_none_to_the_model() {
+    let p = TempProject::git();
+    let mut sh = Shell::new(&p);
+    sh.ok("specrun new greet --goal 'Greet people by name'");
+    p.write("specs/greet/tasks.md", &readme_plan());
+    p.commit_all("plan: greet");
+    sh.ok(&format!(
+        "specrun state init --session-id {SESSION} --max-global-iterations 1"
+    ));
+    let halt = (0..3)
+        .map(|_| run_hook(&p, "stop", stop_stdin(&p, "done for now", false, None)))
+        .find(|out| !out.trim().is_empty())
+        .expect("the cap halts a stop");
+    let halt = json_of(&halt);
+    assert_eq!(halt["continue"], false, "{halt}");
+    let reason = halt["stopReason"].as_str().unwrap();
+    assert!(reason.contains("is halted"), "{reason}");
+    assert!(reason.contains("`specrun status`"), "{reason}");
+    crate::roles::assert_no_persons_command(reason, "the Stop hook's halt");
+
+    let step = status_step(&mut sh);
+    assert!(
+        step.starts_with("specrun resume --spec greet --raise-global "),
+        "{step}"
+    );
+    let finish = sh.sh("specrun finish");
+    assert_eq!(finish.code, 1, "{}", finish.text());
+    let first_unmet = finish
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("- "))
+        .unwrap_or_default();
+    assert!(
+        first_unmet.contains("not-halted") && first_unmet.contains(&format!("`{step}`")),
+        "{}",
+        finish.text()
+    );
+    // Inside Claude Code the same surfaces name no person's command.
+    for args in [&["status"][..], &["finish"]] {
+        let out = p
+            .specrun()
+            .env("CLAUDECODE", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            said.contains("a person decides at a shell"),
+            "{args:?}: {said}"
+        );
+        crate::roles::assert_no_persons_command(&said, &format!("{args:?} inside"));
+    }
+
+    // The person's step, as printed: the run goes on at its next task.
+    sh.ok(&step);
+    assert_eq!(status_step(&mut sh), "specrun task start 1.1 --spec greet");
 }
