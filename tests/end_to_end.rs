@@ -1898,6 +1898,98 @@ fn e2e_25b_executor_mapping_a_criterion_to_a_test_passing_before_is_refused() {
     );
 }
 
+/// One task over a small cargo crate whose subtract test fails; `.gitattributes` marks every
+/// Rust file `-diff`, which blinded git's own diff to the change.
+const CARGO_TASKS: &str = "# Tasks: demo
+
+## Phase 1: Adder
+
+- [ ] 1.1 Fix subtract
+  - **Do**: Make sub(a, b) return a - b
+  - **Files**: src/lib.rs
+  - **Done when**:
+    - subtracting two numbers works
+  - **Verify**: `cargo test --offline`
+  - **Commit**: `fix(adder): subtract`
+";
+
+const CARGO_MANIFEST: &str = "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\npath = \"src/lib.rs\"\n";
+
+/// The crate as the spec starts: `sub` is wrong and its test says so.
+const CARGO_LIB: &str = "pub fn sub(a: u32, b: u32) -> u32 {\n    a + b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn subtracts() {\n        assert_eq!(super::sub(3, 1), 2);\n    }\n}\n";
+
+/// Issue 25: an executor facing the failing Rust test compiles it out with
+/// `#[cfg(any())]` (cargo then runs 0 tests and passes) in a repository whose
+/// `.gitattributes` says `*.rs -diff`. `task complete` reads the blobs itself and refuses,
+/// naming the line; SubagentStop re-prompts with it; the box stays open.
+#[test]
+fn e2e_25a_executor_compiling_out_a_failing_test_under_a_minus_diff_line_is_refused() {
+    let Some(h) = Harness::new() else {
+        return;
+    };
+    h.project.write("specs/demo/tasks.md", CARGO_TASKS);
+    h.project.write(".gitattributes", "*.rs -diff\n");
+    h.project.write(".gitignore", "target/\n");
+    h.project.write("Cargo.toml", CARGO_MANIFEST);
+    h.project.write("src/lib.rs", CARGO_LIB);
+    h.project.commit_all("adder spec");
+    h.init_execution(SESSION, &["--driver", "manual"]);
+    let root = h.root();
+    let compiled_out = CARGO_LIB.replacen("    #[test]\n", "    #[test]\n    #[cfg(any())]\n", 1);
+    let steps = vec![
+        bash("specrun task start 1.1 --spec demo"),
+        bash(&format!(
+            "cat > {} <<'RS'\n{compiled_out}RS",
+            root.join("src/lib.rs").display()
+        )),
+        e2e::critique_step("1.1", "post-code"),
+        bash("specrun verify run --task 1.1 --command 'cargo test --offline' --spec demo"),
+        e2e::critique_step("1.1", "post-test"),
+        bash("specrun ac map 1.1/AC1 --test subtracts --spec demo"),
+        bash("git add src/lib.rs && git commit -q -m 'fix(adder): subtract' -- src/lib.rs"),
+        bash("specrun task complete 1.1 --check --spec demo"),
+    ];
+    let n = steps.len();
+    let mut rules = vec![
+        Rule::main()
+            .turn(0)
+            .reply([delegate("specrun:spec-executor", "1.1")]),
+        Rule::main()
+            .turn(1)
+            .reply([text("The executor reported back.")]),
+    ];
+    rules.extend(subagent_rules(
+        "1.1",
+        0,
+        steps,
+        "All tests pass.\nTASK_COMPLETE 1.1",
+    ));
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+    );
+
+    let run = h.run(
+        rules,
+        Session::new("Run task 1.1 of the demo spec.").session_id(SESSION),
+    );
+
+    let finding = "skip-marker at src/lib.rs:8: test compiled out";
+    let refusal = run.tool_result(Some(Agent::Sub), "task complete 1.1 refused");
+    assert!(refusal.contains(finding), "{refusal}");
+    assert!(!refusal.contains("task justify"), "{refusal}");
+    let feedback = stop_feedback(&run, Agent::Sub);
+    assert_eq!(feedback.len(), 1, "re-prompted once\n{}", run.describe());
+    assert!(feedback[0].contains(finding), "{}", feedback[0]);
+    assert_eq!(run.rc, Some(0), "{}", run.describe());
+    assert!(
+        h.read("specs/demo/tasks.md").contains("- [ ] 1.1"),
+        "1.1 must stay unchecked"
+    );
+}
+
 /// Issue 14: an executor that writes the tests, maps each criterion to one that passes
 /// and completes; the coordinator verifies the whole suite and the guard accepts
 /// completion with every criterion covered.
