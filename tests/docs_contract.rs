@@ -1873,12 +1873,16 @@ pub mod citations {
         found
     }
 
-    /// What a DESIGN-NOTES citation may name: an area (`## ` heading) or the bold lead of
-    /// one of its entries (`- **Lead.** …`), without the final period.
+    /// What a DESIGN-NOTES citation may name: an area (`## ` heading), one of its topics
+    /// (`### `) or the bold lead of one of its entries (`- **Lead.** …`), without the
+    /// final period.
     pub fn notes_names(notes: &str) -> BTreeSet<String> {
         let mut names = BTreeSet::new();
         for line in notes.lines() {
-            if let Some(h) = line.strip_prefix("## ") {
+            if let Some(h) = line
+                .strip_prefix("## ")
+                .or_else(|| line.strip_prefix("### "))
+            {
                 names.insert(h.trim().to_string());
             } else if let Some(rest) = line.trim_start().strip_prefix("- **") {
                 if let Some(end) = rest.find("**") {

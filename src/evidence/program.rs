@@ -3,7 +3,7 @@
 //! `uv run`, `sh -c '…'`, a package manager's script), down to the program that does the
 //! work. Only a run whose program is a test runner yields test results (a `printf` of
 //! runner-shaped lines is not a test run), and a claim ("clippy is clean") needs a run of
-//! that program. DESIGN-NOTES "Inbox: a run is genuine" gives the rules.
+//! that program. DESIGN-NOTES "A run is genuine" gives the rules.
 
 use std::collections::BTreeSet;
 

@@ -343,7 +343,7 @@ fn test_runners(tree: &std::path::Path, command: &str) -> std::collections::BTre
 
 /// Variables that change which code a runtime loads before the tests do (a preload, a
 /// search path, a startup file, an agent): removed from a verify command's environment
-/// unless the command sets them itself. The list and why: DESIGN-NOTES "Inbox: a run is
+/// unless the command sets them itself. The list and why: DESIGN-NOTES "A run is
 /// genuine". Any `DYLD_…` goes too.
 pub(crate) const LOADER_VARIABLES: &[&str] = &[
     "NODE_OPTIONS",

@@ -4,7 +4,7 @@
 //! fingerprints before and after cannot see (a file swapped in and back while the command
 //! runs) is seen here. A directory created during the run is watched from then on, and what
 //! it already holds is named. Where inotify is missing, `start` says so and the caller
-//! decides (DESIGN-NOTES "Inbox: a run is genuine").
+//! decides (DESIGN-NOTES "A run is genuine").
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
