@@ -18,6 +18,7 @@ pub(crate) mod finish;
 pub(crate) mod followup;
 pub(crate) mod goal;
 pub(crate) mod group;
+pub(crate) mod headless;
 pub(crate) mod hook;
 pub(crate) mod last_mile;
 pub(crate) mod learn;
@@ -69,6 +70,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
         Command::Plan(cmd) => plan::run(&Project::discover(cwd)?, cmd),
+        Command::Headless(cmd) => headless::run(&Project::discover(cwd)?, cmd),
     }
 }
 
