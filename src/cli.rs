@@ -95,6 +95,20 @@ pub enum Command {
     /// Unattended runs (CI): a spec through `claude -p`, supervised.
     #[command(subcommand)]
     Headless(HeadlessCommand),
+    /// The unchecked tasks as waves (which run side by side, in order): a CI job matrix.
+    Waves(WavesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WavesArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Only wave N (1-based): with --json, its `strategy.matrix` (`{"include": [...]}`).
+    #[arg(long, value_name = "N")]
+    pub wave: Option<usize>,
+    /// Print JSON: the whole plan (`waves`, one `matrix`, `problems`), or wave N's matrix.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -266,3 +266,38 @@ fn sleeping_in(dir: &Path) -> bool {
                 })
         })
 }
+
+/// `waves --json` as a workflow reads it: the plan, and one wave's matrix alone.
+#[test]
+fn waves_print_the_plan_and_one_waves_matrix() {
+    let p = TempProject::git();
+    p.spec(
+        "demo",
+        "# Tasks\n- [ ] 1.1 [P] A\n- [ ] 1.2 [P] B\n- [ ] 1.3 [VERIFY] Check\n",
+    );
+    let run = |args: &[&str]| {
+        Command::new(bin_path())
+            .current_dir(p.root())
+            .env_remove("CLAUDECODE")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["waves", "--spec", "demo", "--json"]);
+    assert!(out.status.success());
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(plan["waves"].as_array().map(Vec::len), Some(2), "{plan}");
+    assert_eq!(plan["waves"][0]["parallel"], true);
+    assert_eq!(plan["matrix"]["include"][2]["task"], "1.3");
+    let out = run(&["waves", "--spec", "demo", "--wave", "1", "--json"]);
+    let matrix: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        matrix,
+        serde_json::json!({"include": [
+            {"task": "1.1", "title": "A", "wave": 1},
+            {"task": "1.2", "title": "B", "wave": 1}
+        ]})
+    );
+    let out = run(&["waves", "--spec", "demo", "--wave", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "no wave 3");
+}

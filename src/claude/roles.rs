@@ -70,6 +70,7 @@ pub const VERBS: &[(&str, Role)] = &[
     ("plan show", Role::Model),
     ("plan accept", Role::Person),
     ("headless run", Role::Person),
+    ("waves", Role::Model),
 ];
 
 /// The role of `verb` (`"ac confirm"`); `None` for a verb not in `VERBS`.

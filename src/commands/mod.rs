@@ -33,6 +33,7 @@ pub(crate) mod statusline;
 pub(crate) mod task;
 pub(crate) mod tasks;
 pub(crate) mod verify;
+pub(crate) mod waves;
 
 pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let cwd = cli.cwd.as_deref();
@@ -71,6 +72,7 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
         Command::Plan(cmd) => plan::run(&Project::discover(cwd)?, cmd),
         Command::Headless(cmd) => headless::run(&Project::discover(cwd)?, cmd),
+        Command::Waves(args) => waves::run(&Project::discover(cwd)?, args),
     }
 }
 
