@@ -117,6 +117,27 @@ pub enum HeadlessCommand {
     /// plugin, bounded in time and silence, resumed once on a hang; exit 0 only when the
     /// spec completed.
     Run(HeadlessRunArgs),
+    /// The spec's state and evidence (every file under specs/<spec>/) as one JSON bundle with
+    /// a digest, for the next job.
+    Export(HeadlessExportArgs),
+    /// Adopt an exported bundle: its digest and this checkout's tree are checked first.
+    Import(HeadlessImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessExportArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Write the bundle to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessImportArgs {
+    /// The bundle `headless export` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -932,6 +953,8 @@ mod tests {
             &["ac", "confirm", "1/AC1", "--reason", "r"],
             &["plan", "accept"],
             &["headless", "run", "--spec", "demo"],
+            &["headless", "export", "--spec", "demo"],
+            &["headless", "import", "--file", "b.json"],
         ];
         let persons: Vec<&str> = VERBS
             .iter()

@@ -301,3 +301,111 @@ fn waves_print_the_plan_and_one_waves_matrix() {
     let out = run(&["waves", "--spec", "demo", "--wave", "3", "--json"]);
     assert_eq!(out.status.code(), Some(1), "no wave 3");
 }
+
+fn git_clone(from: &Path, to: &Path) {
+    let out = Command::new("git")
+        .args(["clone", "-q"])
+        .arg(from)
+        .arg(to)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn specrun_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin_path())
+        .current_dir(dir)
+        .env_remove("CLAUDECODE")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A job's state and evidence travel as one bundle: adopted by another checkout of the same
+/// tree; refused, with nothing written, when its digest does not match or the tree differs.
+#[test]
+fn export_then_import_adopts_on_the_same_tree_and_refuses_a_tampered_or_foreign_one() {
+    let a = TempProject::git();
+    a.spec("demo", "# Tasks\n- [ ] 1.1 One\n  - **Verify**: `true`\n");
+    a.commit_all("spec");
+    a.init_state("demo");
+    let out = specrun_in(
+        &a.root(),
+        &["verify", "run", "--task", "1.1", "--spec", "demo"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dirs = tempfile::tempdir().unwrap();
+    let dirs_path = std::fs::canonicalize(dirs.path()).unwrap();
+    let bundle = dirs_path.join("bundle.json");
+    let out = specrun_in(
+        &a.root(),
+        &["headless", "export", "--spec", "demo", "--out"]
+            .iter()
+            .copied()
+            .chain([bundle.to_str().unwrap()])
+            .collect::<Vec<_>>(),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let b = dirs_path.join("b");
+    git_clone(&a.root(), &b);
+    let state = "specs/demo/.specrun-state.json";
+    assert!(!b.join(state).exists(), "the state is not committed");
+    let import = |dir: &Path, file: &Path| {
+        specrun_in(
+            dir,
+            &["headless", "import", "--file", file.to_str().unwrap()],
+        )
+    };
+    let out = import(&b, &bundle);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.join(state)).unwrap(),
+        a.read(state),
+        "the state was not adopted as exported"
+    );
+    let st: Value = serde_json::from_str(&std::fs::read_to_string(b.join(state)).unwrap()).unwrap();
+    assert_eq!(st["taskEvidence"]["1.1"]["exitCode"], 0, "{st:#}");
+
+    // Tampered: the evidence's exit code changed, the digest kept.
+    let c = dirs_path.join("c");
+    git_clone(&a.root(), &c);
+    let tampered = dirs_path.join("tampered.json");
+    let text = std::fs::read_to_string(&bundle).unwrap();
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    let key = ".specrun-state.json";
+    let s = v["files"][key]
+        .as_str()
+        .unwrap()
+        .replace("\"exitCode\": 0", "\"exitCode\": 1");
+    v["files"][key] = Value::String(s);
+    std::fs::write(&tampered, v.to_string()).unwrap();
+    let out = import(&c, &tampered);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("digest does not match"));
+    assert!(!c.join(state).exists(), "a tampered bundle wrote the state");
+
+    // Another tree: a commit the bundle's evidence never saw.
+    std::fs::write(c.join("extra.txt"), "x\n").unwrap();
+    let out = import(&c, &bundle);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("this checkout's tree is"), "{err}");
+    assert!(!c.join(state).exists(), "a foreign tree adopted the state");
+}

@@ -70,6 +70,8 @@ pub const VERBS: &[(&str, Role)] = &[
     ("plan show", Role::Model),
     ("plan accept", Role::Person),
     ("headless run", Role::Person),
+    ("headless export", Role::Person),
+    ("headless import", Role::Person),
     ("waves", Role::Model),
 ];
 

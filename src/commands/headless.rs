@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::claude::goal::{parse_version, ClaudeProbe};
 use crate::claude::headless::{self, Ending, Line, Next, Outcome, Verdict};
 use crate::claude::releases::{self, Support};
-use crate::cli::{HeadlessCommand, HeadlessRunArgs};
+use crate::cli::HeadlessRunArgs;
 use crate::commands::exec::Exec;
 use crate::error::{Error, ExitStatus, Result};
 use crate::io::events::Event;
@@ -36,10 +36,8 @@ const AFTER_RESULT: Duration = Duration::from_secs(20);
 /// How often the supervisor looks at the process between stream lines.
 const TICK: Duration = Duration::from_millis(500);
 
-pub(crate) fn run(project: &Project, cmd: HeadlessCommand) -> Result<ExitStatus> {
-    match cmd {
-        HeadlessCommand::Run(args) => run_spec(project, &args),
-    }
+pub(crate) fn run(project: &Project, args: HeadlessRunArgs) -> Result<ExitStatus> {
+    run_spec(project, &args)
 }
 
 /// One attempt as the summary shows it.
