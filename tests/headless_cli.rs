@@ -409,3 +409,33 @@ fn export_then_import_adopts_on_the_same_tree_and_refuses_a_tampered_or_foreign_
     assert!(err.contains("this checkout's tree is"), "{err}");
     assert!(!c.join(state).exists(), "a foreign tree adopted the state");
 }
+
+/// Without --plugin-dir the plugin is the checkout's plugin/ beside this binary
+/// (target/<profile>/specrun); a --plugin-dir that holds no plugin is refused before claude runs.
+#[test]
+fn the_plugin_defaults_to_the_checkouts_and_a_wrong_one_is_refused() {
+    let fake = Fake::new(&["ok"]);
+    let run = |extra: &[&str]| {
+        Command::new(bin_path())
+            .current_dir(fake.project.root())
+            .env_remove("CLAUDECODE")
+            .env("FAKE_CLAUDE_DIR", fake.dir.path())
+            .env("SESSION", SESSION)
+            .args(["headless", "run", "--spec", "demo", "--claude"])
+            .arg(fake.dir.path().join("claude"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--plugin-dir", "nowhere"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("plugin"));
+    assert_eq!(fake.runs(), 0);
+    run(&[]);
+    let plugin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugin");
+    assert!(
+        has_pair(&fake.args(1), "--plugin-dir", &plugin.display().to_string()),
+        "{:?}",
+        fake.args(1)
+    );
+}
