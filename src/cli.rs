@@ -92,6 +92,85 @@ pub enum Command {
     /// The plan frozen at `state init`: show it and what differs; a person accepts a new one.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Unattended runs (CI): a spec through `claude -p`, supervised.
+    #[command(subcommand)]
+    Headless(HeadlessCommand),
+    /// The unchecked tasks as waves (which run side by side, in order): a CI job matrix.
+    Waves(WavesArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WavesArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Only wave N (1-based): with --json, its `strategy.matrix` (`{"include": [...]}`).
+    #[arg(long, value_name = "N")]
+    pub wave: Option<usize>,
+    /// Print JSON: the whole plan (`waves`, one `matrix`, `problems`), or wave N's matrix.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HeadlessCommand {
+    /// A person's or CI's command: run /specrun:implement through `claude -p` with the
+    /// plugin, bounded in time and silence, resumed once on a hang; exit 0 only when the
+    /// spec completed.
+    Run(HeadlessRunArgs),
+    /// The spec's state and evidence (every file under specs/<spec>/) as one JSON bundle with
+    /// a digest, for the next job.
+    Export(HeadlessExportArgs),
+    /// Adopt an exported bundle: its digest and this checkout's tree are checked first.
+    Import(HeadlessImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessExportArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// Write the bundle to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessImportArgs {
+    /// The bundle `headless export` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessRunArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// The Claude Code to run; default: `claude` on PATH.
+    #[arg(long, value_name = "PATH", default_value = "claude")]
+    pub claude: PathBuf,
+    /// The plugin directory; default: the project's plugin/, else the one beside this binary's checkout.
+    #[arg(long, value_name = "DIR")]
+    pub plugin_dir: Option<PathBuf>,
+    /// The session id (a UUID) the run uses; default: a new one.
+    #[arg(long, value_name = "UUID")]
+    pub session_id: Option<String>,
+    /// Wall-clock bound of the whole run, resume included, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 6 * 3600)]
+    pub timeout: u64,
+    /// No-progress bound: an attempt with no stream line for SECS seconds is stopped.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    pub idle_timeout: u64,
+    /// Passed to `claude --max-turns`.
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u64>,
+    /// Passed to `claude --max-budget-usd`.
+    #[arg(long, value_name = "USD", value_parser = non_negative_usd)]
+    pub max_budget_usd: Option<f64>,
+    /// Permissions as `claude --allowedTools LIST` instead of `--dangerously-skip-permissions`.
+    #[arg(long, value_name = "LIST")]
+    pub allowed_tools: Option<String>,
+    /// Print the run's summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -778,6 +857,7 @@ impl Command {
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
             Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
             Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
+            Command::Headless(_) => Some(Decision::RunHeadless),
             Command::State(StateCommand::Init(a)) if a.no_red_green => Some(Decision::SkipRedGreen),
             Command::Verify(VerifyCommand::Run {
                 accept_other: Some(_),
@@ -872,6 +952,9 @@ mod tests {
             &["task", "justify", "1", "--finding", "F1", "--reason", "r"],
             &["ac", "confirm", "1/AC1", "--reason", "r"],
             &["plan", "accept"],
+            &["headless", "run", "--spec", "demo"],
+            &["headless", "export", "--spec", "demo"],
+            &["headless", "import", "--file", "b.json"],
         ];
         let persons: Vec<&str> = VERBS
             .iter()

@@ -3,6 +3,7 @@
 
 pub(crate) mod agents;
 pub mod goal;
+pub(crate) mod headless;
 pub(crate) mod probe;
 pub mod releases;
 pub mod roles;

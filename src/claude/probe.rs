@@ -101,13 +101,18 @@ pub(crate) fn probe_claude(timeout: Duration) -> ClaudeProbe {
     let Some(bin) = find_on_path("claude") else {
         return ClaudeProbe::NotOnPath;
     };
+    probe_claude_at(&bin, timeout)
+}
+
+/// `probe_claude` of the Claude Code at `bin` (`headless run --claude PATH`).
+pub(crate) fn probe_claude_at(bin: &Path, timeout: Duration) -> ClaudeProbe {
     let (Ok(mut out), Ok(mut err)) = (tempfile::tempfile(), tempfile::tempfile()) else {
         return ClaudeProbe::Failed("cannot create a temporary file".into());
     };
     let (Ok(out_w), Ok(err_w)) = (out.try_clone(), err.try_clone()) else {
         return ClaudeProbe::Failed("cannot create a temporary file".into());
     };
-    let mut cmd = Command::new(&bin);
+    let mut cmd = Command::new(bin);
     cmd.arg("--version")
         .stdin(Stdio::null())
         .stdout(out_w)

@@ -69,6 +69,10 @@ pub const VERBS: &[(&str, Role)] = &[
     ("group merge", Role::Model),
     ("plan show", Role::Model),
     ("plan accept", Role::Person),
+    ("headless run", Role::Person),
+    ("headless export", Role::Person),
+    ("headless import", Role::Person),
+    ("waves", Role::Model),
 ];
 
 /// The role of `verb` (`"ac confirm"`); `None` for a verb not in `VERBS`.
@@ -90,6 +94,7 @@ pub enum Decision {
     AcceptPlan,
     SkipRedGreen,
     DefaultVerify,
+    RunHeadless,
 }
 
 impl Decision {
@@ -109,6 +114,7 @@ impl Decision {
             Decision::SkipRedGreen => {
                 "starting an execution whose criteria are not shown red before the change (--no-red-green)"
             }
+            Decision::RunHeadless => "starting an unattended run of a spec (a person's or CI's)",
             Decision::DefaultVerify => {
                 "choosing the Verify of a spec's tasks that have none (what shows each done)"
             }
@@ -206,6 +212,7 @@ mod tests {
             Decision::AcceptOther,
             Decision::SkipRedGreen,
             Decision::DefaultVerify,
+            Decision::RunHeadless,
         ] {
             let text = refuse_person(d).to_string();
             for step in [

@@ -4,11 +4,12 @@
 //! command module (what they share lives in `exec.rs`, the context, or outside `commands/`;
 //! the test below).
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, HeadlessCommand};
 use crate::error::{ExitStatus, Result};
 use crate::io::project::Project;
 
 pub(crate) mod ac;
+pub(crate) mod bundle;
 pub(crate) mod cancel;
 pub(crate) mod completions;
 pub(crate) mod critique;
@@ -18,6 +19,7 @@ pub(crate) mod finish;
 pub(crate) mod followup;
 pub(crate) mod goal;
 pub(crate) mod group;
+pub(crate) mod headless;
 pub(crate) mod hook;
 pub(crate) mod last_mile;
 pub(crate) mod learn;
@@ -32,6 +34,7 @@ pub(crate) mod statusline;
 pub(crate) mod task;
 pub(crate) mod tasks;
 pub(crate) mod verify;
+pub(crate) mod waves;
 
 pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
     let cwd = cli.cwd.as_deref();
@@ -69,6 +72,14 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
         Command::Cancel(args) => cancel::run(&Project::discover(cwd)?, args),
         Command::Group(cmd) => group::run(&Project::discover(cwd)?, cmd),
         Command::Plan(cmd) => plan::run(&Project::discover(cwd)?, cmd),
+        Command::Headless(HeadlessCommand::Export(a)) => {
+            bundle::export(&Project::discover(cwd)?, a)
+        }
+        Command::Headless(HeadlessCommand::Import(a)) => {
+            bundle::import(&Project::discover(cwd)?, a)
+        }
+        Command::Headless(HeadlessCommand::Run(a)) => headless::run(&Project::discover(cwd)?, a),
+        Command::Waves(args) => waves::run(&Project::discover(cwd)?, args),
     }
 }
 

@@ -144,6 +144,17 @@ pub(crate) enum Event<'a> {
         passed: bool,
         group_status: &'a str,
     },
+    /// `headless run`: one `claude -p` attempt and how it ended; `result` is the `result`
+    /// event's subtype, cost, turns and permission denials when one arrived (issue 29).
+    Headless {
+        attempt: usize,
+        session_id: &'a str,
+        resumed: bool,
+        ending: &'static str,
+        detail: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a Value>,
+    },
     Notify(Notify<'a>),
     /// A verb that refused, its tag its own (`task-start`, `resume`, `finish`,
     /// `followup-add`, …): the task it was about, and what was unmet.

@@ -7,3 +7,4 @@ pub mod state;
 pub mod tasks;
 pub(crate) mod tasks_file;
 pub(crate) mod unmet;
+pub(crate) mod waves;

@@ -68,6 +68,8 @@ pub struct Rule {
     reply: Vec<Block>,
     /// The reply's `usage.output_tokens` (10 unless set).
     output_tokens: Option<u64>,
+    /// Hold the answer this long after logging the request (a model that never answers).
+    stall: Option<Duration>,
 }
 
 impl Rule {
@@ -84,6 +86,7 @@ impl Rule {
             times: 1,
             reply: Vec::new(),
             output_tokens: None,
+            stall: None,
         }
     }
     pub fn main() -> Rule {
@@ -139,6 +142,12 @@ impl Rule {
     /// Report `n` output tokens for this reply (a costly turn).
     pub fn output_tokens(mut self, n: u64) -> Rule {
         self.output_tokens = Some(n);
+        self
+    }
+    /// Answer only after `d`: the request is logged at once, the reply held (a hang before
+    /// the first response, as users report of headless runs).
+    pub fn stall(mut self, d: Duration) -> Rule {
+        self.stall = Some(d);
         self
     }
     pub fn reply(mut self, blocks: impl IntoIterator<Item = Block>) -> Rule {
@@ -508,6 +517,9 @@ fn respond(request: &HttpRequest, shared: &Shared) -> (&'static str, &'static st
         let mut log = shared.log.lock().unwrap();
         logged.n = log.len() + 1;
         log.push(logged);
+    }
+    if let Some(d) = rule.and_then(|i| shared.rules[i].stall) {
+        thread::sleep(d);
     }
     if !streaming {
         return json_reply("200 OK", message);

@@ -317,14 +317,14 @@ fn clip_tail(s: &str, max: usize) -> String {
     format!("…{}", s.chars().skip(n - max).collect::<String>())
 }
 
-fn running_as_root() -> bool {
+pub fn running_as_root() -> bool {
     fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// PATH without any directory that holds a `specrun`, so the model's `specrun` commands go
 /// through the plugin's bin/ launcher (Claude Code appends it to the Bash tool's PATH) and
 /// not an older installed copy.
-fn path_without_specrun() -> String {
+pub fn path_without_specrun() -> String {
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_string());
     std::env::split_paths(&path)
         .filter(|dir| !dir.join("specrun").exists())
