@@ -311,7 +311,7 @@ fn a_tasks_evidence_must_come_from_its_own_verify_command() {
     let out = specrun(&bare, &["verify", "run", "--task", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(
-        said(&out).contains("task 1 has no **Verify** in") && said(&out).contains("(line 1)"),
+        said(&out).contains("task 1 has no **Verify** in") && said(&out).contains("(line 2)"),
         "{}",
         said(&out)
     );

@@ -326,3 +326,48 @@ fn a_shell_check_verify_covers_its_criterion_once_it_passes() {
     assert_eq!(doc["rows"][0]["checkedBy"], "grep -qx 1 one.txt");
     ok(&p, &["task", "complete", "1.1", "--check"], true);
 }
+
+#[test]
+fn a_plan_without_a_final_check_is_refused_naming_the_line_and_a_changed_one_is_a_plan_change() {
+    let p = TempProject::git();
+    p.spec_as_written("demo", TASKS);
+    p.commit_all("spec");
+    for inside in [false, true] {
+        let said = refused(&p, &["state", "init", "--spec", "demo"], inside);
+        assert!(
+            said.contains("the plan declares no final check")
+                && said.contains("**Final check**: `<the command that runs every test"),
+            "{said}"
+        );
+    }
+    assert!(!p.path("specs/demo/.specrun-state.json").exists());
+    // A closing [VERIFY] task's Verify is the final check.
+    let closing = format!("{TASKS}- [ ] 1.3 [VERIFY] All\n  - **Verify**: `cat one.txt two.txt`\n");
+    p.spec_as_written("demo", &closing);
+    ok(&p, &["state", "init", "--spec", "demo"], false);
+    let check = &p.state("demo")["plan"]["finalCheck"];
+    assert_eq!(check["command"], "cat one.txt two.txt", "{check}");
+    assert_eq!(check["from"], "task", "{check}");
+
+    let q = executing(&format!("**Final check**: `cat one.txt`\n{TASKS}"), &[]);
+    let shown = ok(&q, &["plan", "show"], true);
+    assert!(
+        shown.contains("**Final check**: `cat one.txt` (the **Final check** line)"),
+        "{shown}"
+    );
+    edit(
+        &q,
+        "**Final check**: `cat one.txt`",
+        "**Final check**: `true`",
+    );
+    let shown = refused(&q, &["plan", "show"], true);
+    assert!(
+        shown.contains("the final check changed from `cat one.txt` to `true`"),
+        "{shown}"
+    );
+    let finish = refused(&q, &["finish"], false);
+    assert!(
+        finish.contains("plan-changed") || finish.contains("the final check changed"),
+        "{finish}"
+    );
+}

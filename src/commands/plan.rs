@@ -29,6 +29,8 @@ struct Shown<'a> {
     plan: &'static str,
     digest: Option<&'a str>,
     tasks: &'a [PlanTask],
+    /// The frozen final check (absent in a plan frozen before final checks were).
+    final_check: Option<&'a crate::model::tasks::FinalCheck>,
     changes: &'a [Change],
 }
 
@@ -49,6 +51,7 @@ fn show(project: &Project, spec: Option<&str>, json: bool) -> Result<ExitStatus>
             plan: kind,
             digest: plan.map(|p| p.digest.as_str()),
             tasks: plan.map_or(&[], |p| p.tasks.as_slice()),
+            final_check: plan.and_then(|p| p.final_check.as_ref()),
             changes: &changes,
         });
     } else {
@@ -75,6 +78,10 @@ fn print_plan(name: &str, kind: &str, plan: Option<&Plan>, changes: &[Change]) {
         plan.tasks.len(),
         crate::support::chars::prefix(&plan.digest, 12)
     ));
+    output::line(&match &plan.final_check {
+        Some(c) => format!("**Final check**: `{}` ({})", c.command, c.source),
+        None => "no final check was frozen (a plan from before final checks): any execution evidence completes it".to_string(),
+    });
     for t in &plan.tasks {
         let markers: String = t.markers.iter().map(|m| format!(" [{m}]")).collect();
         output::line(&format!("- {}{markers} {}", t.id, t.title));

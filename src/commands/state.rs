@@ -298,6 +298,9 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
             first_of(&unverified, 10, ", ")
         ));
     }
+    if loaded.list.final_check().is_none() {
+        refusals.push(no_final_check(loaded.format.is_foreign()));
+    }
     let errors: Vec<String> = findings
         .iter()
         .filter(|f| f.severity == Severity::Error && f.code != "missing-verify")
@@ -324,6 +327,20 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
         ));
     }
     None
+}
+
+/// Why a plan without a final check is refused, and the line that gives it one: only the
+/// final check's run completes the spec, so the plan must say which command it is.
+fn no_final_check(foreign: bool) -> String {
+    let line = crate::model::tasks::FINAL_CHECK_LINE;
+    let default = match (foreign, crate::claude::releases::inside()) {
+        (false, _) => "",
+        (true, true) => "; or the spec's default Verify serves, which is a person's choice",
+        (true, false) => "; or a person's `specrun state init --default-verify CMD` serves",
+    };
+    format!(
+        "the plan declares no final check (the one command whose fresh passing run completes the spec): add the line {line} before the first task, or end the plan with a [VERIFY] task whose **Verify** is that command{default}"
+    )
 }
 
 /// The first `n` of `items` joined by `sep`, then how many more there are.
