@@ -427,6 +427,10 @@ pub enum VerifyCommand {
         /// Record as task evidence (taskEvidence.<ID>) instead of a phase's; default: none.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
+        /// Run the plan's frozen final check into the execution evidence: the one run that
+        /// completes the spec.
+        #[arg(long = "final", conflicts_with_all = ["command", "phase", "task"])]
+        final_check: bool,
         #[command(flatten)]
         spec: SpecArg,
         /// Kill the command's process group after SECS seconds (exit 124); default: no limit.

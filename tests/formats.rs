@@ -151,8 +151,7 @@ fn init_with_default(p: &TempProject, spec: &str, verify: &str) {
 
 /// The execution's final check, as the coordinator records it before `finish`.
 fn final_check(p: &TempProject, spec: &str) {
-    let args = ["verify", "run", "--phase", "execution", "--command", "true"];
-    model(p, &[&args[..], &["--spec", spec]].concat());
+    model(p, &["verify", "run", "--final", "--spec", spec]);
 }
 
 /// `specrun args` as the model runs it (CLAUDECODE=1); asserts success.

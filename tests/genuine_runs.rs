@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::common::TempProject;
 use crate::task_helpers::{project, SPEC};
 
-const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Files**: lib/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**:\n    - adding two numbers works\n    - the adder rejects strings\n";
+const TASKS: &str = "# Tasks\n\n**Final check**: `npm test`\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Files**: lib/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**:\n    - adding two numbers works\n    - the adder rejects strings\n";
 
 const TEST_FILE: &str = "const test = require('node:test');\nconst assert = require('node:assert');\n\ntest('adds', () => {\n  assert.strictEqual(1 + 1, 2);\n});\n\ntest('rejects strings', () => {\n  assert.throws(() => { throw new TypeError('x'); });\n});\n";
 
@@ -91,7 +91,8 @@ fn runner_shaped_lines_printed_by_another_program_are_no_test_results() {
         model(&p, &["ac", "map", "1.1/AC1", "--test", "ghost"], &[]);
         assert_eq!(status_of(&p, "1.1/AC1"), "missing", "{fake}");
     }
-    // The honest control: the runner itself, also through a package script.
+    // The honest control: the runner itself, also through a package script (the plan's
+    // final check, so its run counts in the task's slot too).
     p.write(
         "package.json",
         r#"{"scripts": {"test": "node --test lib/"}}"#,
@@ -288,4 +289,36 @@ fn a_claim_needs_a_run_of_the_program_it_names() {
         assert_eq!(code, 0, "{command}: {err}");
     }
     assert_eq!(executor_stop(&p, claim), "");
+}
+
+/// Issue 24 class 1: a real runner's run under a command the plan does not give (a phase
+/// of the model's naming) is recorded and shown but covers no criterion; the task's own
+/// Verify run does.
+#[test]
+fn a_run_of_a_command_the_plan_does_not_give_covers_no_criterion() {
+    let p = setup();
+    let (code, _, err) = model(
+        &p,
+        &[
+            "verify",
+            "run",
+            "--phase",
+            "mine",
+            "--command",
+            "node --test lib/",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    model(&p, &["ac", "map", "1.1/AC1", "--test", "adds"], &[]);
+    assert_eq!(status_of(&p, "1.1/AC1"), "missing");
+    let (_, out, _) = model(&p, &["ac", "status", "--json"], &[]);
+    assert!(
+        out.contains("neither a task's Verify nor the final check"),
+        "{out}"
+    );
+    // The honest control: the task's frozen Verify.
+    let (code, err) = verify(&p, "node --test", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(status_of(&p, "1.1/AC1"), "covered");
 }

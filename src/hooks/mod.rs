@@ -734,7 +734,7 @@ fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
         r.push_str(&format!("Verify: `{verify}`\n"));
     }
     r.push_str(&format!(
-        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution {spec_flag} --command '<full test command>'` passed."
+        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and the plan's final check, `specrun verify run --final {spec_flag}`, passed."
     ));
     r
 }

@@ -248,6 +248,18 @@ pub(crate) fn verify_of<'a>(frozen: Frozen<'a>, task: &'a Task) -> Option<&'a st
     }
 }
 
+/// The spec's final check: the frozen plan's, else (a state from before plans, or a plan
+/// frozen before final checks) tasks.md's as it stands.
+pub(crate) fn final_check_of(frozen: Frozen<'_>, list: &TaskList) -> Option<FinalCheck> {
+    match frozen {
+        Frozen::Plan(Plan {
+            final_check: Some(check),
+            ..
+        }) => Some(check.clone()),
+        _ => list.final_check(),
+    }
+}
+
 /// What the state holds of the plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Frozen<'a> {
