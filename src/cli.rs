@@ -104,10 +104,18 @@ pub enum PlanCommand {
         #[arg(long)]
         json: bool,
     },
-    /// A person's decision, from their own shell: tasks.md as it stands becomes the plan.
+    /// A person's decision, from their own shell: tasks.md as it stands becomes the plan;
+    /// with --missing-test, a baseline test that no longer runs is accepted instead.
     Accept {
         #[command(flatten)]
         spec: SpecArg,
+        /// A test of the baseline (what the final check ran before the first task) that no
+        /// longer runs and need not (repeatable); tasks.md is not frozen anew.
+        #[arg(long, value_name = "NAME", requires = "reason")]
+        missing_test: Vec<String>,
+        /// Why the missing tests need not run.
+        #[arg(long, value_name = "WHY", requires = "missing_test")]
+        reason: Option<String>,
     },
 }
 
@@ -781,6 +789,9 @@ impl Command {
             Command::Resume(_) => Some(Decision::ClearHalt),
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
             Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
+            Command::Plan(PlanCommand::Accept { missing_test, .. }) if !missing_test.is_empty() => {
+                Some(Decision::AcceptMissingTest)
+            }
             Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
             Command::State(StateCommand::Init(a)) if a.no_red_green => Some(Decision::SkipRedGreen),
             Command::Verify(VerifyCommand::Run {

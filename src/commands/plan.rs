@@ -16,7 +16,17 @@ use crate::support::shell::spec_flag;
 pub(crate) fn run(project: &Project, cmd: PlanCommand) -> Result<ExitStatus> {
     match cmd {
         PlanCommand::Show { spec, json } => show(project, spec.spec.as_deref(), json),
-        PlanCommand::Accept { spec } => accept(project, spec.spec.as_deref()),
+        PlanCommand::Accept {
+            spec,
+            missing_test,
+            reason,
+        } if !missing_test.is_empty() => accept_missing(
+            project,
+            spec.spec.as_deref(),
+            &missing_test,
+            reason.as_deref().unwrap_or(""),
+        ),
+        PlanCommand::Accept { spec, .. } => accept(project, spec.spec.as_deref()),
     }
 }
 
@@ -152,6 +162,33 @@ fn accept(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
         } else {
             format!("; accepted: {}", changes.join("; "))
         }
+    ));
+    Ok(ExitStatus::Success)
+}
+
+/// `plan accept --missing-test NAME --reason WHY`: a person accepts that baseline tests no
+/// longer run; the plan itself is not frozen anew.
+fn accept_missing(
+    project: &Project,
+    spec: Option<&str>,
+    names: &[String],
+    reason: &str,
+) -> Result<ExitStatus> {
+    crate::claude::roles::person_only(crate::claude::roles::Decision::AcceptMissingTest)?;
+    if reason.trim().is_empty() {
+        return Err(crate::error::Error::Usage(
+            "--reason needs a reason: say why the test need not run".into(),
+        ));
+    }
+    let ex = Exec::new(project, spec)?;
+    let (_lock, state) = ex.lock_state()?;
+    let kept = crate::evidence::baseline_store::accept(&ex.spec, &state, names, reason.trim())?;
+    ex.write_state(&state, &Patch::new().test_baseline(&kept))?;
+    output::line(&format!(
+        "{}: accepted as no longer running: {} ({})",
+        ex.spec.name,
+        names.join(", "),
+        reason.trim()
     ));
     Ok(ExitStatus::Success)
 }

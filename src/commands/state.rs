@@ -214,8 +214,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    let typed = State::from_json(doc, &path.display().to_string())?;
+    let mut typed = State::from_json(doc, &path.display().to_string())?;
     write_record(project, spec, &typed, continued)?;
+    if !continued || typed.test_baseline.is_none() {
+        typed = take_baseline(project, spec, typed, &loaded.list)?;
+    }
     report_init(&spec.name, &typed, counts, continued);
     if let Some(gate) = crate::model::plan::unmet(
         &spec.name,
@@ -232,6 +235,40 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// The baseline of tests that must still run, taken at `state init` rather than at the
+/// first `task start`: it belongs with the plan it is part of, on the tree the plan was
+/// agreed on, and a parallel group's first starts would race to be "first". A continued
+/// execution keeps its own.
+fn take_baseline(
+    project: &Project,
+    spec: &crate::io::project::Spec,
+    typed: State,
+    list: &crate::model::tasks::TaskList,
+) -> Result<State> {
+    let Some(check) = crate::model::plan::final_check_of(typed.frozen_plan(), list) else {
+        return Ok(typed);
+    };
+    let command = check.command.as_str();
+    output::note(&format!(
+        "running the final check `{command}` once: the tests it runs now must still run and pass at completion"
+    ));
+    let at = crate::io::events::now_rfc3339();
+    let ran = crate::evidence::verify_run::execute_in(&project.tree, command, None, &[])?;
+    let kept = crate::evidence::baseline_store::take(spec, command, &at, &ran.tests)?;
+    let path = spec.state_path();
+    let kept = match kept {
+        Value::Object(map) => map,
+        _ => return Ok(typed),
+    };
+    state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
+        let Some(mut doc) = current else {
+            return Ok((None, typed));
+        };
+        doc.test_baseline = Some(kept);
+        Ok((Some(doc.clone()), doc))
+    })
 }
 
 /// What this execution is held to, taken as it starts: the plan (a continued execution

@@ -146,7 +146,7 @@ pub(crate) fn note_results(report: &Report) {
 /// The results stored for `slot`, when they are the ones the binary wrote for the record
 /// now in the state: the file's SHA-256 is the record's `tests.digest` (a file edited,
 /// appended to or written by hand proves nothing; so does a record without a digest).
-fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
+pub(crate) fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
     let digest = record.get("tests")?.get("digest")?.as_str()?;
     let started = record.get("startedAt").and_then(Value::as_str)?;
     let bytes = store::read_optional(&results_path(spec, slot)).ok()??;

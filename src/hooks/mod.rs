@@ -1288,6 +1288,7 @@ mod tests {
             blockers: Ok(vec![]),
             criteria: vec![],
             proposed: vec![],
+            baseline: vec![],
         })
     }
 
@@ -1867,6 +1868,7 @@ mod tests {
         let gates = Some(CompletionGates {
             criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
             proposed: vec![],
+            baseline: vec![],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),

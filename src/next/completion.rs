@@ -36,6 +36,8 @@ pub(crate) struct Gates {
     /// Criteria the model proposed as manual (`ac propose`), described the same way: they
     /// wait for a person's confirmation.
     pub proposed: Vec<String>,
+    /// Baseline tests the final run did not run and pass (`baseline_store::missing`).
+    pub baseline: Vec<String>,
 }
 
 /// The gates only a person can satisfy: a criterion proposed as manual, a blocking
@@ -290,6 +292,7 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
             format!("acceptance criterion {c}"),
         ));
     }
+    out.extend(baseline_missing(name, gates));
     for c in gates.map(|g| g.proposed.as_slice()).unwrap_or_default() {
         out.push(Unmet::new(
             AWAITING_CONFIRMATION,
@@ -297,6 +300,32 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
         ));
     }
     out
+}
+
+/// The baseline gate: every test the final check ran before the first task must run and
+/// pass in the final run. The model's way is to make it run again; only a person accepts
+/// that it no longer does (never named inside Claude Code).
+fn baseline_missing(name: &str, gates: Option<&Gates>) -> Option<Unmet> {
+    let missing = gates.map(|g| g.baseline.as_slice()).unwrap_or_default();
+    if missing.is_empty() {
+        return None;
+    }
+    let shown = missing[..missing.len().min(10)].join(", ");
+    let more = match missing.len().saturating_sub(10) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let person = crate::claude::roles::for_person(&format!(
+        "specrun plan accept --missing-test <name> --reason \"<why>\" {}",
+        crate::support::shell::spec_flag(name)
+    ));
+    Some(Unmet::new(
+        crate::evidence::baseline::FINDING,
+        format!(
+            "{} test(s) of the baseline (what the final check ran before the first task) did not run and pass in the final check's run: {shown}{more}. A test switched off (skipped, deselected, excluded, renamed out of the runner's reach, its runner reconfigured) must run again: put back what stopped it and run the final check again; if it is gone on purpose, record a follow-up and end the turn ({person}).",
+            missing.len()
+        ),
+    ))
 }
 
 /// The execution evidence gate: a fresh passing run of exactly the plan's final check
@@ -459,6 +488,7 @@ mod tests {
             blockers: Ok(vec![]),
             criteria: vec![],
             proposed: vec![],
+            baseline: vec![],
         }
     }
 
@@ -570,6 +600,7 @@ mod tests {
             blockers: Err("bad json".into()),
             criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
             proposed: vec![],
+            baseline: vec![],
         };
         assert_eq!(
             names(&unmet("demo", &typed(&s), &list, Some(&g))),
