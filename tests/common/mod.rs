@@ -244,8 +244,9 @@ pub fn run_within(dir: &Path, args: &[&str], stdin: &[u8], limit: std::time::Dur
 
 /// `tasks_md` with a `**Final check**` line before its first task when it declares none (no
 /// line, no closing [VERIFY] task with a Verify): the last task's Verify, the command the
-/// fixtures of before final checks ran as their full check (else `true`). Line numbers of
-/// the tasks after it move down by one.
+/// fixtures of before final checks ran as their full check (else `true`). It takes the
+/// place of a blank line before the first task, so line numbers stay; without one they
+/// move down by one.
 pub fn with_final_check(tasks_md: &str) -> String {
     let list = specrun::api::model::tasks::parse(tasks_md);
     if list.final_check().is_some() || list.tasks.is_empty() {
@@ -257,9 +258,16 @@ pub fn with_final_check(tasks_md: &str) -> String {
         .rev()
         .find_map(|t| t.verify_command())
         .unwrap_or("true");
-    let at = list.tasks[0].line_start - 1;
+    let first = list.tasks[0].line_start - 1;
     let mut lines: Vec<&str> = tasks_md.split_inclusive('\n').collect();
     let line = format!("**Final check**: `{command}`\n");
-    lines.insert(at.min(lines.len()), &line);
+    // A blank line before the first task takes it, so no task's line number moves.
+    match lines[..first.min(lines.len())]
+        .iter()
+        .rposition(|l| l.trim().is_empty())
+    {
+        Some(blank) => lines[blank] = &line,
+        None => lines.insert(first.min(lines.len()), &line),
+    }
     lines.concat()
 }
