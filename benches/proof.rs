@@ -166,5 +166,28 @@ fn bench_baseline(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_testlog, bench_integrity, bench_baseline);
+/// The baseline's own share: the two reports already parsed (`verify run` parses the
+/// output it captures anyway), the baseline taken, stored, read back, compared and joined.
+fn bench_baseline_only(c: &mut Criterion) {
+    use specrun::api::evidence::baseline::Baseline;
+    let report = testlog::parse(&libtest_log(5_000));
+    c.bench_function("baseline: record and check, logs already parsed", |b| {
+        b.iter(|| {
+            let base = Baseline::take("cargo test", "t", black_box(&report));
+            let bytes = serde_json::to_vec(&base).unwrap();
+            let mut base: Baseline = serde_json::from_slice(&bytes).unwrap();
+            let missing = base.missing(Some(black_box(&report)));
+            base.join(&report);
+            black_box((missing, base))
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    bench_testlog,
+    bench_integrity,
+    bench_baseline,
+    bench_baseline_only
+);
 criterion_main!(benches);
