@@ -1,6 +1,7 @@
 //! Criterion benchmarks of the proof checks, in process: parsing a 50,000-line test log
 //! (the real runner captures of tests/fixtures/testlogs, repeated) and scanning a
-//! 2,000-line diff of test sources for integrity findings.
+//! 2,000-line diff of test sources for integrity findings; recording and checking the
+//! baseline of tests that must still run on a 5,000-test log (issue 24: ≤ 30 ms).
 // Tests and benchmarks set up and inspect files directly; the binary goes through the store.
 #![allow(clippy::disallowed_methods, clippy::disallowed_macros)]
 
@@ -129,5 +130,64 @@ fn bench_integrity(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, bench_testlog, bench_integrity);
+/// A libtest log naming `n` passing tests (a few names repeated, as two binaries print).
+fn libtest_log(n: usize) -> String {
+    let mut out = format!("running {n} tests\n");
+    for i in 0..n {
+        out.push_str(&format!(
+            "test module_{}::case_{} ... ok\n",
+            i / 50,
+            i % 4900
+        ));
+    }
+    out.push_str(&format!(
+        "\ntest result: ok. {n} passed; 0 failed; 0 ignored\n"
+    ));
+    out
+}
+
+fn bench_baseline(c: &mut Criterion) {
+    use specrun::api::evidence::baseline::Baseline;
+    let log = libtest_log(5_000);
+    c.bench_function("baseline: record and check a 5,000-test log", |b| {
+        b.iter(|| {
+            // Recording: the baseline run's log parsed, the baseline taken and stored.
+            let before = testlog::parse(black_box(&log));
+            let base = Baseline::take("cargo test", "t", &before);
+            let bytes = serde_json::to_vec(&base).unwrap();
+            // Checking: read back, the final run's log parsed, compared, joined.
+            let mut base: Baseline = serde_json::from_slice(&bytes).unwrap();
+            let after = testlog::parse(black_box(&log));
+            let missing = base.missing(Some(&after));
+            base.join(&after);
+            assert!(missing.is_empty() && base.tests.len() > 4_000);
+            black_box(base)
+        })
+    });
+}
+
+/// The baseline's own share: the two reports already parsed (`verify run` parses the
+/// output it captures anyway), the baseline taken, stored, read back, compared and joined.
+fn bench_baseline_only(c: &mut Criterion) {
+    use specrun::api::evidence::baseline::Baseline;
+    let report = testlog::parse(&libtest_log(5_000));
+    c.bench_function("baseline: record and check, logs already parsed", |b| {
+        b.iter(|| {
+            let base = Baseline::take("cargo test", "t", black_box(&report));
+            let bytes = serde_json::to_vec(&base).unwrap();
+            let mut base: Baseline = serde_json::from_slice(&bytes).unwrap();
+            let missing = base.missing(Some(black_box(&report)));
+            base.join(&report);
+            black_box((missing, base))
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    bench_testlog,
+    bench_integrity,
+    bench_baseline,
+    bench_baseline_only
+);
 criterion_main!(benches);

@@ -183,10 +183,18 @@ pub enum PlanCommand {
         #[arg(long)]
         json: bool,
     },
-    /// A person's decision, from their own shell: tasks.md as it stands becomes the plan.
+    /// A person's decision, from their own shell: tasks.md as it stands becomes the plan;
+    /// with --missing-test, a baseline test that no longer runs is accepted instead.
     Accept {
         #[command(flatten)]
         spec: SpecArg,
+        /// A test of the baseline (what the final check ran before the first task) that no
+        /// longer runs and need not (repeatable); tasks.md is not frozen anew.
+        #[arg(long, value_name = "NAME", requires = "reason")]
+        missing_test: Vec<String>,
+        /// Why the missing tests need not run.
+        #[arg(long, value_name = "WHY", requires = "missing_test")]
+        reason: Option<String>,
     },
 }
 
@@ -506,6 +514,10 @@ pub enum VerifyCommand {
         /// Record as task evidence (taskEvidence.<ID>) instead of a phase's; default: none.
         #[arg(long, value_name = "ID")]
         task: Option<String>,
+        /// Run the plan's frozen final check into the execution evidence: the one run that
+        /// completes the spec.
+        #[arg(long = "final", conflicts_with_all = ["command", "phase", "task"])]
+        final_check: bool,
         #[command(flatten)]
         spec: SpecArg,
         /// Kill the command's process group after SECS seconds (exit 124); default: no limit.
@@ -856,6 +868,9 @@ impl Command {
             Command::Resume(_) => Some(Decision::ClearHalt),
             Command::Task(TaskCommand::Justify { .. }) => Some(Decision::JustifyFinding),
             Command::Ac(AcCommand::Confirm(_)) => Some(Decision::ConfirmCriterion),
+            Command::Plan(PlanCommand::Accept { missing_test, .. }) if !missing_test.is_empty() => {
+                Some(Decision::AcceptMissingTest)
+            }
             Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
             Command::Headless(_) => Some(Decision::RunHeadless),
             Command::State(StateCommand::Init(a)) if a.no_red_green => Some(Decision::SkipRedGreen),

@@ -36,7 +36,7 @@ pub mod api {
         pub use crate::commands::new;
     }
     pub mod evidence {
-        pub use crate::evidence::{critique, integrity, testlog, verify};
+        pub use crate::evidence::{baseline, critique, integrity, testlog, verify};
     }
     pub mod hooks {
         pub use crate::hooks::{

@@ -497,7 +497,7 @@ fn binary_and_huge_files_in_the_change_are_reported_not_lost() {
 
 #[test]
 fn last_mile_and_the_stop_hook_refuse_completion_while_a_criterion_is_uncovered() {
-    let tasks = "# Tasks\n- [x] 1.1 Adder\n  - **Done when**: adding works\n";
+    let tasks = "# Tasks\n**Final check**: `node --test`\n- [x] 1.1 Adder\n  - **Done when**: adding works\n";
     let p = project(tasks, &["--session-id", "sess-9"]);
     p.write("lib/add.test.js", TEST_FILE);
     p.commit_all("tests");

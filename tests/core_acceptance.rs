@@ -66,7 +66,7 @@ fn tasks_count_of_empty_and_taskless_files() {
 #[test]
 fn tasks_check_flips_one_byte_and_undo_restores_the_file() {
     let p = TempProject::git();
-    let path = p.spec("demo", TRICKY);
+    let path = p.spec_as_written("demo", TRICKY);
     let original = std::fs::read(&path).unwrap();
     p.specrun()
         .args(["tasks", "check", "1.2"])
@@ -107,7 +107,7 @@ fn tasks_check_flips_one_byte_and_undo_restores_the_file() {
 fn tasks_check_refuses_unknown_and_duplicate_ids() {
     let p = TempProject::git();
     let text = "- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n";
-    let path = p.spec("demo", text);
+    let path = p.spec_as_written("demo", text);
     p.specrun()
         .args(["tasks", "check", "9"])
         .assert()
@@ -128,7 +128,7 @@ fn tasks_list_next_show_read_the_same_parser() {
     let p = TempProject::git();
     p.spec(
         "demo",
-        "## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs, b.rs\n- [ ] 1.3 [P] Right\n  - **Verify**: `true`\n- [ ] 1.4 [VERIFY] Check\n  - **Verify**: `true`\n",
+        "**Final check**: `true`\n## Phase 1\n- [x] 1.1 Done\n- [ ] 1.2 [P] Left\n  - **Verify**: `cargo test left`\n  - **Files**: a.rs, b.rs\n- [ ] 1.3 [P] Right\n  - **Verify**: `true`\n- [ ] 1.4 [VERIFY] Check\n  - **Verify**: `true`\n",
     );
     p.specrun()
         .args(["tasks", "list"])
@@ -254,7 +254,7 @@ fn snapshot_reports_every_listed_field() {
     );
     assert_eq!(
         doc["tasks"]["current"],
-        json!({"id": "1.2", "title": "Left", "markers": ["P"], "lineStart": 3, "lineEnd": 6,
+        json!({"id": "1.2", "title": "Left", "markers": ["P"], "lineStart": 4, "lineEnd": 7,
                "verify": "cargo test left", "files": ["a.rs"], "depends": ["1.1"]})
     );
     assert_eq!(doc["tasks"]["parallelGroup"], json!(["1.2", "1.3"]));
@@ -683,7 +683,7 @@ fn state_init_refuses_a_misread_plan_and_a_task_without_verify() {
         ),
     ] {
         let p = TempProject::git();
-        p.spec("demo", plan);
+        p.spec_as_written("demo", plan);
         p.specrun()
             .args(["state", "init", "--spec", "demo"])
             .assert()

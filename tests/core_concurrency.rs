@@ -74,7 +74,7 @@ fn tasks_check_racing_merges_leaves_both_files_intact() {
     let p = TempProject::git();
     // BOM, CRLF and trailing spaces must all survive the rewrites.
     let tasks = "\u{feff}## Phase 1\r\n- [ ] 1.1 A   \r\n  - **Verify**: `true`\r\n- [ ] 1.2 B\r\n  - **Verify**: `true`\r\n- [x] 1.3 C\r\n";
-    p.spec("demo", tasks);
+    p.spec_as_written("demo", tasks);
     p.write(STATE, "{\"version\":1}\n");
     std::thread::scope(|scope| {
         for worker in 0..4 {

@@ -1100,12 +1100,7 @@ fn walk_the_coordinator_loop_to_an_accepted_completion() {
         counted.contains("\"pending\":0"),
         "{SKILL} waits for `\"pending\":0`; got {counted}"
     );
-    let check = "test -f src/one.txt && test -f src/two.txt && test -f src/three.txt";
-    let (_, full) = doc_command(
-        SKILL,
-        "specrun verify run --phase execution",
-        &[("the full test and lint command", check)],
-    );
+    let (_, full) = doc_command(SKILL, "specrun verify run --final", &[]);
     w.ok(SKILL, &full, "");
     let (_, last_mile) = doc_command(SKILL, "specrun last-mile", &[("name", SPEC)]);
     let (_, status) = doc_command(LOOP, "specrun verify status --phase execution", &[]);

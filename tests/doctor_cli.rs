@@ -109,7 +109,7 @@ fn a_healthy_setup_passes_every_check() {
 fn a_plan_the_format_misreads_is_a_warning_naming_the_line() {
     let env = Env::new();
     env.project
-        .spec("demo", "- [ ] 1 One\n  - **Verfiy**: `true`\n");
+        .spec_as_written("demo", "- [ ] 1 One\n  - **Verfiy**: `true`\n");
     let (code, v) = env.json(&mut env.cmd());
     let plan = check(&v, "plan");
     assert_eq!(plan["status"], "warn", "{v:#}");
@@ -356,7 +356,7 @@ fn an_invalid_state_of_a_spec_that_is_not_active_fails_too() {
     env.project.init_state("demo");
     env.project.write(
         "specs/other/tasks.md",
-        "- [ ] 1 One\n  - **Verify**: `true`\n",
+        "**Final check**: `true`\n- [ ] 1 One\n  - **Verify**: `true`\n",
     );
     env.project
         .write("specs/other/.specrun-state.json", "[1, 2]");

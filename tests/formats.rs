@@ -75,7 +75,7 @@ fn a_kiro_parent_closes_when_its_sub_tasks_are_ticked_and_nothing_else_changes()
 #[test]
 fn a_speckit_tick_is_a_capital_x_and_phases_are_dependencies() {
     let p = TempProject::git();
-    p.spec("001-users", SPECKIT);
+    p.spec_as_written("001-users", SPECKIT);
     run(&p, &["tasks", "check", "T002", "--spec", "001-users"]);
     assert_eq!(
         p.read("specs/001-users/tasks.md"),
@@ -93,7 +93,7 @@ fn a_speckit_tick_is_a_capital_x_and_phases_are_dependencies() {
 #[test]
 fn state_init_asks_for_a_default_verify_and_only_a_person_sets_it() {
     let p = TempProject::git();
-    p.spec("001-users", SPECKIT);
+    p.spec_as_written("001-users", SPECKIT);
     let (code, _, err) = run(&p, &["state", "init", "--spec", "001-users"]);
     assert_eq!(code, 1, "no Verify anywhere: refused");
     assert!(err.contains("read as spec-kit"), "{err}");
@@ -151,8 +151,7 @@ fn init_with_default(p: &TempProject, spec: &str, verify: &str) {
 
 /// The execution's final check, as the coordinator records it before `finish`.
 fn final_check(p: &TempProject, spec: &str) {
-    let args = ["verify", "run", "--phase", "execution", "--command", "true"];
-    model(p, &[&args[..], &["--spec", spec]].concat());
+    model(p, &["verify", "run", "--final", "--spec", spec]);
 }
 
 /// `specrun args` as the model runs it (CLAUDECODE=1); asserts success.
@@ -194,7 +193,7 @@ const FLOW_SPECKIT: &str = "# Tasks: Notes\n\n## Phase 1: Setup\n- [ ] T001 Crea
 #[test]
 fn a_speckit_feature_runs_to_completion_under_the_gates_and_reads_as_speckit_after() {
     let p = TempProject::git();
-    p.spec("001-notes", FLOW_SPECKIT);
+    p.spec_as_written("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
     init_with_default(&p, "001-notes", "ls notes");
     let out = model(&p, &["tasks", "next", "--spec", "001-notes"]);
@@ -218,7 +217,7 @@ fn a_speckit_feature_runs_to_completion_under_the_gates_and_reads_as_speckit_aft
 #[test]
 fn a_hand_ticked_speckit_box_is_refused_as_in_a_specrun_spec() {
     let p = TempProject::git();
-    p.spec("001-notes", FLOW_SPECKIT);
+    p.spec_as_written("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
     init_with_default(&p, "001-notes", "ls notes");
     earn(&p, "001-notes", "T001", "notes/a.txt");
@@ -355,7 +354,7 @@ fn the_corpus_in_its_layouts_reads_as_each_format_and_as_a_reader_counts() {
 #[test]
 fn a_default_verify_rewritten_after_init_is_not_the_check_that_runs() {
     let p = TempProject::git();
-    p.spec("001-notes", FLOW_SPECKIT);
+    p.spec_as_written("001-notes", FLOW_SPECKIT);
     p.commit_all("spec");
     init_with_default(&p, "001-notes", "test -f notes/a.txt");
     p.write(

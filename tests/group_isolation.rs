@@ -801,7 +801,7 @@ fn a_completion_claim_before_the_group_is_merged_is_refused() {
     p.git_cmd(&["config", "user.name", "t"]);
     p.spec(
         "demo",
-        "# Tasks\n\n- [ ] 1.1 [P] Alpha\n  - **Files**: a.txt\n  - **Verify**: `test -f a.txt`\n- [ ] 1.2 [P] Beta\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n",
+        "# Tasks\n\n**Final check**: `true`\n\n- [ ] 1.1 [P] Alpha\n  - **Files**: a.txt\n  - **Verify**: `test -f a.txt`\n- [ ] 1.2 [P] Beta\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n",
     );
     p.write(".gitignore", ".specrun/\n");
     p.commit_all("spec");
@@ -814,7 +814,7 @@ fn a_completion_claim_before_the_group_is_merged_is_refused() {
     finish_member(&a, "1.1", &[("a.txt", "A\n")], "test -f a.txt");
     finish_member(&b, "1.2", &[("b.txt", "B\n")], "test -f b.txt");
     assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.2"));
-    let phase = ["verify", "run", "--phase", "execution", "--command", "true"];
+    let phase = ["verify", "run", "--final"];
     ok_in(&p.root(), &phase);
 
     let claim = stop_stdin(&p, "ALL_TASKS_COMPLETE", false, None);

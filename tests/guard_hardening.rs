@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::hook_common::*;
 
 /// Three tasks; 1.1 is ticked before the execution starts.
-const THREE: &str = "# Tasks\n\n## Phase 1\n\
+const THREE: &str = "# Tasks\n\n**Final check**: `test -f b.txt`\n\n## Phase 1\n\
 - [x] 1.1 Done before\n  - **Verify**: `true`\n\
 - [ ] 1.2 Write b\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n\
 - [ ] 1.3 Write c\n  - **Files**: c.txt\n  - **Verify**: `test -f c.txt`\n";
@@ -130,19 +130,7 @@ fn a_completion_with_hand_ticked_boxes_is_refused_until_each_is_earned() {
     assert!(executor_stop(&p, "TASK_COMPLETE 1.2", false).contains("\"block\""));
     executor_stop(&p, "TASK_COMPLETE 1.2", true);
     assert_eq!(p.state("demo")["unverifiedClaims"][0]["taskId"], "1.2");
-    ok(
-        &p,
-        &[
-            "verify",
-            "run",
-            "--phase",
-            "execution",
-            "--command",
-            "test -f b.txt",
-            "--spec",
-            "demo",
-        ],
-    );
+    ok(&p, &["verify", "run", "--final", "--spec", "demo"]);
 
     let out = json_of(&stop(&p, "All done.\nALL_TASKS_COMPLETE", false));
     let reason = out["reason"].as_str().unwrap_or_else(|| panic!("{out}"));
@@ -189,19 +177,7 @@ fn a_completion_with_hand_ticked_boxes_is_refused_until_each_is_earned() {
         &p,
         &["task", "complete", "1.3", "--check", "--spec", "demo"],
     );
-    ok(
-        &p,
-        &[
-            "verify",
-            "run",
-            "--phase",
-            "execution",
-            "--spec",
-            "demo",
-            "--command",
-            "test -f b.txt && test -f c.txt",
-        ],
-    );
+    ok(&p, &["verify", "run", "--final", "--spec", "demo"]);
     let out = json_of(&stop(&p, "ALL_TASKS_COMPLETE", false));
     assert!(out.get("decision").is_none(), "{out}");
     assert_eq!(p.state("demo")["phase"], "completed");
@@ -311,7 +287,7 @@ fn a_tasks_evidence_must_come_from_its_own_verify_command() {
     let out = specrun(&bare, &["verify", "run", "--task", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", said(&out));
     assert!(
-        said(&out).contains("task 1 has no **Verify** in") && said(&out).contains("(line 1)"),
+        said(&out).contains("task 1 has no **Verify** in") && said(&out).contains("(line 2)"),
         "{}",
         said(&out)
     );

@@ -276,7 +276,7 @@ fn row5_completion_accepted_when_every_gate_holds() {
 #[test]
 fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
     let e = Exec::new(TASKS, json!({}));
-    e.fresh_execution_evidence("cargo test --all");
+    e.fresh_execution_evidence("test -f src/b.rs");
     // The code changes after the evidence ran: stale.
     e.p.write("src/new.rs", "fn x() {}\n");
     e.p.write(
@@ -291,7 +291,7 @@ fn row5_completion_refused_lists_each_unmet_gate_and_its_command() {
     let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
     let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
 - 1 of 2 tasks unchecked (1.2): delegate each to specrun:spec-executor (specrun:qa-engineer for [VERIFY]), which ticks it with `specrun task complete 1.2 --check --spec demo` (then the next).\n\
-- execution evidence is stale (the code changed since it ran): run `specrun verify run --phase execution --spec demo --command 'cargo test --all'` and make it pass.\n\
+- execution evidence is stale (the code changed since it ran): run `specrun verify run --final --spec demo` (the plan's final check `test -f src/b.rs`) and make it pass.\n\
 - follow-up F1 (VERIFY, high) is open: re-run the load test. It blocks the completion until a person resolves it: a person runs `specrun followup resolve F1 --note \"<what was done>\" --spec demo`.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";
     assert_eq!(
@@ -313,7 +313,7 @@ fn row5_missing_evidence_is_named() {
     let e = Exec::new(ALL_DONE, json!({"taskIndex": 2}));
     let out = e.hook("stop", stop_stdin(&e.p, "ALL_TASKS_COMPLETE", false, None));
     let reason = "ALL_TASKS_COMPLETE refused for spec 'demo'. Unmet:\n\
-- execution evidence is missing: run `specrun verify run --phase execution --spec demo --command '<full test command>'` and make it pass.\n\
+- execution evidence is missing: run `specrun verify run --final --spec demo` (the plan's final check `true`) and make it pass.\n\
 When every item is done, end with ALL_TASKS_COMPLETE again.";
     assert_eq!(
         json_of(&out),
@@ -329,7 +329,7 @@ fn row6_stop_hook_driver_re_prompts_with_the_next_task() {
 Do: write the second part\n\
 Files: src/b.rs\n\
 Verify: `test -f src/b.rs`\n\
-Delegate it to specrun:spec-executor now. End with ALL_TASKS_COMPLETE only when every task is checked and `specrun verify run --phase execution --spec demo --command '<full test command>'` passed.";
+Delegate it to specrun:spec-executor now. End with ALL_TASKS_COMPLETE only when every task is checked and the plan's final check, `specrun verify run --final --spec demo`, passed.";
     assert_eq!(
         json_of(&out),
         json!({"decision": "block", "reason": reason})

@@ -221,10 +221,7 @@ fn status_finish_and_the_stop_hook_name_the_same_next_step() {
     sh.ok("specrun task complete 1.1 --check");
     do_task(&p, &mut sh, "2.1");
     let step = status_step(&mut sh);
-    assert_eq!(
-        step,
-        "specrun verify run --phase execution --spec greet --command 'node --test'"
-    );
+    assert_eq!(step, "specrun verify run --final --spec greet");
     let finish = sh.sh("specrun finish");
     assert_eq!(finish.code, 1);
     assert!(

@@ -91,11 +91,7 @@ fn edit(p: &TempProject, from: &str, to: &str) {
 }
 
 fn finish_ready(p: &TempProject) {
-    ok(
-        p,
-        &["verify", "run", "--phase", "execution", "--command", "true"],
-        true,
-    );
+    ok(p, &["verify", "run", "--final"], true);
 }
 
 #[test]
@@ -165,7 +161,7 @@ fn a_weakened_verify_and_a_deleted_done_when_are_refused_at_task_complete() {
 /// gate) is refused naming it. Main completed it.
 #[test]
 fn a_deleted_unfinished_task_is_refused_at_completion() {
-    let p = executing(TASKS, &[]);
+    let p = executing(&format!("**Final check**: `cat one.txt`\n{TASKS}"), &[]);
     work(&p, "1.1", "one.txt", "1\n");
     ok(&p, &["task", "complete", "1.1", "--check"], true);
     let text = p.read("specs/demo/tasks.md");
@@ -325,4 +321,89 @@ fn a_shell_check_verify_covers_its_criterion_once_it_passes() {
     assert_eq!(doc["rows"][0]["status"], "checked", "{doc}");
     assert_eq!(doc["rows"][0]["checkedBy"], "grep -qx 1 one.txt");
     ok(&p, &["task", "complete", "1.1", "--check"], true);
+}
+
+#[test]
+fn a_plan_without_a_final_check_is_refused_naming_the_line_and_a_changed_one_is_a_plan_change() {
+    let p = TempProject::git();
+    p.spec_as_written("demo", TASKS);
+    p.commit_all("spec");
+    for inside in [false, true] {
+        let said = refused(&p, &["state", "init", "--spec", "demo"], inside);
+        assert!(
+            said.contains("the plan declares no final check")
+                && said.contains("**Final check**: `<the command that runs every test"),
+            "{said}"
+        );
+    }
+    assert!(!p.path("specs/demo/.specrun-state.json").exists());
+    // A closing [VERIFY] task's Verify is the final check.
+    let closing = format!("{TASKS}- [ ] 1.3 [VERIFY] All\n  - **Verify**: `cat one.txt two.txt`\n");
+    p.spec_as_written("demo", &closing);
+    ok(&p, &["state", "init", "--spec", "demo"], false);
+    let check = &p.state("demo")["plan"]["finalCheck"];
+    assert_eq!(check["command"], "cat one.txt two.txt", "{check}");
+    assert_eq!(check["from"], "task", "{check}");
+
+    let q = executing(&format!("**Final check**: `cat one.txt`\n{TASKS}"), &[]);
+    let shown = ok(&q, &["plan", "show"], true);
+    assert!(
+        shown.contains("**Final check**: `cat one.txt` (the **Final check** line)"),
+        "{shown}"
+    );
+    edit(
+        &q,
+        "**Final check**: `cat one.txt`",
+        "**Final check**: `true`",
+    );
+    let shown = refused(&q, &["plan", "show"], true);
+    assert!(
+        shown.contains("the final check changed from `cat one.txt` to `true`"),
+        "{shown}"
+    );
+    let finish = refused(&q, &["finish"], false);
+    assert!(
+        finish.contains("plan-changed") || finish.contains("the final check changed"),
+        "{finish}"
+    );
+}
+
+/// Issue 24 class 2: any command is the final check. `--command true` into the execution
+/// slot is recorded but completes nothing; the refusal names the plan's final check, and
+/// `verify run --final` runs the frozen one (not a rewritten line).
+#[test]
+fn only_a_run_of_the_frozen_final_check_completes_the_spec() {
+    let p = executing(
+        &format!("**Final check**: `cat one.txt two.txt`\n{TASKS}"),
+        &[],
+    );
+    for (id, file, text) in [("1.1", "one.txt", "1\n"), ("1.2", "two.txt", "2\n")] {
+        assert!(work(&p, id, file, text).status.success());
+        ok(&p, &["task", "complete", id, "--check"], true);
+    }
+    ok(
+        &p,
+        &["verify", "run", "--phase", "execution", "--command", "true"],
+        true,
+    );
+    let refused_finish = refused(&p, &["finish"], false);
+    assert!(
+        refused_finish.contains("ran `true`, not the plan's final check `cat one.txt two.txt`")
+            && refused_finish.contains("specrun verify run --final --spec demo"),
+        "{refused_finish}"
+    );
+    let status = said(&specrun(&p, &["status"], true));
+    let status = status.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        status.contains("specrun verify run --final --spec demo"),
+        "{status}"
+    );
+    // The honest control: the frozen final check, run by `--final`.
+    let ran = ok(&p, &["verify", "run", "--final"], true);
+    assert!(ran.contains("cat one.txt two.txt"), "{ran}");
+    assert_eq!(
+        p.state("demo")["verificationBlocks"]["execution"]["command"],
+        "cat one.txt two.txt"
+    );
+    ok(&p, &["finish"], false);
 }

@@ -412,16 +412,7 @@ fn a_proposed_criterion_ends_the_run_waiting_for_a_person_until_one_confirms() {
     assert!(proposed.contains("proposed"), "{proposed}");
     assert_no_persons_command(&proposed, "ac propose");
     step(&["task", "complete", "1.2", "--check", "--spec", "demo"]);
-    step(&[
-        "verify",
-        "run",
-        "--phase",
-        "execution",
-        "--spec",
-        "demo",
-        "--command",
-        "true",
-    ]);
+    step(&["verify", "run", "--final", "--spec", "demo"]);
     let answer = hook_inside(&p, "stop", stop_input(&p, "Done.\nALL_TASKS_COMPLETE"));
     assert!(!answer.contains("\"block\""), "{answer}");
     assert!(answer.contains("waiting for a person"), "{answer}");

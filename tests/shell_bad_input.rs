@@ -101,11 +101,16 @@ fn finish_refuses_stale_or_failed_or_missing_evidence() {
     refused_then_fixed(&p, "execution evidence is stale");
 
     let p = ready();
-    Shell::new(&p).sh("specrun verify run --phase execution --command 'test -f nothing'");
-    // The failed run is the last recorded command: its hint must name a command that passes.
-    p.write("nothing", "");
-    p.commit_all("nothing");
+    // The final check failed; the hint names the run of it that passes once fixed.
+    std::fs::remove_file(p.path("one.txt")).unwrap();
+    Shell::new(&p).sh("specrun verify run --final");
+    p.write("one.txt", "1\n");
     refused_then_fixed(&p, "execution evidence is failed");
+
+    // Another command's run (issue 24): recorded, but only the final check's completes.
+    let p = ready();
+    Shell::new(&p).ok("specrun verify run --phase execution --command 'true'");
+    refused_then_fixed(&p, "not the plan's final check `test -f one.txt`");
 
     let p = ready();
     Shell::new(&p).ok("specrun state merge specs/demo/.specrun-state.json '{\"$unset\": [\"verificationBlocks\"]}'");
@@ -191,7 +196,7 @@ fn a_failed_command_leaves_nothing_that_changes_another_spec() {
     sh.ok("specrun new demo");
     p.write(
         "specs/demo/tasks.md",
-        "- [ ] 1.1 One\n  - **Verify**: `true`\n",
+        "**Final check**: `true`\n- [ ] 1.1 One\n  - **Verify**: `true`\n",
     );
     p.commit_all("plan");
     sh.ok("specrun state init --spec demo");
@@ -220,7 +225,7 @@ fn a_failed_command_leaves_nothing_that_changes_another_spec() {
     // The hint names the step that works: write tasks, then the named init.
     p.write(
         "specs/notasks/tasks.md",
-        "- [ ] 1 A\n  - **Verify**: `true`\n",
+        "**Final check**: `true`\n- [ ] 1 A\n  - **Verify**: `true`\n",
     );
     sh.follow(&failed);
     assert_eq!(p.state("notasks")["phase"], "execution");

@@ -12,7 +12,7 @@ use crate::common::{bin_path, TempProject};
 use crate::shell_common::Shell;
 
 const TASKS: &str =
-    "- [ ] 1.1 One\n  - **Verify**: `true`\n- [ ] 1.2 Two\n  - **Verify**: `true`\n";
+    "**Final check**: `true`\n- [ ] 1.1 One\n  - **Verify**: `true`\n- [ ] 1.2 Two\n  - **Verify**: `true`\n";
 
 fn project(init: &str) -> TempProject {
     let p = TempProject::git();

@@ -109,7 +109,7 @@ fn stop_hook(p: &common::TempProject, session: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-const RECOVERY_TASKS: &str = "\u{feff}# Tasks\r\n- [ ] 1.1 First\r\n  - **Files**: src/a.rs\r\n  - **Verify**: `cargo test a`\r\n\r\n- [ ] 1.2 Second\r\n  - **Verify**: `true`\r\n";
+const RECOVERY_TASKS: &str = "\u{feff}# Tasks\r\n**Final check**: `true`\r\n- [ ] 1.1 First\r\n  - **Files**: src/a.rs\r\n  - **Verify**: `cargo test a`\r\n\r\n- [ ] 1.2 Second\r\n  - **Verify**: `true`\r\n";
 
 #[test]
 fn recovery_mode_prints_then_inserts_a_fix_task_keeping_crlf_and_bom() {
@@ -140,7 +140,7 @@ fn recovery_mode_prints_then_inserts_a_fix_task_keeping_crlf_and_bom() {
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("fix task 1.1.1 inserted after 1.1"), "{out}");
     let text = p.read("specs/demo/tasks.md");
-    let expected = "\u{feff}# Tasks\r\n- [ ] 1.1 First\r\n  - **Files**: src/a.rs\r\n  - **Verify**: `cargo test a`\r\n- [ ] 1.1.1 [FIX 1.1] Fix: panic in parser\r\n";
+    let expected = "\u{feff}# Tasks\r\n**Final check**: `true`\r\n- [ ] 1.1 First\r\n  - **Files**: src/a.rs\r\n  - **Verify**: `cargo test a`\r\n- [ ] 1.1.1 [FIX 1.1] Fix: panic in parser\r\n";
     assert!(text.starts_with(expected), "{text:?}");
     assert!(text.ends_with("  - **Commit**: `fix(recovery): address the failure of task 1.1`\r\n\r\n- [ ] 1.2 Second\r\n  - **Verify**: `true`\r\n"), "{text:?}");
     assert!(

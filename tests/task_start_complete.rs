@@ -71,7 +71,7 @@ fn unknown_and_duplicate_ids_are_named() {
     let dup = "- [ ] 1 A\n- [ ] 2 B\n- [ ] 2 C\n";
     // state init refuses the plan, naming the line; written after init, every verb names both.
     let q = common::TempProject::git();
-    q.spec(SPEC, dup);
+    q.spec_as_written(SPEC, dup);
     let (code, _, err) = run(&q, &["state", "init", "--spec", SPEC]);
     assert_eq!(code, 1, "a refusal: {err}");
     assert!(err.contains("line 3: task id 2 is also on line 2"), "{err}");
@@ -79,7 +79,7 @@ fn unknown_and_duplicate_ids_are_named() {
         .path(&format!("specs/{SPEC}/.specrun-state.json"))
         .exists());
     let p = project("- [ ] 1 A\n  - **Verify**: `true`\n- [ ] 2 B\n  - **Verify**: `true`\n- [ ] 3 C\n  - **Verify**: `true`\n", &[]);
-    p.spec(SPEC, dup);
+    p.spec_as_written(SPEC, dup);
     let (code, _, err) = run(&p, &["task", "start", "9"]);
     assert_eq!(code, 2);
     assert!(err.contains("no task with id 9"), "{err}");

@@ -92,6 +92,7 @@ pub enum Decision {
     ClearHalt,
     AcceptOther,
     AcceptPlan,
+    AcceptMissingTest,
     SkipRedGreen,
     DefaultVerify,
     RunHeadless,
@@ -111,6 +112,9 @@ impl Decision {
                 "counting a command other than the task's Verify as its evidence"
             }
             Decision::AcceptPlan => "making tasks.md as it stands the frozen plan",
+            Decision::AcceptMissingTest => {
+                "accepting that a test the final check ran before the first task no longer runs"
+            }
             Decision::SkipRedGreen => {
                 "starting an execution whose criteria are not shown red before the change (--no-red-green)"
             }
@@ -130,6 +134,7 @@ impl Decision {
             Decision::JustifyFinding => Some("undo the change the finding names"),
             Decision::AcceptOther => Some("run the task's own Verify: `specrun verify run --task <id>`"),
             Decision::AcceptPlan => Some("put tasks.md back as frozen (`specrun plan show` prints it)"),
+            Decision::AcceptMissingTest => Some("make the test run again and run the final check (`specrun verify run --final`)"),
             Decision::SkipRedGreen => Some("run `specrun state init` without --no-red-green"),
             _ => None,
         }

@@ -128,7 +128,7 @@ fn map(
         .flatten();
     let runs = state
         .as_ref()
-        .map(|s| runs(project, spec, s))
+        .map(|s| runs(project, spec, s, &loaded.list))
         .unwrap_or_default();
     let states: Vec<_> = tests
         .iter()

@@ -949,7 +949,11 @@ fn prose_claims(active: &Active, message: &str, task: Option<&str>) -> Vec<claim
         return Vec::new();
     }
     let (project, spec) = (&active.project, &active.spec);
-    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state)
+    // A claim needs a run of the program it names (`claims`), whichever slot holds it.
+    let list = crate::model::tasks_file::load(&spec.tasks_path())
+        .map(|l| l.list)
+        .unwrap_or_default();
+    let fresh: Vec<claims::FreshRun> = criteria::runs(project, spec, &active.state, &list)
         .into_iter()
         .filter(|r| r.freshness == Freshness::Fresh)
         .map(|r| claims::FreshRun {

@@ -16,7 +16,17 @@ use crate::support::shell::spec_flag;
 pub(crate) fn run(project: &Project, cmd: PlanCommand) -> Result<ExitStatus> {
     match cmd {
         PlanCommand::Show { spec, json } => show(project, spec.spec.as_deref(), json),
-        PlanCommand::Accept { spec } => accept(project, spec.spec.as_deref()),
+        PlanCommand::Accept {
+            spec,
+            missing_test,
+            reason,
+        } if !missing_test.is_empty() => accept_missing(
+            project,
+            spec.spec.as_deref(),
+            &missing_test,
+            reason.as_deref().unwrap_or(""),
+        ),
+        PlanCommand::Accept { spec, .. } => accept(project, spec.spec.as_deref()),
     }
 }
 
@@ -29,6 +39,8 @@ struct Shown<'a> {
     plan: &'static str,
     digest: Option<&'a str>,
     tasks: &'a [PlanTask],
+    /// The frozen final check (absent in a plan frozen before final checks were).
+    final_check: Option<&'a crate::model::tasks::FinalCheck>,
     changes: &'a [Change],
 }
 
@@ -49,6 +61,7 @@ fn show(project: &Project, spec: Option<&str>, json: bool) -> Result<ExitStatus>
             plan: kind,
             digest: plan.map(|p| p.digest.as_str()),
             tasks: plan.map_or(&[], |p| p.tasks.as_slice()),
+            final_check: plan.and_then(|p| p.final_check.as_ref()),
             changes: &changes,
         });
     } else {
@@ -75,6 +88,10 @@ fn print_plan(name: &str, kind: &str, plan: Option<&Plan>, changes: &[Change]) {
         plan.tasks.len(),
         crate::support::chars::prefix(&plan.digest, 12)
     ));
+    output::line(&match &plan.final_check {
+        Some(c) => format!("**Final check**: `{}` ({})", c.command, c.source),
+        None => "no final check was frozen (a plan from before final checks): any execution evidence completes it".to_string(),
+    });
     for t in &plan.tasks {
         let markers: String = t.markers.iter().map(|m| format!(" [{m}]")).collect();
         output::line(&format!("- {}{markers} {}", t.id, t.title));
@@ -145,6 +162,33 @@ fn accept(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
         } else {
             format!("; accepted: {}", changes.join("; "))
         }
+    ));
+    Ok(ExitStatus::Success)
+}
+
+/// `plan accept --missing-test NAME --reason WHY`: a person accepts that baseline tests no
+/// longer run; the plan itself is not frozen anew.
+fn accept_missing(
+    project: &Project,
+    spec: Option<&str>,
+    names: &[String],
+    reason: &str,
+) -> Result<ExitStatus> {
+    crate::claude::roles::person_only(crate::claude::roles::Decision::AcceptMissingTest)?;
+    if reason.trim().is_empty() {
+        return Err(crate::error::Error::Usage(
+            "--reason needs a reason: say why the test need not run".into(),
+        ));
+    }
+    let ex = Exec::new(project, spec)?;
+    let (_lock, state) = ex.lock_state()?;
+    let kept = crate::evidence::baseline_store::accept(&ex.spec, &state, names, reason.trim())?;
+    ex.write_state(&state, &Patch::new().test_baseline(&kept))?;
+    output::line(&format!(
+        "{}: accepted as no longer running: {} ({})",
+        ex.spec.name,
+        names.join(", "),
+        reason.trim()
     ));
     Ok(ExitStatus::Success)
 }

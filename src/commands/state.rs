@@ -214,8 +214,11 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
         (doc, continued)
     };
-    let typed = State::from_json(doc, &path.display().to_string())?;
+    let mut typed = State::from_json(doc, &path.display().to_string())?;
     write_record(project, spec, &typed, continued)?;
+    if !continued || typed.test_baseline.is_none() {
+        typed = take_baseline(project, spec, typed, &loaded.list)?;
+    }
     report_init(&spec.name, &typed, counts, continued);
     if let Some(gate) = crate::model::plan::unmet(
         &spec.name,
@@ -232,6 +235,40 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         ));
     }
     Ok(ExitStatus::Success)
+}
+
+/// The baseline of tests that must still run, taken at `state init` rather than at the
+/// first `task start`: it belongs with the plan it is part of, on the tree the plan was
+/// agreed on, and a parallel group's first starts would race to be "first". A continued
+/// execution keeps its own.
+fn take_baseline(
+    project: &Project,
+    spec: &crate::io::project::Spec,
+    typed: State,
+    list: &crate::model::tasks::TaskList,
+) -> Result<State> {
+    let Some(check) = crate::model::plan::final_check_of(typed.frozen_plan(), list) else {
+        return Ok(typed);
+    };
+    let command = check.command.as_str();
+    output::note(&format!(
+        "running the final check `{command}` once: the tests it runs now must still run and pass at completion"
+    ));
+    let at = crate::io::events::now_rfc3339();
+    let ran = crate::evidence::verify_run::execute_in(&project.tree, command, None, &[])?;
+    let kept = crate::evidence::baseline_store::take(spec, command, &at, &ran.tests)?;
+    let path = spec.state_path();
+    let kept = match kept {
+        Value::Object(map) => map,
+        _ => return Ok(typed),
+    };
+    state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
+        let Some(mut doc) = current else {
+            return Ok((None, typed));
+        };
+        doc.test_baseline = Some(kept);
+        Ok((Some(doc.clone()), doc))
+    })
 }
 
 /// What this execution is held to, taken as it starts: the plan (a continued execution
@@ -298,6 +335,9 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
             first_of(&unverified, 10, ", ")
         ));
     }
+    if loaded.list.final_check().is_none() {
+        refusals.push(no_final_check(loaded.format.is_foreign()));
+    }
     let errors: Vec<String> = findings
         .iter()
         .filter(|f| f.severity == Severity::Error && f.code != "missing-verify")
@@ -324,6 +364,20 @@ fn check_plan(name: &str, loaded: &crate::model::tasks_file::LoadedTasks) -> Opt
         ));
     }
     None
+}
+
+/// Why a plan without a final check is refused, and the line that gives it one: only the
+/// final check's run completes the spec, so the plan must say which command it is.
+fn no_final_check(foreign: bool) -> String {
+    let line = crate::model::tasks::FINAL_CHECK_LINE;
+    let default = match (foreign, crate::claude::releases::inside()) {
+        (false, _) => "",
+        (true, true) => "; or the spec's default Verify serves, which is a person's choice",
+        (true, false) => "; or a person's `specrun state init --default-verify CMD` serves",
+    };
+    format!(
+        "the plan declares no final check (the one command whose fresh passing run completes the spec): add the line {line} before the first task, or end the plan with a [VERIFY] task whose **Verify** is that command{default}"
+    )
 }
 
 /// The first `n` of `items` joined by `sep`, then how many more there are.

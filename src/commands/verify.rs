@@ -29,11 +29,16 @@ pub(crate) fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
             accept_other,
             phase,
             task,
+            final_check,
             spec,
             timeout,
         } => {
             let ex = Exec::new(project, spec.spec.as_deref())?;
             let slot = resolve_slot(&ex, phase, task)?;
+            let command = match final_check {
+                true => Some(frozen_final_check(&ex)?),
+                false => command,
+            };
             let plan = plan_run(&ex.spec, &slot, command, accept_other)?;
             run_and_record(project, &ex.spec, &slot, &plan, timeout)
         }
@@ -47,6 +52,21 @@ pub(crate) fn run(project: &Project, cmd: VerifyCommand) -> Result<ExitStatus> {
             let slot = resolve_slot(&ex, phase, task)?;
             status(project, &ex.spec, &slot, json)
         }
+    }
+}
+
+/// `--final`: the plan's frozen final check (tasks.md's when none was frozen).
+fn frozen_final_check(ex: &Exec) -> Result<String> {
+    let state = crate::model::state::read_lenient(&ex.spec.state_path())?;
+    let frozen = state.as_ref().map_or(Frozen::None, State::frozen_plan);
+    let list = ex.tasks()?.list;
+    match crate::model::plan::final_check_of(frozen, &list) {
+        Some(check) => Ok(check.command),
+        None => Err(Error::Usage(format!(
+            "{} declares no final check: add the line {} before the first task",
+            ex.spec.tasks_path().display(),
+            crate::model::tasks::FINAL_CHECK_LINE
+        ))),
     }
 }
 

@@ -223,6 +223,9 @@ pub(crate) struct Run {
     pub freshness: Freshness,
     /// The tests its output named; `None` when no results were stored for it.
     pub report: Option<Report>,
+    /// Whether its command is one the plan gives (the slot's task's frozen Verify, or the
+    /// final check): another command's run is shown but covers no criterion.
+    pub plan_command: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -366,6 +369,7 @@ pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
     let mut fresh_pass = None;
     let mut stale_pass: Option<&Run> = None;
     let mut seen_elsewhere = None;
+    let mut off_plan = None;
     for run in runs {
         let Some(report) = &run.report else { continue };
         let mut outcome: Option<Outcome> = None;
@@ -375,6 +379,12 @@ pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
             .filter(|r| testlog::name_matches(&r.name, name))
         {
             outcome = Some(outcome.map_or(r.outcome, |o| o.max(r.outcome)));
+        }
+        if !run.plan_command {
+            if outcome.is_some() {
+                off_plan = Some(format!("{} ran `{}`", run.slot, run.command.trim()));
+            }
+            continue;
         }
         match (outcome, run.freshness) {
             (None, _) => {}
@@ -411,6 +421,11 @@ pub(crate) fn test_state(name: &str, runs: &[Run]) -> TestCoverage {
         )
     } else if let Some(seen) = seen_elsewhere {
         (TestState::Missing, format!("no fresh pass: {seen}"))
+    } else if let Some(ran) = off_plan {
+        (
+            TestState::Missing,
+            format!("no run of a plan command named it: {ran}, which is neither a task's Verify nor the final check, and proves nothing"),
+        )
     } else {
         (TestState::Missing, missing_detail(runs))
     };
@@ -708,6 +723,7 @@ mod tests {
             })
             .collect();
         Run {
+            plan_command: true,
             spec: "demo".into(),
             slot: Slot::Phase(slot.into()),
             command: "cargo test".into(),
@@ -737,6 +753,7 @@ mod tests {
             test_state("u", &runs).detail
         );
         let task = Run {
+            plan_command: true,
             slot: Slot::Task("1.2".into()),
             ..run("x", Freshness::Stale, &[("m::x", Outcome::Passed)])
         };
@@ -754,6 +771,7 @@ mod tests {
     #[test]
     fn unknown_runner_output_names_the_supported_runners() {
         let runs = [Run {
+            plan_command: true,
             spec: "demo".into(),
             slot: Slot::Phase("execution".into()),
             command: "make check".into(),

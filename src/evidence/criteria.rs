@@ -146,7 +146,7 @@ pub(crate) fn note_results(report: &Report) {
 /// The results stored for `slot`, when they are the ones the binary wrote for the record
 /// now in the state: the file's SHA-256 is the record's `tests.digest` (a file edited,
 /// appended to or written by hand proves nothing; so does a record without a digest).
-fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
+pub(crate) fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
     let digest = record.get("tests")?.get("digest")?.as_str()?;
     let started = record.get("startedAt").and_then(Value::as_str)?;
     let bytes = store::read_optional(&results_path(spec, slot)).ok()??;
@@ -161,7 +161,27 @@ fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
 
 /// Every evidence record of the state with its freshness and test results. The tree is
 /// fingerprinted once per distinct `excludedPaths`.
-pub(crate) fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
+pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskList) -> Vec<Run> {
+    let frozen = state.frozen_plan();
+    let final_check = crate::model::plan::final_check_of(frozen, list).map(|c| c.command);
+    // Whether a record's command is the plan's: the final check in any slot, or a task
+    // slot's own frozen Verify (or another a person accepted). A plan with no final check
+    // at all (a state from before) lets a phase's run count, as it did.
+    let plan_command = |slot: &Slot, record: &Value| {
+        let ran = record
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim();
+        match (slot, &final_check) {
+            (_, Some(check)) if ran == check.trim() => true,
+            (Slot::Task(id), _) => {
+                let own = list.find(id).ok().and_then(|t| verify_of(frozen, t));
+                own.is_some() && verify::command_fit(record, own).counts()
+            }
+            (Slot::Phase(_), check) => check.is_none(),
+        }
+    };
     let mut trees: BTreeMap<Vec<String>, Option<String>> = BTreeMap::new();
     let mut out = Vec::new();
     for (map, make) in [
@@ -202,6 +222,7 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State) -> Vec<Run> {
                     .to_string(),
                 freshness: verify::assess(Some(record), tree.as_deref()),
                 report: read_results(spec, &slot, record),
+                plan_command: plan_command(&slot, record),
             });
         }
     }
@@ -259,7 +280,7 @@ pub(crate) fn matrix_with(
     let crit = criteria(spec, list)?;
     let store = load_store(spec)?;
     let runs = match state {
-        Some(s) if !crit.is_empty() => runs(project, spec, s),
+        Some(s) if !crit.is_empty() => runs(project, spec, s, list),
         _ => Vec::new(),
     };
     let checks = checks(list, state, &runs);

@@ -2,6 +2,8 @@
 //! criteria, the proof and integrity checks, critiques, follow-ups.
 
 pub(crate) mod acceptance;
+pub mod baseline;
+pub(crate) mod baseline_store;
 pub(crate) mod criteria;
 pub mod critique;
 pub(crate) mod followups;

@@ -210,6 +210,7 @@ pub(crate) fn record_run(
         worktree: verify::worktree_name(project, spec),
     })
     .expect("an evidence record serializes");
+    let joined = joined_baseline(spec, slot, &record, &outcome.tests);
     let path = spec.state_path();
     state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
@@ -221,6 +222,9 @@ pub(crate) fn record_run(
             });
         };
         verify::put_record(&mut doc, slot, stored.clone());
+        if let Some(kept) = joined {
+            doc.test_baseline = Some(kept);
+        }
         Ok((Some(doc), ()))
     })?;
     let event = Event::Verify {
@@ -251,6 +255,29 @@ pub(crate) fn record_run(
         ));
     }
     Ok((record, stored))
+}
+
+/// A passing run of exactly the plan's final check in the execution slot: the tests it
+/// passed join the baseline (`baseline_store::join`); the new `testBaseline`, if any.
+fn joined_baseline(
+    spec: &Spec,
+    slot: &Slot,
+    record: &RunRecord,
+    report: &crate::evidence::testlog::Report,
+) -> Option<serde_json::Map<String, Value>> {
+    if *slot != Slot::Phase("execution".into()) || record.exit_code != 0 || record.timed_out {
+        return None;
+    }
+    let state = state::read_lenient(&spec.state_path()).ok().flatten()?;
+    let list = tasks_file::load(&spec.tasks_path()).ok()?.list;
+    let check = crate::model::plan::final_check_of(state.frozen_plan(), &list)?;
+    if check.command.trim() != record.command.trim() {
+        return None;
+    }
+    match crate::evidence::baseline_store::join(spec, &state, report)? {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
 }
 
 /// The directories holding the tree's files (tracked, and untracked but not ignored), the

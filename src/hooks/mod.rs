@@ -734,7 +734,7 @@ fn task_brief(name: &str, tasks: &TaskList, task: &Task) -> String {
         r.push_str(&format!("Verify: `{verify}`\n"));
     }
     r.push_str(&format!(
-        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and `specrun verify run --phase execution {spec_flag} --command '<full test command>'` passed."
+        "Delegate it to {agent} now. End with {COMPLETION_TOKEN} only when every task is checked and the plan's final check, `specrun verify run --final {spec_flag}`, passed."
     ));
     r
 }
@@ -1288,6 +1288,7 @@ mod tests {
             blockers: Ok(vec![]),
             criteria: vec![],
             proposed: vec![],
+            baseline: vec![],
         })
     }
 
@@ -1867,6 +1868,7 @@ mod tests {
         let gates = Some(CompletionGates {
             criteria: vec!["1/AC1 (x) is unmapped: map it".into()],
             proposed: vec![],
+            baseline: vec![],
             evidence: Freshness::Stale,
             blockers: Ok(vec![Blocker {
                 id: "F2".into(),

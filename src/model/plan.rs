@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::tasks::{self, Task, TaskList};
+use super::tasks::{self, FinalCheck, Task, TaskList};
 use super::unmet::Unmet;
 
 /// The gate a changed plan fails (task complete, completion).
@@ -56,25 +56,41 @@ pub struct Plan {
     /// `digest(tasks)`: a hand edit of the stored tasks that leaves it shows.
     pub digest: String,
     pub tasks: Vec<PlanTask>,
+    /// The one command whose fresh passing run completes the spec (`TaskList::final_check`);
+    /// absent in a plan frozen before final checks were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_check: Option<FinalCheck>,
 }
 
-/// sha256 of the tasks' JSON (field order fixed by `PlanTask`).
-pub(crate) fn digest(tasks: &[PlanTask]) -> String {
-    let bytes = serde_json::to_vec(tasks).unwrap_or_default();
+/// sha256 of the tasks' JSON (field order fixed by `PlanTask`), then of the final check's
+/// when there is one (so a plan frozen before final checks keeps its digest).
+pub(crate) fn digest(tasks: &[PlanTask], final_check: Option<&FinalCheck>) -> String {
+    let mut bytes = serde_json::to_vec(tasks).unwrap_or_default();
+    if let Some(check) = final_check {
+        bytes.extend_from_slice(b"\nfinal-check\n");
+        bytes.extend(serde_json::to_vec(check).unwrap_or_default());
+    }
     crate::support::sha256::hex(&bytes)
 }
 
 impl Plan {
     /// The plan of `list` as it stands.
     pub fn freeze(list: &TaskList) -> Plan {
-        Plan::of_tasks(list.tasks.iter().map(PlanTask::of).collect())
+        let tasks = list.tasks.iter().map(PlanTask::of).collect();
+        Plan::of_tasks(tasks, list.final_check())
     }
 
-    fn of_tasks(tasks: Vec<PlanTask>) -> Plan {
+    fn of_tasks(tasks: Vec<PlanTask>, final_check: Option<FinalCheck>) -> Plan {
         Plan {
-            digest: digest(&tasks),
+            digest: digest(&tasks, final_check.as_ref()),
             tasks,
+            final_check,
         }
+    }
+
+    /// The frozen final check's command.
+    pub fn final_command(&self) -> Option<&str> {
+        self.final_check.as_ref().map(|c| c.command.as_str())
     }
 
     pub fn task(&self, id: &str) -> Option<&PlanTask> {
@@ -83,7 +99,7 @@ impl Plan {
 
     /// Whether the stored tasks still hash to the stored digest.
     pub fn intact(&self) -> bool {
-        digest(&self.tasks) == self.digest
+        digest(&self.tasks, self.final_check.as_ref()) == self.digest
     }
 
     /// The plan with `fix` (a fix task the binary inserts) placed after the task it fixes
@@ -96,7 +112,7 @@ impl Plan {
             .rposition(|t| t.id == after || t.id.starts_with(&format!("{after}.")))
             .map_or(tasks.len(), |i| i + 1);
         tasks.insert(at, PlanTask::of(fix));
-        Plan::of_tasks(tasks)
+        Plan::of_tasks(tasks, self.final_check.clone())
     }
 
     /// Every way `list` differs from this plan, in the file's order, then the deletions.
@@ -126,6 +142,16 @@ impl Plan {
                 });
             }
         }
+        // A plan frozen before final checks has none to compare.
+        if let Some(was) = &self.final_check {
+            let now = list.final_check();
+            if now.as_ref().map(|c| c.command.as_str()) != Some(was.command.as_str()) {
+                out.push(Change::FinalCheck {
+                    from: was.command.clone(),
+                    to: now.map(|c| c.command),
+                });
+            }
+        }
         out
     }
 }
@@ -150,6 +176,11 @@ pub enum Change {
     Deleted {
         id: String,
         title: String,
+    },
+    /// The spec's final check.
+    FinalCheck {
+        from: String,
+        to: Option<String>,
     },
 }
 
@@ -176,6 +207,11 @@ impl std::fmt::Display for Change {
                 crate::support::shell::word(of)
             ),
             Change::Deleted { id, title } => write!(f, "task {id} ({title}) was deleted"),
+            Change::FinalCheck { from, to } => write!(
+                f,
+                "the final check changed from `{from}` to {}",
+                to.as_ref().map_or("nothing".to_string(), |t| format!("`{t}`"))
+            ),
         }
     }
 }
@@ -209,6 +245,18 @@ pub(crate) fn verify_of<'a>(frozen: Frozen<'a>, task: &'a Task) -> Option<&'a st
             None => task.verify_command(),
         },
         _ => task.verify_command(),
+    }
+}
+
+/// The spec's final check: the frozen plan's, else (a state from before plans, or a plan
+/// frozen before final checks) tasks.md's as it stands.
+pub(crate) fn final_check_of(frozen: Frozen<'_>, list: &TaskList) -> Option<FinalCheck> {
+    match frozen {
+        Frozen::Plan(Plan {
+            final_check: Some(check),
+            ..
+        }) => Some(check.clone()),
+        _ => list.final_check(),
     }
 }
 
@@ -333,5 +381,52 @@ mod tests {
         let mut tampered = with.clone();
         tampered.tasks[0].verify = Some("`true`".into());
         assert!(!tampered.intact());
+    }
+
+    #[test]
+    fn the_final_check_is_the_line_else_the_closing_verify_task_and_a_change_is_named() {
+        let lined = format!("# Tasks\n\n**Final check**: `cargo test`\n\n{PLAN}");
+        let plan = Plan::freeze(&parse(&lined));
+        assert_eq!(plan.final_command(), Some("cargo test"));
+        assert!(plan.intact());
+        assert_ne!(plan.digest, Plan::freeze(&parse(PLAN)).digest);
+        let weakened = lined.replace("`cargo test`", "`true`");
+        let text: Vec<String> = plan
+            .changes(&parse(&weakened))
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        assert_eq!(
+            text,
+            ["the final check changed from `cargo test` to `true`"]
+        );
+        let closing = PLAN.replace("1.2 Two", "1.2 [VERIFY] Two");
+        let list = parse(&closing);
+        let check = list.final_check().unwrap();
+        assert_eq!(
+            (check.command.as_str(), check.source.to_string()),
+            (
+                "true",
+                "the Verify of the closing [VERIFY] task 1.2".to_string()
+            )
+        );
+        assert_eq!(parse(PLAN).final_check(), None, "no line, no [VERIFY] task");
+        let placeholder = format!("**Final check**: `<the command>`\n{PLAN}");
+        assert_eq!(parse(&placeholder).final_check(), None);
+        let late = format!("{PLAN}**Final check**: `cargo test`\n");
+        assert_eq!(
+            parse(&late).final_check(),
+            None,
+            "after the first task it is no spec-level line"
+        );
+    }
+
+    #[test]
+    fn a_plan_frozen_before_final_checks_keeps_its_digest_and_compares_none() {
+        let mut plan = Plan::freeze(&parse(PLAN));
+        assert_eq!(plan.digest, digest(&plan.tasks, None));
+        plan.final_check = None;
+        let lined = format!("**Final check**: `cargo test`\n{PLAN}");
+        assert!(plan.changes(&parse(&lined)).is_empty());
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct Gates {
     /// Criteria the model proposed as manual (`ac propose`), described the same way: they
     /// wait for a person's confirmation.
     pub proposed: Vec<String>,
+    /// Baseline tests the final run did not run and pass (`baseline_store::missing`).
+    pub baseline: Vec<String>,
 }
 
 /// The gates only a person can satisfy: a criterion proposed as manual, a blocking
@@ -233,9 +235,19 @@ fn full_check(tasks: &TaskList) -> Option<&str> {
         .and_then(|t| t.verify.as_deref())
 }
 
-/// The `verify run` that records the execution evidence: the command it last ran, else
+/// The spec's final check (`plan::final_check_of`): only its run completes the spec.
+pub(crate) fn final_command(state: &State, tasks: &TaskList) -> Option<String> {
+    crate::model::plan::final_check_of(state.frozen_plan(), tasks).map(|c| c.command)
+}
+
+/// The `verify run` that records the execution evidence: the plan's final check (`verify
+/// run --final` runs the frozen one); for a plan without one, the command it last ran, else
 /// the plan's full check. `finish`, the Stop hook and `status`'s shell step name it alike.
 pub(crate) fn execution_check(name: &str, state: &State, tasks: &TaskList) -> String {
+    if final_command(state, tasks).is_some() {
+        let spec_flag = crate::support::shell::spec_flag(name);
+        return format!("specrun verify run --final {spec_flag}");
+    }
     let command = state
         .verification_block("execution")
         .and_then(|b| b.get("command"))
@@ -248,21 +260,7 @@ pub(crate) fn execution_check(name: &str, state: &State, tasks: &TaskList) -> St
 fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
-    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
-    if evidence != Freshness::Fresh {
-        let why = match evidence {
-            Freshness::Stale => "stale (the code changed since it ran)",
-            Freshness::Failed => "failed",
-            _ => "missing",
-        };
-        out.push(Unmet::new(
-            "execution-evidence",
-            format!(
-                "execution evidence is {why}: run `{}` and make it pass.",
-                execution_check(name, state, tasks)
-            ),
-        ));
-    }
+    out.extend(execution_evidence(name, state, tasks, gates));
     match gates.map(|g| &g.blockers) {
         Some(Ok(blockers)) => {
             for b in blockers {
@@ -294,6 +292,7 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
             format!("acceptance criterion {c}"),
         ));
     }
+    out.extend(baseline_missing(name, gates));
     for c in gates.map(|g| g.proposed.as_slice()).unwrap_or_default() {
         out.push(Unmet::new(
             AWAITING_CONFIRMATION,
@@ -301,6 +300,67 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
         ));
     }
     out
+}
+
+/// The baseline gate: every test the final check ran before the first task must run and
+/// pass in the final run. The model's way is to make it run again; only a person accepts
+/// that it no longer does (never named inside Claude Code).
+fn baseline_missing(name: &str, gates: Option<&Gates>) -> Option<Unmet> {
+    let missing = gates.map(|g| g.baseline.as_slice()).unwrap_or_default();
+    if missing.is_empty() {
+        return None;
+    }
+    let shown = missing[..missing.len().min(10)].join(", ");
+    let more = match missing.len().saturating_sub(10) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    let person = crate::claude::roles::for_person(&format!(
+        "specrun plan accept --missing-test <name> --reason \"<why>\" {}",
+        crate::support::shell::spec_flag(name)
+    ));
+    Some(Unmet::new(
+        crate::evidence::baseline::FINDING,
+        format!(
+            "{} test(s) of the baseline (what the final check ran before the first task) did not run and pass in the final check's run: {shown}{more}. A test switched off (skipped, deselected, excluded, renamed out of the runner's reach, its runner reconfigured) must run again: put back what stopped it and run the final check again; if it is gone on purpose, record a follow-up and end the turn ({person}).",
+            missing.len()
+        ),
+    ))
+}
+
+/// The execution evidence gate: a fresh passing run of exactly the plan's final check
+/// (another command's run is recorded and shown but proves nothing); a plan without one
+/// takes any command's, as before final checks.
+fn execution_evidence(
+    name: &str,
+    state: &State,
+    tasks: &TaskList,
+    gates: Option<&Gates>,
+) -> Option<Unmet> {
+    let evidence = gates.map_or(Freshness::Missing, |g| g.evidence);
+    let run = execution_check(name, state, tasks);
+    let ran = state
+        .verification_block("execution")
+        .and_then(|b| b.get("command"))
+        .and_then(Value::as_str)
+        .map(str::trim);
+    let detail = match final_command(state, tasks) {
+        Some(check) if evidence != Freshness::Missing && ran != Some(check.trim()) => format!(
+            "the execution evidence ran `{}`, not the plan's final check `{check}`, and only the final check's run completes the spec: run `{run}` and make it pass.",
+            ran.unwrap_or("")
+        ),
+        _ if evidence == Freshness::Fresh => return None,
+        check => {
+            let why = match evidence {
+                Freshness::Stale => "stale (the code changed since it ran)",
+                Freshness::Failed => "failed",
+                _ => "missing",
+            };
+            let named = check.map_or(String::new(), |c| format!(" (the plan's final check `{c}`)"));
+            format!("execution evidence is {why}: run `{run}`{named} and make it pass.")
+        }
+    };
+    Some(Unmet::new("execution-evidence", detail))
 }
 
 /// The labels of the tasks that were checked when `state init` started this execution
@@ -428,6 +488,7 @@ mod tests {
             blockers: Ok(vec![]),
             criteria: vec![],
             proposed: vec![],
+            baseline: vec![],
         }
     }
 
@@ -539,6 +600,7 @@ mod tests {
             blockers: Err("bad json".into()),
             criteria: vec!["1.1/AC1 (x) is unmapped: map it".into()],
             proposed: vec![],
+            baseline: vec![],
         };
         assert_eq!(
             names(&unmet("demo", &typed(&s), &list, Some(&g))),
@@ -623,5 +685,40 @@ mod tests {
                           "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
         );
         assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
+    }
+
+    #[test]
+    fn only_a_fresh_run_of_exactly_the_final_check_meets_the_execution_gate() {
+        let md = "**Final check**: `cargo test --all`\n- [x] 1.1 First\n  - **Verify**: `true`\n";
+        let tasks = parse(md);
+        let plan = crate::model::plan::Plan::freeze(&tasks);
+        let with = |command: &str| {
+            let doc = state(
+                json!({"attempts": done("1.1"), "plan": plan, "totalTasks": 1,
+                "verificationBlocks": {"execution": {"command": command, "exitCode": 0}}}),
+            );
+            unmet("demo", &typed(&doc), &tasks, Some(&good()))
+        };
+        let cheat = with("true");
+        assert_eq!(names(&cheat), ["execution-evidence"]);
+        assert!(
+            cheat[0]
+                .detail
+                .contains("ran `true`, not the plan's final check `cargo test --all`")
+                && cheat[0]
+                    .detail
+                    .contains("`specrun verify run --final --spec demo`"),
+            "{}",
+            cheat[0].detail
+        );
+        assert!(with(" cargo test --all ").is_empty(), "the honest control");
+        // The frozen one counts, not a line rewritten since (that is also a plan change).
+        let rewritten = parse(&md.replace("cargo test --all", "true"));
+        let doc = state(
+            json!({"attempts": done("1.1"), "plan": plan, "totalTasks": 1,
+            "verificationBlocks": {"execution": {"command": "true", "exitCode": 0}}}),
+        );
+        let u = unmet("demo", &typed(&doc), &rewritten, Some(&good()));
+        assert_eq!(names(&u), ["plan-changed", "execution-evidence"]);
     }
 }

@@ -62,14 +62,17 @@ pub(crate) fn completion_key(state: &State) -> CompletionKey<'_> {
         state.verification_blocks.as_ref(),
         state.task_evidence.as_ref(),
         state.acceptance_gate,
+        state.test_baseline.as_ref(),
     )
 }
 
-/// What `completion_key` compares: `verificationBlocks`, `taskEvidence`, `acceptanceGate`.
+/// What `completion_key` compares: `verificationBlocks`, `taskEvidence`, `acceptanceGate`,
+/// `testBaseline`.
 pub(crate) type CompletionKey<'a> = (
     Option<&'a Map<String, Value>>,
     Option<&'a Map<String, Value>>,
     Option<bool>,
+    Option<&'a Map<String, Value>>,
 );
 
 /// The facts the completion gates are judged on (the Stop hook and `specrun finish`).
@@ -81,6 +84,7 @@ pub(crate) fn completion_gates(project: &Project, spec: &Spec, state: &State) ->
         blockers: open_blockers(spec),
         criteria,
         proposed,
+        baseline: crate::evidence::baseline_store::missing(spec, state),
     }
 }
 

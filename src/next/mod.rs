@@ -352,7 +352,7 @@ impl Standing {
             Finding::Completed => format!("Spec {n} is complete: nothing to run."),
             Finding::NotExecuting => format!("Initialise the execution: `specrun state init {spec_flag} --session-id <session>`."),
             Finding::CompletionUnearned { unmet } => format!("Every task is checked, but {}", unmet.detail),
-            Finding::CompletionUnmarked => format!("Every task is checked: run `specrun verify run --phase execution {spec_flag} --command <full test command>`, then end with ALL_TASKS_COMPLETE."),
+            Finding::CompletionUnmarked => format!("Every task is checked: run the plan's final check, `specrun verify run --final {spec_flag}`, then end with ALL_TASKS_COMPLETE."),
             Finding::GroupAwaitsMerge => self.merge_sentence(),
             Finding::AwaitingApproval => "The execution awaits the user's approval: ask, then continue.".into(),
             // Never decisive: the plan's duplicate ids are a gate beside the step.

@@ -48,8 +48,14 @@ impl TempProject {
         std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("read {rel}: {e}"))
     }
 
-    /// Write specs/<name>/tasks.md and make it the current spec.
+    /// Write specs/<name>/tasks.md and make it the current spec. A plan that declares no
+    /// final check gets one (`with_final_check`); `spec_as_written` writes it as given.
     pub fn spec(&self, name: &str, tasks_md: &str) -> PathBuf {
+        self.spec_as_written(name, &with_final_check(tasks_md))
+    }
+
+    /// Write specs/<name>/tasks.md exactly as given and make it the current spec.
+    pub fn spec_as_written(&self, name: &str, tasks_md: &str) -> PathBuf {
         self.write("specs/.current-spec", &format!("{name}\n"));
         self.write(&format!("specs/{name}/tasks.md"), tasks_md)
     }
@@ -234,4 +240,34 @@ pub fn run_within(dir: &Path, args: &[&str], stdin: &[u8], limit: std::time::Dur
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// `tasks_md` with a `**Final check**` line before its first task when it declares none (no
+/// line, no closing [VERIFY] task with a Verify): the last task's Verify, the command the
+/// fixtures of before final checks ran as their full check (else `true`). It takes the
+/// place of a blank line before the first task, so line numbers stay; without one they
+/// move down by one.
+pub fn with_final_check(tasks_md: &str) -> String {
+    let list = specrun::api::model::tasks::parse(tasks_md);
+    if list.final_check().is_some() || list.tasks.is_empty() {
+        return tasks_md.to_string();
+    }
+    let command = list
+        .tasks
+        .iter()
+        .rev()
+        .find_map(|t| t.verify_command())
+        .unwrap_or("true");
+    let first = list.tasks[0].line_start - 1;
+    let mut lines: Vec<&str> = tasks_md.split_inclusive('\n').collect();
+    let line = format!("**Final check**: `{command}`\n");
+    // A blank line before the first task takes it, so no task's line number moves.
+    match lines[..first.min(lines.len())]
+        .iter()
+        .rposition(|l| l.trim().is_empty())
+    {
+        Some(blank) => lines[blank] = &line,
+        None => lines.insert(first.min(lines.len()), &line),
+    }
+    lines.concat()
 }

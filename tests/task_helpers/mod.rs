@@ -8,7 +8,7 @@ pub use crate::common::critique_record;
 use crate::common::TempProject;
 
 pub const SPEC: &str = "demo";
-pub const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n  - **Files**: src/b.rs\n- [ ] 1.3 Third\n  - **Verify**: `true`\n";
+pub const TASKS: &str = "# Tasks\n**Final check**: `true`\n## Phase 1\n- [ ] 1.1 First\n  - **Files**: src/a.rs\n  - **Verify**: `true`\n- [ ] 1.2 Second\n  - **Verify**: `true`\n  - **Files**: src/b.rs\n- [ ] 1.3 Third\n  - **Verify**: `true`\n";
 
 /// A git project with `tasks`, committed, and `state init` run with `init_args`.
 pub fn project(tasks: &str, init_args: &[&str]) -> TempProject {

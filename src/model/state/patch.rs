@@ -77,6 +77,8 @@ impl Patch {
         last_message_id: &str => ["guard", "lastMessageId"];
         /// The frozen plan as a whole (its tasks array replaces the stored one).
         plan: &crate::model::plan::Plan => ["plan"];
+        /// The baseline's digest and summary (`evidence::baseline_store`).
+        test_baseline: &Value => ["testBaseline"];
     }
 
     /// A merge patch built as JSON (`{…, "$unset": [..]}`) by a writer not yet typed.

@@ -527,6 +527,9 @@ pub struct State {
     /// The plan frozen at `state init` (`model::plan`). `Loose`: a hand-garbled one must
     /// not make the state unreadable, and reads as broken, never as absent.
     plan: Loose<crate::model::plan::Plan> = "plan",
+    /// The baseline of tests that must still run: the SHA-256 of `test-results/baseline.json`
+    /// and a summary (`evidence::baseline_store` owns its shape).
+    test_baseline: Option<Map<String, Value>> = "testBaseline",
 }
 }
 

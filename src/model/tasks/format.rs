@@ -147,6 +147,8 @@ pub fn adapt(format: Format, text: &str, list: &mut TaskList, beside: Beside<'_>
         ))),
     }
     list.parents_close = format == Format::Kiro;
+    // A person's default Verify serves as the final check of a plan that declares none.
+    list.default_check = beside.default_verify.map(str::to_string);
     verify_default(list, beside.default_verify, &mut notes);
     notes
 }

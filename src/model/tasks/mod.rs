@@ -109,6 +109,75 @@ pub struct TaskList {
     pub unclosed_fence: Option<usize>,
     /// A parent's box closes with its required sub-tasks (Kiro: `format::adapt` sets it).
     pub parents_close: bool,
+    /// The spec-level `**Final check**: `CMD`` line before the first task, as written.
+    pub final_check_line: Option<String>,
+    /// The person's default Verify (`state init --default-verify`), which a foreign
+    /// format's plan takes as its final check when it declares none (`format::adapt`).
+    pub default_check: Option<String>,
+}
+
+/// Where the spec's final check (the one command that shows the whole spec done) comes
+/// from: the spec-level line, the closing `[VERIFY]` task, or a person's default Verify.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", tag = "from")]
+pub enum FinalSource {
+    Line,
+    Task { id: String },
+    Default,
+}
+
+/// The spec's final check: its command and where the plan declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FinalCheck {
+    pub command: String,
+    #[serde(flatten)]
+    pub source: FinalSource,
+}
+
+impl std::fmt::Display for FinalSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FinalSource::Line => f.write_str("the **Final check** line"),
+            FinalSource::Task { id } => write!(f, "the Verify of the closing [VERIFY] task {id}"),
+            FinalSource::Default => f.write_str("the spec's default Verify"),
+        }
+    }
+}
+
+/// The line a plan without a final check is told to add.
+pub const FINAL_CHECK_LINE: &str =
+    "**Final check**: `<the command that runs every test of the project>`";
+
+impl TaskList {
+    /// The spec's final check: the `**Final check**` line, else the Verify of the last
+    /// task marked `[VERIFY]`, else the person's default Verify; `None` when the plan
+    /// declares none.
+    pub fn final_check(&self) -> Option<FinalCheck> {
+        // The template's `<…>` placeholder is no command.
+        let placeholder = |c: &&str| c.starts_with('<') && c.ends_with('>');
+        let line = self.final_check_line.as_deref().map(verify_command);
+        if let Some(command) = line.filter(|c| !c.is_empty() && !placeholder(c)) {
+            let source = FinalSource::Line;
+            return Some(FinalCheck {
+                command: command.to_string(),
+                source,
+            });
+        }
+        let closing = self.tasks.iter().rev().find(|t| t.is_verify());
+        if let Some((task, command)) = closing.and_then(|t| Some((t, t.verify_command()?))) {
+            let source = FinalSource::Task { id: task.label() };
+            return Some(FinalCheck {
+                command: command.to_string(),
+                source,
+            });
+        }
+        let default = self.default_check.as_deref().map(str::trim);
+        default.filter(|c| !c.is_empty()).map(|c| FinalCheck {
+            command: c.to_string(),
+            source: FinalSource::Default,
+        })
+    }
 }
 
 /// Why a line that looks like a task is not one.
@@ -452,6 +521,23 @@ fn field_line(line: &str) -> Option<(&str, &str)> {
     Some((name, value))
 }
 
+/// `**Final check**: value` (or `**Final check:**`, a list item too) → the value.
+fn final_check_line(line: &str) -> Option<&str> {
+    let t = line.trim_start();
+    let t = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .unwrap_or(t);
+    let t = t.trim_start().strip_prefix("**")?;
+    let close = t.find("**")?;
+    let name = t[..close].trim_end_matches(':').trim();
+    if !name.eq_ignore_ascii_case("final check") {
+        return None;
+    }
+    let after = t[close + 2..].trim_start();
+    Some(after.strip_prefix(':').unwrap_or(after).trim()).filter(|v| !v.is_empty())
+}
+
 /// The command of a Verify field: the text inside its first backticks, else the field.
 pub fn verify_command(field: &str) -> &str {
     let mut parts = field.split('`');
@@ -750,6 +836,8 @@ pub fn parse(text: &str) -> TaskList {
         unread: iter.unread,
         unclosed_fence: iter.scanner.unclosed.0,
         parents_close: false,
+        final_check_line: iter.final_check,
+        default_check: None,
     }
 }
 
@@ -763,6 +851,7 @@ pub fn iter(text: &str) -> Tasks<'_> {
         section: 0,
         phase: None,
         unread: Vec::new(),
+        final_check: None,
     }
 }
 
@@ -774,6 +863,8 @@ pub struct Tasks<'a> {
     phase: Option<String>,
     /// The lines read so far that look like tasks and are not.
     pub unread: Vec<Unread>,
+    /// The `**Final check**` line's value, read before the first task.
+    pub final_check: Option<String>,
 }
 
 impl Iterator for Tasks<'_> {
@@ -816,6 +907,9 @@ impl Iterator for Tasks<'_> {
                 Kind::Other(line) => line,
             };
             let Some(o) = self.open.as_mut() else {
+                if self.index == 0 && self.final_check.is_none() {
+                    self.final_check = final_check_line(line).map(str::to_string);
+                }
                 continue;
             };
             if line.trim().is_empty() {
