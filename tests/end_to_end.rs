@@ -355,7 +355,7 @@ fn e2e_2_implement_runs_a_three_task_spec_to_completion() {
         "specrun:spec-executor",
         "specrun:qa-engineer",
         "run_in_background: false",
-        "specrun verify run --phase execution",
+        "specrun verify run --final",
         "ALL_TASKS_COMPLETE",
     ] {
         assert!(
@@ -978,7 +978,8 @@ fn e2e_10_parallel_group_members_complete_side_by_side() {
         .replace("- [ ] 1.1 Write", "- [ ] 1.1 [P] Write")
         .replace("- [ ] 1.2 Write", "- [ ] 1.2 [P] Write");
     let tasks = &tasks[..tasks.find("- [ ] 1.3").expect("demo has 1.3")];
-    h.project.write("specs/demo/tasks.md", tasks);
+    let tasks = e2e::with_final_check(tasks, ALL_NOTES_VERIFY);
+    h.project.write("specs/demo/tasks.md", &tasks);
     h.project.commit_all("parallel demo");
     h.init_execution(SESSION, &[]);
 
@@ -1141,6 +1142,8 @@ fn assert_background_path(h: &Harness, run: &Run, members: usize) {
 /// Three tasks of one `[P]` group, each writing its own note.
 const PARALLEL_TASKS: &str = "# Tasks: demo
 
+**Final check**: `grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt`
+
 ## Phase 1: Notes
 
 - [ ] 1.1 [P] Write the alpha note
@@ -1208,7 +1211,8 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
     };
     let root = h.root();
     let one_task = &DEMO_TASKS[..DEMO_TASKS.find("- [ ] 1.2").expect("demo has 1.2")];
-    h.project.write("specs/demo/tasks.md", one_task);
+    let one_task = e2e::with_final_check(one_task, "grep -q ALPHA notes/alpha.txt");
+    h.project.write("specs/demo/tasks.md", &one_task);
     h.project.commit_all("one task");
     h.init_execution(
         SESSION,
@@ -1653,6 +1657,8 @@ fn the_install_script_pins_the_supported_releases() {
 /// One task whose criteria are tested by `node --test`: the adder adds and subtracts.
 const PROOF_TASKS: &str = "# Tasks: demo
 
+**Final check**: `node --test`
+
 ## Phase 1: Adder
 
 - [ ] 1.1 Adder tests
@@ -1901,6 +1907,8 @@ fn e2e_25b_executor_mapping_a_criterion_to_a_test_passing_before_is_refused() {
 /// One task over a small cargo crate whose subtract test fails; `.gitattributes` marks every
 /// Rust file `-diff`, which blinded git's own diff to the change.
 const CARGO_TASKS: &str = "# Tasks: demo
+
+**Final check**: `cargo test --offline`
 
 ## Phase 1: Adder
 

@@ -15,6 +15,8 @@ use crate::e2e::{critique_command, marked_subagent_rules, subagent_rules, Harnes
 
 const TASKS: &str = "# Tasks: demo
 
+**Final check**: `grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt && grep -q BETA notes/shared.txt`
+
 ## Phase 1: Notes
 
 - [ ] 1.1 [P] Write the alpha note
@@ -266,6 +268,8 @@ fn e2e_isolated_group_conflict_kept_retried_on_the_merged_base_and_completed() {
 }
 
 const DRIVEN_TASKS: &str = "# Tasks: demo
+
+**Final check**: `grep -q ALPHA notes/alpha.txt && grep -q BETA notes/beta.txt && grep -q GAMMA notes/gamma.txt`
 
 ## Phase 1: Notes
 

@@ -48,10 +48,22 @@ impl std::fmt::Display for Missing {
     }
 }
 
+/// A runner's entry for a whole file, not a test: `node --test` reports a file that holds
+/// no test (yet) as one named by its absolute path, and drops that entry once the file has
+/// tests. A test file that goes away is the integrity scan's `removed-test`.
+fn is_file_entry(name: &str) -> bool {
+    let b = name.as_bytes();
+    name.starts_with('/') || (b.len() > 2 && b[0].is_ascii_alphabetic() && &b[1..3] == b":\\")
+}
+
 /// How many times each test name has `outcome` (any outcome but skipped when `None`).
 fn counts(report: &Report, ran: impl Fn(Outcome) -> bool) -> BTreeMap<String, u32> {
     let mut out: BTreeMap<String, u32> = BTreeMap::new();
-    for r in report.results.iter().filter(|r| ran(r.outcome)) {
+    for r in report
+        .results
+        .iter()
+        .filter(|r| ran(r.outcome) && !is_file_entry(&r.name))
+    {
         *out.entry(r.name.clone()).or_default() += 1;
     }
     out
@@ -150,6 +162,24 @@ mod tests {
                 .collect(),
             ..Report::default()
         }
+    }
+
+    /// Regression (e2e_14b): a test file empty at `state init` was a "test" named by its
+    /// path, which node stops reporting once the file holds tests: never missing.
+    #[test]
+    fn a_runners_whole_file_entry_is_not_a_test() {
+        use Outcome::*;
+        let before = report(&[
+            ("/tmp/p/lib/add.test.js", Passed),
+            ("C:\\p\\a.test.js", Passed),
+        ]);
+        let base = Baseline::take("node --test", "t", &before);
+        assert!(base.tests.is_empty(), "{base:?}");
+        let after = report(&[("adds", Passed)]);
+        assert_eq!(base.missing(Some(&after)), Vec::new());
+        // A test whose name merely holds a slash is a test.
+        let base = Baseline::take("node --test", "t", &report(&[("a/b works", Failed)]));
+        assert_eq!(base.tests.len(), 1);
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub const OTHER_SESSION: &str = "5e55a0d1-0000-4000-8000-000000000002";
 
 /// Three tasks, the last a `[VERIFY]` task; each has markers a test can look for in what
 /// the model was sent.
+/// `tasks` with the plan's final check `check` declared under its first heading (a plan
+/// cut from a larger one loses the closing [VERIFY] task the final check came from).
+pub fn with_final_check(tasks: &str, check: &str) -> String {
+    let (title, rest) = tasks.split_once('\n').expect("a heading line");
+    format!("{title}\n\n**Final check**: `{check}`\n{rest}")
+}
+
 pub const DEMO_TASKS: &str = "# Tasks: demo
 
 ## Phase 1: Notes
