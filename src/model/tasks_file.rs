@@ -9,7 +9,7 @@ use crate::io::project::Project;
 use crate::io::store;
 use crate::model::tasks::format::{self, Beside, Format, Note};
 use crate::model::tasks::text::{fix_anchor, insert_after_block, FixTask};
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{self, Counts, Task, TaskList};
 
 /// A tasks.md read and parsed.
 pub(crate) struct LoadedTasks {
@@ -72,6 +72,40 @@ pub(crate) fn read(path: &Path, text: impl Into<store::Text>, beside: bool) -> R
         format: fmt,
         notes,
     })
+}
+
+/// The counts of `text` (read from `path`) as its format reads them: the fast scan, but
+/// for a format that reshapes the tasks (`format::reshapes`: Kiro's nesting by id).
+pub(crate) fn counts(path: &Path, text: &str) -> Counts {
+    match reshaped(path, text) {
+        Some(list) => list.counts(),
+        None => tasks::count(text),
+    }
+}
+
+/// The counts and the next task's label and title, as `counts` reads them (the status
+/// line's, on every refresh).
+pub(crate) fn headline(path: &Path, text: &str) -> (Counts, Option<(String, String)>) {
+    match reshaped(path, text) {
+        Some(list) => (
+            list.counts(),
+            list.next().map(|t| (t.label(), t.title.clone())),
+        ),
+        None => tasks::headline(text),
+    }
+}
+
+/// The tasks in their format when it reshapes them; `None` when the fast scan reads them
+/// as they are. The files beside it (criteria, default Verify) give no box or depth.
+fn reshaped(path: &Path, text: &str) -> Option<TaskList> {
+    let at = path.to_string_lossy();
+    if !format::reshapes(&at) {
+        return None;
+    }
+    let mut list = tasks::parse(text);
+    let fmt = format::detect(&at, &list);
+    format::adapt(fmt, text, &mut list, Beside::default());
+    Some(list)
 }
 
 fn optional_text(path: &Path) -> Result<Option<String>> {

@@ -63,6 +63,15 @@ pub fn by_path(path: &str) -> Option<Format> {
 /// Files, Done when, Verify, …; a spec-kit checklist after the tasks has no ids), else
 /// specrun's own.
 pub fn detect(path: &str, list: &TaskList) -> Format {
+    detect_in(path, list.tasks.iter())
+}
+
+/// `detect` over tasks one at a time (`tasks list` streams them): a specrun file ends the
+/// walk at its first task with a field or an id that is not spec-kit's.
+pub fn detect_in<T: std::borrow::Borrow<Task>>(
+    path: &str,
+    tasks: impl IntoIterator<Item = T>,
+) -> Format {
     if let Some(f) = by_path(path) {
         return f;
     }
@@ -81,18 +90,29 @@ pub fn detect(path: &str, list: &TaskList) -> Format {
             || !t.files.is_empty()
             || !t.depends.is_empty()
     };
-    let with_id = list.tasks.iter().filter(|t| t.id.is_some()).count();
-    let speckit = with_id > 0
-        && with_id * 2 >= list.tasks.len()
-        && list
-            .tasks
-            .iter()
-            .all(|t| t.id.as_deref().is_none_or(speckit_id) && !has_fields(t));
-    if speckit {
+    let (mut total, mut with_id) = (0, 0);
+    for t in tasks {
+        let t = t.borrow();
+        if !t.id.as_deref().is_none_or(speckit_id) || has_fields(t) {
+            return Format::Specrun;
+        }
+        total += 1;
+        with_id += usize::from(t.id.is_some());
+    }
+    if with_id > 0 && with_id * 2 >= total {
         Format::SpecKit
     } else {
         Format::Specrun
     }
+}
+
+/// Whether the fast scan's counts and next task (`tasks::count`, `tasks::headline`) can
+/// differ from the file read in its format: only Kiro's, which nests `1.1` under `1.` at
+/// one indent and takes `(P)` out of a title. spec-kit's and OpenSpec's reading adds
+/// fields (Files, Depends, Verify) and moves no box, depth or title, so the per-turn
+/// readers keep the fast scan for them and for specrun's own format.
+pub fn reshapes(path: &str) -> bool {
+    by_path(path) == Some(Format::Kiro)
 }
 
 /// Whether a note is what the file said or what specrun supplied in its place.
@@ -690,6 +710,54 @@ mod tests {
             set_checked(Format::Specrun, own, &l, &l.tasks[0], true).as_deref(),
             Some("- [x] 1 A\n")
         );
+    }
+
+    /// The per-turn readers keep the fast scan unless `reshapes`: for every other format
+    /// the file read in it has the scan's counts and next task.
+    #[test]
+    fn only_kiro_reshapes_what_the_fast_scan_reads() {
+        let openspec = "## 1. Setup\n- [ ] 1.1 Add it\n  - [x] 1.1.1 Part\n- [ ] 1.2 (P) More\n";
+        for (path, text) in [
+            ("specs/001-users/tasks.md", SPECKIT),
+            ("openspec/changes/add-x/tasks.md", openspec),
+            ("specs/demo/tasks.md", "- [ ] 1 A\n  - **Verify**: `true`\n"),
+            (".kiro/specs/albums/tasks.md", KIRO_TASKS),
+        ] {
+            let mut list = parse(text);
+            let fmt = detect(path, &list);
+            adapt(fmt, text, &mut list, Beside::default());
+            let next = list.next().map(|t| (t.label(), t.title.clone()));
+            assert_eq!(reshapes(path), path.starts_with(".kiro/"), "{path}");
+            if !reshapes(path) {
+                assert_eq!(
+                    (list.counts(), next),
+                    crate::model::tasks::headline(text),
+                    "{path}"
+                );
+            }
+        }
+        // Kiro's flat ids move the next task: `1.1` before its parent `1.`.
+        let flat = "- [ ] 1. Parent\n- [ ] 1.1 (P) Child\n";
+        let mut list = parse(flat);
+        adapt(Format::Kiro, flat, &mut list, Beside::default());
+        assert_eq!(list.next().map(Task::label).as_deref(), Some("1.1"));
+        assert_eq!(crate::model::tasks::count(flat).next_index, 0);
+    }
+
+    #[test]
+    fn detect_walks_a_stream_as_it_reads_a_list() {
+        for text in [
+            SPECKIT,
+            "- [ ] 1.1 A\n",
+            "- [ ] T001 A\n  - **Verify**: `x`\n",
+            "",
+        ] {
+            let list = parse(text);
+            assert_eq!(
+                detect_in("specs/x/tasks.md", crate::model::tasks::iter(text)),
+                detect("specs/x/tasks.md", &list)
+            );
+        }
     }
 
     #[test]
