@@ -583,3 +583,33 @@ fn every_reader_reads_a_speckit_spec_in_speckits_terms() {
     );
     assert!(r.words[0].1.contains("001-users 1/3"), "{}", r.words[0].1);
 }
+
+/// OpenSpec: the change's delta specs' scenarios are read and counted in `tasks lint`, and
+/// since no task links to one, lint says none became a task's criterion.
+#[test]
+fn openspec_scenarios_are_read_and_lint_says_no_task_takes_one() {
+    let p = TempProject::git();
+    p.write(
+        "openspec/changes/add-archive/tasks.md",
+        "## 1. Command\n- [ ] 1.1 Add the archive command\n- [ ] 1.2 Add its tests\n",
+    );
+    p.write(
+        "openspec/changes/add-archive/specs/cli/spec.md",
+        "## ADDED Requirements\n### Requirement: Archive\nThe CLI SHALL archive a change.\n\n#### Scenario: Archive a done change\n- **WHEN** a user runs `openspec archive x`\n- **THEN** x moves to archive/\n\n#### Scenario: Refuse an open change\n- **WHEN** x has open tasks\n- **THEN** nothing moves\n",
+    );
+    let (_, out, err) = run(&p, &["tasks", "lint", "--spec", "add-archive"]);
+    assert!(out.contains("read as openspec"), "{out}{err}");
+    assert!(
+        out.contains("read: 2 scenario(s) under 1 requirement(s) in the change's specs/"),
+        "{out}"
+    );
+    assert!(
+        out.contains("assumed: OpenSpec links no task to a requirement"),
+        "{out}"
+    );
+    let (_, out, _) = run(
+        &p,
+        &["tasks", "show", "1.1", "--spec", "add-archive", "--json"],
+    );
+    assert_eq!(json(&out)["doneWhen"], serde_json::Value::Null, "{out}");
+}

@@ -59,9 +59,14 @@ pub(crate) fn read(path: &Path, text: impl Into<store::Text>, beside: bool) -> R
         } else {
             (None, None)
         };
+        let deltas = match beside && fmt == Format::OpenSpec {
+            true => delta_specs(dir)?,
+            false => None,
+        };
         let files = Beside {
             requirements: requirements.as_deref().filter(|_| fmt == Format::Kiro),
             default_verify: default_verify.as_deref(),
+            deltas: deltas.as_deref(),
         };
         notes = format::adapt(fmt, &text, &mut list, files);
     }
@@ -106,6 +111,27 @@ fn reshaped(path: &Path, text: &str) -> Option<TaskList> {
     let fmt = format::detect(&at, &list);
     format::adapt(fmt, text, &mut list, Beside::default());
     Some(list)
+}
+
+/// An OpenSpec change's delta specs, `specs/<capability>/spec.md` in name order, one
+/// after the other; `None` without a `specs/` folder.
+fn delta_specs(change: &Path) -> Result<Option<String>> {
+    let Ok(entries) = std::fs::read_dir(change.join("specs")) else {
+        return Ok(None);
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.sort();
+    let mut out = String::new();
+    for dir in dirs {
+        if let Some(text) = optional_text(&dir.join("spec.md"))? {
+            out.push_str(&text);
+            out.push('\n');
+        }
+    }
+    Ok(Some(out))
 }
 
 fn optional_text(path: &Path) -> Result<Option<String>> {

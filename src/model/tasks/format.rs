@@ -151,6 +151,9 @@ pub struct Beside<'a> {
     /// The Verify a person set for this spec's tasks that have none (`state init
     /// --default-verify`).
     pub default_verify: Option<&'a str>,
+    /// OpenSpec's delta specs in the change (`specs/<capability>/spec.md`, one after the
+    /// other): requirements and their scenarios.
+    pub deltas: Option<&'a str>,
 }
 
 /// Fill in `list` from the format's conventions; the notes say what was read and assumed.
@@ -161,14 +164,68 @@ pub fn adapt(format: Format, text: &str, list: &mut TaskList, beside: Beside<'_>
         Format::Specrun => return notes,
         Format::SpecKit => speckit(list, &mut notes),
         Format::Kiro => kiro(text, list, beside.requirements, &mut notes),
-        Format::OpenSpec => notes.push(read(format!(
-            "{} numbered checkbox item(s); a nested item runs before the item it is under",
-            list.tasks.len()
-        ))),
+        Format::OpenSpec => openspec(list, beside.deltas, &mut notes),
     }
     list.parents_close = format == Format::Kiro;
     verify_default(list, beside.default_verify, &mut notes);
     notes
+}
+
+/// OpenSpec: nested numbered checkboxes as read. Its scenarios (`#### Scenario:` under a
+/// `### Requirement:` of the change's delta specs) are the change's criteria, but no task
+/// links to one (the format has no `_Requirements:_`): none is taken as a task's
+/// criterion, and the note says so rather than guess from words.
+fn openspec(list: &TaskList, deltas: Option<&str>, notes: &mut Vec<Note>) {
+    notes.push(read(format!(
+        "{} numbered checkbox item(s); a nested item runs before the item it is under",
+        list.tasks.len()
+    )));
+    let found = deltas.map(scenarios).unwrap_or_default();
+    if found.is_empty() {
+        notes.push(assumed(
+            "no scenarios in the change's specs/: a task's criteria are its text".to_string(),
+        ));
+        return;
+    }
+    let mut requirements: Vec<&str> = found.iter().map(|(r, _)| r.as_str()).collect();
+    requirements.dedup();
+    notes.push(read(format!(
+        "{} scenario(s) under {} requirement(s) in the change's specs/",
+        found.len(),
+        requirements.len()
+    )));
+    notes.push(assumed(
+        "OpenSpec links no task to a requirement: no scenario is taken as a task's criterion (a task's criteria are its text; check the scenarios in the execution's final check)"
+            .to_string(),
+    ));
+}
+
+/// OpenSpec's delta specs: each `#### Scenario: Name` with the `### Requirement: Name` it
+/// is under, in order (fenced code skipped).
+pub fn scenarios(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut req: Option<String> = None;
+    let mut in_fence = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        if let Some(name) = t.strip_prefix("### Requirement:") {
+            req = Some(name.trim().to_string());
+        } else if let Some(name) = t.strip_prefix("#### Scenario:") {
+            if let Some(r) = &req {
+                out.push((r.clone(), name.trim().to_string()));
+            }
+        } else if t.starts_with("## ") || t.starts_with("### ") {
+            req = None;
+        }
+    }
+    out
 }
 
 /// Tasks without Verify take the person's default; without one, the note says so (and
@@ -758,6 +815,32 @@ mod tests {
                 detect("specs/x/tasks.md", &list)
             );
         }
+    }
+
+    #[test]
+    fn openspec_scenarios_are_read_and_said_to_be_no_tasks_criteria() {
+        let deltas = "## ADDED Requirements\n### Requirement: Archive\nThe system SHALL archive.\n\n#### Scenario: Archive a change\n- **WHEN** x\n- **THEN** y\n\n#### Scenario: Refuse an open change\n- **WHEN** z\n```\n#### Scenario: not one\n```\n## MODIFIED Requirements\n### Requirement: List\n#### Scenario: List changes\n";
+        let found = scenarios(deltas);
+        let names: Vec<&str> = found.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Archive a change", "Refuse an open change", "List changes"]
+        );
+        assert_eq!(found[2].0, "List");
+        let text = "## 1. Setup\n- [ ] 1.1 Add it\n";
+        let mut list = parse(text);
+        let beside = Beside {
+            deltas: Some(deltas),
+            ..Beside::default()
+        };
+        let notes = adapt(Format::OpenSpec, text, &mut list, beside);
+        assert!(list.tasks[0].done_when.is_none(), "no criterion guessed");
+        assert!(notes
+            .iter()
+            .any(|n| n.kind == NoteKind::Read && n.message.starts_with("3 scenario(s) under 2")));
+        assert!(notes.iter().any(|n| n.kind == NoteKind::Assumed
+            && n.message
+                .contains("no scenario is taken as a task's criterion")));
     }
 
     #[test]
