@@ -418,3 +418,197 @@ fn lint_names_the_default_verify_flag_to_a_person_only() {
     assert!(said.contains("a person's choice"), "{said}");
     crate::roles::assert_no_persons_command(&said, "tasks lint inside Claude Code");
 }
+
+/// Kiro as Kiro writes it: `1.` and its `1.1` at one indent, `(P)` in a title.
+const KIRO_FLAT: &str = "# Implementation Plan\n\n- [ ] 1. Build the store\n- [ ] 1.1 (P) Write the schema\n  - _Requirements: 1.1_\n- [ ] 1.2 (P) Write the queries\n  - _Requirements: 1.2_\n";
+
+/// spec-kit with its first phase done (`[X]`) and a `[P]` pair with a story marker.
+const SPECKIT_BEGUN: &str = "# Tasks: Users\n\n## Phase 1: Setup\n- [X] T001 Create the module in src/users.py\n\n## Phase 2: Story\n- [ ] T002 [P] [US1] Add the model in src/models/user.py\n- [ ] T003 [P] [US1] Add the service in src/services/user.py\n";
+
+/// A spec whose execution `SESSION` owns under the stop-hook driver, set up by a person.
+fn executing(p: &TempProject, spec: &str) {
+    // The active spec, as the implement skill names it (a Kiro spec too).
+    p.write("specs/.current-spec", &format!("{spec}\n"));
+    p.commit_all("spec");
+    let init = [
+        "state",
+        "init",
+        "--spec",
+        spec,
+        "--session-id",
+        crate::hook_common::SESSION,
+        "--driver",
+        "stop-hook",
+        "--default-verify",
+        "true",
+    ];
+    let (code, out, err) = run(p, &init);
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// What every reader says of the spec: (reader, its words), after `tasks next --json`'s
+/// next task, its counts and the whole `tasks list --json`.
+struct Readings {
+    next: serde_json::Value,
+    count: serde_json::Value,
+    list: serde_json::Value,
+    list_text: String,
+    words: Vec<(&'static str, String)>,
+}
+
+fn readings(p: &TempProject, spec: &str) -> Readings {
+    let ok = |args: &[&str]| {
+        let (code, out, err) = run(p, args);
+        assert!(code == 0, "specrun {args:?}: {out}{err}");
+        out
+    };
+    let next = json(&ok(&["tasks", "next", "--spec", spec, "--json"]));
+    let count = json(&ok(&["tasks", "count", "--spec", spec]));
+    let list = json(&ok(&["tasks", "list", "--spec", spec, "--json"]));
+    let list_text = ok(&["tasks", "list", "--spec", spec]);
+    let line = p
+        .specrun()
+        .args(["statusline"])
+        .write_stdin(serde_json::json!({ "cwd": p.root() }).to_string())
+        .output()
+        .unwrap();
+    let statusline = String::from_utf8_lossy(&line.stdout).into_owned();
+    let status = ok(&["status", "--spec", spec]);
+    let snapshot = ok(&["snapshot", "--spec", spec]);
+    let stop = crate::hook_common::run_hook(
+        p,
+        "stop",
+        crate::hook_common::stop_stdin(p, "Working on it.", false, None),
+    );
+    let stop = json(&stop)["reason"].as_str().unwrap_or("").to_string();
+    Readings {
+        next,
+        count,
+        list,
+        list_text,
+        words: vec![
+            ("statusline", statusline),
+            ("status", status),
+            ("snapshot", snapshot),
+            ("stop hook", stop),
+        ],
+    }
+}
+
+/// Every reader — `tasks count`, `tasks list` (and `--json`), the status line, `status`,
+/// `snapshot`, the Stop hook — reads a Kiro file in Kiro's terms, as `tasks next` does: the
+/// sub-task `1.1` written at its parent's indent runs first, its `(P)` is a marker, its
+/// criterion is requirements.md's item. Read as specrun's own format, the next task was
+/// the parent `1` and the title kept `(P)`.
+#[test]
+fn every_reader_reads_a_kiro_spec_in_kiros_terms() {
+    let p = TempProject::git();
+    p.write(".kiro/specs/albums/tasks.md", KIRO_FLAT);
+    p.write(".kiro/specs/albums/requirements.md", KIRO_REQ);
+    executing(&p, "albums");
+    let r = readings(&p, "albums");
+    assert_eq!(r.next["next"]["id"], "1.1", "{}", r.next);
+    assert_eq!(r.next["next"]["title"], "Write the schema", "{}", r.next);
+    assert_eq!(r.count, r.next["counts"], "tasks count");
+    assert_eq!(r.count["nextIndex"], 1, "{}", r.count);
+    assert_eq!(r.list["counts"], r.next["counts"], "tasks list --json");
+    let t = &r.list["tasks"][1];
+    assert_eq!(t["title"], "Write the schema", "{t}");
+    assert_eq!(t["markers"], serde_json::json!(["P"]), "{t}");
+    assert_eq!(t["depth"], 1, "{t}");
+    assert_eq!(
+        t["doneWhen"],
+        "- Requirement 1.1: WHEN a user creates an album THEN the system SHALL store it"
+    );
+    assert!(
+        r.list_text.contains("[ ] 1.1 [P] Write the schema\n"),
+        "{}",
+        r.list_text
+    );
+    for (reader, words) in &r.words {
+        assert!(
+            words.contains("1.1") && !words.contains("(P)"),
+            "{reader} does not name the next task 1.1 in Kiro's terms: {words}"
+        );
+    }
+    let stop = &r.words[3].1;
+    assert!(stop.contains("Next task 1.1: Write the schema"), "{stop}");
+    assert!(r.words[0].1.contains("albums 0/3"), "{}", r.words[0].1);
+}
+
+/// The same for spec-kit: `[X]` is done, a task's paths are its Files and a phase's tasks
+/// depend on the phase before, in `tasks list --json` and the Stop hook's brief as in
+/// `tasks show`. Read as specrun's own format, `tasks list --json` had no Files, no Depends
+/// and no Verify.
+#[test]
+fn every_reader_reads_a_speckit_spec_in_speckits_terms() {
+    let p = TempProject::git();
+    p.spec("001-users", SPECKIT_BEGUN);
+    executing(&p, "001-users");
+    let r = readings(&p, "001-users");
+    assert_eq!(r.next["next"]["id"], "T002", "{}", r.next);
+    assert_eq!(r.count, r.next["counts"], "tasks count");
+    assert_eq!(r.count["completed"], 1, "[X] is done: {}", r.count);
+    assert_eq!(r.list["counts"], r.next["counts"], "tasks list --json");
+    let t = &r.list["tasks"][1];
+    assert_eq!(
+        t, &r.next["next"],
+        "tasks list --json reads T002 as tasks next does"
+    );
+    assert_eq!(t["files"], serde_json::json!(["src/models/user.py"]), "{t}");
+    assert_eq!(t["depends"], serde_json::json!(["T001"]), "{t}");
+    assert_eq!(t["verify"], "true", "the person's default: {t}");
+    assert!(
+        r.list_text.contains("[x] T001 Create the module") && r.list_text.ends_with("1/3 done\n"),
+        "{}",
+        r.list_text
+    );
+    for (reader, words) in &r.words {
+        assert!(
+            words.contains("T002"),
+            "{reader} does not name the next task T002: {words}"
+        );
+    }
+    let stop = &r.words[3].1;
+    assert!(
+        stop.contains("Next task T002: [US1] Add the model in src/models/user.py")
+            && stop.contains("Files: src/models/user.py")
+            && stop.contains("Verify: `true`"),
+        "{stop}"
+    );
+    assert!(r.words[0].1.contains("001-users 1/3"), "{}", r.words[0].1);
+}
+
+/// OpenSpec: the change's delta specs' scenarios are read and counted in `tasks lint`, and
+/// since no task links to one, lint says none became a task's criterion.
+#[test]
+fn openspec_scenarios_are_read_and_lint_says_no_task_takes_one() {
+    let p = TempProject::git();
+    p.write(
+        "openspec/changes/add-archive/tasks.md",
+        "## 1. Command\n- [ ] 1.1 Add the archive command\n- [ ] 1.2 Add its tests\n",
+    );
+    p.write(
+        "openspec/changes/add-archive/specs/cli/spec.md",
+        "## ADDED Requirements\n### Requirement: Archive\nThe CLI SHALL archive a change.\n\n#### Scenario: Archive a done change\n- **WHEN** a user runs `openspec archive x`\n- **THEN** x moves to archive/\n\n#### Scenario: Refuse an open change\n- **WHEN** x has open tasks\n- **THEN** nothing moves\n",
+    );
+    let (_, out, err) = run(&p, &["tasks", "lint", "--spec", "add-archive"]);
+    assert!(out.contains("read as openspec"), "{out}{err}");
+    assert!(
+        out.contains("read: 2 scenario(s) under 1 requirement(s) in the change's specs/"),
+        "{out}"
+    );
+    assert!(
+        out.contains("assumed: OpenSpec links no task to a requirement"),
+        "{out}"
+    );
+    let (_, out, _) = run(
+        &p,
+        &["tasks", "show", "1.1", "--spec", "add-archive", "--json"],
+    );
+    assert_eq!(json(&out)["doneWhen"], serde_json::Value::Null, "{out}");
+}

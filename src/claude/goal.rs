@@ -32,6 +32,9 @@ pub fn js_len(text: &str) -> usize {
 #[derive(Debug, Clone)]
 pub struct GoalFacts {
     pub spec_name: String,
+    /// The spec's tasks file, from the project root (`specs/<name>/tasks.md`, or Kiro's
+    /// `.kiro/specs/<name>/tasks.md`, OpenSpec's `openspec/changes/<name>/tasks.md`).
+    pub tasks_file: String,
     pub completed: usize,
     pub total: usize,
     /// `label title` of every unchecked task, in order.
@@ -103,8 +106,10 @@ fn render(facts: &GoalFacts, detail: Detail) -> String {
     let proof = evidence_protocol(&facts.spec_name);
     let mut parts = vec![
         format!(
-            "Finish the specrun spec {s} (specs/{s}/tasks.md: {}/{} tasks checked when this goal was set).",
-            facts.completed, facts.total
+            "Finish the specrun spec {s} ({}: {}/{} tasks checked when this goal was set).",
+            crate::support::shell::word(&facts.tasks_file),
+            facts.completed,
+            facts.total
         ),
         format!(
             "This goal is met only when the conversation shows, as printed command output after \
@@ -465,6 +470,7 @@ mod tests {
     fn facts(name: &str, tasks: usize) -> GoalFacts {
         GoalFacts {
             spec_name: name.to_string(),
+            tasks_file: format!("specs/{name}/tasks.md"),
             completed: 0,
             total: tasks,
             remaining: (1..=tasks)

@@ -303,8 +303,20 @@ fn plan_lint(project: &Project, spec_arg: Option<&str>) -> Check {
             )
         }
     };
-    let list = crate::model::tasks::parse(&text);
-    let findings = crate::model::tasks::lint::lint(&text, &list);
+    // In the file's format, as `tasks lint` reads it.
+    let list = match crate::model::tasks_file::read(&path, text, true) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            return Check::not(
+                ID,
+                Status::Warn,
+                e.to_string(),
+                format!("fix {}", path.display()),
+            )
+        }
+    };
+    let (text, list) = (&list.text, &list.list);
+    let findings = crate::model::tasks::lint::lint(text, list);
     if findings.is_empty() {
         return Check::pass(
             ID,

@@ -27,6 +27,12 @@ pub(crate) fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
     let counts = loaded.list.counts();
     let facts = GoalFacts {
         spec_name: spec.name.clone(),
+        tasks_file: loaded
+            .path
+            .strip_prefix(&project.root)
+            .unwrap_or(&loaded.path)
+            .to_string_lossy()
+            .into_owned(),
         completed: counts.completed,
         total: counts.total,
         remaining: loaded

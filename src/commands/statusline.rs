@@ -45,9 +45,11 @@ fn line_for(stdin: &[u8], cwd: Option<&Path>) -> Option<String> {
     let spec = project.spec(None).ok()??;
     // Read leniently: a mistyped field reads as absent, the line still shows the rest.
     let state = crate::model::state::read_lenient(&spec.state_path()).ok()??;
-    let text = store::read_text(&spec.tasks_path(), "tasks file").ok()?;
-    // Counts and the next task only: a full parse was most of the line's cost.
-    let (counts, next) = tasks::headline(&text);
+    let path = spec.tasks_path();
+    let text = store::read_text(&path, "tasks file").ok()?;
+    // Counts and the next task only (a full parse was most of the line's cost), in the
+    // file's format.
+    let (counts, next) = crate::model::tasks_file::headline(&path, &text);
     Some(compose(&spec.name, &state, counts, next, Utc::now()))
 }
 

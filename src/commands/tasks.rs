@@ -6,7 +6,7 @@ use crate::cli::{TasksCommand, TasksReadArgs};
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
-use crate::model::tasks::format::{Format, Note, NoteKind};
+use crate::model::tasks::format::{self, Format, Note, NoteKind};
 use crate::model::tasks::lint::{self, Finding, Severity};
 use crate::model::tasks::{self, Counts, Task, TaskList};
 use crate::model::tasks_file::{self, LoadedTasks};
@@ -19,7 +19,7 @@ pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
             // Counting needs no task structs: the fast path of the same line scanner.
             let (path, text) =
                 tasks_file::read_text(project, spec.spec.as_deref(), file.as_deref())?;
-            let counts = tasks::count(&text);
+            let counts = tasks_file::counts(&path, &text);
             output::json_line(&counts);
             if counts.unread > 0 {
                 output::warn(&unread_note(&path, &text, counts.unread));
@@ -84,18 +84,16 @@ pub(crate) fn run(project: &Project, cmd: TasksCommand) -> Result<ExitStatus> {
             Ok(ExitStatus::yes_no(!lint::has_errors(&findings)))
         }
         TasksCommand::List(args) => {
-            // Streamed: the counts first (the fast scan), then each task as it is read, so
-            // a million tasks never sit in memory.
-            let (_, text) =
+            let (path, text) =
                 tasks_file::read_text(project, args.spec.spec.as_deref(), args.file.as_deref())?;
-            let c = tasks::count(&text);
-            if args.json {
-                output::json_stream("counts", &c, "tasks", tasks::iter(&text));
+            // Another tool's format is read as `tasks show` reads it (its Files, Depends,
+            // criteria, nesting); specrun's own is streamed: the counts first (the fast
+            // scan), then each task as it is read, so a million tasks never sit in memory.
+            if format::detect_in(&path.to_string_lossy(), tasks::iter(&text)).is_foreign() {
+                let loaded = tasks_file::read(&path, text, true)?;
+                list_tasks(&args, loaded.list.counts(), loaded.list.tasks);
             } else {
-                for t in tasks::iter(&text) {
-                    output::line(&summary_line(&t));
-                }
-                output::line(&format!("{}/{} done", c.completed, c.total));
+                list_tasks(&args, tasks::count(&text), tasks::iter(&text));
             }
             Ok(ExitStatus::Success)
         }
@@ -182,6 +180,17 @@ fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option
     let standing = next::standing_of(&spec.name, list, &state);
     let why = standing.merge_step()?;
     Some((standing.merge_command(), why))
+}
+
+fn list_tasks(args: &TasksReadArgs, c: Counts, tasks: impl IntoIterator<Item = Task>) {
+    if args.json {
+        output::json_stream("counts", &c, "tasks", tasks);
+    } else {
+        for t in tasks {
+            output::line(&summary_line(&t));
+        }
+        output::line(&format!("{}/{} done", c.completed, c.total));
+    }
 }
 
 fn load(project: &Project, args: &TasksReadArgs) -> Result<LoadedTasks> {

@@ -9,7 +9,7 @@ use crate::io::project::Project;
 use crate::io::store;
 use crate::model::tasks::format::{self, Beside, Format, Note};
 use crate::model::tasks::text::{fix_anchor, insert_after_block, FixTask};
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{self, Counts, Task, TaskList};
 
 /// A tasks.md read and parsed.
 pub(crate) struct LoadedTasks {
@@ -59,9 +59,14 @@ pub(crate) fn read(path: &Path, text: impl Into<store::Text>, beside: bool) -> R
         } else {
             (None, None)
         };
+        let deltas = match beside && fmt == Format::OpenSpec {
+            true => delta_specs(dir)?,
+            false => None,
+        };
         let files = Beside {
             requirements: requirements.as_deref().filter(|_| fmt == Format::Kiro),
             default_verify: default_verify.as_deref(),
+            deltas: deltas.as_deref(),
         };
         notes = format::adapt(fmt, &text, &mut list, files);
     }
@@ -72,6 +77,61 @@ pub(crate) fn read(path: &Path, text: impl Into<store::Text>, beside: bool) -> R
         format: fmt,
         notes,
     })
+}
+
+/// The counts of `text` (read from `path`) as its format reads them: the fast scan, but
+/// for a format that reshapes the tasks (`format::reshapes`: Kiro's nesting by id).
+pub(crate) fn counts(path: &Path, text: &str) -> Counts {
+    match reshaped(path, text) {
+        Some(list) => list.counts(),
+        None => tasks::count(text),
+    }
+}
+
+/// The counts and the next task's label and title, as `counts` reads them (the status
+/// line's, on every refresh).
+pub(crate) fn headline(path: &Path, text: &str) -> (Counts, Option<(String, String)>) {
+    match reshaped(path, text) {
+        Some(list) => (
+            list.counts(),
+            list.next().map(|t| (t.label(), t.title.clone())),
+        ),
+        None => tasks::headline(text),
+    }
+}
+
+/// The tasks in their format when it reshapes them; `None` when the fast scan reads them
+/// as they are. The files beside it (criteria, default Verify) give no box or depth.
+fn reshaped(path: &Path, text: &str) -> Option<TaskList> {
+    let at = path.to_string_lossy();
+    if !format::reshapes(&at) {
+        return None;
+    }
+    let mut list = tasks::parse(text);
+    let fmt = format::detect(&at, &list);
+    format::adapt(fmt, text, &mut list, Beside::default());
+    Some(list)
+}
+
+/// An OpenSpec change's delta specs, `specs/<capability>/spec.md` in name order, one
+/// after the other; `None` without a `specs/` folder.
+fn delta_specs(change: &Path) -> Result<Option<String>> {
+    let Ok(entries) = std::fs::read_dir(change.join("specs")) else {
+        return Ok(None);
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|d| d.is_dir())
+        .collect();
+    dirs.sort();
+    let mut out = String::new();
+    for dir in dirs {
+        if let Some(text) = optional_text(&dir.join("spec.md"))? {
+            out.push_str(&text);
+            out.push('\n');
+        }
+    }
+    Ok(Some(out))
 }
 
 fn optional_text(path: &Path) -> Result<Option<String>> {

@@ -13,9 +13,8 @@ use crate::evidence::critique;
 use crate::evidence::verify;
 use crate::io::git;
 use crate::io::project::{Project, Spec};
-use crate::io::store;
 use crate::model::state::{self, Halt, Phase, State};
-use crate::model::tasks::{self, Task, TaskList};
+use crate::model::tasks::{Task, TaskList};
 use crate::next::{self, Finding, Input, ShellStep, Standing, StateInput, TaskProgress};
 
 pub use crate::model::state::read_lenient;
@@ -57,8 +56,10 @@ pub fn collect(project: &Project, spec_arg: Option<&str>) -> Result<Facts> {
         git: git::info(&project.root),
     };
     if let Some(spec) = &facts.spec {
-        match store::read_text(&spec.tasks_path(), "tasks file") {
-            Ok(text) => facts.tasks = Some(tasks::parse(&text)),
+        // In the file's format (spec-kit's phases as Depends, Kiro's nesting and
+        // criteria): status and snapshot read the tasks as the task verbs do.
+        match crate::model::tasks_file::load(&spec.tasks_path()) {
+            Ok(loaded) => facts.tasks = Some(loaded.list),
             Err(Error::Missing { .. }) => {}
             Err(e) => facts.tasks_error = Some(e.to_string()),
         }

@@ -63,6 +63,15 @@ pub fn by_path(path: &str) -> Option<Format> {
 /// Files, Done when, Verify, …; a spec-kit checklist after the tasks has no ids), else
 /// specrun's own.
 pub fn detect(path: &str, list: &TaskList) -> Format {
+    detect_in(path, list.tasks.iter())
+}
+
+/// `detect` over tasks one at a time (`tasks list` streams them): a specrun file ends the
+/// walk at its first task with a field or an id that is not spec-kit's.
+pub fn detect_in<T: std::borrow::Borrow<Task>>(
+    path: &str,
+    tasks: impl IntoIterator<Item = T>,
+) -> Format {
     if let Some(f) = by_path(path) {
         return f;
     }
@@ -81,18 +90,29 @@ pub fn detect(path: &str, list: &TaskList) -> Format {
             || !t.files.is_empty()
             || !t.depends.is_empty()
     };
-    let with_id = list.tasks.iter().filter(|t| t.id.is_some()).count();
-    let speckit = with_id > 0
-        && with_id * 2 >= list.tasks.len()
-        && list
-            .tasks
-            .iter()
-            .all(|t| t.id.as_deref().is_none_or(speckit_id) && !has_fields(t));
-    if speckit {
+    let (mut total, mut with_id) = (0, 0);
+    for t in tasks {
+        let t = t.borrow();
+        if !t.id.as_deref().is_none_or(speckit_id) || has_fields(t) {
+            return Format::Specrun;
+        }
+        total += 1;
+        with_id += usize::from(t.id.is_some());
+    }
+    if with_id > 0 && with_id * 2 >= total {
         Format::SpecKit
     } else {
         Format::Specrun
     }
+}
+
+/// Whether the fast scan's counts and next task (`tasks::count`, `tasks::headline`) can
+/// differ from the file read in its format: only Kiro's, which nests `1.1` under `1.` at
+/// one indent and takes `(P)` out of a title. spec-kit's and OpenSpec's reading adds
+/// fields (Files, Depends, Verify) and moves no box, depth or title, so the per-turn
+/// readers keep the fast scan for them and for specrun's own format.
+pub fn reshapes(path: &str) -> bool {
+    by_path(path) == Some(Format::Kiro)
 }
 
 /// Whether a note is what the file said or what specrun supplied in its place.
@@ -131,6 +151,9 @@ pub struct Beside<'a> {
     /// The Verify a person set for this spec's tasks that have none (`state init
     /// --default-verify`).
     pub default_verify: Option<&'a str>,
+    /// OpenSpec's delta specs in the change (`specs/<capability>/spec.md`, one after the
+    /// other): requirements and their scenarios.
+    pub deltas: Option<&'a str>,
 }
 
 /// Fill in `list` from the format's conventions; the notes say what was read and assumed.
@@ -141,16 +164,70 @@ pub fn adapt(format: Format, text: &str, list: &mut TaskList, beside: Beside<'_>
         Format::Specrun => return notes,
         Format::SpecKit => speckit(list, &mut notes),
         Format::Kiro => kiro(text, list, beside.requirements, &mut notes),
-        Format::OpenSpec => notes.push(read(format!(
-            "{} numbered checkbox item(s); a nested item runs before the item it is under",
-            list.tasks.len()
-        ))),
+        Format::OpenSpec => openspec(list, beside.deltas, &mut notes),
     }
     list.parents_close = format == Format::Kiro;
     // A person's default Verify serves as the final check of a plan that declares none.
     list.default_check = beside.default_verify.map(str::to_string);
     verify_default(list, beside.default_verify, &mut notes);
     notes
+}
+
+/// OpenSpec: nested numbered checkboxes as read. Its scenarios (`#### Scenario:` under a
+/// `### Requirement:` of the change's delta specs) are the change's criteria, but no task
+/// links to one (the format has no `_Requirements:_`): none is taken as a task's
+/// criterion, and the note says so rather than guess from words.
+fn openspec(list: &TaskList, deltas: Option<&str>, notes: &mut Vec<Note>) {
+    notes.push(read(format!(
+        "{} numbered checkbox item(s); a nested item runs before the item it is under",
+        list.tasks.len()
+    )));
+    let found = deltas.map(scenarios).unwrap_or_default();
+    if found.is_empty() {
+        notes.push(assumed(
+            "no scenarios in the change's specs/: a task's criteria are its text".to_string(),
+        ));
+        return;
+    }
+    let mut requirements: Vec<&str> = found.iter().map(|(r, _)| r.as_str()).collect();
+    requirements.dedup();
+    notes.push(read(format!(
+        "{} scenario(s) under {} requirement(s) in the change's specs/",
+        found.len(),
+        requirements.len()
+    )));
+    notes.push(assumed(
+        "OpenSpec links no task to a requirement: no scenario is taken as a task's criterion (a task's criteria are its text; check the scenarios in the execution's final check)"
+            .to_string(),
+    ));
+}
+
+/// OpenSpec's delta specs: each `#### Scenario: Name` with the `### Requirement: Name` it
+/// is under, in order (fenced code skipped).
+pub fn scenarios(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut req: Option<String> = None;
+    let mut in_fence = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        if let Some(name) = t.strip_prefix("### Requirement:") {
+            req = Some(name.trim().to_string());
+        } else if let Some(name) = t.strip_prefix("#### Scenario:") {
+            if let Some(r) = &req {
+                out.push((r.clone(), name.trim().to_string()));
+            }
+        } else if t.starts_with("## ") || t.starts_with("### ") {
+            req = None;
+        }
+    }
+    out
 }
 
 /// Tasks without Verify take the person's default; without one, the note says so (and
@@ -692,6 +769,80 @@ mod tests {
             set_checked(Format::Specrun, own, &l, &l.tasks[0], true).as_deref(),
             Some("- [x] 1 A\n")
         );
+    }
+
+    /// The per-turn readers keep the fast scan unless `reshapes`: for every other format
+    /// the file read in it has the scan's counts and next task.
+    #[test]
+    fn only_kiro_reshapes_what_the_fast_scan_reads() {
+        let openspec = "## 1. Setup\n- [ ] 1.1 Add it\n  - [x] 1.1.1 Part\n- [ ] 1.2 (P) More\n";
+        for (path, text) in [
+            ("specs/001-users/tasks.md", SPECKIT),
+            ("openspec/changes/add-x/tasks.md", openspec),
+            ("specs/demo/tasks.md", "- [ ] 1 A\n  - **Verify**: `true`\n"),
+            (".kiro/specs/albums/tasks.md", KIRO_TASKS),
+        ] {
+            let mut list = parse(text);
+            let fmt = detect(path, &list);
+            adapt(fmt, text, &mut list, Beside::default());
+            let next = list.next().map(|t| (t.label(), t.title.clone()));
+            assert_eq!(reshapes(path), path.starts_with(".kiro/"), "{path}");
+            if !reshapes(path) {
+                assert_eq!(
+                    (list.counts(), next),
+                    crate::model::tasks::headline(text),
+                    "{path}"
+                );
+            }
+        }
+        // Kiro's flat ids move the next task: `1.1` before its parent `1.`.
+        let flat = "- [ ] 1. Parent\n- [ ] 1.1 (P) Child\n";
+        let mut list = parse(flat);
+        adapt(Format::Kiro, flat, &mut list, Beside::default());
+        assert_eq!(list.next().map(Task::label).as_deref(), Some("1.1"));
+        assert_eq!(crate::model::tasks::count(flat).next_index, 0);
+    }
+
+    #[test]
+    fn detect_walks_a_stream_as_it_reads_a_list() {
+        for text in [
+            SPECKIT,
+            "- [ ] 1.1 A\n",
+            "- [ ] T001 A\n  - **Verify**: `x`\n",
+            "",
+        ] {
+            let list = parse(text);
+            assert_eq!(
+                detect_in("specs/x/tasks.md", crate::model::tasks::iter(text)),
+                detect("specs/x/tasks.md", &list)
+            );
+        }
+    }
+
+    #[test]
+    fn openspec_scenarios_are_read_and_said_to_be_no_tasks_criteria() {
+        let deltas = "## ADDED Requirements\n### Requirement: Archive\nThe system SHALL archive.\n\n#### Scenario: Archive a change\n- **WHEN** x\n- **THEN** y\n\n#### Scenario: Refuse an open change\n- **WHEN** z\n```\n#### Scenario: not one\n```\n## MODIFIED Requirements\n### Requirement: List\n#### Scenario: List changes\n";
+        let found = scenarios(deltas);
+        let names: Vec<&str> = found.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Archive a change", "Refuse an open change", "List changes"]
+        );
+        assert_eq!(found[2].0, "List");
+        let text = "## 1. Setup\n- [ ] 1.1 Add it\n";
+        let mut list = parse(text);
+        let beside = Beside {
+            deltas: Some(deltas),
+            ..Beside::default()
+        };
+        let notes = adapt(Format::OpenSpec, text, &mut list, beside);
+        assert!(list.tasks[0].done_when.is_none(), "no criterion guessed");
+        assert!(notes
+            .iter()
+            .any(|n| n.kind == NoteKind::Read && n.message.starts_with("3 scenario(s) under 2")));
+        assert!(notes.iter().any(|n| n.kind == NoteKind::Assumed
+            && n.message
+                .contains("no scenario is taken as a task's criterion")));
     }
 
     #[test]
