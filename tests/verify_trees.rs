@@ -129,7 +129,11 @@ fn uncommitted_edits_inside_a_submodule_stale_evidence() {
 fn a_project_below_the_work_tree_top_fingerprints_its_own_directory() {
     let p = TempProject::git();
     p.write("app/specs/.current-spec", "demo\n");
-    p.write("app/specs/demo/tasks.md", TASKS);
+    // Written as is (not `TempProject::spec`, which adds a final check): say it here.
+    p.write(
+        "app/specs/demo/tasks.md",
+        &format!("**Final check**: `true`\n\n{TASKS}"),
+    );
     p.write("app/main.rs", "fn main() {}\n");
     p.write("other/x.txt", "outside the project\n");
     p.commit_all("monorepo");
