@@ -276,6 +276,58 @@ fn boxes_ticked_in_the_start_commit_or_by_a_person_at_a_shell_still_count() {
     assert_eq!(q.state("demo")["checkedAtInit"], json!(["1.1", "1.2"]));
 }
 
+/// A committed spec `demo` whose session started (its start commit has 1.1 ticked), after
+/// which the model ticks 1.2 and commits it.
+fn ticked_and_committed_after_the_start() -> TempProject {
+    let p = TempProject::git();
+    p.spec("demo", PLAN);
+    p.commit_all("plan");
+    session_start(&p);
+    let ticked = p
+        .read("specs/demo/tasks.md")
+        .replace("- [ ] 1.2", "- [x] 1.2");
+    p.write("specs/demo/tasks.md", &ticked);
+    p.commit_all("tick 1.2");
+    p
+}
+
+#[test]
+fn a_box_the_model_ticked_and_committed_counts_only_from_the_session_s_start_commit() {
+    // Bound to its session: only 1.1, ticked in the commit the session started from.
+    let p = ticked_and_committed_after_the_start();
+    let args = ["state", "init", "--spec", "demo", "--session-id", SESSION];
+    let out = run(&p, true, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1"]));
+    // Bound to no session: no start commit is known, so no box counts (main took HEAD,
+    // the model's own commit, and counted 1.2).
+    let q = ticked_and_committed_after_the_start();
+    let out = run(&q, true, &["state", "init", "--spec", "demo"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(q.state("demo")["checkedAtInit"], json!([]));
+}
+
+#[test]
+fn an_init_bound_to_a_session_no_hook_saw_is_refused_inside_claude_code() {
+    // A made-up session: its binding would take HEAD (the model's commit) as the start,
+    // and this session's hooks would not guard the execution. Main accepted it.
+    let p = ticked_and_committed_after_the_start();
+    let args = ["state", "init", "--spec", "demo", "--session-id", "made-up"];
+    let out = run(&p, true, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("SessionStart hook has not seen session `made-up`"));
+    assert!(!state_path(&p).exists());
+    // Moving a running execution to a made-up session is refused the same way.
+    let e = executing();
+    let out = run(&e, true, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert_eq!(e.state("demo")["sessionId"], SESSION);
+    // Control: a person at a shell binds any session (before it starts, say).
+    let out = run(&p, false, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1", "1.2"]));
+}
+
 // ---- class 6: tokens kept out of the count ----
 
 #[test]

@@ -143,6 +143,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     if args.no_red_green {
         crate::claude::roles::person_only(crate::claude::roles::Decision::SkipRedGreen)?;
     }
+    refuse_unseen_session(project, params.session_id.as_deref())?;
     let path = spec.state_path();
     if args.force && std::fs::symlink_metadata(&path).is_ok() {
         crate::claude::roles::person_only(crate::claude::roles::Decision::ReplaceState)?;
@@ -204,7 +205,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         if !continued {
             count_from_start(&mut doc, project, session);
         }
-        freeze_contract(project, &mut doc, &loaded.list, continued);
+        freeze_contract(project, &mut doc, &loaded.list, continued, start.as_deref());
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -242,6 +243,7 @@ fn freeze_contract(
     doc: &mut Value,
     list: &crate::model::tasks::TaskList,
     continued: bool,
+    start: Option<&str>,
 ) {
     // The plan is frozen as this execution starts; a continued one keeps its own, so
     // a tasks.md rewritten since is judged against it (only a person accepts a change).
@@ -250,9 +252,15 @@ fn freeze_contract(
     }
     // The prices and notify command in force: a person's, taken now (a continued
     // execution inside Claude Code keeps its own: the model may have changed them).
+    use crate::cost::settings::Asker;
     let inside = crate::claude::releases::inside();
     if !(continued && inside && doc.get("settings").is_some()) {
-        let kept = crate::cost::settings::snapshot(&project.root, inside);
+        let asker = if inside {
+            Asker::Model(start)
+        } else {
+            Asker::Person
+        };
+        let kept = crate::cost::settings::snapshot(&project.root, asker);
         doc["settings"] = serde_json::json!(kept);
     }
     // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
@@ -474,12 +482,36 @@ fn refuse_laundering(project: &Project, name: &str, path: &Path) -> Option<Strin
     ))
 }
 
-/// The commit the session started from (its binding, as a hook saw it), else HEAD now.
+/// Inside Claude Code an execution is bound only to a session a hook saw start here (or a
+/// person bound at a shell): a made-up id, or another session's, would leave this session's
+/// turns unguarded (its hooks judge only the execution they own) and give a start commit of
+/// the model's choosing (HEAD now, after it committed ticked boxes).
+fn refuse_unseen_session(project: &Project, session: Option<&str>) -> Result<()> {
+    let Some(sid) = session.filter(|_| crate::claude::releases::inside()) else {
+        return Ok(());
+    };
+    let nowhere = crate::io::record::session_path(&project.root, sid).is_none();
+    if nowhere || crate::model::record::binding(&project.root, sid).is_some() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        message: format!(
+            "state init refused: specrun's SessionStart hook has not seen session `{sid}` in this project, so the execution cannot be bound to it (its turns would go unguarded); pass this session's id as Claude Code gives it (`${{CLAUDE_SESSION_ID}}`). If the plugin was enabled after the session started, end the turn and ask the person to start the session again (`claude --continue`) so the hook sees it"
+        ),
+    })
+}
+
+/// The commit the session started from, as a hook saw it (its binding). Inside Claude Code
+/// that is the only one that counts (`None` without a bound session: no box ticked before
+/// `state init` counts, no project config is taken); at a shell HEAD now stands in.
 fn start_commit(project: &Project, session: Option<&str>) -> Option<String> {
-    session
+    let bound = session
         .and_then(|sid| crate::model::record::binding(&project.root, sid))
-        .and_then(|b| b.start_commit)
-        .or_else(|| crate::io::git::head_fast(&project.root))
+        .and_then(|b| b.start_commit);
+    match crate::claude::releases::inside() {
+        true => bound,
+        false => bound.or_else(|| crate::io::git::head_fast(&project.root)),
+    }
 }
 
 /// The ids of `baseline` whose box is ticked in `commit`'s copy of the spec's tasks.md
@@ -498,8 +530,9 @@ fn ticked_at(
     let (Some(commit), Some(rel)) = (commit, rel) else {
         return Vec::new();
     };
-    let object = format!("{commit}:{rel}");
-    let Ok(text) = crate::io::git::run(&project.root, &["show", &object], &[]) else {
+    let Some(text) = crate::io::git::blob_at(&project.root, commit, &rel)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
         return Vec::new();
     };
     let then = crate::model::tasks::parse(&text);
