@@ -233,6 +233,37 @@ fn only_a_person_at_a_shell_accepts_the_files_over_the_record() {
     );
 }
 
+#[test]
+fn a_persons_state_merge_at_a_shell_is_followed_and_a_rewind_still_halts() {
+    let p = executing();
+    stop(&p);
+    let file = "specs/demo/.specrun-state.json";
+    // A person raises a cap by hand: the record follows (main halted: caps differ).
+    let raise = run(
+        &p,
+        false,
+        &["state", "merge", file, r#"{"maxGlobalIterations": 99}"#],
+    );
+    assert!(raise.status.success(), "{}", said(&raise));
+    let answer = stop(&p);
+    assert!(
+        answer.is_empty() || json_of(&answer)["continue"] != false,
+        "{answer}"
+    );
+    // Control: a merge that rewinds the counters is not followed: the next Stop halts.
+    let rewind = run(
+        &p,
+        false,
+        &["state", "merge", file, r#"{"globalIteration": 0}"#],
+    );
+    assert!(rewind.status.success(), "{}", said(&rewind));
+    let v = halted(&stop(&p));
+    assert!(
+        v["stopReason"].as_str().unwrap().contains("backwards"),
+        "{v}"
+    );
+}
+
 // ---- class 2: laundering by losing the record ----
 
 #[test]
@@ -353,6 +384,32 @@ fn a_stop_with_another_transcript_does_not_move_the_offset() {
     let s = p.state("demo");
     assert_eq!(s["usage"]["outputTokens"], 120, "{s}");
     assert_eq!(s["usage"]["transcriptPath"], json!(transcript(&p)));
+}
+
+#[test]
+fn a_continued_execution_in_a_new_session_counts_its_transcript_from_init() {
+    let p = executing();
+    append(transcript(&p).as_ref(), &assistant_line("m1", 5, 50));
+    stop(&p);
+    // A second session starts (its own transcript, with output from before the run) and
+    // takes the execution on.
+    let second = p.root().join("second.jsonl").display().to_string();
+    append(second.as_ref(), &assistant_line("s0", 5, 1000));
+    let start = json!({"session_id": "second", "transcript_path": second,
+        "cwd": p.root(), "hook_event_name": "SessionStart", "source": "resume"});
+    hook(&p, "session-start", &start);
+    let args = ["state", "init", "--spec", "demo", "--session-id", "second"];
+    let out = run(&p, true, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    // Written after init, before the second session's first Stop: counted (main read the
+    // new transcript from its end at that Stop, and counted none of it).
+    append(second.as_ref(), &assistant_line("s1", 5, 30));
+    let stdin = json!({"session_id": "second", "transcript_path": second, "cwd": p.root(),
+        "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "working", "background_tasks": []});
+    hook(&p, "stop", &stdin);
+    let s = p.state("demo");
+    assert_eq!(s["usage"]["outputTokens"], 80, "{s}");
 }
 
 #[test]

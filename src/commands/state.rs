@@ -34,6 +34,7 @@ pub(crate) fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
                 .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
             refuse_model_patch(&path, &patch)?;
             merge(&path, &patch)?;
+            follow_record(&project, &path);
             Ok(ExitStatus::Success)
         }
         StateCommand::Get { file, path } => {
@@ -74,6 +75,40 @@ fn refuse_model_patch(path: &Path, patch: &Value) -> Result<()> {
             state::MODEL_MERGEABLE.join(", ")
         ),
     })
+}
+
+/// A person's `state merge` at a shell of an executing spec's state is what the guard's
+/// record follows (caps, halt, session: their decision), except counters, which never go
+/// back in the record: a merge that rewinds them still halts at the next hook. Inside
+/// Claude Code the model merges only fields the record does not keep.
+fn follow_record(project: &Project, path: &Path) {
+    use crate::io::record::Read;
+    let is_state = path
+        .file_name()
+        .is_some_and(|n| n == crate::io::project::STATE_FILE);
+    let (Some(dir), false) = (path.parent(), crate::claude::releases::inside()) else {
+        return;
+    };
+    let Some(name) = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| is_state)
+    else {
+        return;
+    };
+    let Read::Valid(rec) = crate::model::record::execution(&project.root, name) else {
+        return;
+    };
+    let same_dir = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
+    if !rec.open() || !same_dir(Path::new(&rec.spec_dir), dir) {
+        return;
+    }
+    let Ok(Some(doc)) = state::read_document(path) else {
+        return;
+    };
+    if let Ok(s) = State::from_json(doc, &path.display().to_string()) {
+        let _ = crate::model::record::follow(&project.root, name, &s);
+    }
 }
 
 /// A file outside the project: name the `--cwd` that reaches its project.
@@ -202,7 +237,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
             _ => baseline,
         };
         doc["checkedAtInit"] = serde_json::json!(baseline);
-        if !continued {
+        if !continued || moved_to_another_transcript(&doc, project, session) {
             count_from_start(&mut doc, project, session);
         }
         freeze_contract(project, &mut doc, &loaded.list, continued, start.as_deref());
@@ -546,6 +581,17 @@ fn ticked_at(
         .into_iter()
         .filter(|id| ticked.contains(id))
         .collect()
+}
+
+/// A continued execution taken on by a session with another transcript: that transcript
+/// counts from its size now, not from its size at the first Stop (the output between would
+/// go uncounted). A state with no transcript yet keeps its offset (it counts more).
+fn moved_to_another_transcript(doc: &Value, project: &Project, session: Option<&str>) -> bool {
+    let bound = session
+        .and_then(|sid| crate::model::record::binding(&project.root, sid))
+        .and_then(|b| b.transcript_path);
+    let kept = doc["usage"]["transcriptPath"].as_str();
+    matches!((kept, bound.as_deref()), (Some(k), Some(b)) if k != b)
 }
 
 /// A fresh execution's tokens count from its start: the transcript the session was bound
