@@ -83,7 +83,20 @@ fn events(p: &TempProject) -> Vec<Value> {
         .collect()
 }
 
+/// Claude Code's SessionStart for `SESSION`: binds it with HEAD as its start commit.
+fn session_start(p: &TempProject) {
+    let stdin = json!({"session_id": SESSION, "cwd": p.root(),
+        "hook_event_name": "SessionStart", "source": "startup"});
+    let out = specrun(p, &["hook", "session-start"], &stdin.to_string(), true);
+    assert!(out.status.success());
+}
+
+/// `state init` of the session; inside Claude Code the session has started first (a hook
+/// saw it), unless it already did.
 fn init(p: &TempProject, flags: &[&str], inside: bool) {
+    if inside {
+        session_start(p);
+    }
     let mut args = vec!["state", "init", "--spec", "demo", "--session-id", SESSION];
     args.extend_from_slice(flags);
     ok(p, &args, inside);
@@ -199,8 +212,31 @@ fn a_persons_config_before_init_is_used_and_an_uncommitted_one_is_not_inside() {
     init(&r, &[], true);
     let settings = &r.state("demo")["settings"];
     assert_eq!(settings["prices"]["claude-x"]["input"], 3, "{settings}");
-    assert_eq!(
-        settings["pricesFrom"],
-        ".specrun/config.json as committed in HEAD"
+    let from = settings["pricesFrom"].as_str().unwrap();
+    assert!(
+        from.starts_with(".specrun/config.json as committed in the session's start commit "),
+        "{from}"
     );
+}
+
+/// Inside Claude Code the project config counts as committed when the session started: a
+/// config the model commits (`git add -f`) after the session started is not taken, nor is
+/// one an init bound to no session would find in HEAD. Main took HEAD's at init.
+#[test]
+fn a_config_committed_after_the_session_started_is_not_taken_inside() {
+    let p = project();
+    session_start(&p);
+    p.write(".specrun/config.json", ZEROED);
+    p.git_cmd(&["add", "-f", ".specrun/config.json"]);
+    p.commit_all("the model's config");
+    init(&p, &[], true);
+    let settings = &p.state("demo")["settings"];
+    assert_eq!(settings["prices"], Value::Null, "{settings}");
+    // With no session, no start commit is known: HEAD's config is not taken either.
+    let q = project();
+    q.write(".specrun/config.json", ZEROED);
+    q.git_cmd(&["add", "-f", ".specrun/config.json"]);
+    q.commit_all("the model's config");
+    ok(&q, &["state", "init", "--spec", "demo"], true);
+    assert_eq!(q.state("demo")["settings"]["prices"], Value::Null);
 }

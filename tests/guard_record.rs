@@ -233,6 +233,37 @@ fn only_a_person_at_a_shell_accepts_the_files_over_the_record() {
     );
 }
 
+#[test]
+fn a_persons_state_merge_at_a_shell_is_followed_and_a_rewind_still_halts() {
+    let p = executing();
+    stop(&p);
+    let file = "specs/demo/.specrun-state.json";
+    // A person raises a cap by hand: the record follows (main halted: caps differ).
+    let raise = run(
+        &p,
+        false,
+        &["state", "merge", file, r#"{"maxGlobalIterations": 99}"#],
+    );
+    assert!(raise.status.success(), "{}", said(&raise));
+    let answer = stop(&p);
+    assert!(
+        answer.is_empty() || json_of(&answer)["continue"] != false,
+        "{answer}"
+    );
+    // Control: a merge that rewinds the counters is not followed: the next Stop halts.
+    let rewind = run(
+        &p,
+        false,
+        &["state", "merge", file, r#"{"globalIteration": 0}"#],
+    );
+    assert!(rewind.status.success(), "{}", said(&rewind));
+    let v = halted(&stop(&p));
+    assert!(
+        v["stopReason"].as_str().unwrap().contains("backwards"),
+        "{v}"
+    );
+}
+
 // ---- class 2: laundering by losing the record ----
 
 #[test]
@@ -276,6 +307,58 @@ fn boxes_ticked_in_the_start_commit_or_by_a_person_at_a_shell_still_count() {
     assert_eq!(q.state("demo")["checkedAtInit"], json!(["1.1", "1.2"]));
 }
 
+/// A committed spec `demo` whose session started (its start commit has 1.1 ticked), after
+/// which the model ticks 1.2 and commits it.
+fn ticked_and_committed_after_the_start() -> TempProject {
+    let p = TempProject::git();
+    p.spec("demo", PLAN);
+    p.commit_all("plan");
+    session_start(&p);
+    let ticked = p
+        .read("specs/demo/tasks.md")
+        .replace("- [ ] 1.2", "- [x] 1.2");
+    p.write("specs/demo/tasks.md", &ticked);
+    p.commit_all("tick 1.2");
+    p
+}
+
+#[test]
+fn a_box_the_model_ticked_and_committed_counts_only_from_the_session_s_start_commit() {
+    // Bound to its session: only 1.1, ticked in the commit the session started from.
+    let p = ticked_and_committed_after_the_start();
+    let args = ["state", "init", "--spec", "demo", "--session-id", SESSION];
+    let out = run(&p, true, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1"]));
+    // Bound to no session: no start commit is known, so no box counts (main took HEAD,
+    // the model's own commit, and counted 1.2).
+    let q = ticked_and_committed_after_the_start();
+    let out = run(&q, true, &["state", "init", "--spec", "demo"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(q.state("demo")["checkedAtInit"], json!([]));
+}
+
+#[test]
+fn an_init_bound_to_a_session_no_hook_saw_is_refused_inside_claude_code() {
+    // A made-up session: its binding would take HEAD (the model's commit) as the start,
+    // and this session's hooks would not guard the execution. Main accepted it.
+    let p = ticked_and_committed_after_the_start();
+    let args = ["state", "init", "--spec", "demo", "--session-id", "made-up"];
+    let out = run(&p, true, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert!(said(&out).contains("SessionStart hook has not seen session `made-up`"));
+    assert!(!state_path(&p).exists());
+    // Moving a running execution to a made-up session is refused the same way.
+    let e = executing();
+    let out = run(&e, true, &args);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    assert_eq!(e.state("demo")["sessionId"], SESSION);
+    // Control: a person at a shell binds any session (before it starts, say).
+    let out = run(&p, false, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1", "1.2"]));
+}
+
 // ---- class 6: tokens kept out of the count ----
 
 #[test]
@@ -301,6 +384,32 @@ fn a_stop_with_another_transcript_does_not_move_the_offset() {
     let s = p.state("demo");
     assert_eq!(s["usage"]["outputTokens"], 120, "{s}");
     assert_eq!(s["usage"]["transcriptPath"], json!(transcript(&p)));
+}
+
+#[test]
+fn a_continued_execution_in_a_new_session_counts_its_transcript_from_init() {
+    let p = executing();
+    append(transcript(&p).as_ref(), &assistant_line("m1", 5, 50));
+    stop(&p);
+    // A second session starts (its own transcript, with output from before the run) and
+    // takes the execution on.
+    let second = p.root().join("second.jsonl").display().to_string();
+    append(second.as_ref(), &assistant_line("s0", 5, 1000));
+    let start = json!({"session_id": "second", "transcript_path": second,
+        "cwd": p.root(), "hook_event_name": "SessionStart", "source": "resume"});
+    hook(&p, "session-start", &start);
+    let args = ["state", "init", "--spec", "demo", "--session-id", "second"];
+    let out = run(&p, true, &args);
+    assert!(out.status.success(), "{}", said(&out));
+    // Written after init, before the second session's first Stop: counted (main read the
+    // new transcript from its end at that Stop, and counted none of it).
+    append(second.as_ref(), &assistant_line("s1", 5, 30));
+    let stdin = json!({"session_id": "second", "transcript_path": second, "cwd": p.root(),
+        "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "working", "background_tasks": []});
+    hook(&p, "stop", &stdin);
+    let s = p.state("demo");
+    assert_eq!(s["usage"]["outputTokens"], 80, "{s}");
 }
 
 #[test]

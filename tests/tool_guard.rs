@@ -76,6 +76,10 @@ const DISHONEST: &[&str] = &[
     "SPECRUN_STATE_DIR=/tmp/elsewhere specrun task complete 1.2 --spec demo",
     "export XDG_STATE_HOME=/tmp/elsewhere",
     "HOME=/tmp/elsewhere specrun status --spec demo",
+    "SPECRUN_NOTIFY='specrun resume' specrun task fail 1.2 --reason x --spec demo",
+    "env XDG_CONFIG_HOME=/tmp/mine specrun state init --spec demo",
+    "env -uXDG_CONFIG_HOME specrun state init --spec demo",
+    "HOME=/tmp/elsewhere sh -c 'specrun state init --spec demo'",
     // The same from a background process, which outlives the call the guard saw.
     "nohup sh -c 'sleep 2; specrun resume --spec demo' >/dev/null 2>&1 &",
     "setsid sh -c 'rm -f specs/.current-spec' &",

@@ -34,6 +34,7 @@ pub(crate) fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
                 .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
             refuse_model_patch(&path, &patch)?;
             merge(&path, &patch)?;
+            follow_record(&project, &path);
             Ok(ExitStatus::Success)
         }
         StateCommand::Get { file, path } => {
@@ -74,6 +75,40 @@ fn refuse_model_patch(path: &Path, patch: &Value) -> Result<()> {
             state::MODEL_MERGEABLE.join(", ")
         ),
     })
+}
+
+/// A person's `state merge` at a shell of an executing spec's state is what the guard's
+/// record follows (caps, halt, session: their decision), except counters, which never go
+/// back in the record: a merge that rewinds them still halts at the next hook. Inside
+/// Claude Code the model merges only fields the record does not keep.
+fn follow_record(project: &Project, path: &Path) {
+    use crate::io::record::Read;
+    let is_state = path
+        .file_name()
+        .is_some_and(|n| n == crate::io::project::STATE_FILE);
+    let (Some(dir), false) = (path.parent(), crate::claude::releases::inside()) else {
+        return;
+    };
+    let Some(name) = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| is_state)
+    else {
+        return;
+    };
+    let Read::Valid(rec) = crate::model::record::execution(&project.root, name) else {
+        return;
+    };
+    let same_dir = |a: &Path, b: &Path| a.canonicalize().ok() == b.canonicalize().ok();
+    if !rec.open() || !same_dir(Path::new(&rec.spec_dir), dir) {
+        return;
+    }
+    let Ok(Some(doc)) = state::read_document(path) else {
+        return;
+    };
+    if let Ok(s) = State::from_json(doc, &path.display().to_string()) {
+        let _ = crate::model::record::follow(&project.root, name, &s);
+    }
 }
 
 /// A file outside the project: name the `--cwd` that reaches its project.
@@ -143,6 +178,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     if args.no_red_green {
         crate::claude::roles::person_only(crate::claude::roles::Decision::SkipRedGreen)?;
     }
+    refuse_unseen_session(project, params.session_id.as_deref())?;
     let path = spec.state_path();
     if args.force && std::fs::symlink_metadata(&path).is_ok() {
         crate::claude::roles::person_only(crate::claude::roles::Decision::ReplaceState)?;
@@ -201,10 +237,10 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
             _ => baseline,
         };
         doc["checkedAtInit"] = serde_json::json!(baseline);
-        if !continued {
+        if !continued || moved_to_another_transcript(&doc, project, session) {
             count_from_start(&mut doc, project, session);
         }
-        freeze_contract(project, &mut doc, &loaded.list, continued);
+        freeze_contract(project, &mut doc, &loaded.list, continued, start.as_deref());
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
@@ -279,6 +315,7 @@ fn freeze_contract(
     doc: &mut Value,
     list: &crate::model::tasks::TaskList,
     continued: bool,
+    start: Option<&str>,
 ) {
     // The plan is frozen as this execution starts; a continued one keeps its own, so
     // a tasks.md rewritten since is judged against it (only a person accepts a change).
@@ -287,9 +324,15 @@ fn freeze_contract(
     }
     // The prices and notify command in force: a person's, taken now (a continued
     // execution inside Claude Code keeps its own: the model may have changed them).
+    use crate::cost::settings::Asker;
     let inside = crate::claude::releases::inside();
     if !(continued && inside && doc.get("settings").is_some()) {
-        let kept = crate::cost::settings::snapshot(&project.root, inside);
+        let asker = if inside {
+            Asker::Model(start)
+        } else {
+            Asker::Person
+        };
+        let kept = crate::cost::settings::snapshot(&project.root, asker);
         doc["settings"] = serde_json::json!(kept);
     }
     // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
@@ -528,12 +571,36 @@ fn refuse_laundering(project: &Project, name: &str, path: &Path) -> Option<Strin
     ))
 }
 
-/// The commit the session started from (its binding, as a hook saw it), else HEAD now.
+/// Inside Claude Code an execution is bound only to a session a hook saw start here (or a
+/// person bound at a shell): a made-up id, or another session's, would leave this session's
+/// turns unguarded (its hooks judge only the execution they own) and give a start commit of
+/// the model's choosing (HEAD now, after it committed ticked boxes).
+fn refuse_unseen_session(project: &Project, session: Option<&str>) -> Result<()> {
+    let Some(sid) = session.filter(|_| crate::claude::releases::inside()) else {
+        return Ok(());
+    };
+    let nowhere = crate::io::record::session_path(&project.root, sid).is_none();
+    if nowhere || crate::model::record::binding(&project.root, sid).is_some() {
+        return Ok(());
+    }
+    Err(Error::Refused {
+        message: format!(
+            "state init refused: specrun's SessionStart hook has not seen session `{sid}` in this project, so the execution cannot be bound to it (its turns would go unguarded); pass this session's id as Claude Code gives it (`${{CLAUDE_SESSION_ID}}`). If the plugin was enabled after the session started, end the turn and ask the person to start the session again (`claude --continue`) so the hook sees it"
+        ),
+    })
+}
+
+/// The commit the session started from, as a hook saw it (its binding). Inside Claude Code
+/// that is the only one that counts (`None` without a bound session: no box ticked before
+/// `state init` counts, no project config is taken); at a shell HEAD now stands in.
 fn start_commit(project: &Project, session: Option<&str>) -> Option<String> {
-    session
+    let bound = session
         .and_then(|sid| crate::model::record::binding(&project.root, sid))
-        .and_then(|b| b.start_commit)
-        .or_else(|| crate::io::git::head_fast(&project.root))
+        .and_then(|b| b.start_commit);
+    match crate::claude::releases::inside() {
+        true => bound,
+        false => bound.or_else(|| crate::io::git::head_fast(&project.root)),
+    }
 }
 
 /// The ids of `baseline` whose box is ticked in `commit`'s copy of the spec's tasks.md
@@ -552,8 +619,9 @@ fn ticked_at(
     let (Some(commit), Some(rel)) = (commit, rel) else {
         return Vec::new();
     };
-    let object = format!("{commit}:{rel}");
-    let Ok(text) = crate::io::git::run(&project.root, &["show", &object], &[]) else {
+    let Some(text) = crate::io::git::blob_at(&project.root, commit, &rel)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
         return Vec::new();
     };
     let then = crate::model::tasks::parse(&text);
@@ -567,6 +635,17 @@ fn ticked_at(
         .into_iter()
         .filter(|id| ticked.contains(id))
         .collect()
+}
+
+/// A continued execution taken on by a session with another transcript: that transcript
+/// counts from its size now, not from its size at the first Stop (the output between would
+/// go uncounted). A state with no transcript yet keeps its offset (it counts more).
+fn moved_to_another_transcript(doc: &Value, project: &Project, session: Option<&str>) -> bool {
+    let bound = session
+        .and_then(|sid| crate::model::record::binding(&project.root, sid))
+        .and_then(|b| b.transcript_path);
+    let kept = doc["usage"]["transcriptPath"].as_str();
+    matches!((kept, bound.as_deref()), (Some(k), Some(b)) if k != b)
 }
 
 /// A fresh execution's tokens count from its start: the transcript the session was bound

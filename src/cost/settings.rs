@@ -9,8 +9,9 @@
 //! 2. the user's config, `$XDG_CONFIG_HOME/specrun/config.json` (else
 //!    `~/.config/specrun/config.json`), which the project's files cannot reach;
 //! 3. the project's `.specrun/config.json`: at a shell as it stands; inside Claude Code only
-//!    as committed in HEAD (`.specrun/` is git-ignored, so a person commits it with `git add
-//!    -f`), since the model may just have written the working copy.
+//!    as committed in the commit the session started from (`.specrun/` is git-ignored, so a
+//!    person commits it with `git add -f`), since the model may have written the working
+//!    copy, or committed one, since; with no start commit known, none.
 //!
 //! A state from before (no `settings`) reads the files as it always did.
 
@@ -68,28 +69,44 @@ fn read_file(path: &Path) -> Option<Value> {
     store::parse_json(path, &bytes).ok()
 }
 
-/// `.specrun/config.json` as committed in HEAD (none when it was never committed).
-fn committed(root: &Path) -> Option<Value> {
-    let spec = format!("HEAD:{}/{}", project::EVENTS_DIR, project::CONFIG_FILE);
-    let text = crate::io::git::run(root, &["show", &spec], &[]).ok()?;
+/// `.specrun/config.json` as committed in `commit` (none when it was not committed there).
+fn committed(root: &Path, commit: &str) -> Option<Value> {
+    let path = format!("{}/{}", project::EVENTS_DIR, project::CONFIG_FILE);
+    let bytes = crate::io::git::blob_at(root, commit, &path)?;
+    let text = String::from_utf8(bytes).ok()?;
     serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()
 }
 
-/// The sources in their order, each `(name, document)`. `inside`: the project's config as
-/// committed, not the working copy.
-fn sources(root: &Path, inside: bool) -> Vec<(String, Option<Value>)> {
+/// Whose view of the project's config counts: a person's at a shell (the working copy), or
+/// the model's inside Claude Code (only as committed in the commit its session started
+/// from: the model may have written, or committed, a config since).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Asker<'a> {
+    Person,
+    /// Inside Claude Code; the session's start commit, when a hook saw it start.
+    Model(Option<&'a str>),
+}
+
+/// The sources in their order, each `(name, document)`.
+fn sources(root: &Path, asker: Asker<'_>) -> Vec<(String, Option<Value>)> {
     let user = user_config_path().map(|p| (format!("user config {}", p.display()), read_file(&p)));
     let shown = format!("{}/{}", project::EVENTS_DIR, project::CONFIG_FILE);
-    let project = if inside {
-        (format!("{shown} as committed in HEAD"), committed(root))
-    } else {
-        (shown, read_file(&project::config_path(root)))
+    let project = match asker {
+        Asker::Person => (shown, read_file(&project::config_path(root))),
+        Asker::Model(Some(commit)) => (
+            format!(
+                "{shown} as committed in the session's start commit {}",
+                crate::io::git::short_commit(commit)
+            ),
+            committed(root, commit),
+        ),
+        Asker::Model(None) => (format!("{shown} (no start commit known)"), None),
     };
     user.into_iter().chain([project]).collect()
 }
 
-/// What is in force if an execution started now (`inside`: the model is asking).
-pub(crate) fn snapshot(root: &Path, inside: bool) -> Settings {
+/// What is in force if an execution started now, as `asker` sees the project.
+pub(crate) fn snapshot(root: &Path, asker: Asker<'_>) -> Settings {
     let mut out = Settings::default();
     if let Some(cmd) = std::env::var(crate::io::notify::ENV)
         .ok()
@@ -98,7 +115,7 @@ pub(crate) fn snapshot(root: &Path, inside: bool) -> Settings {
         out.notify = Some(cmd);
         out.notify_from = Some(crate::io::notify::ENV.to_string());
     }
-    for (name, doc) in sources(root, inside) {
+    for (name, doc) in sources(root, asker) {
         let (prices, notify) = fields(doc);
         if out.prices.is_none() && prices.is_some() {
             (out.prices, out.prices_from) = (prices, Some(name.clone()));
@@ -156,7 +173,7 @@ fn notify_ignored(kept: &Settings, now: &Settings) -> Option<String> {
 
 /// The changes ignored for `state`'s execution (empty for a state without settings).
 pub(crate) fn ignored_now(root: &Path, state: &State) -> Vec<String> {
-    kept(state).map_or_else(Vec::new, |k| ignored(&k, &snapshot(root, false)))
+    kept(state).map_or_else(Vec::new, |k| ignored(&k, &snapshot(root, Asker::Person)))
 }
 
 /// Record the ignored changes as one `settings-ignored` event (when there are any).
@@ -179,7 +196,7 @@ pub(crate) fn prices(
         report(
             project,
             spec,
-            prices_ignored(&k, &snapshot(&project.root, false)),
+            prices_ignored(&k, &snapshot(&project.root, Asker::Person)),
         );
     }
     prices_in_force(&project.root, state)
@@ -221,7 +238,7 @@ pub(crate) fn notify(
     report(
         project,
         &spec.name,
-        notify_ignored(&k, &snapshot(&project.root, false)),
+        notify_ignored(&k, &snapshot(&project.root, Asker::Person)),
     );
     crate::io::notify::send(project, Ok(k.notify.clone()), event);
 }

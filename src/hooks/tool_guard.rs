@@ -175,13 +175,10 @@ fn simple_commands(line: &str) -> Vec<Vec<String>> {
 
 /// The verdict on one simple command.
 fn simple_call(words: &[String]) -> Call {
-    if let Some(why) = environment_override(words) {
-        return Call::Forbidden("claudecode-override", why);
+    if let Some(call) = variable_override(words) {
+        return call;
     }
     let (program, args) = program_of(words);
-    if let Some(why) = state_override(words, program) {
-        return Call::Forbidden("environment-override", why);
-    }
     let Some(program) = program else {
         return Call::ReadOnly;
     };
@@ -217,54 +214,78 @@ fn writes_to(word: &str) -> bool {
     !(target.starts_with('%') || target == "/dev/null")
 }
 
-/// Setting, unsetting or clearing `CLAUDECODE` (how Claude Code marks the model's
-/// commands) anywhere in a simple command; reading `$CLAUDECODE` is fine.
-fn environment_override(words: &[String]) -> Option<String> {
-    let mentions = words.iter().any(|w| {
-        w.contains("CLAUDECODE") && !w.starts_with("$CLAUDECODE") && !w.starts_with("${CLAUDECODE")
-    });
-    let cleared = words.first().is_some_and(|w| w == "env")
+/// Variables that move where specrun keeps the guard's record or reads the person's
+/// settings (any `SPECRUN_…`, the XDG homes); `HOME` too, but only for a command that runs
+/// specrun (`sh -c 'specrun …'` included) or a change that outlives the command (`export`,
+/// `unset`, `env -u`): `HOME=… npm test` is how some projects test.
+const STATE_VARIABLES: &[&str] = &["XDG_STATE_HOME", "XDG_CONFIG_HOME"];
+
+/// Builtins whose arguments set or clear variables beyond the command itself.
+const LASTING: &[&str] = &["export", "unset", "declare", "typeset", "readonly", "local"];
+
+/// A simple command that sets, unsets or clears a variable specrun trusts, in any form a
+/// shell accepts (`NAME=v cmd`, `env NAME=v`, `env -u NAME` / `-uNAME` / `--unset[=]NAME`,
+/// `export`/`unset`/`declare …`, `env -i`): `CLAUDECODE` (how Claude Code marks the
+/// model's commands) anywhere, reading `$CLAUDECODE` excepted; `SPECRUN_…`, the XDG homes
+/// and `HOME` as `STATE_VARIABLES` says.
+fn variable_override(words: &[String]) -> Option<Call> {
+    let lasting = words.first().is_some_and(|w| LASTING.contains(&w.as_str()));
+    let env = words.first().is_some_and(|w| w == "env");
+    let cleared = env
         && words
             .iter()
             .skip(1)
             .take_while(|w| w.starts_with('-') || w.contains('='))
             .any(|w| w == "-i" || w == "-" || w == "--ignore-environment" || w.starts_with("-i"));
-    (mentions || cleared).then(|| {
-        "it overrides or clears CLAUDECODE, which marks the model's commands for specrun".into()
-    })
+    let claudecode = words.iter().any(|w| {
+        w.contains("CLAUDECODE") && !w.starts_with("$CLAUDECODE") && !w.starts_with("${CLAUDECODE")
+    });
+    if claudecode || cleared {
+        let why = "it overrides or clears CLAUDECODE, which marks the model's commands for specrun";
+        return Some(Call::Forbidden("claudecode-override", why.into()));
+    }
+    let specrun = words
+        .iter()
+        .any(|w| w.rsplit('/').next() == Some("specrun"));
+    let named = named_variables(words, lasting);
+    let (name, unset) = named.into_iter().find(|&(name, unset)| {
+        let home = name == "HOME" && (specrun || lasting || env && unset);
+        name.starts_with("SPECRUN_") || STATE_VARIABLES.contains(&name) || home
+    })?;
+    let how = if unset { "clears" } else { "sets" };
+    Some(Call::Forbidden(
+        "environment-override",
+        format!("it {how} {name}, which moves where specrun keeps the guard's record or reads the person's settings"),
+    ))
 }
 
-/// Variables that move where specrun keeps the guard's record or reads the person's
-/// settings (any `SPECRUN_…`, the XDG homes); `HOME` too, but only for a specrun command or
-/// a change that outlives the command (`export`, `unset`, `env -u`): `HOME=… npm test` is
-/// how some projects test.
-const STATE_VARIABLES: &[&str] = &["XDG_STATE_HOME", "XDG_CONFIG_HOME"];
-
-/// Setting or clearing a variable that moves specrun's record or settings.
-fn state_override(words: &[String], program: Option<&str>) -> Option<String> {
-    let lasting = words
-        .first()
-        .is_some_and(|w| matches!(w.as_str(), "export" | "unset" | "declare" | "typeset"));
-    let specrun = program.is_some_and(|p| p.rsplit('/').next() == Some("specrun"));
-    let mut after_flag = false;
+/// The variables a simple command sets or clears, each with whether it is cleared: `NAME=`
+/// words, the operand of `-u`/`--unset` and `-uNAME`/`--unset=NAME`, and (`lasting`: the
+/// command is `export`/`unset`/…) every operand.
+fn named_variables(words: &[String], lasting: bool) -> Vec<(&str, bool)> {
+    let unset_flag = |w: &str| w == "-u" || w == "--unset";
+    let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
-        let named = after_flag || (lasting && i > 0 && !w.starts_with('-'));
-        after_flag = w == "-u" || w == "--unset";
-        let w = w.strip_prefix("--unset=").unwrap_or(w);
-        let name = match w.split_once('=') {
-            Some((name, _)) if !name.starts_with(['-', '$']) => name,
-            None if named || w.len() < words[i].len() => w,
-            _ => continue,
-        };
-        let guarded = name.starts_with("SPECRUN_") || STATE_VARIABLES.contains(&name);
-        let home = name == "HOME" && (specrun || lasting || words[0] == "env" && named);
-        if guarded || home {
-            return Some(format!(
-                "it sets or clears {name}, which moves where specrun keeps the guard's record or reads the person's settings"
-            ));
+        let flag_before = i > 0 && unset_flag(&words[i - 1]);
+        let flagged = w.strip_prefix("--unset=").or_else(|| {
+            w.strip_prefix("-u")
+                .filter(|n| n.starts_with(is_name_start))
+        });
+        if let Some(name) = flagged {
+            out.push((name, true));
+        } else if let Some((name, _)) = w.split_once('=') {
+            if !name.is_empty() && !name.starts_with(['-', '$']) {
+                out.push((name, false));
+            }
+        } else if flag_before || (lasting && i > 0 && !w.starts_with('-')) {
+            out.push((w.as_str(), flag_before || words[0] == "unset"));
         }
     }
-    None
+    out
+}
+
+fn is_name_start(c: char) -> bool {
+    c.is_ascii_uppercase() || c == '_'
 }
 
 /// The program and its arguments, past variable assignments and wrappers (`env`, `exec`,
@@ -440,7 +461,40 @@ mod tests {
             ),
             ("export HOME=/tmp/h", "environment-override"),
             ("env -u HOME ls", "environment-override"),
+            // Every form of setting the person's settings for a specrun verb.
+            (
+                "SPECRUN_NOTIFY='touch x' specrun state init --spec demo",
+                "environment-override",
+            ),
+            (
+                "env XDG_CONFIG_HOME=/tmp/c specrun state init",
+                "environment-override",
+            ),
+            (
+                "env -uSPECRUN_NOTIFY specrun task complete 1.1",
+                "environment-override",
+            ),
+            (
+                "env -uXDG_CONFIG_HOME specrun state init",
+                "environment-override",
+            ),
+            (
+                "HOME=/tmp/h sh -c 'specrun state init --spec demo'",
+                "environment-override",
+            ),
+            (
+                "HOME=/tmp/h bash -c \"./target/release/specrun status\"",
+                "environment-override",
+            ),
+            ("env -uHOME specrun status", "environment-override"),
+            ("local HOME=/tmp/h", "environment-override"),
+            ("readonly XDG_CONFIG_HOME=/tmp/c", "environment-override"),
+            ("env -uCLAUDECODE specrun resume", "claudecode-override"),
             ("HOME=/tmp/h npm test", "changes"),
+            ("sudo -u root make install", "changes"),
+            ("env | grep SPECRUN_", "read-only"),
+            ("printenv HOME XDG_CONFIG_HOME", "read-only"),
+            ("echo ${SPECRUN_NOTIFY} $HOME", "read-only"),
             ("echo $SPECRUN_STATE_DIR $XDG_STATE_HOME", "read-only"),
             ("cargo test", "changes"),
             ("git add -A && git commit -m 'feat: x'", "changes"),

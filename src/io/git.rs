@@ -35,6 +35,15 @@ pub(crate) fn run(dir: &Path, args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -
     })
 }
 
+/// The bytes of `path` (relative to the repository root) as committed in `commit`, read
+/// with one `git cat-file blob` through `scan_run`, so that replace refs and the caller's
+/// `GIT_*` variables cannot make another blob answer for it; `None` when the commit or the
+/// file is not there.
+pub(crate) fn blob_at(root: &Path, commit: &str, path: &str) -> Option<Vec<u8>> {
+    let object = format!("{commit}:{path}");
+    scan_run(root, &["cat-file", "blob", &object], None).ok()
+}
+
 /// `-c` overrides for the integrity scan: settings that would run a program of the
 /// repository's choosing or let a cache answer for the work tree.
 const SCAN_CONFIG: &[&str] = &[
