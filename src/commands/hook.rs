@@ -325,7 +325,8 @@ fn fast_allow(input: &HookInput, cwd: Option<&Path>) -> bool {
         .map(|d| crate::io::record::read_in(d, "executions", &name));
     let record_fits = |b: &[u8]| {
         let spec_dir = serde_json::to_string(&dir.display().to_string()).unwrap_or_default();
-        only(b, "halt") == Some(&b"null"[..]) && only(b, "specDir") == Some(spec_dir.as_bytes())
+        let [halt, at] = crate::support::json::pretty_top_level_once(b, ["halt", "specDir"]);
+        halt == Some(&b"null"[..]) && at == Some(spec_dir.as_bytes())
     };
     let record_unhalted = match record {
         None | Some(Ok(None)) => bound.is_none(),
@@ -339,8 +340,8 @@ fn fast_allow(input: &HookInput, cwd: Option<&Path>) -> bool {
     match state {
         Ok(None) => bound.is_none(),
         Ok(Some(b)) => {
-            only(&b, "phase") == Some(&b"\"execution\""[..])
-                && only(&b, "halt") == Some(&b"null"[..])
+            let [phase, halt] = crate::support::json::pretty_top_level_once(&b, ["phase", "halt"]);
+            phase == Some(&b"\"execution\""[..]) && halt == Some(&b"null"[..])
         }
         Err(_) => false,
     }
@@ -348,10 +349,8 @@ fn fast_allow(input: &HookInput, cwd: Option<&Path>) -> bool {
 
 /// The value of `key`, a top-level member of pretty JSON, when it is there exactly once.
 fn only<'a>(bytes: &'a [u8], key: &str) -> Option<&'a [u8]> {
-    match crate::support::json::pretty_top_level(bytes, key).as_slice() {
-        [one] => Some(one),
-        _ => None,
-    }
+    let [value] = crate::support::json::pretty_top_level_once(bytes, [key]);
+    value
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).

@@ -19,29 +19,40 @@ pub fn merge_into(target: &mut Value, patch: &Value) {
     }
 }
 
-/// The values of the top-level `key` in a JSON object as serde_json's pretty printer writes
-/// it (one top-level member per line, indented two spaces), each the text after `"key": `
-/// to the line's end without the trailing comma (`{` or `[` for a nested value). A document
-/// in another shape finds nothing, so a caller that allows only on what it finds allows no
-/// more than a full parse would. One pass over the lines, no parse: the hooks' fast allow.
-pub(crate) fn pretty_top_level<'a>(bytes: &'a [u8], key: &str) -> Vec<&'a [u8]> {
-    let mut found = Vec::new();
-    let mut start = 0;
-    for end in memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len())) {
-        let line = &bytes[start..end];
-        start = end + 1;
-        let Some(rest) = line.strip_prefix(b"  \"") else {
-            continue;
-        };
-        let Some(rest) = rest.strip_prefix(key.as_bytes()) else {
-            continue;
-        };
-        if let Some(value) = rest.strip_prefix(b"\": ") {
-            let value = value.strip_suffix(b"\r").unwrap_or(value);
-            found.push(value.strip_suffix(b",").unwrap_or(value));
+/// For each of `keys`, the value of that top-level member of a JSON object as serde_json's
+/// pretty printer writes it (one top-level member per line, indented two spaces): the text
+/// after `"key": ` to the line's end without the trailing comma (`{` or `[` for a nested
+/// value), when the member is there exactly once (absent or repeated: `None`). One pass,
+/// no parse: the hooks' fast allow. A document in another shape finds nothing, so a
+/// caller that allows only on what it finds allows no more than a full parse would.
+pub(crate) fn pretty_top_level_once<'a, const N: usize>(
+    bytes: &'a [u8],
+    keys: [&str; N],
+) -> [Option<&'a [u8]>; N] {
+    let mut found: [(u8, Option<&'a [u8]>); N] = [(0, None); N];
+    members(bytes, |k, v| {
+        if let Some(i) = keys.iter().position(|key| key.as_bytes() == k) {
+            found[i] = (found[i].0.saturating_add(1), Some(v));
         }
+    });
+    found.map(|(seen, v)| v.filter(|_| seen == 1))
+}
+
+/// Each top-level member line of pretty JSON as `(key, value)`. A top-level line is the
+/// only one that starts `\n  "` (nested ones are indented further; a string cannot hold a
+/// raw newline), so one substring search skips every nested line without looking at it.
+fn members<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])) {
+    for at in memchr::memmem::find_iter(bytes, b"\n  \"") {
+        let line = &bytes[at + 4..];
+        let end = memchr::memchr(b'\n', line).unwrap_or(line.len());
+        let line = &line[..end];
+        let Some(close) = memchr::memmem::find(line, b"\": ") else {
+            continue;
+        };
+        let value = &line[close + 3..];
+        let value = value.strip_suffix(b"\r").unwrap_or(value);
+        each(&line[..close], value.strip_suffix(b",").unwrap_or(value));
     }
-    found
 }
 
 #[cfg(test)]
@@ -49,20 +60,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pretty_top_level_finds_only_top_level_members_as_pretty_json_writes_them() {
+    fn pretty_top_level_once_finds_only_top_level_members_as_pretty_json_writes_them() {
         let doc = serde_json::json!({"phase": "execution", "halt": null,
             "attempts": {"1.1": [{"phase": "x", "halt": {"kind": "cap"}}]}, "last": 1});
         let bytes = serde_json::to_vec_pretty(&doc).unwrap();
-        assert_eq!(pretty_top_level(&bytes, "phase"), [&b"\"execution\""[..]]);
-        assert_eq!(pretty_top_level(&bytes, "halt"), [&b"null"[..]]);
-        assert_eq!(pretty_top_level(&bytes, "attempts"), [&b"{"[..]]);
-        assert_eq!(pretty_top_level(&bytes, "last"), [&b"1"[..]]);
-        assert!(pretty_top_level(&bytes, "kind").is_empty());
+        let keys = ["phase", "halt", "attempts", "last", "kind"];
+        let [phase, halt, attempts, last, kind] = pretty_top_level_once(&bytes, keys);
+        assert_eq!(phase, Some(&b"\"execution\""[..]));
+        assert_eq!(halt, Some(&b"null"[..]));
+        assert_eq!(attempts, Some(&b"{"[..]));
+        assert_eq!(last, Some(&b"1"[..]));
+        assert_eq!(kind, None);
         // Compact JSON, or a key that only starts the same, finds nothing.
-        assert!(pretty_top_level(br#"{"phase":"execution"}"#, "phase").is_empty());
-        assert!(pretty_top_level(&bytes, "pha").is_empty());
-        // A duplicated member is found twice (the caller refuses it).
+        let compact = br#"{"phase":"execution"}"#;
+        assert_eq!(pretty_top_level_once(compact, ["phase"]), [None]);
+        assert_eq!(pretty_top_level_once(&bytes, ["pha"]), [None]);
+        // A duplicated member is refused.
         let dup = b"{\n  \"halt\": null,\n  \"halt\": {\n    \"kind\": \"cap\"\n  }\n}";
-        assert_eq!(pretty_top_level(dup, "halt"), [&b"null"[..], &b"{"[..]]);
+        assert_eq!(pretty_top_level_once(dup, ["halt"]), [None]);
+        let crlf = b"{\r\n  \"phase\": \"execution\",\r\n  \"halt\": null\r\n}";
+        assert_eq!(pretty_top_level_once(crlf, ["halt"]), [Some(&b"null"[..])]);
     }
 }
