@@ -300,3 +300,26 @@ fn a_linked_progress_file_warns_after_a_completion_it_does_not_undo() {
     assert_eq!(p.state("demo")["attempts"]["1.1"][0]["status"], "done");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "OUTSIDE\n");
 }
+
+/// Regression: a spec-kit tasks file named through `..` (scripts/test's
+/// `$PWD/../shared/…` corpus path) was refused by `tasks lint` as "a symbolic link" (the
+/// default-Verify lookup beside it checked the directory with its `..`), while `tasks
+/// count` read it. A `..` over a real directory is no link.
+#[test]
+fn a_foreign_tasks_file_named_through_dot_dot_is_linted() {
+    let p = TempProject::bare();
+    p.write(
+        "elsewhere/plan/tasks.md",
+        "# Tasks: x\n\n## Phase 1: Setup\n- [ ] T001 Create the module in src/users.py\n",
+    );
+    std::fs::create_dir_all(p.path("here")).unwrap();
+    let out = p
+        .specrun()
+        .args(["tasks", "lint", "--json", "here/../elsewhere/plan/tasks.md"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("symbolic link"), "{err}");
+    let lint: serde_json::Value = serde_json::from_slice(&out.stdout).expect("lint's JSON");
+    assert_eq!(lint["format"], "spec-kit", "{lint}");
+}

@@ -69,10 +69,31 @@ fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// Refuse `dir` when it passes through a symbolic link: its real path must be itself. A
-/// directory that does not exist yet passes (nothing can be opened in it).
+/// `abs` with its `.` and `..` taken out, refusing a `..` that follows a link (there it
+/// would lead somewhere else than the text says): `a/../b` is `b` only when `a` is real.
+fn without_dots(abs: &Path) -> Result<PathBuf> {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in abs.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if fs::canonicalize(&out).is_ok_and(|real| real != out) {
+                    return Err(Error::Link { path: out });
+                }
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    Ok(out)
+}
+
+/// Refuse `dir` when it passes through a symbolic link: its real path must be itself (a
+/// `..` over a real directory is no link). A directory that does not exist yet passes
+/// (nothing can be opened in it).
 pub fn check_dir(dir: &Path) -> Result<()> {
-    let abs = absolute(dir);
+    let abs = without_dots(&absolute(dir))?;
     match fs::canonicalize(&abs) {
         Ok(real) if real == abs => Ok(()),
         Ok(_) => Err(Error::Link { path: abs }),
@@ -861,6 +882,27 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
+    /// Regression: `tasks lint ../other/tasks.md` (scripts/test's corpus path) was refused as
+    /// "a symbolic link": a `..` over a real directory is none; one over a link still is.
+    #[test]
+    fn a_dot_dot_over_a_real_directory_is_no_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::create_dir_all(root.join("c")).unwrap();
+        check_dir(&root.join("a/b/../../c")).unwrap();
+        check_dir(&root.join("a/./b")).unwrap();
+        std::os::unix::fs::symlink(root.join("a/b"), root.join("l")).unwrap();
+        assert!(matches!(
+            check_dir(&root.join("l/../c")),
+            Err(Error::Link { .. })
+        ));
+        assert!(matches!(
+            check_dir(&root.join("l")),
+            Err(Error::Link { .. })
+        ));
+    }
+
     use super::*;
 
     /// A large file (huge pages) reads as its bytes, whatever the length the open saw:
