@@ -882,8 +882,9 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
-    /// Regression: `tasks lint ../other/tasks.md` (scripts/test's corpus path) was refused as
-    /// "a symbolic link": a `..` over a real directory is none; one over a link still is.
+    /// Regression: `tasks lint` of a spec-kit file named through `..` (scripts/test's corpus
+    /// path) was refused as "a symbolic link": a `..` over a real directory is none; one over
+    /// a link still is.
     #[test]
     fn a_dot_dot_over_a_real_directory_is_no_link() {
         let dir = tempfile::tempdir().unwrap();
