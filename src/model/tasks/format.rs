@@ -202,21 +202,24 @@ fn openspec(list: &TaskList, deltas: Option<&str>, notes: &mut Vec<Note>) {
     ));
 }
 
+/// The trimmed lines of a requirements or spec file outside its fenced code.
+fn prose_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut in_fence = false;
+    text.lines().map(str::trim).filter(move |t| {
+        if t.starts_with("```") || t.starts_with("~~~") {
+            in_fence = !in_fence;
+            return false;
+        }
+        !in_fence
+    })
+}
+
 /// OpenSpec's delta specs: each `#### Scenario: Name` with the `### Requirement: Name` it
 /// is under, in order (fenced code skipped).
 pub fn scenarios(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut req: Option<String> = None;
-    let mut in_fence = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
+    for t in prose_lines(text) {
         if let Some(name) = t.strip_prefix("### Requirement:") {
             req = Some(name.trim().to_string());
         } else if let Some(name) = t.strip_prefix("#### Scenario:") {
@@ -368,16 +371,7 @@ fn numbered_ids(value: &str) -> Vec<String> {
 pub fn ears_items(text: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut req: Option<String> = None;
-    let mut in_fence = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_fence = !in_fence;
-            continue;
-        }
-        if in_fence {
-            continue;
-        }
+    for t in prose_lines(text) {
         if t.starts_with('#') {
             let h = t.trim_start_matches('#').trim();
             let h = h
