@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::e2e::fake_model::{bash, text, Agent, FakeModel, Request, Rule};
-use crate::e2e::runner::{path_without_specrun, plugin_root, running_as_root};
+use crate::e2e::runner::{fake_client_env, plugin_root};
 use crate::e2e::{
     delegate, executor_steps, honest_executor, phase_check_then_complete, subagent_rules, Harness,
     ALL_NOTES_VERIFY, SESSION,
@@ -72,24 +72,8 @@ fn headless(h: &Harness, rules: Vec<Rule>, extra: &[&str]) -> Headless {
     let summary_file = home.join("step-summary.md");
     let plugin = plugin_root().join("plugin");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_specrun"));
-    cmd.env_clear()
-        .current_dir(h.root())
-        .env("PATH", path_without_specrun())
-        .env("HOME", home)
-        .env("TERM", "dumb")
-        .env("LANG", "C.UTF-8")
-        .env("ANTHROPIC_BASE_URL", model.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-fake-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
-        .env("SPECRUN_BIN", env!("CARGO_BIN_EXE_specrun"))
-        .env("GITHUB_STEP_SUMMARY", &summary_file);
-    if running_as_root() {
-        cmd.env("IS_SANDBOX", "1");
-    }
+    fake_client_env(&mut cmd, &h.root(), home, &model.base_url());
+    cmd.env("GITHUB_STEP_SUMMARY", &summary_file);
     cmd.args(["headless", "run", "--spec", "demo", "--claude"])
         .arg(&h.client.path)
         .arg("--plugin-dir")

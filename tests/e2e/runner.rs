@@ -54,6 +54,30 @@ impl Client {
 }
 
 /// The repository root (its `plugin/` is the plugin, its `.claude-code/` the clients).
+/// A clean environment for a Claude Code talking to the fake model at `base_url`, in
+/// `project` with `home`: no telemetry or updates, and the `specrun` this `cargo test` built
+/// (always fresh, still reached through the plugin's launcher, which honours SPECRUN_BIN).
+pub fn fake_client_env(cmd: &mut Command, project: &Path, home: &Path, base_url: &str) {
+    cmd.env_clear()
+        .current_dir(project)
+        .env("PATH", path_without_specrun())
+        .env("HOME", home)
+        .env("TERM", "dumb")
+        .env("LANG", "C.UTF-8")
+        .env("ANTHROPIC_BASE_URL", base_url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
+        .env("SPECRUN_BIN", env!("CARGO_BIN_EXE_specrun"));
+    if running_as_root() {
+        // Without it, --dangerously-skip-permissions is refused for root.
+        cmd.env("IS_SANDBOX", "1");
+    }
+}
+
 pub fn plugin_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -345,26 +369,7 @@ pub fn run_claude(
     let logs = home.join("run-logs");
     fs::create_dir_all(&logs).unwrap();
     let mut cmd = Command::new(&client.path);
-    cmd.env_clear()
-        .current_dir(project)
-        .env("PATH", path_without_specrun())
-        .env("HOME", home)
-        .env("TERM", "dumb")
-        .env("LANG", "C.UTF-8")
-        .env("ANTHROPIC_BASE_URL", model.base_url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-fake-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
-        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1")
-        // The binary this `cargo test` built: always fresh, and still reached through the
-        // plugin's bin/specrun launcher, which honours SPECRUN_BIN first.
-        .env("SPECRUN_BIN", env!("CARGO_BIN_EXE_specrun"));
-    if running_as_root() {
-        // Without it, --dangerously-skip-permissions is refused for root.
-        cmd.env("IS_SANDBOX", "1");
-    }
+    fake_client_env(&mut cmd, project, home, &model.base_url());
     cmd.arg("--plugin-dir")
         .arg(plugin_root().join("plugin"))
         .args([
