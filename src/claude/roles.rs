@@ -116,7 +116,7 @@ impl Decision {
                 "accepting that a test the final check ran before the first task no longer runs"
             }
             Decision::SkipRedGreen => {
-                "starting an execution whose criteria are not shown red before the change (--no-red-green)"
+                "starting an execution whose criteria are not shown red before the change"
             }
             Decision::RunHeadless => "starting an unattended run of a spec (a person's or CI's)",
             Decision::DefaultVerify => {
@@ -135,7 +135,7 @@ impl Decision {
             Decision::AcceptOther => Some("run the task's own Verify: `specrun verify run --task <id>`"),
             Decision::AcceptPlan => Some("put tasks.md back as frozen (`specrun plan show` prints it)"),
             Decision::AcceptMissingTest => Some("make the test run again and run the final check (`specrun verify run --final`)"),
-            Decision::SkipRedGreen => Some("run `specrun state init` without --no-red-green"),
+            Decision::SkipRedGreen => Some("run `specrun state init` with the red-before check on (the default)"),
             _ => None,
         }
     }
@@ -198,6 +198,10 @@ pub const PERSON_MARKERS: &[&str] = &[
     "--restart",
     "--accept-other",
     "--default-verify",
+    "plan accept",
+    "--missing-test",
+    "--no-red-green",
+    "headless run",
 ];
 
 #[cfg(test)]
