@@ -213,6 +213,9 @@ fn handle(event: HookEvent, stdin: &[u8], cwd: Option<&Path>) -> Option<HookAnsw
     let guarded = (event == HookEvent::PreToolUse)
         .then(|| guarded_call(&input))
         .flatten();
+    if let Some(answer) = foreign_session(event, &input, cwd) {
+        return Some(answer);
+    }
     match &guarded {
         Some(tool_guard::Call::ReadOnly) => return None,
         Some(tool_guard::Call::Changes) if fast_allow(&input, cwd) => return None,
@@ -351,6 +354,35 @@ fn fast_allow(input: &HookInput, cwd: Option<&Path>) -> bool {
 fn only<'a>(bytes: &'a [u8], key: &str) -> Option<&'a [u8]> {
     let [value] = crate::support::json::pretty_top_level_once(bytes, [key]);
     value
+}
+
+/// A Bash call that passes another session's id (`--session-id`) is denied whatever the
+/// execution's state: before `state init` there is no execution to guard, and binding one
+/// to another session would leave this session unguarded from then on.
+fn foreign_session(event: HookEvent, input: &HookInput, cwd: Option<&Path>) -> Option<HookAnswer> {
+    if event != HookEvent::PreToolUse || input.str("tool_name") != Some("Bash") {
+        return None;
+    }
+    let own = input.session().filter(|s| !s.is_empty())?;
+    let command = input.doc.get("tool_input")?.get("command")?.as_str()?;
+    let other = tool_guard::foreign_session(command, own)?;
+    let reason = format!(
+        "specrun guard: denied: the command binds to session `{other}`, not this one (`{own}`); an execution is bound to the session that runs it. Run it again with this session's id (`--session-id {own}`)."
+    );
+    let answer = HookAnswer::specific(HookSpecific::PreToolUse {
+        permission_decision: "deny",
+        permission_decision_reason: reason.clone(),
+    });
+    let Some(project) = input.project(cwd) else {
+        return Some(answer);
+    };
+    Some(match record(&project, event, input, "deny", "foreign-session", &reason) {
+        Ok(()) => answer,
+        Err(e) => hook::with_message(
+            Some(answer),
+            &format!("specrun guard: this decision was not recorded: {e}"),
+        ),
+    })
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).

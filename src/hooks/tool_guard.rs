@@ -134,6 +134,29 @@ pub fn file(path: &str) -> Call {
     Call::Changes
 }
 
+/// The session id a command passes with `--session-id` (in any of its words, so
+/// `sh -c "specrun …"` counts) when it is not `own`, the session making the call. Binding
+/// an execution to another real session (whose start a hook saw, which is all `state init`
+/// can check) would leave this session's turns unguarded.
+pub fn foreign_session(command: &str, own: &str) -> Option<String> {
+    if !command.contains("--session-id") {
+        return None;
+    }
+    let words: Vec<String> = simple_commands(command).into_iter().flatten().collect();
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        let value = match w.strip_prefix("--session-id") {
+            Some("") => it.next().map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        };
+        if let Some(v) = value.filter(|v| *v != own) {
+            return Some(clip(v));
+        }
+    }
+    None
+}
+
 fn is_bookkeeping(text: &str) -> bool {
     let text = inside_member_worktree(text);
     let parts = text.split(['/', '\\']);
@@ -378,6 +401,24 @@ fn clip(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn another_sessions_id_is_foreign_and_the_callers_own_is_not() {
+        let own = "11111111-aaaa";
+        for (cmd, want) in [
+            ("specrun state init --spec demo --session-id 22222222-bbbb", Some("22222222-bbbb")),
+            ("specrun state init --session-id=22222222-bbbb", Some("22222222-bbbb")),
+            ("sh -c \"specrun state init --session-id 2222\"", Some("2222")),
+            ("cd x && specrun state init --session-id '2222' --spec d", Some("2222")),
+            // The honest control: this session's own id, or no id at all.
+            ("specrun state init --spec demo --session-id 11111111-aaaa", None),
+            ("specrun state init --session-id=11111111-aaaa", None),
+            ("specrun state init --spec demo", None),
+            ("cargo test session_id", None),
+        ] {
+            assert_eq!(foreign_session(cmd, own).as_deref(), want, "{cmd}");
+        }
+    }
 
     fn rule(call: Call) -> &'static str {
         match call {

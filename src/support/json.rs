@@ -30,29 +30,28 @@ pub(crate) fn pretty_top_level_once<'a, const N: usize>(
     keys: [&str; N],
 ) -> [Option<&'a [u8]>; N] {
     let mut found: [(u8, Option<&'a [u8]>); N] = [(0, None); N];
-    members(bytes, |k, v| {
-        if let Some(i) = keys.iter().position(|key| key.as_bytes() == k) {
-            found[i] = (found[i].0.saturating_add(1), Some(v));
-        }
-    });
-    found.map(|(seen, v)| v.filter(|_| seen == 1))
-}
-
-/// Each top-level member line of pretty JSON as `(key, value)`. A top-level line is the
-/// only one that starts `\n  "` (nested ones are indented further; a string cannot hold a
-/// raw newline), so one substring search skips every nested line without looking at it.
-fn members<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])) {
+    // A top-level line is the only one that starts `\n  "` (nested ones are indented
+    // further; a string cannot hold a raw newline), so one substring search skips every
+    // nested line without looking at it, and a line's end is sought only for a wanted key.
     for at in memchr::memmem::find_iter(bytes, b"\n  \"") {
         let line = &bytes[at + 4..];
-        let end = memchr::memchr(b'\n', line).unwrap_or(line.len());
-        let line = &line[..end];
-        let Some(close) = memchr::memmem::find(line, b"\": ") else {
+        let Some(close) = memchr::memchr(b'"', line) else {
+            break;
+        };
+        let Some(i) = keys.iter().position(|k| k.as_bytes() == &line[..close]) else {
             continue;
         };
-        let value = &line[close + 3..];
+        let Some(value) = line[close + 1..].strip_prefix(b": ") else {
+            continue;
+        };
+        let value = &value[..memchr::memchr(b'\n', value).unwrap_or(value.len())];
         let value = value.strip_suffix(b"\r").unwrap_or(value);
-        each(&line[..close], value.strip_suffix(b",").unwrap_or(value));
+        found[i] = (
+            found[i].0.saturating_add(1),
+            Some(value.strip_suffix(b",").unwrap_or(value)),
+        );
     }
+    found.map(|(seen, v)| v.filter(|_| seen == 1))
 }
 
 #[cfg(test)]
