@@ -148,7 +148,12 @@ fn pointing_current_spec_elsewhere_or_moving_the_spec_halts() {
 }
 
 fn bash_call(p: &TempProject, command: &str) -> String {
-    let stdin = json!({"session_id": SESSION, "cwd": p.root(), "hook_event_name": "PreToolUse",
+    bash_call_of(p, SESSION, command)
+}
+
+/// A Bash call of session `caller` as the PreToolUse hook sees it.
+fn bash_call_of(p: &TempProject, caller: &str, command: &str) -> String {
+    let stdin = json!({"session_id": caller, "cwd": p.root(), "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": command}});
     hook(p, "pre-tool-use", &stdin)
 }
@@ -359,13 +364,6 @@ fn an_init_bound_to_a_session_no_hook_saw_is_refused_inside_claude_code() {
     assert_eq!(p.state("demo")["checkedAtInit"], json!(["1.1", "1.2"]));
 }
 
-/// A Bash call of session `caller` as the PreToolUse hook sees it.
-fn bash_call(p: &TempProject, caller: &str, command: &str) -> String {
-    let stdin = json!({"session_id": caller, "cwd": p.root(), "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": command}});
-    hook(p, "pre-tool-use", &stdin)
-}
-
 #[test]
 fn binding_the_execution_to_another_real_session_is_denied_before_it_runs() {
     // Another session really started in this project, so `state init` alone would accept
@@ -375,12 +373,18 @@ fn binding_the_execution_to_another_real_session_is_denied_before_it_runs() {
         "cwd": p.root(), "hook_event_name": "SessionStart", "source": "startup"});
     hook(&p, "session-start", &other);
     let cheat = "specrun state init --spec demo --session-id other-session";
-    let answer = json_of(&bash_call(&p, SESSION, cheat));
+    let answer = json_of(&bash_call_of(&p, SESSION, cheat));
     let out = &answer["hookSpecificOutput"];
     assert_eq!(out["permissionDecision"], "deny", "{answer}");
     let reason = out["permissionDecisionReason"].as_str().unwrap();
-    assert!(reason.contains("binds to session `other-session`"), "{reason}");
-    assert!(reason.contains(&format!("--session-id {SESSION}")), "{reason}");
+    assert!(
+        reason.contains("binds to session `other-session`"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("--session-id {SESSION}")),
+        "{reason}"
+    );
     let logged = std::fs::read_to_string(p.path(".specrun/events.jsonl")).unwrap();
     assert!(logged.contains("foreign-session"), "{logged}");
     // The `=` form and a wrapped shell are the same call; during an execution too.
@@ -389,12 +393,15 @@ fn binding_the_execution_to_another_real_session_is_denied_before_it_runs() {
         "specrun state init --spec demo --session-id=other-session --force",
         "sh -c 'specrun state init --spec demo --session-id other-session'",
     ] {
-        let answer = json_of(&bash_call(&e, SESSION, cheat));
-        assert_eq!(answer["hookSpecificOutput"]["permissionDecision"], "deny", "{cheat}: {answer}");
+        let answer = json_of(&bash_call_of(&e, SESSION, cheat));
+        assert_eq!(
+            answer["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{cheat}: {answer}"
+        );
     }
     // Control: this session's own id passes the hook untouched, and the init then works.
     let own = format!("specrun state init --spec demo --session-id {SESSION}");
-    assert_eq!(bash_call(&p, SESSION, &own).trim(), "");
+    assert_eq!(bash_call_of(&p, SESSION, &own).trim(), "");
     let args = ["state", "init", "--spec", "demo", "--session-id", SESSION];
     let out = run(&p, true, &args);
     assert!(out.status.success(), "{}", said(&out));

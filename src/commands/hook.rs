@@ -376,13 +376,15 @@ fn foreign_session(event: HookEvent, input: &HookInput, cwd: Option<&Path>) -> O
     let Some(project) = input.project(cwd) else {
         return Some(answer);
     };
-    Some(match record(&project, event, input, "deny", "foreign-session", &reason) {
-        Ok(()) => answer,
-        Err(e) => hook::with_message(
-            Some(answer),
-            &format!("specrun guard: this decision was not recorded: {e}"),
-        ),
-    })
+    Some(
+        match record(&project, event, input, "deny", "foreign-session", &reason) {
+            Ok(()) => answer,
+            Err(e) => hook::with_message(
+                Some(answer),
+                &format!("specrun guard: this decision was not recorded: {e}"),
+            ),
+        },
+    )
 }
 
 /// What a Bash, Write, Edit, MultiEdit or NotebookEdit call does (`None` for other tools).

@@ -406,12 +406,27 @@ mod tests {
     fn another_sessions_id_is_foreign_and_the_callers_own_is_not() {
         let own = "11111111-aaaa";
         for (cmd, want) in [
-            ("specrun state init --spec demo --session-id 22222222-bbbb", Some("22222222-bbbb")),
-            ("specrun state init --session-id=22222222-bbbb", Some("22222222-bbbb")),
-            ("sh -c \"specrun state init --session-id 2222\"", Some("2222")),
-            ("cd x && specrun state init --session-id '2222' --spec d", Some("2222")),
+            (
+                "specrun state init --spec demo --session-id 22222222-bbbb",
+                Some("22222222-bbbb"),
+            ),
+            (
+                "specrun state init --session-id=22222222-bbbb",
+                Some("22222222-bbbb"),
+            ),
+            (
+                "sh -c \"specrun state init --session-id 2222\"",
+                Some("2222"),
+            ),
+            (
+                "cd x && specrun state init --session-id '2222' --spec d",
+                Some("2222"),
+            ),
             // The honest control: this session's own id, or no id at all.
-            ("specrun state init --spec demo --session-id 11111111-aaaa", None),
+            (
+                "specrun state init --spec demo --session-id 11111111-aaaa",
+                None,
+            ),
             ("specrun state init --session-id=11111111-aaaa", None),
             ("specrun state init --spec demo", None),
             ("cargo test session_id", None),
