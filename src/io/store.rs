@@ -656,8 +656,8 @@ impl Beneath {
             return Ok(None);
         };
         let mut file = File::from(fd);
-        match file.metadata() {
-            Ok(meta) if meta.is_file() => {}
+        let len = match file.metadata() {
+            Ok(meta) if meta.is_file() => meta.len(),
             Ok(meta) => {
                 return Err(Error::NotRegular {
                     path: path(),
@@ -665,8 +665,9 @@ impl Beneath {
                 })
             }
             Err(e) => return Err(Error::io(path(), "stat", e)),
-        }
-        let mut bytes = Vec::new();
+        };
+        // Sized from the length: the hooks read small files, and regrowing costs more than they do.
+        let mut bytes = Vec::with_capacity(len.min(limit) as usize + 1);
         (&mut file)
             .take(limit + 1)
             .read_to_end(&mut bytes)
