@@ -9,7 +9,7 @@ const KIRO: &str = "# Implementation Plan\n\n- [ ] 1. Build the store\n  - [ ] 1
 
 const KIRO_REQ: &str = "# Requirements\n\n### Requirement 1\n\n#### Acceptance Criteria\n\n1. WHEN a user creates an album THEN the system SHALL store it\n2. IF the name is empty THEN the system SHALL refuse it\n";
 
-fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
     let out = p
         .specrun()
         .env_remove("CLAUDECODE")
@@ -23,7 +23,7 @@ fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn kiro() -> TempProject {
+pub(crate) fn kiro() -> TempProject {
     let p = TempProject::git();
     p.write(".kiro/specs/albums/tasks.md", KIRO);
     p.write(".kiro/specs/albums/requirements.md", KIRO_REQ);
@@ -155,7 +155,7 @@ fn final_check(p: &TempProject, spec: &str) {
 }
 
 /// `specrun args` as the model runs it (CLAUDECODE=1); asserts success.
-fn model(p: &TempProject, args: &[&str]) -> String {
+pub(crate) fn model(p: &TempProject, args: &[&str]) -> String {
     let out = p
         .specrun()
         .env("CLAUDECODE", "1")
@@ -426,7 +426,7 @@ const KIRO_FLAT: &str = "# Implementation Plan\n\n- [ ] 1. Build the store\n- [ 
 const SPECKIT_BEGUN: &str = "# Tasks: Users\n\n## Phase 1: Setup\n- [X] T001 Create the module in src/users.py\n\n## Phase 2: Story\n- [ ] T002 [P] [US1] Add the model in src/models/user.py\n- [ ] T003 [P] [US1] Add the service in src/services/user.py\n";
 
 /// A spec whose execution `SESSION` owns under the stop-hook driver, set up by a person.
-fn executing(p: &TempProject, spec: &str) {
+pub(crate) fn executing(p: &TempProject, spec: &str) {
     // The active spec, as the implement skill names it (a Kiro spec too).
     p.write("specs/.current-spec", &format!("{spec}\n"));
     p.commit_all("spec");
@@ -446,7 +446,7 @@ fn executing(p: &TempProject, spec: &str) {
     assert_eq!(code, 0, "{out}{err}");
 }
 
-fn json(text: &str) -> serde_json::Value {
+pub(crate) fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 

@@ -41,6 +41,7 @@ mod end_to_end_formats;
 mod end_to_end_headless;
 mod end_to_end_isolation;
 mod followup_verbs;
+mod format_messages;
 mod fuzz;
 mod genuine_runs;
 mod goal_cli;

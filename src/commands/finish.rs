@@ -24,10 +24,10 @@ pub(crate) fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
     if ex.tasks()?.list.tasks.is_empty() {
         use crate::model::tasks::lint;
         let unmet = format!(
-            "{}: {} in specs/{}/tasks.md: {}; then check them with `specrun tasks lint {}`",
+            "{}: {} in {}: {}; then check them with `specrun tasks lint {}`",
             lint::EMPTY_PLAN,
             lint::EMPTY_PLAN_MESSAGE,
-            spec.name,
+            spec.place().tasks_file(),
             lint::EMPTY_PLAN_FIX,
             crate::support::shell::spec_flag(&spec.name)
         );
@@ -57,7 +57,7 @@ pub(crate) fn run(project: &Project, args: FinishArgs) -> Result<ExitStatus> {
         Some((seen, gates)) if completion_key(&seen) == completion_key(&state) => gates,
         _ => completion_gates(project, spec, &state),
     };
-    let unmet: Vec<String> = completion::unmet(name, &state, &tasks, Some(&gates))
+    let unmet: Vec<String> = completion::unmet(spec.place(), &state, &tasks, Some(&gates))
         .iter()
         .map(|u| u.to_string())
         .collect();

@@ -835,7 +835,7 @@ fn stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
             });
         let now = chrono::Utc::now();
         let facts = StopFacts {
-            spec_name: &spec.name,
+            spec: spec.place(),
             tasks: &list,
             head: head.as_deref(),
             usage,
@@ -932,7 +932,7 @@ fn subagent_stop(input: &HookInput, active: Active) -> Option<HookAnswer> {
         };
         let mut outcome = match facts {
             Some((id, facts)) => Some(hook::decide_subagent_stop(
-                &active.spec.name,
+                active.spec.place(),
                 &id,
                 &facts,
                 &sub,
@@ -1105,7 +1105,7 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
 fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {
     let list = load_tasks(&active.spec).ok();
     let context = hook::session_context(
-        &active.spec.name,
+        active.spec.place(),
         &active.state,
         list.as_ref(),
         input.session(),

@@ -391,7 +391,7 @@ fn waiting_for_person(project: &Project, facts: &Facts) -> Option<String> {
         return None;
     }
     let gates = crate::next::gates::completion_gates(project, spec, state);
-    let unmet = crate::next::completion::unmet(&spec.name, state, list, Some(&gates));
+    let unmet = crate::next::completion::unmet(spec.place(), state, list, Some(&gates));
     crate::next::completion::waits_for_person(&unmet).then(|| {
         let what: Vec<&str> = unmet.iter().map(|u| u.detail.as_str()).collect();
         format!("for a person, not complete: {}", what.join(" "))

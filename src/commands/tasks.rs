@@ -177,7 +177,7 @@ fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option
     let StateRead::Valid(state) = facts::read_typed(&spec.state_path()) else {
         return None;
     };
-    let standing = next::standing_of(&spec.name, list, &state);
+    let standing = next::standing_of(spec.place(), list, &state);
     let why = standing.merge_step()?;
     Some((standing.merge_command(), why))
 }

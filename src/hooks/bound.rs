@@ -101,10 +101,7 @@ fn check(project: &Project, rec: &Record) -> Result<(Spec, State), String> {
     if let Some(reason) = record::mismatch(rec, Found::State(&state)) {
         return Err(reason);
     }
-    let spec = Spec {
-        name: rec.spec.clone(),
-        dir,
-    };
+    let spec = Spec::at(&project.root, rec.spec.clone(), dir);
     Ok((spec, state))
 }
 

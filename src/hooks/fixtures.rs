@@ -10,6 +10,12 @@ pub(super) use crate::model::state::State;
 pub(super) use crate::model::tasks;
 pub(super) use crate::next::completion::{Blocker, Gates as CompletionGates};
 
+/// The spec the decisions are about, where specrun keeps it.
+pub(super) const DEMO: crate::io::project::SpecPlace<'static> = crate::io::project::SpecPlace {
+    name: "demo",
+    folder: "specs/demo",
+};
+
 pub(super) const TASKS: &str = "## Phase 1\n- [x] 1.1 First\n- [ ] 1.2 Second\n  - **Do**: write it\n  - **Files**: src/a.rs\n  - **Verify**: `cargo test a`\n";
 
 pub(super) const DONE: &str = "## Phase 1\n- [x] 1.1 First\n- [x] 1.2 Second\n";
@@ -57,7 +63,7 @@ pub(super) fn decide_with(
 ) -> Outcome {
     let list = tasks::parse(tasks_md);
     let facts = StopFacts {
-        spec_name: "demo",
+        spec: DEMO,
         tasks: &list,
         head: Some("abc"),
         usage: UsageRead::default(),

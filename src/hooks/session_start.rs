@@ -1,15 +1,17 @@
 //! The SessionStart hook's context for the session that owns (or could own) the execution.
 
+use crate::io::project::SpecPlace;
 use crate::model::state;
 use crate::model::tasks::TaskList;
 
 /// SessionStart context: 1–3 lines for the session that owns (or could own) the execution.
 pub(crate) fn session_context(
-    name: &str,
+    spec: SpecPlace<'_>,
     v: &state::State,
     tasks: Option<&TaskList>,
     session: Option<&str>,
 ) -> Option<String> {
+    let name = spec.name;
     let spec_flag = crate::support::shell::spec_flag(name);
     if v.phase() != Some(state::Phase::Execution) {
         return None;
@@ -44,7 +46,7 @@ pub(crate) fn session_context(
         )),
         None => {
             // The merge comes before the next task (the engine's step, as snapshot says).
-            let merge = tasks.and_then(|l| crate::next::standing_of(name, l, v).merge_step());
+            let merge = tasks.and_then(|l| crate::next::standing_of(spec, l, v).merge_step());
             if let Some(merge) = merge {
                 lines.push(format!("Next: {merge}"));
             }
@@ -63,22 +65,22 @@ mod tests {
     fn session_context_for_owner_or_unowned_only() {
         let list = tasks::parse(TASKS);
         let typed = |v: &Value| state::State::from_value(v).unwrap();
-        let c = session_context("demo", &typed(&state()), Some(&list), Some("s1")).unwrap();
+        let c = session_context(DEMO, &typed(&state()), Some(&list), Some("s1")).unwrap();
         assert_eq!(c.lines().count(), 2);
         assert!(c.contains("1/2 tasks checked, next 1.2 Second"), "{c}");
-        assert!(session_context("demo", &typed(&state()), Some(&list), Some("s2")).is_none());
+        assert!(session_context(DEMO, &typed(&state()), Some(&list), Some("s2")).is_none());
         let mut unowned = state();
         unowned["sessionId"] = Value::Null;
-        assert!(session_context("demo", &typed(&unowned), Some(&list), Some("s2")).is_some());
+        assert!(session_context(DEMO, &typed(&unowned), Some(&list), Some("s2")).is_some());
         let mut halted = state();
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
-        let c = session_context("demo", &typed(&halted), None, Some("s1")).unwrap();
+        let c = session_context(DEMO, &typed(&halted), None, Some("s1")).unwrap();
         assert!(
             c.contains("Halted: stuck; a person decides at a shell"),
             "{c}"
         );
         let mut done = state();
         done["phase"] = json!("completed");
-        assert!(session_context("demo", &typed(&done), None, Some("s1")).is_none());
+        assert!(session_context(DEMO, &typed(&done), None, Some("s1")).is_none());
     }
 }

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::hooks::*;
+use crate::io::project::SpecPlace;
 use crate::model::state::{self, Driver, Halt, Nullable, Patch, Phase, State, Timestamp};
 use crate::model::tasks::{Task, TaskList};
 
@@ -12,7 +13,8 @@ pub(crate) use crate::next::completion::Gates as CompletionGates;
 
 /// The facts a Stop is decided on, gathered under the state lock.
 pub(crate) struct StopFacts<'a> {
-    pub spec_name: &'a str,
+    /// The spec's name and folder, as the messages name them.
+    pub spec: SpecPlace<'a>,
     pub tasks: &'a TaskList,
     pub head: Option<&'a str>,
     pub usage: UsageRead,
@@ -208,7 +210,7 @@ fn stop_event(stop: &CountedStop<'_>, decision: &Decision, rule: &str, stall: u6
     let input = stop.input;
     // `at`, `session` and the `event` tag are the writer's (`io::events::Event::Stop`).
     decision::record(&StopRecord {
-        spec: stop.facts.spec_name,
+        spec: stop.facts.spec.name,
         decision: decision.name(),
         rule,
         reason: decision.text(),
@@ -242,7 +244,7 @@ struct StopRecord<'a> {
 /// What the user must hear whatever the decision (stops caught up, a broken time cap),
 /// also recorded in the event.
 fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
-    let name = stop.facts.spec_name;
+    let name = stop.facts.spec.name;
     let missed = &stop.facts.missed;
     let mut notices: Vec<String> = Vec::new();
     if missed.count > 0 {
@@ -254,7 +256,7 @@ fn notices(stop: &CountedStop<'_>, event: &mut Value) -> Option<String> {
             stop.counted.global
         ));
     }
-    if let Some(n) = time_cap_notice(name, stop.minutes) {
+    if let Some(n) = time_cap_notice(stop.facts.spec, stop.minutes) {
         event["timeCapProblem"] = Value::from(n.as_str());
         notices.push(n);
     }
@@ -314,11 +316,12 @@ pub(super) fn minutes_used(v: &State, now: DateTime<Utc>) -> Option<Minutes> {
 }
 
 /// With a time cap set, what is wrong with `startedAt` (the cap still holds).
-fn time_cap_notice(name: &str, minutes: Option<&Minutes>) -> Option<String> {
+fn time_cap_notice(spec: SpecPlace<'_>, minutes: Option<&Minutes>) -> Option<String> {
     let problem = minutes?.1.problem.as_deref()?;
     Some(format!(
-        "specrun guard: spec '{name}': {problem}. Fix it with `specrun state merge {} '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`.",
-        crate::support::shell::word(&format!("specs/{name}/.specrun-state.json"))
+        "specrun guard: spec '{}': {problem}. Fix it with `specrun state merge {} '{{\"startedAt\": \"<when the run began, RFC 3339>\"}}'`.",
+        spec.name,
+        crate::support::shell::word(&spec.file(crate::io::project::STATE_FILE))
     ))
 }
 
@@ -411,7 +414,7 @@ fn decide_after_count(stop: &CountedStop<'_>, effects: &mut Effects) -> Ruling {
 fn halted(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     let v = stop.state;
     v.halt()?;
-    let name = stop.facts.spec_name;
+    let name = stop.facts.spec.name;
     let s = halt_text(name, v.halt_reason().unwrap_or("no reason recorded"));
     Some((Decision::Halt(s), "halted".into()))
 }
@@ -422,7 +425,7 @@ fn cap(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Ruling> {
         output_tokens,
         stall,
     } = stop.counted;
-    let (state, name) = (stop.state, stop.facts.spec_name);
+    let (state, name) = (stop.state, stop.facts.spec.name);
     let (kind, reason) = hit_cap(state, global, output_tokens, stall, stop.minutes)?;
     let s = halt_text(name, &reason);
     let halt = Halt {
@@ -442,9 +445,9 @@ fn completion_claim(stop: &CountedStop<'_>, effects: &mut Effects) -> Option<Rul
         return None;
     }
     let (input, state, facts) = (stop.input, stop.state, stop.facts);
-    let name = facts.spec_name;
+    let name = facts.spec.name;
     let mut unmet =
-        crate::next::completion::unmet(name, state, facts.tasks, facts.completion.as_ref());
+        crate::next::completion::unmet(facts.spec, state, facts.tasks, facts.completion.as_ref());
     if !input.running_agents.is_empty() {
         let wait = waiting_text(name, state, input.running_agents);
         unmet.insert(0, crate::protocol::Unmet::new("agents-running", wait));
@@ -493,7 +496,7 @@ fn agents_running(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     if input.running_agents.is_empty() {
         return None;
     }
-    let wait = waiting_text(stop.facts.spec_name, stop.state, input.running_agents);
+    let wait = waiting_text(stop.facts.spec.name, stop.state, input.running_agents);
     if stop.state.driver() == Driver::StopHook && !input.stop_hook_active {
         return Some((Decision::Block(wait), "agents-running-wait".into()));
     }
@@ -505,10 +508,10 @@ fn next_task(stop: &CountedStop<'_>, _: &mut Effects) -> Option<Ruling> {
     if v.driver() != Driver::StopHook || v.awaiting_approval() {
         return None;
     }
-    let (name, tasks) = (stop.facts.spec_name, stop.facts.tasks);
+    let (name, tasks) = (stop.facts.spec.name, stop.facts.tasks);
     // The one "what next": an isolated group waiting for its merge is merged before the
     // next task, whose start refuses until then.
-    let standing = crate::next::standing_of(name, tasks, v);
+    let standing = crate::next::standing_of(stop.facts.spec, tasks, v);
     let (open, prompt, rule) = match standing.merge_step() {
         Some(merge) => (
             "the isolated group is not merged".to_string(),
@@ -664,7 +667,7 @@ mod tests {
         s["usage"] = json!({"outputTokens": 10, "inputTokens": 5, "transcriptOffset": 100});
         let list = tasks::parse(TASKS);
         let facts = StopFacts {
-            spec_name: "demo",
+            spec: crate::hooks::fixtures::DEMO,
             tasks: &list,
             head: Some("abc"),
             usage: UsageRead {
@@ -765,6 +768,32 @@ mod tests {
         let o = decide(&s, TASKS, None, false, None);
         assert!(halt_of(&o).contains("60 minutes since startedAt >= budget.maxMinutes 60"));
         assert_eq!(o.patch["halt"]["kind"], "time-cap");
+    }
+
+    /// The fix names the spec's own state file: `state merge` on a `specs/<name>/` path
+    /// that does not exist would create a stray state beside nothing.
+    #[test]
+    fn the_time_cap_notice_names_the_spec_s_own_state_file() {
+        let origin = state::TimeOrigin {
+            at: now(),
+            source: "guard.clockStartedAt",
+            problem: Some("startedAt is missing".into()),
+        };
+        let minutes = (5, origin);
+        let kiro = SpecPlace {
+            name: "albums",
+            folder: ".kiro/specs/albums",
+        };
+        let n = time_cap_notice(kiro, Some(&minutes)).unwrap();
+        assert!(
+            n.contains("`specrun state merge .kiro/specs/albums/.specrun-state.json '"),
+            "{n}"
+        );
+        let own = time_cap_notice(DEMO, Some(&minutes)).unwrap();
+        assert_eq!(
+            own,
+            "specrun guard: spec 'demo': startedAt is missing. Fix it with `specrun state merge specs/demo/.specrun-state.json '{\"startedAt\": \"<when the run began, RFC 3339>\"}'`."
+        );
     }
 
     #[test]

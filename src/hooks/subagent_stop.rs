@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::evidence::critique::Stored;
 use crate::evidence::verify::Freshness;
 use crate::hooks::*;
+use crate::io::project::SpecPlace;
 use crate::model::state::State;
 use crate::support::shell::word as shell_word;
 
@@ -32,13 +33,16 @@ pub(crate) struct ClaimFacts {
 }
 
 /// What is missing before a task claim can be accepted, each with its command.
-pub(crate) fn claim_missing(name: &str, id: &str, facts: &ClaimFacts) -> Vec<String> {
-    let spec_flag = crate::support::shell::spec_flag(name);
+pub(crate) fn claim_missing(spec: SpecPlace<'_>, id: &str, facts: &ClaimFacts) -> Vec<String> {
+    let spec_flag = crate::support::shell::spec_flag(spec.name);
     let id_q = shell_word(id);
     let mut missing = Vec::new();
     let verify = match &facts.task {
         None => {
-            missing.push(format!("task {id} does not exist (once) in specs/{name}/tasks.md: claim the id the task brief gave."));
+            missing.push(format!(
+                "task {id} does not exist (once) in {}: claim the id the task brief gave.",
+                spec.tasks_file()
+            ));
             None
         }
         Some((checked, verify)) => {
@@ -118,17 +122,17 @@ fn unusable_text(why: &str) -> String {
 
 /// Decide an executor's SubagentStop that claims task `id`.
 pub(crate) fn decide_subagent_stop(
-    name: &str,
+    spec: SpecPlace<'_>,
     id: &str,
     facts: &ClaimFacts,
     input: &SubagentInput<'_>,
     state: &State,
     now: DateTime<Utc>,
 ) -> Outcome {
-    let missing = claim_missing(name, id, facts);
+    let missing = claim_missing(spec, id, facts);
     let (decision, rule, patch) = judge_task_claim(id, &missing, input, state, now);
     let event = decision::record(&ClaimRecord {
-        spec: name,
+        spec: spec.name,
         decision: decision.name(),
         rule,
         reason: decision.text(),
@@ -236,7 +240,7 @@ mod tests {
             agent_id: Some("a1"),
             stop_hook_active,
         };
-        decide_subagent_stop("demo", "1.2", facts, &input, &typed(&state()), now())
+        decide_subagent_stop(DEMO, "1.2", facts, &input, &typed(&state()), now())
     }
 
     #[test]
@@ -339,14 +343,14 @@ mod tests {
         );
         f.evidence_mismatch =
             Some("it ran `true`, not the task's Verify command `cargo test a`".into());
-        let missing = claim_missing("demo", "1.2", &f);
+        let missing = claim_missing(DEMO, "1.2", &f);
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert!(
             missing[0].contains("does not count: it ran `true`"),
             "{missing:?}"
         );
         let none = claim(Some((false, None)), Freshness::Missing, true, true);
-        let missing = claim_missing("demo", "1.2", &none);
+        let missing = claim_missing(DEMO, "1.2", &none);
         assert!(
             missing
                 .iter()
@@ -359,7 +363,7 @@ mod tests {
     fn an_invalid_critique_record_is_named_invalid_not_missing() {
         let mut f = claim(Some((true, None)), Freshness::Fresh, true, false);
         f.post_code = Stored::Unusable("invalid: `checklist.SC-5.5.2` is missing".into());
-        let missing = claim_missing("demo", "1", &f);
+        let missing = claim_missing(DEMO, "1", &f);
         assert_eq!(missing.len(), 2, "{missing:?}");
         assert!(missing[0].starts_with("self-critique record post-code is invalid (`checklist.SC-5.5.2` is missing): record it again"), "{missing:?}");
         assert!(
@@ -372,10 +376,23 @@ mod tests {
     fn post_test_critique_must_follow_the_evidence() {
         let mut f = claim(Some((true, None)), Freshness::Fresh, true, true);
         f.post_test = at(true, "2026-01-01T00:01:00Z");
-        let missing = claim_missing("demo", "1", &f);
+        let missing = claim_missing(DEMO, "1", &f);
         assert_eq!(missing.len(), 1);
         assert!(missing[0].contains("predates"), "{missing:?}");
-        let unknown = claim_missing("demo", "9", &claim(None, Freshness::Fresh, true, true));
-        assert!(unknown[0].contains("task 9 does not exist"), "{unknown:?}");
+        let unknown = claim_missing(DEMO, "9", &claim(None, Freshness::Fresh, true, true));
+        assert_eq!(
+            unknown[0],
+            "task 9 does not exist (once) in specs/demo/tasks.md: claim the id the task brief gave."
+        );
+        // A Kiro spec's executor is sent to the file it has, not to `specs/albums/`.
+        let kiro = SpecPlace {
+            name: "albums",
+            folder: ".kiro/specs/albums",
+        };
+        let unknown = claim_missing(kiro, "9", &claim(None, Freshness::Fresh, true, true));
+        assert!(
+            unknown[0].starts_with("task 9 does not exist (once) in .kiro/specs/albums/tasks.md:"),
+            "{unknown:?}"
+        );
     }
 }

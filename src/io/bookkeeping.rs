@@ -176,15 +176,9 @@ mod tests {
     #[test]
     fn specs_specrun_and_an_outside_spec_dir_are_bookkeeping() {
         let p = project("/r");
-        let spec = Spec {
-            name: "x".into(),
-            dir: "/r/docs/x".into(),
-        };
+        let spec = Spec::at("/r".as_ref(), "x".into(), "/r/docs/x".into());
         assert_eq!(roots(&p, Some(&spec)), ["specs", ".specrun", "docs/x"]);
-        let inside = Spec {
-            name: "d".into(),
-            dir: "/r/specs/d".into(),
-        };
+        let inside = Spec::at("/r".as_ref(), "d".into(), "/r/specs/d".into());
         assert_eq!(roots(&p, Some(&inside)), ["specs", ".specrun"]);
         for path in [
             "specs",

@@ -52,9 +52,53 @@ pub struct Project {
 pub struct Spec {
     pub name: String,
     pub dir: PathBuf,
+    /// `dir` from the project root (absolute when outside it), fixed where the spec is
+    /// resolved: the folder a message names (`specs/demo`, `.kiro/specs/albums`).
+    pub folder: String,
+}
+
+/// A spec as a message names it: the name `--spec` takes and its folder from the project
+/// root. The pure code gets this and never rebuilds a layout from the name, which would
+/// send a Kiro or OpenSpec spec's reader to a `specs/<name>` that does not exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecPlace<'a> {
+    pub name: &'a str,
+    pub folder: &'a str,
+}
+
+impl SpecPlace<'_> {
+    /// A file of the spec's folder, from the project root.
+    pub fn file(&self, file: &str) -> String {
+        match self.folder {
+            "" => file.to_string(),
+            f => format!("{f}/{file}"),
+        }
+    }
+
+    /// The spec's tasks file, from the project root.
+    pub fn tasks_file(&self) -> String {
+        self.file(TASKS_FILE)
+    }
 }
 
 impl Spec {
+    /// The spec `name` in `dir`, its folder named from `root`.
+    pub fn at(root: &Path, name: String, dir: PathBuf) -> Spec {
+        let folder = match dir.strip_prefix(root) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) => dir.display().to_string(),
+        };
+        Spec { name, dir, folder }
+    }
+
+    /// How messages name it.
+    pub fn place(&self) -> SpecPlace<'_> {
+        SpecPlace {
+            name: &self.name,
+            folder: &self.folder,
+        }
+    }
+
     pub fn tasks_path(&self) -> PathBuf {
         self.dir.join(TASKS_FILE)
     }
@@ -296,7 +340,7 @@ impl Project {
             // A `specs/<name>` symlink must not carry writes outside the root either; one
             // inside it is followed here, once, so bookkeeping paths hold no link.
             let dir = self.inside(&self.foreign_dir(&value))?;
-            return Ok(Some(Spec { dir, name: value }));
+            return Ok(Some(Spec::at(&self.root, value, dir)));
         }
         // A path: relative to the cwd for a flag, to the root for .current-spec; a path to
         // a spec's tasks.md names its folder.
@@ -311,7 +355,7 @@ impl Project {
             .unwrap_or_default()
             .to_string();
         validate_spec_name(&name)?;
-        Ok(Some(Spec { name, dir }))
+        Ok(Some(Spec::at(&self.root, name, dir)))
     }
 
     /// The folder a spec name names: `specs/<name>` (specrun's and spec-kit's layout), else,

@@ -10,6 +10,7 @@
 use serde_json::Value;
 
 use crate::evidence::verify::Freshness;
+use crate::io::project::SpecPlace;
 use crate::model::state::time::parse as parse_time;
 use crate::model::state::{Attempt, Phase, State};
 use crate::model::tasks::TaskList;
@@ -51,14 +52,15 @@ pub(crate) fn waits_for_person(unmet: &[Unmet]) -> bool {
     !unmet.is_empty() && unmet.iter().all(|u| PERSON_GATES.contains(&u.name))
 }
 
-/// Every unmet completion gate of spec `name`, each with a stable name and the command
+/// Every unmet completion gate of `spec`, each with a stable name and the command
 /// that satisfies it. `gates: None` (not computed) counts as missing evidence.
 pub(crate) fn unmet(
-    name: &str,
+    spec: SpecPlace<'_>,
     state: &State,
     tasks: &TaskList,
     gates: Option<&Gates>,
 ) -> Vec<Unmet> {
+    let name = spec.name;
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     if state.halt().is_some() {
@@ -82,10 +84,13 @@ pub(crate) fn unmet(
     if tasks.tasks.is_empty() {
         out.push(Unmet::new(
             "tasks",
-            format!("specs/{name}/tasks.md has no tasks: there is nothing to complete."),
+            format!(
+                "{} has no tasks: there is nothing to complete.",
+                spec.tasks_file()
+            ),
         ));
     }
-    if let Some(u) = hidden_tasks(name, tasks) {
+    if let Some(u) = hidden_tasks(spec, tasks) {
         out.push(u);
     }
     out.extend(crate::model::plan::unmet(
@@ -114,7 +119,7 @@ pub(crate) fn unmet(
         ));
     }
     out.extend(unearned(name, state, tasks));
-    out.extend(costly(name, state, tasks, gates));
+    out.extend(costly(spec, state, tasks, gates));
     out
 }
 
@@ -257,7 +262,13 @@ pub(crate) fn execution_check(name: &str, state: &State, tasks: &TaskList) -> St
     crate::evidence::verify::Slot::Phase("execution".into()).rerun(name, command)
 }
 
-fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) -> Vec<Unmet> {
+fn costly(
+    spec: SpecPlace<'_>,
+    state: &State,
+    tasks: &TaskList,
+    gates: Option<&Gates>,
+) -> Vec<Unmet> {
+    let name = spec.name;
     let spec_flag = crate::support::shell::spec_flag(name);
     let mut out = Vec::new();
     out.extend(execution_evidence(name, state, tasks, gates));
@@ -281,7 +292,8 @@ fn costly(name: &str, state: &State, tasks: &TaskList, gates: Option<&Gates>) ->
         Some(Err(e)) => out.push(Unmet::new(
             "followups-unreadable",
             format!(
-                "follow-ups cannot be read ({e}): fix specs/{name}/followups.json so open VERIFY/high items can be checked."
+                "follow-ups cannot be read ({e}): fix {} so open VERIFY/high items can be checked.",
+                spec.file(crate::io::project::FOLLOWUPS_FILE)
             ),
         )),
         None => {}
@@ -449,7 +461,7 @@ fn n_of(attempt: &Attempt) -> u64 {
 
 /// A tasks.md that may hold tasks it does not read (a fence never closed, a malformed
 /// box, a task written as a heading) is not "all done": the gate names the line.
-fn hidden_tasks(name: &str, tasks: &TaskList) -> Option<Unmet> {
+fn hidden_tasks(spec: SpecPlace<'_>, tasks: &TaskList) -> Option<Unmet> {
     use crate::model::tasks::UnreadKind;
     let line = tasks.unclosed_fence.or_else(|| {
         tasks
@@ -460,7 +472,7 @@ fn hidden_tasks(name: &str, tasks: &TaskList) -> Option<Unmet> {
     })?;
     Some(Unmet::new(
         "tasks-unread",
-        format!("specs/{name}/tasks.md line {line} may hold a task that is not read (an unclosed fence, a malformed box or a heading task): fix what `specrun tasks lint --spec {name}` names."),
+        format!("{} line {line} may hold a task that is not read (an unclosed fence, a malformed box or a heading task): fix what `specrun tasks lint --spec {}` names.", spec.tasks_file(), spec.name),
     ))
 }
 
@@ -471,6 +483,59 @@ mod tests {
     use serde_json::json;
 
     const TWO: &str = "- [x] 1.1 First\n- [x] 1.2 Second\n";
+    const DEMO: SpecPlace<'static> = SpecPlace {
+        name: "demo",
+        folder: "specs/demo",
+    };
+
+    /// The gates that name a file name the spec's own folder: a Kiro spec's reader is sent
+    /// to `.kiro/specs/<name>/`, not to a `specs/<name>/` that does not exist.
+    #[test]
+    fn the_gates_name_the_spec_s_own_files() {
+        let kiro = SpecPlace {
+            name: "albums",
+            folder: ".kiro/specs/albums",
+        };
+        let s = typed(&state(json!({})));
+        let details = |list: &TaskList, gates: &Gates| -> Vec<String> {
+            unmet(kiro, &s, list, Some(gates))
+                .into_iter()
+                .map(|u| u.detail)
+                .collect()
+        };
+        let empty = details(&parse(""), &good());
+        assert!(
+            empty.contains(
+                &".kiro/specs/albums/tasks.md has no tasks: there is nothing to complete."
+                    .to_string()
+            ),
+            "{empty:?}"
+        );
+        let unread = details(&parse("- [x] 1 A\n```\n- [ ] 2 B\n"), &good());
+        assert!(
+            unread
+                .iter()
+                .any(|d| d.starts_with(".kiro/specs/albums/tasks.md line 2 may hold a task")),
+            "{unread:?}"
+        );
+        let broken = Gates {
+            blockers: Err("bad JSON".into()),
+            ..good()
+        };
+        let followups = details(&parse(TWO), &broken);
+        assert!(
+            followups
+                .iter()
+                .any(|d| d.contains("fix .kiro/specs/albums/followups.json so")),
+            "{followups:?}"
+        );
+        for d in empty.iter().chain(&unread).chain(&followups) {
+            assert!(
+                !d.contains("specs/albums/") || d.contains(".kiro/specs/albums/"),
+                "{d}"
+            );
+        }
+    }
 
     fn state(extra: Value) -> Value {
         let mut s = json!({"name": "demo", "phase": "execution", "halt": null});
@@ -510,13 +575,13 @@ mod tests {
             ),
             ("- [x] 1.1 First\n- [x] 1.2 Second\n- [] 1.3 Malformed\n", 3),
         ] {
-            let u = unmet("demo", &typed(&s), &parse(text), Some(&good()));
+            let u = unmet(DEMO, &typed(&s), &parse(text), Some(&good()));
             assert_eq!(names(&u), ["tasks-unread"], "{text:?}");
             assert!(u[0].detail.contains(&format!("line {line}")), "{}", u[0]);
         }
         // A nested unchecked sub-task under a checked parent keeps the gate shut.
         let nested = "- [x] 1.1 First\n  - [ ] 1.1.1 Part\n- [x] 1.2 Second\n";
-        let u = unmet("demo", &typed(&s), &parse(nested), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(nested), Some(&good()));
         assert!(names(&u).contains(&"unchecked"), "{u:?}");
         assert!(u.iter().any(|u| u.detail.contains("(1.1.1)")), "{u:?}");
     }
@@ -524,13 +589,13 @@ mod tests {
     #[test]
     fn boxes_ticked_before_init_or_through_task_complete_pass() {
         let s = state(json!({"checkedAtInit": ["1.1"], "attempts": done("1.2")}));
-        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet(DEMO, &typed(&s), &parse(TWO), Some(&good())).is_empty());
     }
 
     #[test]
     fn a_hand_ticked_box_is_named_with_a_fix_that_works() {
         let s = state(json!({"checkedAtInit": [], "attempts": done("1.2")}));
-        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["checked-without-complete"]);
         assert!(u[0].detail.contains("task 1.1 was ticked"), "{}", u[0]);
         assert!(
@@ -542,7 +607,7 @@ mod tests {
         // No baseline recorded: nothing is excepted.
         let s = state(json!({"attempts": done("1.2")}));
         assert_eq!(
-            names(&unmet("demo", &typed(&s), &parse(TWO), Some(&good()))),
+            names(&unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()))),
             ["checked-without-complete"]
         );
     }
@@ -552,7 +617,7 @@ mod tests {
         let s = state(json!({"checkedAtInit": [], "attempts": {
             "1.1": [{"n": 1, "status": "running", "startedAt": "2026-01-01T00:00:00Z"}],
             "1.2": [{"n": 1, "status": "failed"}]}}));
-        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["attempt-running", "checked-without-complete"]);
         assert!(
             u[0].detail.contains("attempt 1 is still running"),
@@ -575,16 +640,16 @@ mod tests {
             json!({"checkedAtInit": ["1.1", "1.2"], "unverifiedClaims": claim,
                              "attempts": done("1.2")}),
         );
-        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["unverified-claim"], "{u:?}");
         assert!(u[0].detail.contains("TASK_COMPLETE 1.2"), "{}", u[0]);
         let mut settled = s.clone();
         settled["attempts"]["1.2"][0]["endedAt"] = json!("2026-01-01T00:30:00Z");
-        assert!(unmet("demo", &typed(&settled), &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet(DEMO, &typed(&settled), &parse(TWO), Some(&good())).is_empty());
         let mut garbled = settled.clone();
         garbled["unverifiedClaims"][0]["at"] = json!("yesterday");
         assert_eq!(
-            names(&unmet("demo", &typed(&garbled), &parse(TWO), Some(&good()))),
+            names(&unmet(DEMO, &typed(&garbled), &parse(TWO), Some(&good()))),
             ["unverified-claim"]
         );
     }
@@ -593,7 +658,7 @@ mod tests {
     fn the_costly_gates_and_the_phase() {
         let s = state(json!({"checkedAtInit": ["1.1", "1.2"]}));
         let list = parse(TWO);
-        let u = unmet("demo", &typed(&s), &list, None);
+        let u = unmet(DEMO, &typed(&s), &list, None);
         assert_eq!(names(&u), ["execution-evidence"]);
         let g = Gates {
             evidence: Freshness::Stale,
@@ -603,7 +668,7 @@ mod tests {
             baseline: vec![],
         };
         assert_eq!(
-            names(&unmet("demo", &typed(&s), &list, Some(&g))),
+            names(&unmet(DEMO, &typed(&s), &list, Some(&g))),
             [
                 "execution-evidence",
                 "followups-unreadable",
@@ -613,18 +678,18 @@ mod tests {
         let mut cancelled = s.clone();
         cancelled["phase"] = json!("cancelled");
         assert_eq!(
-            names(&unmet("demo", &typed(&cancelled), &list, Some(&good()))),
+            names(&unmet(DEMO, &typed(&cancelled), &list, Some(&good()))),
             ["phase"]
         );
         let mut halted = s;
         halted["halt"] = json!({"kind": "stall", "reason": "stuck"});
         assert_eq!(
-            names(&unmet("demo", &typed(&halted), &list, Some(&good()))),
+            names(&unmet(DEMO, &typed(&halted), &list, Some(&good()))),
             ["not-halted"]
         );
         assert_eq!(
             names(&unmet(
-                "demo",
+                DEMO,
                 &typed(&state(json!({}))),
                 &parse(""),
                 Some(&good())
@@ -661,7 +726,7 @@ mod tests {
             "isolation": {"group": group("running"),
                           "members": {"1.1": member("merged"), "1.2": member("ready")}}}),
         );
-        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["group-unmerged"]);
         assert!(u[0].detail.contains("not merged: 1.2 ready"), "{}", u[0]);
         assert!(
@@ -675,7 +740,7 @@ mod tests {
             "isolation": {"group": group("verify-failed"),
                           "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
         );
-        let u = unmet("demo", &typed(&s), &parse(TWO), Some(&good()));
+        let u = unmet(DEMO, &typed(&s), &parse(TWO), Some(&good()));
         assert_eq!(names(&u), ["group-unmerged"]);
         assert!(u[0].detail.contains("not yet verified"), "{}", u[0]);
         // Complete: nothing to say.
@@ -684,7 +749,7 @@ mod tests {
             "isolation": {"group": group("complete"),
                           "members": {"1.1": member("merged"), "1.2": member("merged")}}}),
         );
-        assert!(unmet("demo", &typed(&s), &parse(TWO), Some(&good())).is_empty());
+        assert!(unmet(DEMO, &typed(&s), &parse(TWO), Some(&good())).is_empty());
     }
 
     #[test]
@@ -697,7 +762,7 @@ mod tests {
                 json!({"attempts": done("1.1"), "plan": plan, "totalTasks": 1,
                 "verificationBlocks": {"execution": {"command": command, "exitCode": 0}}}),
             );
-            unmet("demo", &typed(&doc), &tasks, Some(&good()))
+            unmet(DEMO, &typed(&doc), &tasks, Some(&good()))
         };
         let cheat = with("true");
         assert_eq!(names(&cheat), ["execution-evidence"]);
@@ -718,7 +783,7 @@ mod tests {
             json!({"attempts": done("1.1"), "plan": plan, "totalTasks": 1,
             "verificationBlocks": {"execution": {"command": "true", "exitCode": 0}}}),
         );
-        let u = unmet("demo", &typed(&doc), &rewritten, Some(&good()));
+        let u = unmet(DEMO, &typed(&doc), &rewritten, Some(&good()));
         assert_eq!(names(&u), ["plan-changed", "execution-evidence"]);
     }
 }

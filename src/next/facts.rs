@@ -179,10 +179,7 @@ impl Facts {
     /// The facts as the engine reads them.
     pub fn input(&self) -> Input<'_> {
         Input {
-            spec: self
-                .spec
-                .as_ref()
-                .map(|s| (s.name.as_str(), s.dir.as_path())),
+            spec: self.spec.as_ref().map(|s| (s.place(), s.dir.as_path())),
             spec_dir_exists: self.spec_dir_exists,
             tasks: self.tasks.as_ref(),
             tasks_error: self.tasks_error.as_deref(),
@@ -282,7 +279,7 @@ pub fn shell_step(
 ) -> Option<String> {
     let input = state.map_or(StateInput::Absent, StateInput::Valid);
     let standing = next::standing(&Input {
-        spec: Some((&spec.name, &spec.dir)),
+        spec: Some((spec.place(), &spec.dir)),
         spec_dir_exists: true,
         tasks,
         tasks_error: None,

@@ -85,18 +85,19 @@ impl Serialize for Problem {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Observed {
     NoActiveSpec,
+    /// `dir`, `file`: the spec's folder and tasks file, from the project root.
     NoSpecDir {
-        name: String,
+        dir: String,
     },
     TasksUnreadable {
-        name: String,
+        file: String,
         error: String,
     },
     NoTasksFile {
-        name: String,
+        file: String,
     },
     NoTasks {
-        name: String,
+        file: String,
     },
     StateUnreadable {
         error: String,
@@ -160,10 +161,10 @@ impl Observed {
     pub(crate) fn line(&self) -> String {
         match self {
             Observed::NoActiveSpec => "no active spec: no --spec and no specs/.current-spec".into(),
-            Observed::NoSpecDir { name } => format!("spec directory specs/{name} does not exist"),
-            Observed::TasksUnreadable { name, error } => format!("specs/{name}/tasks.md is unreadable: {error}"),
-            Observed::NoTasksFile { name } => format!("specs/{name}/tasks.md does not exist"),
-            Observed::NoTasks { name } => format!("specs/{name}/tasks.md has no tasks"),
+            Observed::NoSpecDir { dir } => format!("spec directory {dir} does not exist"),
+            Observed::TasksUnreadable { file, error } => format!("{file} is unreadable: {error}"),
+            Observed::NoTasksFile { file } => format!("{file} does not exist"),
+            Observed::NoTasks { file } => format!("{file} has no tasks"),
             Observed::StateUnreadable { error } => format!("the state file is unreadable: {error}"),
             Observed::NoVerifyField { task } => format!("task {task} has no **Verify** field"),
             Observed::NoDoneWhen { task } => format!("task {task} has no **Done when** field"),
@@ -352,6 +353,8 @@ pub(crate) fn status_of(attempt: &Attempt) -> Option<&str> {
 struct Ctx<'a> {
     /// The spec's name as a shell word (`<name>` without a spec).
     name: String,
+    /// The spec's folder from the project root (`specs/<name>` without a spec).
+    folder: String,
     state: Option<&'a State>,
     list: Option<&'a TaskList>,
     group: Vec<&'a Task>,
@@ -363,7 +366,7 @@ struct Ctx<'a> {
 
 pub(crate) fn decide(input: &Inputs<'_>) -> Decision {
     let facts = &input.spec;
-    let spec_name = facts.spec.map(|(n, _)| n);
+    let spec_name = facts.spec.map(|(p, _)| p.name);
     let state = match facts.state {
         StateInput::Valid(doc) => Some(doc),
         _ => None,
@@ -371,6 +374,9 @@ pub(crate) fn decide(input: &Inputs<'_>) -> Decision {
     let list = facts.tasks.filter(|l| !l.tasks.is_empty());
     let ctx = Ctx {
         name: spec_name.map(shell_word).unwrap_or_else(|| "<name>".into()),
+        folder: facts
+            .spec
+            .map_or_else(|| "specs/<name>".into(), |(p, _)| p.folder.to_string()),
         state,
         list,
         group: list
@@ -439,20 +445,21 @@ fn all_checked(ctx: &Ctx<'_>) -> bool {
 fn missing_context(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     let facts = &input.spec;
     let mut out = Vec::new();
-    let Some((name, _)) = facts.spec else {
+    let Some((place, _)) = facts.spec else {
         return vec![Observed::NoActiveSpec];
     };
-    let name = name.to_string();
     if !facts.spec_dir_exists {
-        return vec![Observed::NoSpecDir { name }];
+        let dir = place.folder.to_string();
+        return vec![Observed::NoSpecDir { dir }];
     }
+    let file = place.tasks_file();
     match (facts.tasks, facts.tasks_error) {
         (_, Some(err)) => out.push(Observed::TasksUnreadable {
-            name,
+            file,
             error: err.to_string(),
         }),
-        (None, None) => out.push(Observed::NoTasksFile { name }),
-        (Some(list), None) if list.tasks.is_empty() => out.push(Observed::NoTasks { name }),
+        (None, None) => out.push(Observed::NoTasksFile { file }),
+        (Some(list), None) if list.tasks.is_empty() => out.push(Observed::NoTasks { file }),
         _ => {}
     }
     if let StateInput::Invalid(err) = facts.state {
@@ -596,7 +603,7 @@ fn verification_gaps(input: &Inputs<'_>, ctx: &Ctx<'_>) -> Vec<Observed> {
     if list.all_checked() && !is_completed(ctx) {
         // The completion gate's own rules (`completion::earned`): a box ticked without
         // `task complete`, an attempt still running, an open unverified claim.
-        let name = input.spec.spec.map_or("<name>", |(n, _)| n);
+        let name = input.spec.spec.map_or("<name>", |(p, _)| p.name);
         for (task, gap) in crate::next::completion::earned_by_task(name, state, list) {
             out.push(Observed::Unearned {
                 task,
@@ -848,7 +855,7 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> String {
         );
     }
     if let Some(first) = observed(problems, ProblemType::MissingContext).first() {
-        return context_instruction(first, problems, s);
+        return context_instruction(first, problems, ctx);
     }
     if phase == Phase::Planning {
         let next = ctx
@@ -873,7 +880,8 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> String {
         observed(problems, ProblemType::RepeatedFailure).first()
     {
         return format!(
-            "Stop retrying task {id} the same way: read its failure reasons (`specrun state get specs/{s}/.specrun-state.json attempts`), then split it or add a [FIX {id}] task before another attempt."
+            "Stop retrying task {id} the same way: read its failure reasons (`specrun state get {} attempts`), then split it or add a [FIX {id}] task before another attempt.",
+            shell_word(&format!("{}/{}", ctx.folder, crate::io::project::STATE_FILE))
         );
     }
     let drift = observed(problems, ProblemType::ScopeDrift);
@@ -907,19 +915,23 @@ fn instruction(phase: Phase, problems: &[Problem], ctx: &Ctx<'_>) -> String {
 }
 
 /// What to do when the plan or the state is missing (the first observation decides).
-fn context_instruction(first: &Observed, problems: &[Problem], s: &str) -> String {
+fn context_instruction(first: &Observed, problems: &[Problem], ctx: &Ctx<'_>) -> String {
+    let (s, tasks) = (
+        &ctx.name,
+        format!("{}/{}", ctx.folder, crate::io::project::TASKS_FILE),
+    );
     match first {
         Observed::NoActiveSpec => "Plan a spec with /specrun:start <name> <goal> (or pass --spec NAME) before implementing.".into(),
         Observed::NoSpecDir { .. }
         | Observed::TasksUnreadable { .. }
         | Observed::NoTasksFile { .. }
-        | Observed::NoTasks { .. } => format!("Plan the work with /specrun:start {s} <goal> so that specs/{s}/tasks.md lists the tasks, then implement it."),
+        | Observed::NoTasks { .. } => format!("Plan the work with /specrun:start {s} <goal> so that {tasks} lists the tasks, then implement it."),
         Observed::StateUnreadable { .. } => format!("Inspect the unreadable state file, then run `specrun state init --spec {s} --force` (the old file is kept)."),
         _ => {
             let lines = has(problems, ProblemType::MissingContext)
                 .map(Problem::evidence)
                 .unwrap_or_default();
-            format!("Complete the task fields in specs/{s}/tasks.md first ({}), then delegate the task.", lines.join("; "))
+            format!("Complete the task fields in {tasks} first ({}), then delegate the task.", lines.join("; "))
         }
     }
 }
@@ -1017,6 +1029,8 @@ mod tests {
         followups: Vec<(String, String)>,
         criteria: Vec<(String, String)>,
         runnable: fn(&str) -> bool,
+        /// The spec's folder from the project root.
+        folder: &'static str,
     }
 
     impl Case {
@@ -1029,6 +1043,7 @@ mod tests {
                 runnable: always,
                 followups: Vec::new(),
                 criteria: Vec::new(),
+                folder: "specs/demo",
             }
         }
 
@@ -1036,7 +1051,13 @@ mod tests {
             let typed = self.state.as_ref().map(|s| State::from_value(s).unwrap());
             decide(&Inputs {
                 spec: next::Input {
-                    spec: Some(("demo", std::path::Path::new("specs/demo"))),
+                    spec: Some((
+                        crate::io::project::SpecPlace {
+                            name: "demo",
+                            folder: self.folder,
+                        },
+                        std::path::Path::new(self.folder),
+                    )),
                     spec_dir_exists: true,
                     tasks: self.list.as_ref(),
                     tasks_error: None,
@@ -1126,6 +1147,41 @@ mod tests {
         assert!(d.problem_types[0].evidence()[0].contains("`cargo` is not on PATH"));
         assert_eq!(d.blocking_gates, ["missing-dependency:cargo"]);
         assert!(d.coordinator_instruction.starts_with("Install `cargo`"));
+    }
+
+    /// The observations and instructions that name a file name the spec's own: a Kiro
+    /// spec's, not a `specs/demo/` path that does not exist.
+    #[test]
+    fn the_spec_s_files_are_named_where_they_are() {
+        let kiro = |tasks: &str, state: Value| Case {
+            folder: ".kiro/specs/demo",
+            ..Case::new(tasks, state)
+        };
+        let d = kiro("", executing()).decide();
+        assert_eq!(
+            d.problem_types[0].evidence(),
+            [".kiro/specs/demo/tasks.md has no tasks"]
+        );
+        assert_eq!(d.coordinator_instruction, "Plan the work with /specrun:start demo <goal> so that .kiro/specs/demo/tasks.md lists the tasks, then implement it.");
+        let d = kiro("- [ ] 1 A\n", executing()).decide();
+        assert!(
+            d.coordinator_instruction
+                .starts_with("Complete the task fields in .kiro/specs/demo/tasks.md first ("),
+            "{}",
+            d.coordinator_instruction
+        );
+        let mut state = executing();
+        state["attempts"] = json!({"2": [
+            {"n": 1, "status": "failed", "reason": "x"},
+            {"n": 2, "status": "failed", "reason": "y"}
+        ]});
+        let d = kiro(TWO, state).decide();
+        assert!(
+            d.coordinator_instruction
+                .contains("(`specrun state get .kiro/specs/demo/.specrun-state.json attempts`)"),
+            "{}",
+            d.coordinator_instruction
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
+use crate::io::project::SpecPlace;
 use crate::model::state::{Phase, State};
 use crate::model::tasks::{Task, TaskList};
 use crate::protocol::Unmet;
@@ -58,8 +59,9 @@ pub enum StateInput<'a> {
 
 /// What the engine reads: one spec's facts, gathered at the edge.
 pub struct Input<'a> {
-    /// The active spec's name and directory; `None` when there is none.
-    pub spec: Option<(&'a str, &'a Path)>,
+    /// The active spec (its name and folder, as messages name them) and its directory;
+    /// `None` when there is none.
+    pub spec: Option<(SpecPlace<'a>, &'a Path)>,
     pub spec_dir_exists: bool,
     pub tasks: Option<&'a TaskList>,
     /// Why tasks.md could not be read (absent is `tasks: None` with no error).
@@ -107,9 +109,16 @@ pub enum Finding {
     MissingSpec {
         dir: String,
     },
-    MissingTasks,
-    UnreadableTasks,
-    EmptyTasks,
+    /// `file`: the spec's tasks file, from the project root, as the step names it.
+    MissingTasks {
+        file: String,
+    },
+    UnreadableTasks {
+        file: String,
+    },
+    EmptyTasks {
+        file: String,
+    },
     /// Not a stop: the plan has ids used twice.
     DuplicateTaskIds {
         ids: Vec<String>,
@@ -144,9 +153,9 @@ impl Finding {
         Some(match self {
             Finding::NoActiveSpec => "no-active-spec",
             Finding::MissingSpec { .. } => "missing-spec",
-            Finding::MissingTasks => "missing-tasks",
-            Finding::UnreadableTasks => "unreadable-tasks",
-            Finding::EmptyTasks => "empty-tasks",
+            Finding::MissingTasks { .. } => "missing-tasks",
+            Finding::UnreadableTasks { .. } => "unreadable-tasks",
+            Finding::EmptyTasks { .. } => "empty-tasks",
             Finding::DuplicateTaskIds { .. } => "duplicate-task-ids",
             Finding::InvalidState => "invalid-state",
             Finding::NoState { .. } => "no-state",
@@ -172,17 +181,17 @@ pub struct Standing {
 
 /// The engine: where the spec stands and what comes next.
 pub(crate) fn standing(input: &Input<'_>) -> Standing {
-    let spec = input.spec.map_or("<name>", |(n, _)| n).to_string();
+    let spec = input.spec.map_or("<name>", |(p, _)| p.name).to_string();
     let findings = findings(input, &spec);
     Standing { spec, findings }
 }
 
 /// The engine for a spec whose tasks.md and state were read (the hooks, `tasks next`).
-pub(crate) fn standing_of(name: &str, tasks: &TaskList, state: &State) -> Standing {
+pub(crate) fn standing_of(spec: SpecPlace<'_>, tasks: &TaskList, state: &State) -> Standing {
     standing(&Input {
         // The directory is only named when it is missing, which a reader of tasks.md knows
         // it is not.
-        spec: Some((name, Path::new(""))),
+        spec: Some((spec, Path::new(""))),
         spec_dir_exists: true,
         tasks: Some(tasks),
         tasks_error: None,
@@ -216,22 +225,23 @@ impl Standing {
 }
 
 fn findings(input: &Input<'_>, name: &str) -> Vec<Finding> {
-    let Some((_, dir)) = input.spec else {
+    let Some((place, dir)) = input.spec else {
         return vec![Finding::NoActiveSpec];
     };
     if !input.spec_dir_exists {
         let dir = dir.display().to_string();
         return vec![Finding::MissingSpec { dir }];
     }
+    let file = place.tasks_file();
     let Some(list) = input.tasks else {
         return vec![if input.tasks_error.is_some() {
-            Finding::UnreadableTasks
+            Finding::UnreadableTasks { file }
         } else {
-            Finding::MissingTasks
+            Finding::MissingTasks { file }
         }];
     };
     if list.tasks.is_empty() {
-        return vec![Finding::EmptyTasks];
+        return vec![Finding::EmptyTasks { file }];
     }
     let mut out = Vec::new();
     let dup = list.duplicate_ids();
@@ -343,8 +353,8 @@ impl Standing {
         match self.decisive() {
             Finding::NoActiveSpec => "No active spec: plan one with /specrun:start <name> <goal>, or pass --spec NAME.".into(),
             Finding::MissingSpec { dir } => format!("Spec directory {dir} does not exist: plan it with /specrun:start {n} <goal>."),
-            Finding::MissingTasks | Finding::UnreadableTasks => format!("Write specs/{n}/tasks.md (plan it with /specrun:start {n} <goal>) before implementing."),
-            Finding::EmptyTasks => format!("specs/{n}/tasks.md has no tasks: add `- [ ] 1.1 Title` lines, then run /specrun:implement {n}."),
+            Finding::MissingTasks { file } | Finding::UnreadableTasks { file } => format!("Write {file} (plan it with /specrun:start {n} <goal>) before implementing."),
+            Finding::EmptyTasks { file } => format!("{file} has no tasks: add `- [ ] 1.1 Title` lines, then run /specrun:implement {n}."),
             Finding::InvalidState => format!("The state file is unreadable: inspect it, then run `specrun state init {spec_flag} --force` (the old file is kept)."),
             Finding::NoState { first } => format!("Initialise the execution: `specrun state init {spec_flag} --session-id <session>`, then delegate task {}.", first.as_deref().unwrap_or("-")),
             Finding::Halted(Halt { reason, resume }) => format!("The execution is halted ({reason}): a person runs `{resume}`, then /specrun:implement {n}."),
@@ -397,11 +407,13 @@ impl Standing {
             }
             // The plan is the person's to write; `tasks lint` says what it lacks, as
             // `state init` and `finish` do.
-            Finding::MissingTasks | Finding::UnreadableTasks | Finding::EmptyTasks => {
+            Finding::MissingTasks { file }
+            | Finding::UnreadableTasks { file }
+            | Finding::EmptyTasks { file } => {
                 return Some(ShellStep {
                     command: format!("specrun tasks lint {spec_flag}"),
                     review: false,
-                    first: Some(format!("after writing specs/{n}/tasks.md")),
+                    first: Some(format!("after writing {file}")),
                 })
             }
             Finding::Completed => format!("specrun report {spec_flag}"),
@@ -564,8 +576,12 @@ mod tests {
     ) -> Option<String> {
         let dir = Path::new("specs/demo");
         let state = state.map(typed);
+        let place = SpecPlace {
+            name,
+            folder: "specs/demo",
+        };
         standing(&Input {
-            spec: Some((name, dir)),
+            spec: Some((place, dir)),
             spec_dir_exists: true,
             tasks,
             tasks_error: None,
@@ -680,9 +696,62 @@ mod tests {
         );
     }
 
+    const DEMO: SpecPlace<'static> = SpecPlace {
+        name: "demo",
+        folder: "specs/demo",
+    };
+
+    /// A spec without tasks is sent to its own tasks file: Kiro's under `.kiro/specs/`,
+    /// OpenSpec's under `openspec/changes/`, never a `specs/<name>/tasks.md` that is not
+    /// where the reader writes it.
+    #[test]
+    fn the_tasks_steps_name_the_spec_s_own_tasks_file() {
+        let empty = crate::model::tasks::parse("");
+        for (folder, file) in [
+            (".kiro/specs/albums", ".kiro/specs/albums/tasks.md"),
+            (
+                "openspec/changes/albums",
+                "openspec/changes/albums/tasks.md",
+            ),
+        ] {
+            let place = SpecPlace {
+                name: "albums",
+                folder,
+            };
+            let at = |tasks, tasks_error| {
+                standing(&Input {
+                    spec: Some((place, Path::new(folder))),
+                    spec_dir_exists: true,
+                    tasks,
+                    tasks_error,
+                    state: StateInput::Absent,
+                })
+            };
+            let first = |s: &Standing| s.shell(TaskProgress::default()).unwrap().first.unwrap();
+            let none = at(None, None);
+            assert_eq!(
+                none.coordinator(),
+                format!(
+                    "Write {file} (plan it with /specrun:start albums <goal>) before implementing."
+                )
+            );
+            assert_eq!(first(&none), format!("after writing {file}"));
+            let unreadable = at(None, Some("not UTF-8"));
+            assert!(unreadable
+                .coordinator()
+                .starts_with(&format!("Write {file} ")));
+            let no_tasks = at(Some(&empty), None);
+            assert_eq!(
+                no_tasks.coordinator(),
+                format!("{file} has no tasks: add `- [ ] 1.1 Title` lines, then run /specrun:implement albums.")
+            );
+            assert_eq!(first(&no_tasks), format!("after writing {file}"));
+        }
+    }
+
     fn demo(state: StateInput<'_>, tasks: Option<&TaskList>) -> Standing {
         standing(&Input {
-            spec: Some(("demo", Path::new("specs/demo"))),
+            spec: Some((DEMO, Path::new("specs/demo"))),
             spec_dir_exists: true,
             tasks,
             tasks_error: None,
@@ -760,12 +829,12 @@ mod tests {
         // The hooks and `tasks next` ask the same standing for the merge step.
         let state = typed(&doc);
         assert_eq!(
-            standing_of("demo", &all, &state).merge_step(),
+            standing_of(DEMO, &all, &state).merge_step(),
             Some(s.merge_sentence())
         );
-        assert!(standing_of("demo", &list, &state).merge_step().is_some());
+        assert!(standing_of(DEMO, &list, &state).merge_step().is_some());
         let idle = typed(&json!({"phase": "execution"}));
-        assert_eq!(standing_of("demo", &list, &idle).merge_step(), None);
+        assert_eq!(standing_of(DEMO, &list, &idle).merge_step(), None);
     }
 
     #[test]
