@@ -1403,9 +1403,7 @@ fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
     };
     h.init_execution(SESSION, &["--driver", "manual"]);
     let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
+        e2e::delegate_first("1.1"),
         Rule::main()
             .turn(1)
             .last_tool_result("TASK_COMPLETE 1.1")
@@ -1464,20 +1462,16 @@ fn e2e_11_a_sed_ticked_run_is_not_accepted_as_complete() {
         run.describe()
     );
     assert_ne!(state["completed"], true, "state: {state:#}");
-    let feedback = stop_feedback(&run, Agent::Main);
-    assert_eq!(feedback.len(), 1, "{}", run.describe());
-    for want in [
-        "task 1.1 is checked but attempt 1 is still running",
-        "task 1.2 was ticked during this execution without `specrun task complete`",
-        "task 1.3 was ticked during this execution without `specrun task complete`",
-        "TASK_COMPLETE 1.1",
-    ] {
-        assert!(
-            feedback[0].contains(want),
-            "{want:?} not in the feedback:\n{}",
-            feedback[0]
-        );
-    }
+    e2e::the_one_feedback(
+        &run,
+        Agent::Main,
+        &[
+            "task 1.1 is checked but attempt 1 is still running",
+            "task 1.2 was ticked during this execution without `specrun task complete`",
+            "task 1.3 was ticked during this execution without `specrun task complete`",
+            "TASK_COMPLETE 1.1",
+        ],
+    );
     let rules: Vec<String> = stop_events(&h)
         .iter()
         .map(|e| e["rule"].as_str().unwrap_or_default().to_string())
@@ -1655,7 +1649,7 @@ fn the_install_script_pins_the_supported_releases() {
 // ---- issue 14: proof that the work meets its criteria ---------------------------------
 
 /// One task whose criteria are tested by `node --test`: the adder adds and subtracts.
-const PROOF_TASKS: &str = "# Tasks: demo
+pub(crate) const PROOF_TASKS: &str = "# Tasks: demo
 
 **Final check**: `node --test`
 
@@ -1671,16 +1665,16 @@ const PROOF_TASKS: &str = "# Tasks: demo
   - **Commit**: `test(adder): cover add and subtract`
 ";
 
-const PASSING_TESTS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, sub } = require('./add');\ntest('adds', () => {\n  assert.strictEqual(add(1, 1), 2);\n});\n\ntest('subtracts', () => {\n  assert.strictEqual(sub(2, 1), 1);\n});\n";
+pub(crate) const PASSING_TESTS: &str = "const test = require('node:test');\nconst assert = require('node:assert');\nconst { add, sub } = require('./add');\ntest('adds', () => {\n  assert.strictEqual(add(1, 1), 2);\n});\n\ntest('subtracts', () => {\n  assert.strictEqual(sub(2, 1), 1);\n});\n";
 
 /// The adder the tests exercise, and the one the spec starts from (it neither adds nor
 /// subtracts: an honest test of it fails before the task's change).
-const ADDER: &str = "module.exports = { add: (a, b) => a + b, sub: (a, b) => a - b };\n";
-const ADDER_BEFORE: &str = "module.exports = { add: () => 0, sub: () => 0 };\n";
+pub(crate) const ADDER: &str = "module.exports = { add: (a, b) => a + b, sub: (a, b) => a - b };\n";
+pub(crate) const ADDER_BEFORE: &str = "module.exports = { add: () => 0, sub: () => 0 };\n";
 
 /// A harness whose spec is PROOF_TASKS with lib/add.test.js committed as `tests` and
 /// lib/add.js as `code`.
-fn proof_harness(tests: &str, code: &str) -> Option<Harness> {
+pub(crate) fn proof_harness(tests: &str, code: &str) -> Option<Harness> {
     let h = Harness::new()?;
     h.project.write("specs/demo/tasks.md", PROOF_TASKS);
     h.project.write("lib/add.test.js", tests);
@@ -1692,7 +1686,7 @@ fn proof_harness(tests: &str, code: &str) -> Option<Harness> {
 
 /// The executor's steps for 1.1 with `content` as the test file, `maps` as its `ac map`
 /// commands, ending with commit and `task complete`.
-fn proof_executor_steps(
+pub(crate) fn proof_executor_steps(
     root: &std::path::Path,
     content: &str,
     maps: &[&str],
@@ -1714,6 +1708,31 @@ fn proof_executor_steps(
     ));
     steps.push(bash("specrun task complete 1.1 --check --spec demo"));
     steps
+}
+
+/// The honest executor of PROOF_TASKS over `ADDER_BEFORE`: red before, green after (the
+/// tests first, which fail on the adder as it is, then the code that makes them pass), each
+/// criterion mapped to its passing test, ending with `2 tests passed` and TASK_COMPLETE.
+pub(crate) fn honest_adder_executor(root: &std::path::Path) -> Vec<Rule> {
+    let mut steps = proof_executor_steps(
+        root,
+        PASSING_TESTS,
+        &[
+            "specrun ac map 1.1/AC1 --test adds --spec demo",
+            "specrun ac map 1.1/AC2 --test subtracts --spec demo",
+        ],
+    );
+    steps.splice(
+        2..2,
+        [
+            bash("node --test; echo red before the code: $?"),
+            bash(&format!(
+                "cat > {} <<'JS'\n{ADDER}JS",
+                root.join("lib/add.js").display()
+            )),
+        ],
+    );
+    subagent_rules("1.1", 0, steps, "2 tests passed.\nTASK_COMPLETE 1.1")
 }
 
 /// Issue 14: an executor whose subtract test fails deletes it, makes the rest pass and
@@ -1755,14 +1774,6 @@ fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
         return;
     };
     let root = h.root();
-    let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
-        Rule::main()
-            .turn(1)
-            .reply([text("The executor reported back.")]),
-    ];
     let steps = proof_executor_steps(
         &root,
         weakened,
@@ -1771,19 +1782,10 @@ fn executor_weakening_a_failing_test(weakened: &str, finding: &str) {
             "specrun ac map 1.1/AC2 --test adds --spec demo",
         ],
     );
-    let n = steps.len();
-    rules.extend(subagent_rules(
-        "1.1",
-        0,
+    let rules = e2e::insisting_executor(
         steps,
         "All tests pass.\nTASK_COMPLETE 1.1",
-    ));
-    // Re-prompted: it insists.
-    rules.push(
-        Rule::sub()
-            .first_user("[task 1.1]")
-            .turn(n + 1)
-            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+        "All tests pass.\nTASK_COMPLETE 1.1",
     );
 
     let run = h.run(
@@ -1836,14 +1838,6 @@ fn e2e_25b_executor_mapping_a_criterion_to_a_test_passing_before_is_refused() {
         return;
     };
     let root = h.root();
-    let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
-        Rule::main()
-            .turn(1)
-            .reply([text("The executor reported back.")]),
-    ];
     let steps = proof_executor_steps(
         &root,
         PASSING_TESTS,
@@ -1852,18 +1846,10 @@ fn e2e_25b_executor_mapping_a_criterion_to_a_test_passing_before_is_refused() {
             "specrun ac map 1.1/AC2 --test subtracts --spec demo",
         ],
     );
-    let n = steps.len();
-    rules.extend(subagent_rules(
-        "1.1",
-        0,
+    let rules = e2e::insisting_executor(
         steps,
         "All tests pass.\nTASK_COMPLETE 1.1",
-    ));
-    rules.push(
-        Rule::sub()
-            .first_user("[task 1.1]")
-            .turn(n + 1)
-            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+        "All tests pass.\nTASK_COMPLETE 1.1",
     );
 
     let run = h.run(
@@ -1957,26 +1943,10 @@ fn e2e_25a_executor_compiling_out_a_failing_test_under_a_minus_diff_line_is_refu
         bash("git add src/lib.rs && git commit -q -m 'fix(adder): subtract' -- src/lib.rs"),
         bash("specrun task complete 1.1 --check --spec demo"),
     ];
-    let n = steps.len();
-    let mut rules = vec![
-        Rule::main()
-            .turn(0)
-            .reply([delegate("specrun:spec-executor", "1.1")]),
-        Rule::main()
-            .turn(1)
-            .reply([text("The executor reported back.")]),
-    ];
-    rules.extend(subagent_rules(
-        "1.1",
-        0,
+    let rules = e2e::insisting_executor(
         steps,
         "All tests pass.\nTASK_COMPLETE 1.1",
-    ));
-    rules.push(
-        Rule::sub()
-            .first_user("[task 1.1]")
-            .turn(n + 1)
-            .reply([text("All tests pass.\nTASK_COMPLETE 1.1")]),
+        "All tests pass.\nTASK_COMPLETE 1.1",
     );
 
     let run = h.run(
@@ -2023,34 +1993,7 @@ fn e2e_14b_executor_mapping_every_criterion_to_passing_tests_completes() {
             "Every criterion is covered by a passing test.\nALL_TASKS_COMPLETE",
         )]),
     ]);
-    rules.extend(subagent_rules(
-        "1.1",
-        0,
-        {
-            // Red before, green after: the tests first (they fail on the adder as it is),
-            // then the code that makes them pass.
-            let mut steps = proof_executor_steps(
-                &root,
-                PASSING_TESTS,
-                &[
-                    "specrun ac map 1.1/AC1 --test adds --spec demo",
-                    "specrun ac map 1.1/AC2 --test subtracts --spec demo",
-                ],
-            );
-            steps.splice(
-                2..2,
-                [
-                    bash("node --test; echo red before the code: $?"),
-                    bash(&format!(
-                        "cat > {} <<'JS'\n{ADDER}JS",
-                        root.join("lib/add.js").display()
-                    )),
-                ],
-            );
-            steps
-        },
-        "2 tests passed.\nTASK_COMPLETE 1.1",
-    ));
+    rules.extend(honest_adder_executor(&root));
 
     let run = h.run(
         rules,

@@ -15,7 +15,10 @@ const TEST_FILE: &str = "const test = require('node:test');\nconst assert = requ
 /// `specrun ARGS` as the model runs it, with `env` added to its environment.
 fn model(p: &TempProject, args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut cmd = p.specrun();
-    cmd.env("CLAUDECODE", "1").args(args);
+    // A `cargo test` in the temp project builds there, not in this suite's target dir.
+    cmd.env("CLAUDECODE", "1")
+        .env_remove("CARGO_TARGET_DIR")
+        .args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -331,6 +334,7 @@ fn shell(p: &TempProject, args: &[&str]) -> (i32, String) {
     let out = p
         .specrun()
         .env_remove("CLAUDECODE")
+        .env_remove("CARGO_TARGET_DIR")
         .args(args)
         .output()
         .unwrap();
@@ -435,4 +439,79 @@ fn an_unknown_runner_gives_an_empty_baseline_that_says_so() {
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("the baseline is empty"), "{said}");
     assert_eq!(p.state(SPEC)["testBaseline"]["tests"], 0);
+}
+
+/// A crate whose tests are named `adds` in the library and in one integration test binary
+/// per file of `tests/`.
+const ADDS_CRATE: &str = "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+const ADDS_RS: &str = "#[test]\nfn adds() {}\n";
+
+/// Per-runner attribution: one final check runs cargo and node, and both name a test
+/// `adds` (cargo's twice: the library and `tests/two.rs`). Each runner's `adds` is its own
+/// baseline test: node's skipped is missing though cargo runs one `adds` more, and cargo's
+/// gone is missing though node runs one more (by name alone both cheats met the count).
+#[test]
+fn a_test_name_two_runners_share_is_one_baseline_test_of_each() {
+    let p = TempProject::git();
+    p.spec(
+        SPEC,
+        "# Tasks\n\n**Final check**: `cargo test --offline && node --test`\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `node --test`\n",
+    );
+    p.write(".gitignore", "target/\n");
+    p.write("Cargo.toml", ADDS_CRATE);
+    p.write("src/lib.rs", ADDS_RS);
+    p.write("tests/two.rs", ADDS_RS);
+    p.write("lib/a.test.js", &node_test("adds"));
+    p.commit_all("spec");
+    let (code, said) = shell(&p, &["state", "init", "--spec", SPEC]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains("the baseline holds 2 test(s) (3 run(s)) of cargo-test: 1, node-test: 1"),
+        "{said}"
+    );
+    let file = format!("specs/{SPEC}/test-results/baseline.json");
+    let base: Value = serde_json::from_str(&p.read(&file)).unwrap();
+    assert_eq!(
+        base["tests"],
+        serde_json::json!({"cargo-test": {"adds": 2}, "node-test": {"adds": 1}}),
+        "{base:#}"
+    );
+    let finish = |p: &TempProject| {
+        let (code, out, err) = model(p, &["verify", "run", "--final"], &[]);
+        assert_eq!(code, 0, "{out}{err}");
+        let (_, out, err) = model(p, &["finish"], &[]);
+        format!("{out}{err}")
+    };
+
+    // Node's `adds` skipped, a third cargo `adds` added: cargo's does not stand in.
+    p.write(
+        "lib/a.test.js",
+        &node_test("adds").replace("test('adds'", "test.skip('adds'"),
+    );
+    p.write("tests/three.rs", ADDS_RS);
+    let said = finish(&p);
+    assert!(
+        said.contains("baseline-test-missing") && said.contains("`adds` (node-test)"),
+        "{said}"
+    );
+    assert!(!said.contains("cargo-test"), "{said}");
+
+    // Node's back twice, cargo's down to one (the passing run above raised it to three):
+    // node's second does not stand in.
+    let twice = format!("{}test('adds', () => {{}});\n", node_test("adds"));
+    p.write("lib/a.test.js", &twice);
+    std::fs::remove_file(p.path("tests/two.rs")).unwrap();
+    std::fs::remove_file(p.path("tests/three.rs")).unwrap();
+    let said = finish(&p);
+    assert!(
+        said.contains("`adds` (cargo-test; passed 1 of the 3 times it ran)"),
+        "{said}"
+    );
+    assert!(!said.contains("node-test"), "{said}");
+
+    // The honest control: each runner runs its tests as often as they ran.
+    p.write("tests/two.rs", ADDS_RS);
+    p.write("tests/three.rs", ADDS_RS);
+    let said = finish(&p);
+    assert!(!said.contains("baseline-test-missing"), "{said}");
 }

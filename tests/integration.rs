@@ -38,6 +38,7 @@ mod doctor_cli;
 mod end_to_end;
 mod end_to_end_dishonest;
 mod end_to_end_formats;
+mod end_to_end_genuine;
 mod end_to_end_headless;
 mod end_to_end_isolation;
 mod followup_verbs;

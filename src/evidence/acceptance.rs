@@ -226,6 +226,9 @@ pub(crate) struct Run {
     /// Whether its command is one the plan gives (the slot's task's frozen Verify, or the
     /// final check): another command's run is shown but covers no criterion.
     pub plan_command: bool,
+    /// Its record names results (a digest) that did not read back as written: the file
+    /// was edited, replaced or removed after the run, so `report` is `None`.
+    pub untrusted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -451,10 +454,26 @@ fn outcome_word(o: Outcome) -> &'static str {
 
 /// Why a test name was found nowhere: no runs, runs of no known runner, or absent.
 fn missing_detail(runs: &[Run]) -> String {
+    let untrusted: Vec<String> = runs
+        .iter()
+        .filter(|r| r.untrusted)
+        .map(|r| r.slot.describe())
+        .collect();
+    // A results file changed after its run is named, so a reviewer sees why its tests
+    // count for nothing (rather than "no run named it").
+    let untrusted = if untrusted.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the results file of {} does not match the digest its run recorded (changed after the run), so its tests prove nothing",
+            untrusted.join(", ")
+        )
+    };
     let with_report: Vec<&Run> = runs.iter().filter(|r| r.report.is_some()).collect();
     if with_report.is_empty() {
-        return "no recorded verify run has test results yet: `specrun verify run` the tests"
-            .into();
+        return format!(
+            "no recorded verify run has test results yet: `specrun verify run` the tests{untrusted}"
+        );
     }
     let unrecognised: Vec<String> = with_report
         .iter()
@@ -488,6 +507,7 @@ fn missing_detail(runs: &[Run]) -> String {
             unnamed.join(", ")
         ));
     }
+    why.push_str(&untrusted);
     why
 }
 
@@ -720,10 +740,12 @@ mod tests {
             .map(|(n, o)| TestResult {
                 name: n.to_string(),
                 outcome: *o,
+                runner: Some(testlog::Runner::Cargo),
             })
             .collect();
         Run {
             plan_command: true,
+            untrusted: false,
             spec: "demo".into(),
             slot: Slot::Phase(slot.into()),
             command: "cargo test".into(),
@@ -769,9 +791,35 @@ mod tests {
     }
 
     #[test]
+    fn a_run_whose_results_file_changed_is_named_as_proving_nothing() {
+        let forged = Run {
+            untrusted: true,
+            report: None,
+            slot: Slot::Task("1.1".into()),
+            ..run("x", Freshness::Fresh, &[])
+        };
+        let t = test_state("adds", &[forged]);
+        assert_eq!(t.state, TestState::Missing);
+        assert!(
+            t.detail.contains(
+                "the results file of taskEvidence[1.1] does not match the digest its run recorded"
+            ),
+            "{}",
+            t.detail
+        );
+        // The control: a run with no results at all is not called changed.
+        let none = Run {
+            report: None,
+            ..run("x", Freshness::Fresh, &[])
+        };
+        assert!(!test_state("adds", &[none]).detail.contains("digest"));
+    }
+
+    #[test]
     fn unknown_runner_output_names_the_supported_runners() {
         let runs = [Run {
             plan_command: true,
+            untrusted: false,
             spec: "demo".into(),
             slot: Slot::Phase("execution".into()),
             command: "make check".into(),

@@ -47,7 +47,7 @@ pub(crate) fn write(spec: &Spec, base: &Baseline) -> Result<Value> {
         command: &base.command,
         taken_at: &base.taken_at,
         runners: &base.runners,
-        tests: base.tests.len(),
+        tests: base.len(),
     };
     Ok(serde_json::to_value(kept).expect("a summary serializes"))
 }
@@ -134,8 +134,16 @@ pub(crate) fn accept(spec: &Spec, state: &State, names: &[String], reason: &str)
         refused("this execution has no baseline of tests (it began before baselines)".into())
     })?;
     for name in names {
-        if !base.tests.contains_key(name) {
+        let runners = base.runners_of(name);
+        if runners.is_empty() {
             return Err(refused(format!("`{name}` is not a test of the baseline")));
+        }
+        // A name is accepted in every runner that holds it: say which, so a person sees it.
+        if runners.len() > 1 {
+            output::note(&format!(
+                "`{name}` is a baseline test of {}: accepted in each",
+                runners.join(", ")
+            ));
         }
         base.accepted.insert(name.clone(), reason.to_string());
     }

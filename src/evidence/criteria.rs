@@ -212,7 +212,10 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskLis
             } else {
                 None
             };
+            let report = read_results(spec, &slot, record);
+            let digest = record.get("tests").and_then(|t| t.get("digest"));
             out.push(Run {
+                untrusted: report.is_none() && digest.is_some(),
                 spec: spec.name.clone(),
                 slot: slot.clone(),
                 command: record
@@ -221,7 +224,7 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskLis
                     .unwrap_or("")
                     .to_string(),
                 freshness: verify::assess(Some(record), tree.as_deref()),
-                report: read_results(spec, &slot, record),
+                report,
                 plan_command: plan_command(&slot, record),
             });
         }

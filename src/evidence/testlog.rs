@@ -57,6 +57,10 @@ pub enum Outcome {
 pub struct TestResult {
     pub name: String,
     pub outcome: Outcome,
+    /// The runner whose line named it (the line's format says which), so the same name
+    /// from two runners is two tests. `None` in results stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Runner>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -211,6 +215,7 @@ impl Parser {
         self.report.results.push(TestResult {
             name: name.to_string(),
             outcome,
+            runner: Some(runner),
         });
     }
 
@@ -652,6 +657,27 @@ mod tests {
     #[test]
     fn ansi_codes_are_stripped() {
         assert_eq!(strip_ansi("\u{1b}[32m✓\u{1b}[39m adds"), "✓ adds");
+    }
+
+    #[test]
+    fn each_result_names_the_runner_whose_line_it_was() {
+        let r = parse("test adds ... ok\nok 1 - adds\n--- PASS: adds (0.00s)\n");
+        let runners: Vec<_> = r
+            .results
+            .iter()
+            .map(|t| (t.name.as_str(), t.runner))
+            .collect();
+        assert_eq!(
+            runners,
+            [
+                ("adds", Some(Runner::Cargo)),
+                ("adds", Some(Runner::NodeTest)),
+                ("adds", Some(Runner::GoTest))
+            ]
+        );
+        // Results stored before the runner was kept still read.
+        let old: TestResult = serde_json::from_str(r#"{"name":"a","outcome":"passed"}"#).unwrap();
+        assert_eq!(old.runner, None);
     }
 
     #[test]

@@ -393,6 +393,33 @@ pub fn marked_subagent_rules(
     rules
 }
 
+/// The coordinator's first turn: delegate `task_id` to the executor (in the foreground).
+pub fn delegate_first(task_id: &str) -> Rule {
+    Rule::main()
+        .turn(0)
+        .reply([delegate("specrun:spec-executor", task_id)])
+}
+
+/// A coordinator that delegates task 1.1 and ends its turn once it reports back, and the
+/// executor: `steps`, then `claim`; sent back by SubagentStop, it insists with `insisted`.
+pub fn insisting_executor(steps: Vec<Block>, claim: &str, insisted: &str) -> Vec<Rule> {
+    let n = steps.len();
+    let mut rules = vec![
+        delegate_first("1.1"),
+        Rule::main()
+            .turn(1)
+            .reply([text("The executor reported back.")]),
+    ];
+    rules.extend(subagent_rules("1.1", 0, steps, claim));
+    rules.push(
+        Rule::sub()
+            .first_user("[task 1.1]")
+            .turn(n + 1)
+            .reply([text(insisted)]),
+    );
+    rules
+}
+
 /// An honest executor for a demo task, ending with `TASK_COMPLETE <id>`.
 pub fn honest_executor(
     project: &Path,
@@ -416,4 +443,18 @@ pub fn stop_feedback(run: &runner::Run, agent: fake_model::Agent) -> Vec<String>
         .filter(|r| r.last_user.contains("Stop hook feedback:"))
         .map(|r| r.last_user.clone())
         .collect()
+}
+
+/// The one Stop or SubagentStop feedback `agent` was sent, which must hold each of `wants`.
+pub fn the_one_feedback(run: &runner::Run, agent: fake_model::Agent, wants: &[&str]) -> String {
+    let feedback = stop_feedback(run, agent);
+    assert_eq!(feedback.len(), 1, "{}", run.describe());
+    for want in wants {
+        assert!(
+            feedback[0].contains(want),
+            "{want:?} not in {}",
+            feedback[0]
+        );
+    }
+    feedback[0].clone()
 }
