@@ -50,6 +50,7 @@ mod group_next_step;
 mod guard_hardening;
 mod guard_record;
 mod headless_cli;
+mod headless_merge;
 mod hook_bad_input;
 mod hook_launcher;
 mod hook_session;
