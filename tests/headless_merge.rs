@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::{bin_path, write_executable, TempProject};
-use crate::group_isolation::{finish_member, git_in, ok_in};
+use crate::group_isolation::{git_in, ok_in};
 
 const TASKS: &str = "# Tasks
 
@@ -28,26 +28,42 @@ const TASKS: &str = "# Tasks
   - **Verify**: `test -f b.txt`
 ";
 
-/// The commands a workflow's jobs run, as docs/ci/README.md shows them (`docs_ci` checks
-/// the guide against this list); the tests below run each with the placeholders filled.
+/// The specrun commands a workflow's jobs run, exactly as docs/ci/README.md and
+/// docs/ci/specrun.yml show them (`docs_ci` checks both against this list); the tests run
+/// each through `sh -c` with the workflow's variables set.
 pub(crate) const CI_COMMANDS: &[&str] = &[
     "specrun waves --spec \"$SPEC\" --wave 1 --json",
+    "specrun headless import --file \"$BUNDLES/spec.json\"",
+    "specrun headless run --spec \"$SPEC\" --task \"$TASK\" --plugin-dir \"$PLUGIN\"",
     "specrun headless export --spec \"$SPEC\" --task \"$TASK\" --out \"$BUNDLES/member-$TASK.json\"",
-    "specrun headless merge --spec \"$SPEC\" --bundle \"$BUNDLES/member-1.1.json\" --bundle \"$BUNDLES/member-1.2.json\" --json",
-    "specrun headless pr --spec \"$SPEC\" --create --base main",
+    "specrun headless merge --spec \"$SPEC\" --bundle \"$BUNDLES\"/member-*.json --json",
+    "specrun headless export --spec \"$SPEC\" --out \"$BUNDLES/spec.json\"",
+    "specrun headless pr --spec \"$SPEC\" --create --base \"$BASE\" --head \"$RUN_BRANCH\"",
 ];
+const WAVES: usize = 0;
+const IMPORT: usize = 1;
+const RUN: usize = 2;
+const EXPORT_MEMBER: usize = 3;
+const MERGE: usize = 4;
+const EXPORT_SPEC: usize = 5;
+const PR: usize = 6;
 
-/// One of `CI_COMMANDS` with its placeholders filled, as argv (the quotes only group words).
-fn ci_command(n: usize, task: Option<&str>, bundles: &Path) -> Vec<String> {
-    let line = CI_COMMANDS[n]
-        .replace("$SPEC", "demo")
-        .replace("$BUNDLES", bundles.to_str().unwrap())
-        .replace("$TASK", task.unwrap_or(""));
-    line.split_whitespace()
-        .skip(1)
-        .map(|w| w.trim_matches('"').to_string())
-        .collect()
-}
+/// A stand-in `claude` for a member's `headless run`: it does the task as the model would,
+/// through specrun (start, the work, the task's Verify, both critiques, complete), then
+/// prints a `result` line.
+const MEMBER_CLAUDE: &str = r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "2.1.332 (Claude Code)"; exit 0; fi
+set -e
+specrun state init --spec "$SPEC" >&2
+specrun task start "$TASK" --spec "$SPEC" >&2
+sh -c "$MEMBER_WORK"
+specrun verify run --task "$TASK" --spec "$SPEC" >&2
+for stage in post-code post-test; do
+  specrun critique record --task "$TASK" --stage $stage --file "$CRITIQUES/$stage.json" --spec "$SPEC" >&2
+done
+specrun task complete "$TASK" --check --spec "$SPEC" >&2
+echo '{"type":"result","subtype":"success","is_error":false,"num_turns":4,"total_cost_usd":0.25,"result":"done"}'
+"#;
 
 fn run(dir: &Path, args: &[String], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let out = Command::new(bin_path())
@@ -57,6 +73,10 @@ fn run(dir: &Path, args: &[String], env: &[(&str, &str)]) -> (Option<i32>, Strin
         .args(args)
         .output()
         .unwrap();
+    said(out)
+}
+
+fn said(out: std::process::Output) -> (Option<i32>, String, String) {
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -81,28 +101,67 @@ impl Ci {
         origin.write("shared.txt", "line one\n");
         origin.write(".gitignore", ".specrun/\nspecs/*/.specrun-state.json\n");
         origin.commit_all("spec");
+        origin.git_cmd(&["branch", "specrun/run/demo"]);
         let jobs = tempfile::tempdir().unwrap();
         let bundles = std::fs::canonicalize(jobs.path()).unwrap().join("bundles");
         std::fs::create_dir_all(&bundles).unwrap();
-        Ci {
+        let ci = Ci {
             origin,
             jobs,
             bundles,
+        };
+        std::fs::create_dir_all(ci.dir("bin")).unwrap();
+        write_executable(&ci.dir("bin").join("claude"), MEMBER_CLAUDE);
+        std::fs::create_dir_all(ci.dir("critiques")).unwrap();
+        for stage in ["post-code", "post-test"] {
+            std::fs::write(
+                ci.dir("critiques").join(format!("{stage}.json")),
+                crate::common::critique_input(stage).to_string(),
+            )
+            .unwrap();
         }
+        ci
     }
 
-    fn cmd(&self, n: usize, task: Option<&str>) -> Vec<String> {
-        ci_command(n, task, &self.bundles)
+    /// `CI_COMMANDS[n]` through `sh -c` in `dir`, as a workflow step runs it: its variables
+    /// set, `specrun` and the stand-ins on PATH.
+    fn sh(&self, n: usize, dir: &Path, env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+        let bin = bin_path();
+        let path = format!(
+            "{}:{}:{}",
+            self.dir("bin").display(),
+            bin.parent().unwrap().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let plugin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("plugin");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(CI_COMMANDS[n])
+            .current_dir(dir)
+            .env_remove("CLAUDECODE")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env("PATH", path)
+            .env("SPEC", "demo")
+            .env("BUNDLES", &self.bundles)
+            .env("PLUGIN", plugin)
+            .env("BASE", "main")
+            .env("RUN_BRANCH", "specrun/run/demo")
+            .env("CRITIQUES", self.dir("critiques"))
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        said(out)
     }
 
     fn dir(&self, name: &str) -> PathBuf {
         std::fs::canonicalize(self.jobs.path()).unwrap().join(name)
     }
 
+    /// A job's checkout: the run branch, as every job checks it out.
     fn clone(&self, name: &str) -> PathBuf {
         let dir = self.dir(name);
         let out = Command::new("git")
-            .args(["clone", "-q"])
+            .args(["clone", "-q", "--branch", "specrun/run/demo"])
             .arg(self.origin.root())
             .arg(&dir)
             .output()
@@ -113,20 +172,27 @@ impl Ci {
         dir
     }
 
-    /// A member's job: in its own clone, on its branch, the task done as the model would
-    /// do it through specrun, the work committed and pushed, the bundle exported.
-    fn member(&self, id: &str, files: &[(&str, &str)], verify: &str) -> PathBuf {
+    /// A member's job: in its own clone, on its branch, `headless run --task` (the stand-in
+    /// model does the task), the work committed and pushed, the bundle exported.
+    fn member(&self, id: &str, files: &[(&str, &str)]) -> PathBuf {
         let dir = self.clone(&format!("member-{id}"));
         let branch = format!("specrun/demo/{id}");
         git_in(&dir, &["switch", "-q", "-c", &branch]);
-        ok_in(&dir, &["state", "init", "--spec", "demo"]);
-        ok_in(&dir, &["task", "start", id, "--spec", "demo"]);
-        finish_member(&dir, id, files, verify);
-        git_in(&dir, &["add", "--", "."]);
+        let work: Vec<String> = files
+            .iter()
+            .map(|(f, text)| format!("printf '%s' '{text}' > {f}"))
+            .collect();
+        let work = work.join(" && ");
+        let (code, out, err) = self.sh(RUN, &dir, &[("TASK", id), ("MEMBER_WORK", &work)]);
+        assert_eq!(code, Some(0), "{out}{err}");
+        git_in(&dir, &["add", "-A"]);
         git_in(&dir, &["reset", "-q", "--", "specs"]);
-        git_in(&dir, &["commit", "-q", "-m", &format!("task {id}")]);
+        git_in(
+            &dir,
+            &["commit", "-q", "-m", &format!("specrun: task {id}")],
+        );
         git_in(&dir, &["push", "-q", "origin", &branch]);
-        let (code, out, err) = run(&dir, &self.cmd(1, Some(id)), &[]);
+        let (code, out, err) = self.sh(EXPORT_MEMBER, &dir, &[("TASK", id)]);
         assert_eq!(code, Some(0), "{out}{err}");
         self.bundles.join(format!("member-{id}.json"))
     }
@@ -147,7 +213,7 @@ impl Ci {
     }
 
     fn merge(&self, dir: &Path, env: &[(&str, &str)]) -> (Option<i32>, Value, String) {
-        let (code, out, err) = run(dir, &self.cmd(2, None), env);
+        let (code, out, err) = self.sh(MERGE, dir, env);
         let doc = serde_json::from_str(out.lines().last().unwrap_or("null")).unwrap_or(Value::Null);
         (code, doc, format!("{out}\n{err}"))
     }
@@ -179,18 +245,30 @@ fn clean(dir: &Path) -> bool {
 const CHECK_BOTH: &str = "test -f a.txt && test -f b.txt\n";
 
 fn two_members(ci: &Ci, shared_b: Option<&str>) -> Vec<PathBuf> {
-    let a = ci.member("1.1", &[("a.txt", "A\n")], "test -f a.txt");
+    let a = ci.member("1.1", &[("a.txt", "A\n")]);
     let mut b_files = vec![("b.txt", "B\n")];
     if let Some(s) = shared_b {
         b_files.push(("shared.txt", s));
     }
-    let b = ci.member("1.2", &b_files, "test -f b.txt");
+    let b = ci.member("1.2", &b_files);
     vec![a, b]
 }
 
 #[test]
 fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tree() {
     let ci = Ci::new(CHECK_BOTH);
+    // The waves job: wave 1 is both members, side by side.
+    let plan = ci.clone("waves");
+    let (code, out, err) = ci.sh(WAVES, &plan, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let matrix: Value = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = matrix["include"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["task"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["1.1", "1.2"]);
     two_members(&ci, None);
     let dir = ci.merge_job();
     let (code, doc, text) = ci.merge(&dir, &[]);
@@ -240,6 +318,16 @@ fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tr
     // completes here.
     let (code, out, err) = run(&dir, &["finish", "--spec", "demo"].map(String::from), &[]);
     assert_eq!(code, Some(0), "{out}{err}");
+    // The next run's jobs start from the merged branch and the merge job's bundle: no
+    // wave is left.
+    git_in(&dir, &["push", "-q", "origin", "HEAD:specrun/run/demo"]);
+    let (code, _, err) = ci.sh(EXPORT_SPEC, &dir, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let next = ci.clone("next-waves");
+    let (code, _, err) = ci.sh(IMPORT, &next, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = ci.sh(WAVES, &next, &[]);
+    assert_eq!(code, Some(1), "every task is done: {err}");
     // The members' events travelled in their bundles.
     let events = std::fs::read_to_string(dir.join(".specrun/events.jsonl")).unwrap();
     for id in ["1.1", "1.2"] {
@@ -266,13 +354,14 @@ fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tr
     );
     let args_file = gh_dir.join("args");
     let path = format!(
-        "{}:{}",
+        "{}:{}:{}",
         gh_dir.display(),
+        bin_path().parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (code, out, err) = run(
+    let (code, out, err) = ci.sh(
+        PR,
         &dir,
-        &ci.cmd(3, None),
         &[("PATH", &path), ("GH_ARGS", args_file.to_str().unwrap())],
     );
     assert_eq!(code, Some(0), "{out}{err}");
@@ -288,7 +377,10 @@ fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tr
         "{args:?}"
     );
     let at = args.iter().position(|a| a == "--body-file").unwrap();
-    assert_eq!(&args[args.len() - 2..], ["--base", "main"]);
+    assert_eq!(
+        &args[args.len() - 4..],
+        ["--base", "main", "--head", "specrun/run/demo"]
+    );
     let body = std::fs::read_to_string(&args[at + 1]).unwrap();
     assert!(
         body.contains("2 of 2 tasks done; execution phase `completed`"),
@@ -325,7 +417,8 @@ fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tr
         let from = String::from_utf8_lossy(&found.stdout).trim().to_string();
         std::os::unix::fs::symlink(from, bare.join(tool)).unwrap();
     }
-    let (code, out, err) = run(&dir, &ci.cmd(3, None), &[("PATH", bare.to_str().unwrap())]);
+    std::os::unix::fs::symlink(bin_path(), bare.join("specrun")).unwrap();
+    let (code, out, err) = ci.sh(PR, &dir, &[("PATH", bare.to_str().unwrap())]);
     assert_eq!(code, Some(1), "{out}{err}");
     assert!(out.contains("### Tasks"), "{out}");
     assert!(
@@ -337,16 +430,8 @@ fn two_members_merge_no_ff_in_task_order_and_the_final_check_binds_the_merged_tr
 #[test]
 fn a_conflict_stops_with_the_checkout_clean_and_the_printed_way_on_works() {
     let ci = Ci::new(CHECK_BOTH);
-    ci.member(
-        "1.1",
-        &[("a.txt", "A\n"), ("shared.txt", "alpha\n")],
-        "test -f a.txt",
-    );
-    ci.member(
-        "1.2",
-        &[("b.txt", "B\n"), ("shared.txt", "beta\n")],
-        "test -f b.txt",
-    );
+    ci.member("1.1", &[("a.txt", "A\n"), ("shared.txt", "alpha\n")]);
+    ci.member("1.2", &[("b.txt", "B\n"), ("shared.txt", "beta\n")]);
     let dir = ci.merge_job();
     let head_before = git_in(&dir, &["rev-parse", "HEAD"]);
     let (code, doc, text) = ci.merge(&dir, &[]);
@@ -390,7 +475,11 @@ fn a_crash_between_two_merges_is_resumed_by_a_rerun_that_merges_each_once() {
     let dir = ci.merge_job();
     // Aborts (like a kill -9) right after the first merge reached the branch.
     let (code, _, text) = ci.merge(&dir, &[("SPECRUN_FAULT", "headless-merge:landed")]);
-    assert_eq!(code, None, "killed: {text}");
+    assert_eq!(
+        code,
+        Some(128 + 6),
+        "aborted (SIGABRT, as sh reports it): {text}"
+    );
     assert_eq!(merges(&dir).len(), 1);
     let st = state(&dir);
     assert!(
@@ -519,7 +608,7 @@ fn bundles_that_do_not_hold_are_refused_before_anything_is_merged() {
     assert_eq!(out.0, Some(0), "{}", out.2);
     refused(&[&base[..6], &[w]].concat(), "not a member's bundle");
     // Inside Claude Code the merge and the pull request are a person's or CI's.
-    let (code, _, err) = run(&dir, &ci.cmd(2, None), &[("CLAUDECODE", "1")]);
+    let (code, _, err) = ci.sh(MERGE, &dir, &[("CLAUDECODE", "1")]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("a person's decision") && !err.contains("headless"),
@@ -535,7 +624,7 @@ fn a_member_export_with_uncommitted_work_is_refused() {
     let dir = ci.clone("member");
     ok_in(&dir, &["state", "init", "--spec", "demo"]);
     std::fs::write(dir.join("a.txt"), "A\n").unwrap();
-    let (code, _, err) = run(&dir, &ci.cmd(1, Some("1.1")), &[]);
+    let (code, _, err) = ci.sh(EXPORT_MEMBER, &dir, &[("TASK", "1.1")]);
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("not all committed (a.txt)"), "{err}");
     assert!(!ci.bundles.join("member-1.1.json").exists());

@@ -32,6 +32,7 @@ mod core_concurrency;
 mod cost_ledger;
 mod crash_steps;
 mod critique_record;
+mod docs_ci;
 mod docs_contract;
 mod docs_reference;
 mod doctor_cli;
