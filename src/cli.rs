@@ -122,6 +122,47 @@ pub enum HeadlessCommand {
     Export(HeadlessExportArgs),
     /// Adopt an exported bundle: its digest and this checkout's tree are checked first.
     Import(HeadlessImportArgs),
+    /// The CI merge job: wave members' commits merged into the checked-out branch
+    /// (--no-ff, task order) with their bundles' evidence, then the plan's final check run
+    /// on the merged tree; safe to re-run after a crash.
+    Merge(HeadlessMergeArgs),
+    /// The pull request's body: the evidence matrix of the spec as markdown; with --create,
+    /// opened through `gh pr create --body-file`.
+    Pr(HeadlessPrArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessMergeArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// A member job's bundle (`headless export --task ID`), repeatable; merged in task order.
+    #[arg(long, value_name = "FILE", required = true, num_args = 1..)]
+    pub bundle: Vec<PathBuf>,
+    /// Kill the final check after SECS seconds; default: no limit.
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<u64>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HeadlessPrArgs {
+    #[command(flatten)]
+    pub spec: SpecArg,
+    /// The pull request's title; default: `specrun: <spec>`.
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+    /// The branch the pull request merges into; default: gh's (the repository's default branch).
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    /// The branch holding the work; default: gh's (the current branch).
+    #[arg(long, value_name = "BRANCH")]
+    pub head: Option<String>,
+    /// Open the pull request with `gh pr create` when gh is on PATH; default: print the
+    /// body and the gh command.
+    #[arg(long)]
+    pub create: bool,
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +172,10 @@ pub struct HeadlessExportArgs {
     /// Write the bundle to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// A wave member's job: the task it ran; the bundle then carries HEAD, which must hold
+    /// all its work, for `headless merge`. Default: none (a whole checkout's bundle).
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +213,10 @@ pub struct HeadlessRunArgs {
     /// Permissions as `claude --allowedTools LIST` instead of `--dangerously-skip-permissions`.
     #[arg(long, value_name = "LIST")]
     pub allowed_tools: Option<String>,
+    /// A wave member's job: only task ID (`/specrun:implement S --manual --task ID`); exit 0
+    /// once it is ticked with passing evidence. Default: the whole spec.
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
     /// Print the run's summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -872,6 +921,9 @@ impl Command {
                 Some(Decision::AcceptMissingTest)
             }
             Command::Plan(PlanCommand::Accept { .. }) => Some(Decision::AcceptPlan),
+            Command::Headless(HeadlessCommand::Merge(_) | HeadlessCommand::Pr(_)) => {
+                Some(Decision::Deliver)
+            }
             Command::Headless(_) => Some(Decision::RunHeadless),
             Command::State(StateCommand::Init(a)) if a.no_red_green => Some(Decision::SkipRedGreen),
             Command::Verify(VerifyCommand::Run {
@@ -970,6 +1022,8 @@ mod tests {
             &["headless", "run", "--spec", "demo"],
             &["headless", "export", "--spec", "demo"],
             &["headless", "import", "--file", "b.json"],
+            &["headless", "merge", "--bundle", "b.json"],
+            &["headless", "pr"],
         ];
         let persons: Vec<&str> = VERBS
             .iter()

@@ -27,6 +27,9 @@ case "$mode" in
   linger) echo "$ok"; exec sleep 300 ;;
   api529) echo '{"type":"result","subtype":"success","is_error":true,"num_turns":1,"total_cost_usd":0.01,"api_error_status":529,"result":"API Error: 529 overloaded"}'; exit 1 ;;
   silent) exec sleep 300 ;;
+  member) for step in "state init" "verify run --task 1.1" "tasks check 1.1"; do
+      $SPECRUN $step --spec demo >/dev/null 2>&1 || exit 3
+    done; echo "$ok" ;;
 esac
 "#;
 
@@ -382,6 +385,20 @@ fn export_then_import_adopts_on_the_same_tree_and_refuses_a_tampered_or_foreign_
     );
     let st: Value = serde_json::from_str(&std::fs::read_to_string(b.join(state)).unwrap()).unwrap();
     assert_eq!(st["taskEvidence"]["1.1"]["exitCode"], 0, "{st:#}");
+    // The spec's events travelled too, each line once however often it is imported.
+    let events = |dir: &Path| std::fs::read_to_string(dir.join(".specrun/events.jsonl")).unwrap();
+    let verify_line = |text: &str| {
+        text.lines()
+            .filter(|l| l.contains("\"event\":\"verify\""))
+            .count()
+    };
+    assert_eq!(verify_line(&events(&b)), 1, "{}", events(&b));
+    assert_eq!(
+        verify_line(&events(&b)),
+        verify_line(&a.read(".specrun/events.jsonl"))
+    );
+    assert!(import(&b, &bundle).status.success());
+    assert_eq!(verify_line(&events(&b)), 1, "{}", events(&b));
 
     // Tampered: the evidence's exit code changed, the digest kept.
     let c = dirs_path.join("c");
@@ -438,4 +455,43 @@ fn the_plugin_defaults_to_the_checkouts_and_a_wrong_one_is_refused() {
         "{:?}",
         fake.args(1)
     );
+}
+
+/// A wave member's job (`--task`): the prompt names the task and the manual driver, and
+/// the run is judged by that task alone, ticked with passing evidence.
+#[test]
+fn a_members_run_does_its_one_task_and_is_judged_by_it() {
+    let fake = Fake::new(&["ok", "member"]);
+    let bin = bin_path();
+    let env = [("SPECRUN", bin.to_str().unwrap())];
+    let (out, _) = fake.run(&env, &["--task", "9.9"]);
+    assert_eq!(out.status.code(), Some(2), "an unknown task is refused");
+    assert_eq!(fake.runs(), 0);
+    let (out, _) = fake.run(&env, &["--task", "1.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let s = summary(&out);
+    assert!(
+        s["verdict"]
+            .as_str()
+            .unwrap()
+            .starts_with("task 1.1 of spec demo not done"),
+        "{s}"
+    );
+    assert!(
+        has_pair(
+            &fake.args(1),
+            "-p",
+            "/specrun:implement demo --manual --task 1.1"
+        ),
+        "{:?}",
+        fake.args(1)
+    );
+    let (out, _) = fake.run(&env, &["--task", "1.1"]);
+    let s = summary(&out);
+    assert_eq!(out.status.code(), Some(0), "{s}");
+    assert_eq!(
+        s["verdict"], "task 1.1 of spec demo done (1 attempt)",
+        "{s}"
+    );
+    assert_eq!(s["completed"], true);
 }

@@ -195,6 +195,14 @@ pub(crate) enum Verdict {
     Unfinished {
         phase: String,
     },
+    /// A wave member's run (`--task`): its one task ticked with passing evidence.
+    TaskDone {
+        task: String,
+    },
+    /// A wave member's run whose task is not ticked with passing evidence.
+    TaskNotDone {
+        task: String,
+    },
 }
 
 impl Verdict {
@@ -216,6 +224,13 @@ impl Verdict {
             Verdict::Cancelled => format!("spec {spec} was cancelled ({runs})"),
             Verdict::Unfinished { phase } => format!(
                 "spec {spec} not completed (phase {phase}): the last attempt {} ({runs})",
+                last.describe()
+            ),
+            Verdict::TaskDone { task } => {
+                format!("task {task} of spec {spec} done ({runs})")
+            }
+            Verdict::TaskNotDone { task } => format!(
+                "task {task} of spec {spec} not done (not ticked with passing evidence): the last attempt {} ({runs})",
                 last.describe()
             ),
         }

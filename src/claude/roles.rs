@@ -72,6 +72,8 @@ pub const VERBS: &[(&str, Role)] = &[
     ("headless run", Role::Person),
     ("headless export", Role::Person),
     ("headless import", Role::Person),
+    ("headless merge", Role::Person),
+    ("headless pr", Role::Person),
     ("waves", Role::Model),
 ];
 
@@ -96,6 +98,7 @@ pub enum Decision {
     SkipRedGreen,
     DefaultVerify,
     RunHeadless,
+    Deliver,
 }
 
 impl Decision {
@@ -119,6 +122,9 @@ impl Decision {
                 "starting an execution whose criteria are not shown red before the change"
             }
             Decision::RunHeadless => "starting an unattended run of a spec (a person's or CI's)",
+            Decision::Deliver => {
+                "merging CI jobs' work into a branch or opening its pull request (a person's or CI's)"
+            }
             Decision::DefaultVerify => {
                 "choosing the Verify of a spec's tasks that have none (what shows each done)"
             }
@@ -202,6 +208,8 @@ pub const PERSON_MARKERS: &[&str] = &[
     "--missing-test",
     "--no-red-green",
     "headless run",
+    "headless merge",
+    "headless pr",
 ];
 
 #[cfg(test)]
@@ -222,6 +230,7 @@ mod tests {
             Decision::SkipRedGreen,
             Decision::DefaultVerify,
             Decision::RunHeadless,
+            Decision::Deliver,
         ] {
             let text = refuse_person(d).to_string();
             for step in [

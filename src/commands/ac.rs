@@ -279,7 +279,7 @@ fn print_matrix(m: &Matrix) {
             output::line(&format!(
                 "    {} [{}] {}",
                 t.name,
-                state_word(t.state),
+                t.state.as_str(),
                 t.detail
             ));
         }
@@ -318,15 +318,6 @@ fn print_matrix(m: &Matrix) {
             "not enforced for this execution (started before criteria tracking, or acceptanceGate is false)"
         }
     ));
-}
-
-fn state_word(s: acceptance::TestState) -> &'static str {
-    match s {
-        acceptance::TestState::Passed => "passed",
-        acceptance::TestState::Failed => "failed",
-        acceptance::TestState::Stale => "stale",
-        acceptance::TestState::Missing => "missing",
-    }
 }
 
 /// `ac list --json`.

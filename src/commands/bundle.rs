@@ -5,64 +5,45 @@
 //! was exported from (the evidence is bound to it) before it writes anything.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path, PathBuf};
-
-use serde::{Deserialize, Serialize};
 
 use crate::cli::{HeadlessExportArgs, HeadlessImportArgs};
 use crate::commands::exec::Exec;
 use crate::error::{Error, ExitStatus, Result};
+use crate::evidence::bundle::{self, Body, Bundle, MemberInfo, FORMAT};
 use crate::evidence::verify;
 use crate::io::output;
-use crate::io::project::Project;
+use crate::io::project::{Project, Spec};
 use crate::io::store;
-
-const FORMAT: &str = "specrun-bundle/1";
-
-/// What the digest covers: everything but the digest itself.
-#[derive(Debug, Serialize, Deserialize)]
-struct Body {
-    format: String,
-    spec: String,
-    /// The work-tree fingerprint (bookkeeping excluded) at export: what the evidence binds to.
-    tree: String,
-    /// Paths relative to the spec directory, and their text.
-    files: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct Bundle {
-    #[serde(flatten)]
-    body: Body,
-    digest: String,
-}
-
-fn digest(body: &Body) -> String {
-    crate::support::sha256::hex(&serde_json::to_vec(body).unwrap_or_default())
-}
 
 pub(crate) fn export(project: &Project, args: HeadlessExportArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let mut files = BTreeMap::new();
-    collect(&ex.spec.dir, "", &mut files)?;
+    bundle::collect(&ex.spec.dir, "", &mut files)?;
+    let member = match &args.task {
+        Some(id) => {
+            ex.require_task(id)?;
+            Some(member_info(project, &ex.spec, id)?)
+        }
+        None => None,
+    };
     let body = Body {
         format: FORMAT.into(),
         spec: ex.spec.name.clone(),
         tree: verify::current_tree(project, &ex.spec)?,
         files,
+        events: crate::io::events::spec_lines(project, &ex.spec.name)?,
+        member,
     };
-    let bundle = Bundle {
-        digest: digest(&body),
-        body,
-    };
+    let bundle = Bundle::seal(body);
     let bytes = store::to_pretty_bytes(&bundle);
     match args.out {
         Some(path) => {
             store::write_atomic(&project.cwd.join(&path), &bytes)?;
             output::line(&format!(
-                "exported spec {} ({} files, tree {}, digest {}) to {}",
+                "exported spec {} ({} files, {} events, tree {}, digest {}) to {}",
                 bundle.body.spec,
                 bundle.body.files.len(),
+                bundle.body.events.len(),
                 bundle.body.tree,
                 bundle.digest,
                 path.display()
@@ -73,82 +54,52 @@ pub(crate) fn export(project: &Project, args: HeadlessExportArgs) -> Result<Exit
     Ok(ExitStatus::Success)
 }
 
-/// Every regular file under `dir` (locks and the store's temp files left out), by relative path.
-fn collect(dir: &Path, prefix: &str, files: &mut BTreeMap<String, String>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, "list", e))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = format!("{prefix}{name}");
-        let kind = entry
-            .file_type()
-            .map_err(|e| Error::io(entry.path(), "stat", e))?;
-        if kind.is_dir() {
-            collect(&entry.path(), &format!("{rel}/"), files)?;
-        } else if kind.is_file() && !name.ends_with(".lock") && !store::is_temp_name(&name) {
-            files.insert(rel, store::read_text(&entry.path(), "bundle file")?);
-        }
+/// A member job's task and HEAD: its work must be committed (nothing changed outside the
+/// bookkeeping), so the commit's tree is the tree its evidence is bound to.
+fn member_info(project: &Project, spec: &Spec, id: &str) -> Result<MemberInfo> {
+    let info = crate::io::git::info(&project.root);
+    let Some(commit) = info.head.clone().filter(|_| info.available) else {
+        return Err(Error::Refused {
+            message: format!(
+                "{} has no git commit: a member's work travels as a commit (`git commit` it first)",
+                project.root.display()
+            ),
+        });
+    };
+    let dirty = crate::isolation::worktree::dirty_files(project, spec, &info.changed_files);
+    if !dirty.is_empty() {
+        return Err(Error::Refused {
+            message: format!(
+                "task {id}'s work is not all committed ({}): commit it, so the merge job gets what the evidence saw; nothing exported",
+                crate::isolation::worktree::list_some(&dirty)
+            ),
+        });
     }
-    Ok(())
+    Ok(MemberInfo {
+        task: id.to_string(),
+        commit,
+    })
 }
 
 pub(crate) fn import(project: &Project, args: HeadlessImportArgs) -> Result<ExitStatus> {
     let path = project.cwd.join(&args.file);
-    let text = store::read_user_text(&path, "bundle")?;
-    let bundle: Bundle = serde_json::from_str(&text).map_err(|e| Error::BadInput {
-        what: "bundle",
-        message: format!("{}: {e}", path.display()),
-    })?;
+    let bundle = bundle::read(&path)?;
     let body = &bundle.body;
-    let refuse = |message: String| Err(Error::Refused { message });
-    if body.format != FORMAT {
-        return refuse(format!(
-            "{}: format {:?}, not {FORMAT}",
-            path.display(),
-            body.format
-        ));
-    }
-    let actual = digest(body);
-    if actual != bundle.digest {
-        return refuse(format!(
-            "{}: the digest does not match its contents (recorded {}, computed {actual}): nothing imported",
-            path.display(),
-            bundle.digest
-        ));
-    }
-    crate::io::project::validate_spec_name(&body.spec)?;
     let ex = Exec::new(project, Some(&body.spec))?;
     let tree = verify::current_tree(project, &ex.spec)?;
     if tree != body.tree {
-        return refuse(format!(
-            "spec {}: this checkout's tree is {tree}, the bundle's evidence is bound to {}: check out the commit the bundle was exported from; nothing imported",
-            body.spec, body.tree
-        ));
+        return Err(Error::Refused {
+            message: format!(
+                "spec {}: this checkout's tree is {tree}, the bundle's evidence is bound to {}: check out the commit the bundle was exported from; nothing imported",
+                body.spec, body.tree
+            ),
+        });
     }
-    let mut targets: Vec<(PathBuf, &String)> = Vec::new();
-    for (rel, content) in &body.files {
-        let rel_path = Path::new(rel);
-        if !rel_path
-            .components()
-            .all(|c| matches!(c, Component::Normal(_)))
-        {
-            return refuse(format!(
-                "{}: file {rel:?} leaves the spec directory",
-                path.display()
-            ));
-        }
-        targets.push((ex.spec.dir.join(rel_path), content));
-    }
-    // The state last: a crash before it leaves the old execution, never a new state
-    // without its evidence files.
-    targets.sort_by_key(|(p, _)| p.ends_with(".specrun-state.json"));
-    for (target, content) in &targets {
-        if let Some(parent) = target.parent() {
-            store::ensure_dir(parent)?;
-        }
-        store::write_atomic(target, content.as_bytes())?;
-    }
+    let targets = bundle::targets(body, &ex.spec.dir, &path)?;
+    bundle::write_all(&targets)?;
+    let events = crate::io::events::adopt(project, &body.spec, &body.events)?;
     output::line(&format!(
-        "imported spec {} ({} files) on tree {}",
+        "imported spec {} ({} files, {events} new events) on tree {}",
         body.spec,
         targets.len(),
         tree

@@ -71,6 +71,18 @@ impl<'a> Exec<'a> {
         State::from_checked(next, &name)
     }
 
+    /// The state of an execution a read-only verb reports on, unlocked: refused with `absent`
+    /// when there is none, with the checked read's error when it does not read.
+    pub(crate) fn execution(&self, absent: &str) -> Result<State> {
+        match crate::next::facts::read_typed(&self.spec.state_path()) {
+            crate::next::facts::StateRead::Valid(s) => Ok(*s),
+            crate::next::facts::StateRead::Absent => Err(Error::Refused {
+                message: format!("spec {} {absent}", self.spec.name),
+            }),
+            crate::next::facts::StateRead::Invalid(e) => Err(Error::Refused { message: e }),
+        }
+    }
+
     /// The spec's tasks.md, read and parsed.
     pub(crate) fn tasks(&self) -> Result<LoadedTasks> {
         tasks_file::load(&self.spec.tasks_path())

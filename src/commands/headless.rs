@@ -70,6 +70,9 @@ struct Summary<'a> {
 fn run_spec(project: &Project, args: &HeadlessRunArgs) -> Result<ExitStatus> {
     let ex = Exec::existing(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
+    if let Some(id) = &args.task {
+        ex.require_task(id)?;
+    }
     let version = check_client(&args.claude)?;
     let plugin = plugin_dir(project, args.plugin_dir.as_deref())?;
     let session = match &args.session_id {
@@ -101,7 +104,7 @@ fn run_spec(project: &Project, args: &HeadlessRunArgs) -> Result<ExitStatus> {
             _ => break,
         }
     }
-    finish(&ex, &session, &version, &attempts, &out, args.json)
+    finish(&ex, &session, &version, &attempts, &out, args)
 }
 
 fn record_attempt(
@@ -140,17 +143,18 @@ fn finish(
     version: &str,
     attempts: &[Attempt],
     out: &Path,
-    json: bool,
+    args: &HeadlessRunArgs,
 ) -> Result<ExitStatus> {
     let spec = &ex.spec;
-    let verdict = judge(spec);
+    let verdict = judge(spec, args.task.as_deref());
+    let done = matches!(verdict, Verdict::Completed | Verdict::TaskDone { .. });
     let last = attempts
         .last()
         .map_or(Ending::Exited { code: 1 }, |a| a.how.clone());
     let mut sentence = verdict.sentence(&spec.name, &last, attempts.len());
     // A resumed run that ended well after a hang still names the hang it survived.
     if let Some(a) = attempts.iter().rev().skip(1).find(|a| a.ending != "result") {
-        if verdict != Verdict::Completed {
+        if !done {
             sentence.push_str(&format!("; the attempt before it {}", a.detail));
         }
     }
@@ -167,7 +171,7 @@ fn finish(
         spec: &spec.name,
         session_id: session,
         client_version: version,
-        completed: verdict == Verdict::Completed,
+        completed: done,
         verdict: sentence,
         cost_usd,
         attempts,
@@ -180,7 +184,7 @@ fn finish(
             output::warn(&format!("could not write the job summary: {e}"));
         }
     }
-    if json {
+    if args.json {
         output::json_pretty(&summary);
     } else {
         output::line(&summary.verdict);
@@ -194,12 +198,15 @@ fn finish(
     Ok(ExitStatus::yes_no(summary.completed))
 }
 
-fn judge(spec: &Spec) -> Verdict {
+fn judge(spec: &Spec, task: Option<&str>) -> Verdict {
     let state = match read_typed(&spec.state_path()) {
         StateRead::Valid(s) => s,
         StateRead::Absent => {
-            return Verdict::Unfinished {
-                phase: "none: no execution was started".into(),
+            return match task {
+                Some(id) => Verdict::TaskNotDone { task: id.into() },
+                None => Verdict::Unfinished {
+                    phase: "none: no execution was started".into(),
+                },
             }
         }
         StateRead::Invalid(e) => {
@@ -209,7 +216,7 @@ fn judge(spec: &Spec) -> Verdict {
         }
     };
     match (state.phase(), state.halt_kind()) {
-        (Some(Phase::Completed), _) => Verdict::Completed,
+        (Some(Phase::Completed), _) if task.is_none() => Verdict::Completed,
         (Some(Phase::Cancelled), _) => Verdict::Cancelled,
         (_, Some(kind)) => Verdict::Halted {
             kind: kind.to_string(),
@@ -218,9 +225,27 @@ fn judge(spec: &Spec) -> Verdict {
                 .unwrap_or("no reason recorded")
                 .to_string(),
         },
-        (phase, None) => Verdict::Unfinished {
-            phase: phase.map_or("none", Phase::as_str).to_string(),
+        (phase, None) => match task {
+            Some(id) => member_verdict(spec, &state, id),
+            None => Verdict::Unfinished {
+                phase: phase.map_or("none", Phase::as_str).to_string(),
+            },
         },
+    }
+}
+
+/// A member's run: its task ticked in tasks.md with passing evidence.
+fn member_verdict(spec: &Spec, state: &crate::model::state::State, id: &str) -> Verdict {
+    let ticked = crate::model::tasks_file::load(&spec.tasks_path())
+        .is_ok_and(|t| t.list.find(id).is_ok_and(|t| t.checked));
+    let passed = state
+        .task_evidence(id)
+        .is_some_and(crate::evidence::verify::passed);
+    let task = id.to_string();
+    if ticked && passed {
+        Verdict::TaskDone { task }
+    } else {
+        Verdict::TaskNotDone { task }
     }
 }
 
@@ -390,7 +415,12 @@ fn claude_command(
     if let Some(usd) = args.max_budget_usd {
         cmd.args(["--max-budget-usd", &usd.to_string()]);
     }
-    cmd.args(["-p", &format!("/specrun:implement {spec}")])
+    // A member's job does its one task: the manual driver, so no hook re-prompts to the next.
+    let prompt = match &args.task {
+        Some(id) => format!("/specrun:implement {spec} --manual --task {id}"),
+        None => format!("/specrun:implement {spec}"),
+    };
+    cmd.args(["-p", &prompt])
         .args(["--output-format", "stream-json", "--verbose"])
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());

@@ -23,8 +23,10 @@ pub(crate) mod headless;
 pub(crate) mod hook;
 pub(crate) mod last_mile;
 pub(crate) mod learn;
+pub(crate) mod merge_job;
 pub mod new;
 pub(crate) mod plan;
+pub(crate) mod pr;
 pub(crate) mod report;
 pub(crate) mod resume;
 pub(crate) mod snapshot;
@@ -79,6 +81,8 @@ pub(crate) fn dispatch(cli: Cli) -> Result<ExitStatus> {
             bundle::import(&Project::discover(cwd)?, a)
         }
         Command::Headless(HeadlessCommand::Run(a)) => headless::run(&Project::discover(cwd)?, a),
+        Command::Headless(HeadlessCommand::Merge(a)) => merge_job::run(&Project::discover(cwd)?, a),
+        Command::Headless(HeadlessCommand::Pr(a)) => pr::run(&Project::discover(cwd)?, a),
         Command::Waves(args) => waves::run(&Project::discover(cwd)?, args),
     }
 }

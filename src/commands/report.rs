@@ -5,31 +5,20 @@ use serde_json::Value;
 use crate::cli::{ReportArgs, ReportFormat};
 use crate::commands::exec::Exec;
 use crate::cost;
-use crate::error::{Error, ExitStatus, Result};
+use crate::error::{ExitStatus, Result};
 use crate::evidence::critique;
 use crate::evidence::followups;
 use crate::io::output;
 use crate::io::project::{Project, Spec};
-use crate::io::store;
-use crate::next::facts::{read_typed, StateRead};
 use crate::next::report::{self, Inputs};
 
 pub(crate) fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
     let ex = Exec::new(project, args.spec.spec.as_deref())?;
     let spec = &ex.spec;
-    let state = match read_typed(&spec.state_path()) {
-        StateRead::Valid(s) => s,
-        StateRead::Absent => {
-            return Err(Error::Refused {
-                message: format!(
-                "spec {} has no execution to report yet: start one with `specrun state init {}`",
-                spec.name,
-                crate::support::shell::spec_flag(&spec.name)
-            ),
-            })
-        }
-        StateRead::Invalid(e) => return Err(Error::Refused { message: e }),
-    };
+    let state = ex.execution(&format!(
+        "has no execution to report yet: start one with `specrun state init {}`",
+        crate::support::shell::spec_flag(&spec.name)
+    ))?;
     let tasks = ex.tasks()?.list;
     let followups = followups::load(spec).map(|s| s.items).unwrap_or_default();
     let critiques: Vec<(String, Option<String>, Option<String>)> = tasks
@@ -66,14 +55,10 @@ pub(crate) fn run(project: &Project, args: ReportArgs) -> Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// This spec's lines of .specrun/events.jsonl (a torn or foreign line is skipped).
+/// This spec's lines of .specrun/events.jsonl, read.
 fn spec_events(project: &Project, spec: &Spec) -> Result<Vec<Value>> {
-    let Some(bytes) = store::read_optional(&project.events_path())? else {
-        return Ok(Vec::new());
-    };
-    Ok(String::from_utf8_lossy(&bytes)
-        .lines()
+    Ok(crate::io::events::spec_lines(project, &spec.name)?
+        .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e.get("spec").and_then(Value::as_str) == Some(spec.name.as_str()))
         .collect())
 }

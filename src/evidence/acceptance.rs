@@ -240,6 +240,17 @@ pub(crate) enum TestState {
     Missing,
 }
 
+impl TestState {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            TestState::Passed => "passed",
+            TestState::Failed => "failed",
+            TestState::Stale => "stale",
+            TestState::Missing => "missing",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(crate) struct TestCoverage {
     pub name: String,

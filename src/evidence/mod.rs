@@ -4,6 +4,7 @@
 pub(crate) mod acceptance;
 pub mod baseline;
 pub(crate) mod baseline_store;
+pub(crate) mod bundle;
 pub(crate) mod criteria;
 pub mod critique;
 pub(crate) mod followups;

@@ -155,6 +155,24 @@ pub(crate) enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         result: Option<&'a Value>,
     },
+    /// `headless merge`: a member's commit `merged`, found `already-merged` (a re-run), or
+    /// stopped at a `conflict` (the files named; nothing of it merged).
+    HeadlessMerge {
+        task: &'a str,
+        commit: &'a str,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        merge_commit: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        files: &'a [String],
+    },
+    /// `headless merge`: the plan's final check on the merged tree.
+    HeadlessCheck {
+        command: &'a str,
+        exit_code: i32,
+        tree: &'a str,
+        passed: bool,
+    },
     Notify(Notify<'a>),
     /// A verb that refused, its tag its own (`task-start`, `resume`, `finish`,
     /// `followup-add`, …): the task it was about, and what was unmet.
@@ -322,6 +340,33 @@ pub(crate) fn line(by: By<'_>, event: &Event<'_>, at: String) -> String {
 /// Append `event` by `by`, with `at` first.
 pub(crate) fn append(project: &Project, by: By<'_>, event: &Event<'_>) -> Result<()> {
     store::append_line(&project.events_path(), &line(by, event, now_rfc3339()))
+}
+
+/// This spec's lines of events.jsonl as written (a torn or foreign line is skipped).
+pub(crate) fn spec_lines(project: &Project, spec: &str) -> Result<Vec<String>> {
+    let Some(bytes) = store::read_optional(&project.events_path())? else {
+        return Ok(Vec::new());
+    };
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter(|l| {
+            serde_json::from_str::<Value>(l)
+                .is_ok_and(|e| e.get("spec").and_then(Value::as_str) == Some(spec))
+        })
+        .map(str::to_string)
+        .collect())
+}
+
+/// Append the lines of another checkout's log (a CI job's) that this one lacks, in their
+/// order; a line already here is never written twice. Returns how many were appended.
+pub(crate) fn adopt(project: &Project, spec: &str, lines: &[String]) -> Result<usize> {
+    let have: std::collections::HashSet<String> = spec_lines(project, spec)?.into_iter().collect();
+    let mut added = 0;
+    for l in lines.iter().filter(|l| !have.contains(*l)) {
+        store::append_line(&project.events_path(), l)?;
+        added += 1;
+    }
+    Ok(added)
 }
 
 #[cfg(test)]

@@ -414,17 +414,14 @@ pub enum MergeOutcome {
     Conflict(Vec<String>),
 }
 
-/// Merge `branch` into the checked-out base branch of `root` with `--no-ff`.
-pub fn merge_member(root: &Path, branch: &str, message: &str) -> Result<MergeOutcome> {
-    let tip = rev(root, &format!("refs/heads/{branch}")).ok_or_else(|| Error::Refused {
-        message: format!("branch {branch} does not exist"),
-    })?;
-    if is_ancestor(root, &tip, "HEAD") {
+/// Merge commit `tip` into the checked-out base branch of `root` with `--no-ff`.
+fn merge_member(root: &Path, tip: &str, message: &str) -> Result<MergeOutcome> {
+    if is_ancestor(root, tip, "HEAD") {
         return Ok(MergeOutcome::AlreadyMerged);
     }
     match run_ident(
         root,
-        &["merge", "--no-ff", "--no-edit", "-q", "-m", message, &tip],
+        &["merge", "--no-ff", "--no-edit", "-q", "-m", message, tip],
     ) {
         Ok(_) => Ok(MergeOutcome::Merged(rev(root, "HEAD").unwrap_or_default())),
         Err(err) => {
@@ -487,6 +484,17 @@ impl Merger {
             rev(&self.root, &format!("refs/heads/{branch}")).ok_or_else(|| Error::Refused {
                 message: format!("branch {branch} does not exist"),
             })?;
+        self.step_commit(&tip, message)
+    }
+
+    /// `step` for a commit named by its id (a CI member's, fetched without a branch).
+    pub fn step_commit(&mut self, tip: &str, message: &str) -> Result<Step> {
+        let tip = rev(&self.root, tip).ok_or_else(|| Error::Refused {
+            message: format!(
+                "commit {tip} is not in {}: fetch it first",
+                self.root.display()
+            ),
+        })?;
         if is_ancestor(&self.root, &tip, &self.head) {
             return Ok(Step::AlreadyMerged);
         }
@@ -514,7 +522,7 @@ impl Merger {
                 None => self.plumbing = false,
             }
         }
-        match merge_member(&self.root, branch, message)? {
+        match merge_member(&self.root, &tip, message)? {
             MergeOutcome::Merged(c) => {
                 self.head = c.clone();
                 Ok(Step::Landed(c))

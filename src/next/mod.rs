@@ -6,6 +6,7 @@ pub(crate) mod completion;
 pub mod facts;
 pub(crate) mod gates;
 pub(crate) mod last_mile;
+pub(crate) mod pr_body;
 pub(crate) mod report;
 
 use std::path::Path;

@@ -293,20 +293,63 @@ pub fn merged_record(
     excluded.sort();
     excluded.dedup();
     let portable = fingerprint_in(project, spec, dir, &excluded)?;
-    let mut moved = record.clone();
-    moved["mergedFrom"] = serde_json::json!({"worktree": record.get("worktree"),
+    let from = serde_json::json!({"worktree": record.get("worktree"),
         "tree": record.get("tree"), "mergeCommit": merge_commit});
-    moved["tree"] = Value::String(portable.tree);
+    Ok(Some(moved_record(record, from, portable.tree, excluded)))
+}
+
+/// `record` rebound to `tree` (made without `excluded`), `mergedFrom` saying where it was made.
+fn moved_record(record: &Value, from: Value, tree: String, excluded: Vec<String>) -> Value {
+    let mut moved = record.clone();
+    moved["mergedFrom"] = from;
+    moved["tree"] = Value::String(tree);
     moved["excludedPaths"] = serde_json::json!(excluded);
     // Null, not removed: the state patch merges into the record that is there.
     moved["worktree"] = Value::Null;
-    Ok(Some(moved))
+    moved
+}
+
+/// `merged_record` for a CI member's record, made in another checkout on `commit`: judged
+/// on the commit's tree there; taken to the merged tree without the other members' Files.
+/// `None` when it was not fresh on its commit. `mergedFrom.commit` names the commit, so a
+/// re-run of the merge job knows the record was taken over.
+pub fn merged_commit_record(
+    project: &Project,
+    spec: &Spec,
+    record: &Value,
+    commit: &str,
+    others: &[String],
+    merge_commit: Option<&str>,
+) -> Result<Option<Value>> {
+    let own = excluded_paths(Some(record));
+    let there = commit_fingerprint(project, spec, commit, &own)?;
+    if assess(Some(record), Some(&there)) != Freshness::Fresh {
+        return Ok(None);
+    }
+    let mut excluded = own;
+    excluded.extend(others.iter().cloned());
+    excluded.sort();
+    excluded.dedup();
+    let portable = commit_fingerprint(project, spec, commit, &excluded)?;
+    let from = serde_json::json!({"commit": commit, "tree": record.get("tree"),
+        "mergeCommit": merge_commit});
+    Ok(Some(moved_record(record, from, portable, excluded)))
 }
 
 /// Where a record taken to the merged tree by `merged_record` was made, for a reason.
 pub fn merged_note(record: Option<&Value>) -> Option<String> {
     let from = record?.get("mergedFrom")?;
-    let worktree = from.get("worktree").and_then(Value::as_str).unwrap_or("?");
+    let worktree = match from.get("commit").and_then(Value::as_str) {
+        Some(c) => format!(
+            "commit {} (another checkout)",
+            crate::io::git::short_commit(c)
+        ),
+        None => from
+            .get("worktree")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_string(),
+    };
     let commit = from
         .get("mergeCommit")
         .and_then(Value::as_str)
@@ -421,6 +464,59 @@ pub fn fingerprint_in(
     }
 }
 
+/// The tree of the temporary index in `env` once `excluded` and the store's temp files
+/// are taken out of it.
+fn write_without(
+    dir: &Path,
+    repo: &GitLocation,
+    env: &[(&str, &std::ffi::OsStr)],
+    excluded: &[String],
+) -> Result<String> {
+    let temps = format!(":(glob)**/.*{}*", crate::io::store::TEMP_MARK);
+    // `-f`: a bookkeeping or sibling file rewritten since the add (an events line, a state
+    // write) leaves a staged copy that differs from both HEAD and the file, which plain
+    // `rm --cached` refuses to drop; this index is ours and thrown away.
+    let mut rm_args = vec!["rm", "--cached", "-f", "-r", "-q", "--ignore-unmatch", "--"];
+    rm_args.extend(excluded.iter().map(String::as_str));
+    rm_args.push(&temps);
+    crate::io::git::run(dir, &rm_args, env)?;
+    let prefix_arg = format!("--prefix={}", repo.prefix);
+    let mut write_args = vec!["write-tree"];
+    if !repo.prefix.is_empty() {
+        write_args.push(&prefix_arg);
+    }
+    Ok(crate::io::git::run(dir, &write_args, env)?
+        .trim()
+        .to_string())
+}
+
+/// The fingerprint a clean checkout of `commit` has in the project (what `fingerprint_in`
+/// gives its work tree with nothing uncommitted): the commit's tree without the
+/// bookkeeping and `extra`. A CI member's evidence, made in another checkout, is checked
+/// against the commit it travelled with so. Submodules' own trees are not combined in.
+pub fn commit_fingerprint(
+    project: &Project,
+    spec: &Spec,
+    commit: &str,
+    extra: &[String],
+) -> Result<String> {
+    let dir = &project.root;
+    let repo = locate_git(dir).ok_or_else(|| Error::Refused {
+        message: format!("{} is not a git repository", dir.display()),
+    })?;
+    let temp_index = tempfile::Builder::new()
+        .prefix("specrun-index-")
+        .tempfile_in(&repo.git_dir)
+        .map_err(|e| Error::io(&repo.git_dir, "create a temporary index in", e))?;
+    // git refuses an existing empty index file: it writes its own.
+    let _ = std::fs::remove_file(temp_index.path());
+    let env = [("GIT_INDEX_FILE", temp_index.path().as_os_str())];
+    crate::io::git::run(dir, &["read-tree", commit], &env)?;
+    let mut excluded = bookkeeping_paths(project, spec);
+    excluded.extend(extra.iter().filter(|p| is_plain_relative(p)).cloned());
+    write_without(dir, &repo, &env, &excluded)
+}
+
 /// Where a directory's repository keeps its index, and the directory's path inside the
 /// work tree (`""` at the top level, `sub/dir/` below it).
 struct GitLocation {
@@ -478,22 +574,7 @@ fn git_tree(dir: &Path, repo: &GitLocation, excluded: &[String]) -> Result<Strin
     // commonly ignored). The store's temp files (a state write in flight, which an
     // executor's `git add -A` may even have committed) are never evidence.
     add_all(dir, &env, excluded)?;
-    let temps = format!(":(glob)**/.*{}*", crate::io::store::TEMP_MARK);
-    // `-f`: a bookkeeping or sibling file rewritten since the add (an events line, a state
-    // write) leaves a staged copy that differs from both HEAD and the file, which plain
-    // `rm --cached` refuses to drop; this index is ours and thrown away.
-    let mut rm_args = vec!["rm", "--cached", "-f", "-r", "-q", "--ignore-unmatch", "--"];
-    rm_args.extend(excluded.iter().map(String::as_str));
-    rm_args.push(&temps);
-    crate::io::git::run(dir, &rm_args, &env)?;
-    let prefix_arg = format!("--prefix={}", repo.prefix);
-    let mut write_args = vec!["write-tree"];
-    if !repo.prefix.is_empty() {
-        write_args.push(&prefix_arg);
-    }
-    let tree = crate::io::git::run(dir, &write_args, &env)?
-        .trim()
-        .to_string();
+    let tree = write_without(dir, repo, &env, excluded)?;
     // Only a repository that declares submodules pays for listing gitlinks.
     let top = dir.ancestors().nth(repo.prefix.matches('/').count());
     if !top.is_some_and(|t| t.join(".gitmodules").is_file()) {
