@@ -42,6 +42,7 @@ mod end_to_end_formats;
 mod end_to_end_genuine;
 mod end_to_end_headless;
 mod end_to_end_isolation;
+mod end_to_end_strict;
 mod followup_verbs;
 mod format_messages;
 mod fuzz;

@@ -15,6 +15,11 @@ pub const PINNED: [&str; 2] = [OLDEST_SUPPORTED, NEWEST_TESTED];
 /// default false). The e2e scenarios assert the client-specific path with it.
 pub const BACKGROUND_AGENTS_SINCE: &str = "2.1.198";
 
+/// The first release that loads a plugin's in-process hooks module (`modules` in
+/// hooks/hooks.json, early access), which strict mode's `agent.spawn` guard needs; older
+/// releases accept the key and ignore it.
+pub const HOOKS_MODULES_SINCE: &str = "2.1.287";
+
 /// Whether this process was started by Claude Code (its Bash tool sets `CLAUDECODE=1`):
 /// then a person's decisions (accepting other evidence, editing the guard's record,
 /// restarting a halted execution) are refused, since the model is the one asking.

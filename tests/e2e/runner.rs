@@ -39,6 +39,11 @@ impl Client {
         parse_version(&self.version) >= parse_version(claude_code::BACKGROUND_AGENTS_SINCE)
     }
 
+    /// Whether it loads a plugin's hooks module (strict mode's `agent.spawn` guard).
+    pub fn loads_hooks_modules(&self) -> bool {
+        parse_version(&self.version) >= parse_version(claude_code::HOOKS_MODULES_SINCE)
+    }
+
     /// `Claude Code 2.1.332` (or `canary Claude Code 2.1.400 at PATH`): failures name it.
     pub fn name(&self) -> String {
         if self.canary {
@@ -169,6 +174,9 @@ pub struct Session {
     pub session_id: Option<String>,
     /// A hang fails the test after this long instead of stalling the suite.
     pub timeout: Duration,
+    /// Variables set in Claude Code's environment on top of the clean one (a person's
+    /// opt-in such as SPECRUN_STRICT).
+    pub env: Vec<(String, String)>,
 }
 
 impl Session {
@@ -177,7 +185,12 @@ impl Session {
             prompt: prompt.to_string(),
             session_id: None,
             timeout: Duration::from_secs(180),
+            env: Vec::new(),
         }
+    }
+    pub fn env(mut self, name: &str, value: &str) -> Session {
+        self.env.push((name.to_string(), value.to_string()));
+        self
     }
     pub fn session_id(mut self, id: &str) -> Session {
         self.session_id = Some(id.to_string());
@@ -370,6 +383,7 @@ pub fn run_claude(
     fs::create_dir_all(&logs).unwrap();
     let mut cmd = Command::new(&client.path);
     fake_client_env(&mut cmd, project, home, &model.base_url());
+    cmd.envs(session.env.iter().map(|(k, v)| (k, v)));
     cmd.arg("--plugin-dir")
         .arg(plugin_root().join("plugin"))
         .args([
