@@ -837,6 +837,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the tests set up and inspect files directly
     fn merge_file_writes_the_file_a_whole_merge_writes() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".specrun-state.json");
@@ -880,6 +881,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::disallowed_methods)] // the tests set up and inspect files directly
     fn read_takes_the_plan_from_its_text_as_the_whole_parse_does() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".specrun-state.json");
