@@ -33,8 +33,8 @@ pub(crate) fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
                 .inside(&project.cwd.join(&file))
                 .map_err(|e| outside_hint(e, &project.cwd.join(&file), &patch_arg))?;
             refuse_model_patch(&path, &patch)?;
-            merge(&path, &patch)?;
-            follow_record(&project, &path);
+            let merged = state::merge_file(&path, &patch)?;
+            follow_record(&project, &path, merged);
             Ok(ExitStatus::Success)
         }
         StateCommand::Get { file, path } => {
@@ -81,7 +81,7 @@ fn refuse_model_patch(path: &Path, patch: &Value) -> Result<()> {
 /// record follows (caps, halt, session: their decision), except counters, which never go
 /// back in the record: a merge that rewinds them still halts at the next hook. Inside
 /// Claude Code the model merges only fields the record does not keep.
-fn follow_record(project: &Project, path: &Path) {
+fn follow_record(project: &Project, path: &Path, merged: Value) {
     use crate::io::record::Read;
     let is_state = path
         .file_name()
@@ -103,10 +103,8 @@ fn follow_record(project: &Project, path: &Path) {
     if !rec.open() || !same_dir(Path::new(&rec.spec_dir), dir) {
         return;
     }
-    let Ok(Some(doc)) = state::read_document(path) else {
-        return;
-    };
-    if let Ok(s) = State::from_json(doc, &path.display().to_string()) {
+    // The document this merge wrote (type-checked by it), not a second read of the file.
+    if let Ok(s) = State::from_checked(merged, &path.display().to_string()) {
         let _ = crate::model::record::follow(&project.root, name, &s);
     }
 }
@@ -129,14 +127,6 @@ fn outside_hint(err: Error, file: &Path, patch: &str) -> Error {
         crate::support::shell::path(file),
         shell_word(patch)
     ))
-}
-
-/// Merge `patch` into the state file under its lock; nothing is written on any error.
-fn merge(path: &Path, patch: &Value) -> Result<()> {
-    let name = path.display().to_string();
-    store::update_json(path, store::DEFAULT_LOCK_WAIT, |current| {
-        Ok((Some(state::apply_patch(current, patch, &name)?), ()))
-    })
 }
 
 fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {

@@ -1,6 +1,9 @@
 //! JSON document helpers that know nothing of what the document holds.
 
-use serde_json::Value;
+use indexmap::IndexMap;
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// Recursive merge: objects recurse, arrays and scalars replace.
 pub fn merge_into(target: &mut Value, patch: &Value) {
@@ -52,6 +55,71 @@ pub(crate) fn pretty_top_level_once<'a, const N: usize>(
         );
     }
     found.map(|(seen, v)| v.filter(|_| seen == 1))
+}
+
+/// A JSON object parsed but for the top-level members `keep` names, which stay text: a
+/// large member nothing reads costs a syntax scan instead of a tree, and is written back
+/// byte for byte.
+pub(crate) struct Split<'a> {
+    /// Every member but the kept ones, in the document's order.
+    pub(crate) doc: Map<String, Value>,
+    /// The kept members' texts.
+    pub(crate) kept: Vec<(String, &'a RawValue)>,
+    /// Every top-level key, in the document's order.
+    order: Vec<String>,
+}
+
+impl<'a> Split<'a> {
+    /// `None` when `text` is not one JSON object: the caller's whole parse names the fault.
+    /// A repeated key keeps its first place and its last value, as a whole parse does.
+    pub(crate) fn parse(text: &'a str, keep: impl Fn(&str) -> bool) -> Option<Split<'a>> {
+        let members: IndexMap<String, &'a RawValue> = serde_json::from_str(text).ok()?;
+        let mut split = Split {
+            doc: Map::new(),
+            kept: Vec::new(),
+            order: Vec::with_capacity(members.len()),
+        };
+        for (key, raw) in members {
+            split.order.push(key.clone());
+            if keep(&key) {
+                split.kept.push((key, raw));
+            } else {
+                split.doc.insert(key, serde_json::from_str(raw.get()).ok()?);
+            }
+        }
+        Some(split)
+    }
+
+    /// `doc` (the parsed members, changed or not) with the kept members back in their
+    /// places: the document's keys in its order, then `doc`'s new ones in theirs, which is
+    /// the order `merge_into` of the whole document gives.
+    pub(crate) fn joined<'s>(&'s self, doc: &'s Map<String, Value>) -> impl Serialize + 's {
+        Joined { split: self, doc }
+    }
+}
+
+struct Joined<'s, 'a> {
+    split: &'s Split<'a>,
+    doc: &'s Map<String, Value>,
+}
+
+impl Serialize for Joined<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for key in &self.split.order {
+            if let Some((_, raw)) = self.split.kept.iter().find(|(k, _)| k == key) {
+                map.serialize_entry(key, raw)?;
+            } else if let Some(v) = self.doc.get(key) {
+                map.serialize_entry(key, v)?;
+            }
+        }
+        for (key, v) in self.doc {
+            if !self.split.order.contains(key) {
+                map.serialize_entry(key, v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 #[cfg(test)]

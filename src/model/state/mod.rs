@@ -15,6 +15,7 @@ pub mod time;
 mod typed;
 
 pub use crate::support::json::merge_into;
+use crate::support::json::Split;
 pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 pub use patch::Patch;
 pub use time::Timestamp;
@@ -420,13 +421,78 @@ pub enum Reading {
 /// The one reader of a state file: `None` when it does not exist. The bytes are parsed
 /// once and moved into the typed state (a UTF-8 BOM is accepted).
 pub fn read(path: &std::path::Path, reading: Reading) -> Result<Option<State>> {
-    let Some(doc) = read_document(path)? else {
+    let Some(bytes) = crate::io::store::read_optional(path)? else {
         return Ok(None);
     };
-    match reading {
-        Reading::Checked => State::from_json(doc, &path.display().to_string()).map(Some),
-        Reading::Lenient => Ok(doc.is_object().then(|| State::lenient_owned(doc))),
+    let split = document_text(&bytes).and_then(|t| Split::parse(t, |k| TEXT_FIELDS.contains(&k)));
+    let Some(split) = split else {
+        // Not UTF-8, not JSON or not an object: the whole parse names the fault.
+        let doc = crate::io::store::parse_json(path, &bytes)?;
+        return match reading {
+            Reading::Checked => State::from_json(doc, &path.display().to_string()).map(Some),
+            Reading::Lenient => Ok(doc.is_object().then(|| State::lenient_owned(doc))),
+        };
+    };
+    let doc = Value::Object(split.doc);
+    let mut state = match reading {
+        Reading::Checked => State::from_json(doc, &path.display().to_string())?,
+        Reading::Lenient => State::lenient_owned(doc),
+    };
+    for (_, text) in &split.kept {
+        state.plan = typed::plan_from_text(text.get()).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
     }
+    Ok(Some(state))
+}
+
+/// The top-level fields read from their text rather than a JSON tree, since nothing
+/// type-checks them (`Loose`) and they are the bulk of the file: the frozen plan (a
+/// 1,000-task plan is most of a 200 KB state; "Performance" in DESIGN-NOTES).
+const TEXT_FIELDS: [&str; 1] = ["plan"];
+
+/// The state file's text without a UTF-8 BOM, when it is UTF-8.
+fn document_text(bytes: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    Some(text.strip_prefix('\u{feff}').unwrap_or(text))
+}
+
+/// Whether `patch` sets or unsets anything of top-level field `key`.
+fn touches(patch: &Value, key: &str) -> bool {
+    let unset = patch.get("$unset").and_then(Value::as_array);
+    let unsets = unset.into_iter().flatten().filter_map(Value::as_str);
+    patch.get(key).is_some()
+        || unsets
+            .into_iter()
+            .any(|p| p == key || p.starts_with(&format!("{key}.")))
+}
+
+/// `state merge`: `apply_patch` under the file's lock, written atomically; nothing is
+/// written on any error. The fields in `TEXT_FIELDS` the patch does not touch are neither
+/// parsed nor re-serialised: their text is written back as it was. Returns the merged
+/// document (without those fields).
+pub fn merge_file(path: &std::path::Path, patch: &Value) -> Result<Value> {
+    use crate::io::store;
+    let name = path.display().to_string();
+    let _lock = store::lock(path, store::DEFAULT_LOCK_WAIT)?;
+    let Some(bytes) = store::read_optional(path)? else {
+        let next = apply_patch(None, patch, &name)?;
+        store::write_atomic(path, &store::to_pretty_bytes(&next))?;
+        return Ok(next);
+    };
+    let keep = |k: &str| TEXT_FIELDS.contains(&k) && !touches(patch, k);
+    let Some(split) = document_text(&bytes).and_then(|t| Split::parse(t, keep)) else {
+        let next = apply_patch(Some(store::parse_json(path, &bytes)?), patch, &name)?;
+        store::write_atomic(path, &store::to_pretty_bytes(&next))?;
+        return Ok(next);
+    };
+    let next = apply_patch(Some(Value::Object(split.doc.clone())), patch, &name)?;
+    let Value::Object(map) = &next else {
+        unreachable!("apply_patch of an object is an object")
+    };
+    store::write_atomic(path, &store::to_pretty_bytes(&split.joined(map)))?;
+    Ok(next)
 }
 
 /// The state file's parsed document, not yet read as a `State`: for `read`, and for
@@ -754,5 +820,107 @@ mod tests {
             assert_eq!(doc[key], running[key], "{key}");
         }
         typecheck(&doc, "s").unwrap();
+    }
+
+    /// A whole-document merge of `text`: what `merge_file` wrote before it kept the plan as
+    /// text.
+    fn whole_merge(text: &str, patch: &Value) -> Result<Vec<u8>> {
+        let doc: Value = serde_json::from_str(text).unwrap();
+        apply_patch(Some(doc), patch, "s").map(|d| crate::io::store::to_pretty_bytes(&d))
+    }
+
+    fn plan_doc() -> Value {
+        json!({"version": 1, "name": "demo", "phase": "execution", "globalIteration": 2,
+            "plan": {"digest": "d", "tasks": [{"id": "1.1", "title": "A \"quoted\" é",
+                "verify": "`true`", "markers": ["P"]}]},
+            "usage": {"outputTokens": 5}, "custom": [1, {"a": null}]})
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the tests set up and inspect files directly
+    fn merge_file_writes_the_file_a_whole_merge_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".specrun-state.json");
+        let text = String::from_utf8(crate::io::store::to_pretty_bytes(&plan_doc())).unwrap();
+        let patches = [
+            json!({"globalIteration": 3, "usage": {"outputTokens": 1200}}),
+            json!({"newField": {"x": 1}, "$unset": ["custom"]}),
+            json!({"plan": {"digest": "e"}}),
+            json!({"$unset": ["plan.tasks"]}),
+            json!({"$unset": ["plan"]}),
+            json!({"planned": 1, "$unset": ["plans"]}),
+        ];
+        for patch in &patches {
+            std::fs::write(&path, &text).unwrap();
+            let merged = merge_file(&path, patch).unwrap();
+            let written = std::fs::read(&path).unwrap();
+            assert_eq!(written, whole_merge(&text, patch).unwrap(), "{patch}");
+            let mut expect: Value = serde_json::from_slice(&written).unwrap();
+            if !touches(patch, "plan") {
+                expect.as_object_mut().unwrap().shift_remove("plan");
+            }
+            assert_eq!(merged, expect, "{patch}");
+        }
+        // A plan written by hand on one line stays as written; the document is the same.
+        let compact = serde_json::to_string(&plan_doc()).unwrap();
+        std::fs::write(&path, &compact).unwrap();
+        merge_file(&path, &patches[0]).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        let plan_text = serde_json::to_string(&plan_doc()["plan"]).unwrap();
+        assert!(written.contains(&plan_text), "{written}");
+        let whole = whole_merge(&compact, &patches[0]).unwrap();
+        let whole: Value = serde_json::from_slice(&whole).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&written).unwrap(), whole);
+        // A refused patch writes nothing; a file that is not an object is refused as before.
+        std::fs::write(&path, &text).unwrap();
+        assert!(merge_file(&path, &json!({"globalIteration": "x"})).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        std::fs::write(&path, "[1]").unwrap();
+        assert!(merge_file(&path, &patches[0]).is_err());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[1]");
+    }
+
+    #[test]
+    #[allow(clippy::disallowed_methods)] // the tests set up and inspect files directly
+    fn read_takes_the_plan_from_its_text_as_the_whole_parse_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".specrun-state.json");
+        let pretty = |v: &Value| String::from_utf8(crate::io::store::to_pretty_bytes(v)).unwrap();
+        let mut garbled = plan_doc();
+        garbled["plan"] = json!({"digest": 42});
+        let mut absent = plan_doc();
+        absent.as_object_mut().unwrap().shift_remove("plan");
+        let texts = [
+            pretty(&plan_doc()),
+            format!("\u{feff}{}", pretty(&plan_doc())),
+            pretty(&garbled),
+            pretty(&absent),
+            // A repeated key: the typed read refuses it, the tree keeps the last.
+            r#"{"name": "demo", "plan": {"digest": "a", "digest": "b", "tasks": []}}"#.into(),
+            r#"{"name": "demo", "plan": 1, "plan": {"digest": "b", "tasks": []}}"#.into(),
+            r#"{"globalIteration": "x", "plan": {"digest": "b", "tasks": []}}"#.into(),
+            "[1]".into(),
+            "{".into(),
+        ];
+        for text in &texts {
+            std::fs::write(&path, text).unwrap();
+            let whole = || -> Result<Option<State>> {
+                let doc = crate::io::store::parse_json(&path, text.as_bytes())?;
+                State::from_json(doc, &path.display().to_string()).map(Some)
+            };
+            let (ours, theirs) = (read(&path, Reading::Checked), whole());
+            match (&ours, &theirs) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{text}"),
+                _ => panic!("{text}: {ours:?} against {theirs:?}"),
+            }
+            let doc = crate::io::store::parse_json(&path, text.as_bytes()).ok();
+            let lenient = doc.filter(Value::is_object).map(State::lenient_owned);
+            assert_eq!(
+                read(&path, Reading::Lenient).ok().flatten(),
+                lenient,
+                "{text}"
+            );
+        }
     }
 }

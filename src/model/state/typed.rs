@@ -797,6 +797,17 @@ impl Attempt {
     }
 }
 
+/// The `plan` field read from its text, as `Loose::from_json` reads its tree: typed
+/// straight from the text when it reads so (no tree), else through the tree, which keeps
+/// that reading's every outcome (a repeated key, which the typed read refuses, reads as
+/// the tree reads it).
+pub(crate) fn plan_from_text(text: &str) -> serde_json::Result<Loose<crate::model::plan::Plan>> {
+    match serde_json::from_str(text) {
+        Ok(plan) => Ok(Loose::Typed(plan)),
+        Err(_) => Loose::from_json(serde_json::from_str(text)?),
+    }
+}
+
 /// Serde refusing a document `typecheck` passed is a bug in this file's types; say so
 /// rather than guess a field.
 fn shape_error(source_name: &str, e: serde_json::Error) -> Error {
