@@ -99,6 +99,8 @@ fn tasks_list_json_streams_one_valid_document() {
     assert_eq!(doc["counts"]["completed"], 666);
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2000);
     assert_eq!(doc["tasks"][2]["checked"], true);
+    // Piped, the list is compact JSON: one line (indentation is for a terminal).
+    assert_eq!(ran.stdout.trim_end().lines().count(), 1, "not compact");
     let empty = TempProject::git();
     empty.spec("demo", "# none\n");
     empty.write("specs/.current-spec", "demo\n");
