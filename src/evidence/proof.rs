@@ -50,10 +50,10 @@ pub(crate) fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<
         .into_iter()
         .filter(|(p, _)| keep(p))
         .collect();
-    let new: BTreeMap<String, String> = worktree_entries(root)?
-        .into_iter()
-        .filter(|(p, _)| keep(p))
-        .collect();
+    // Filtered before hashing: another member's verb may be writing (and renaming away) a
+    // temp file in the bookkeeping right now, and a path gone by the time git reads it
+    // fails the whole scan.
+    let new: BTreeMap<String, String> = worktree_entries(root, &keep)?.into_iter().collect();
     let mut changed: Vec<(String, Option<String>, Status)> = Vec::new();
     for (path, (mode, oid)) in &old {
         if mode == GITLINK {
@@ -136,7 +136,9 @@ fn tree_entries(root: &Path, start: &str) -> Result<Vec<(String, (String, String
 /// tracks or would add (ignored by the tree's own `.gitignore` files only: an exclude in
 /// `.git/info/exclude` or the user's excludes file is invisible to a reviewer). Not a
 /// regular file: an id that matches nothing, so it reads as changed.
-fn worktree_entries(root: &Path) -> Result<Vec<(String, String)>> {
+/// Only paths `keep` accepts are looked at, and never the store's temp files (transient,
+/// as the fingerprint leaves them out).
+fn worktree_entries(root: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Vec<(String, String)>> {
     let out = git::scan_run(
         root,
         &[
@@ -152,6 +154,7 @@ fn worktree_entries(root: &Path) -> Result<Vec<(String, String)>> {
         .split(|&b| b == 0)
         .filter(|r| !r.is_empty() && !r.ends_with(b"/"))
         .map(|r| String::from_utf8_lossy(r).into_owned())
+        .filter(|p| keep(p) && !crate::io::store::is_temp_name(p.rsplit('/').next().unwrap_or(p)))
         .collect();
     paths.dedup();
     let mut regular = Vec::new();
