@@ -422,6 +422,9 @@ mod tests {
                 "cd x && specrun state init --session-id '2222' --spec d",
                 Some("2222"),
             ),
+            // A variable or a background process: the words still name another id.
+            ("S=2222; specrun state init --session-id \"$S\"", Some("$S")),
+            ("nohup specrun state init --session-id 2222 &", Some("2222")),
             // The honest control: this session's own id, or no id at all.
             (
                 "specrun state init --spec demo --session-id 11111111-aaaa",
