@@ -61,6 +61,7 @@ mod hook_stop;
 mod hook_subagent_stop;
 mod integrity_execution;
 mod integrity_forms;
+mod integrity_ignored;
 mod integrity_scan;
 mod io_inputs;
 mod io_paths;

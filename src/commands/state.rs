@@ -245,6 +245,9 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
     if !continued || typed.test_baseline.is_none() {
         typed = take_baseline(project, spec, typed, &loaded.list)?;
     }
+    if !continued || typed.ignored_files.is_none() {
+        typed = take_ignored_files(project, spec, typed)?;
+    }
     report_init(&spec.name, &typed, counts, continued);
     if let Some(gate) = crate::model::plan::unmet(
         &spec.name,
@@ -293,6 +296,26 @@ fn take_baseline(
             return Ok((None, typed));
         };
         doc.test_baseline = Some(kept);
+        Ok((Some(doc.clone()), doc))
+    })
+}
+
+/// The ignored runner files as the execution starts (`evidence::ignored_files`); a
+/// continued execution keeps its own. Outside git there is nothing git could hide.
+fn take_ignored_files(
+    project: &Project,
+    spec: &crate::io::project::Spec,
+    typed: State,
+) -> Result<State> {
+    if !crate::io::git::is_repo(&project.root) {
+        return Ok(typed);
+    }
+    let found = crate::evidence::ignored_files::snapshot(&project.root)?;
+    state::update(&spec.state_path(), store::DEFAULT_LOCK_WAIT, |current| {
+        let Some(mut doc) = current else {
+            return Ok((None, typed));
+        };
+        doc.ignored_files = Some(found);
         Ok((Some(doc.clone()), doc))
     })
 }

@@ -8,6 +8,7 @@ pub(crate) mod bundle;
 pub(crate) mod criteria;
 pub mod critique;
 pub(crate) mod followups;
+pub(crate) mod ignored_files;
 pub mod integrity;
 pub(crate) mod program;
 pub(crate) mod proof;

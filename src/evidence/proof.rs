@@ -312,6 +312,10 @@ pub(crate) fn findings(
             }
         }
     }
+    if let Some(before) = &state.ignored_files {
+        let now = crate::evidence::ignored_files::snapshot(&project.root)?;
+        found.extend(integrity::ignored::changes(before, &now));
+    }
     Ok(found)
 }
 

@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::support::sha256;
 
 mod forms;
+pub mod ignored;
 
 pub use forms::is_test_path;
 
@@ -33,6 +34,8 @@ pub enum Kind {
     DisarmedAssertion,
     /// A test source too large (or unreadable) to scan: not judged, so it must be justified.
     Unscanned,
+    /// A file git ignores that changes how tests run appeared, changed or went (`ignored`).
+    IgnoredRunnerFile,
 }
 
 impl Kind {
@@ -46,6 +49,7 @@ impl Kind {
             Kind::WeakenedAssertion => "weakened-assertion",
             Kind::DisarmedAssertion => "disarmed-assertion",
             Kind::Unscanned => "unscanned",
+            Kind::IgnoredRunnerFile => "ignored-runner-file",
         }
     }
 }

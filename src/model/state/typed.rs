@@ -530,6 +530,9 @@ pub struct State {
     /// The baseline of tests that must still run: the SHA-256 of `test-results/baseline.json`
     /// and a summary (`evidence::baseline_store` owns its shape).
     test_baseline: Option<Map<String, Value>> = "testBaseline",
+    /// Files git ignores that change how tests run, as `state init` found them: path →
+    /// SHA-256 (`evidence::ignored_files`); one that differs later is an integrity finding.
+    ignored_files: Option<IndexMap<String, String>> = "ignoredFiles",
 }
 }
 
