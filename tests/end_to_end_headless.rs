@@ -541,6 +541,13 @@ fn e2e_29d_a_members_run_does_its_one_task_and_exits_0() {
     );
     assert_eq!(summary["completed"], true);
     assert_one_member_turn(&h, &run);
+    // last-mile sees the whole plan and names the whole wave (1.1 with 1.2), as the
+    // coordinator of a whole spec needs; ci-member.md tells a member to start no other.
+    let account = run.as_run();
+    let last_mile = account.tool_result(Some(Agent::Main), "coordinatorInstruction");
+    let said: Value = serde_json::from_str(last_mile).expect("last-mile prints JSON");
+    let instruction = said["coordinatorInstruction"].as_str().unwrap_or_default();
+    assert!(instruction.contains("1.1"), "{instruction}");
     // The coordinator's last turn was its closing line: nothing asked it for more.
     let last = run
         .requests
