@@ -2,7 +2,8 @@
 //! pinned Claude Code against the scripted fake model, as a CI job would call it. A completed
 //! spec exits 0 with its report and job summary; a run the model makes hang (a Bash step that
 //! sleeps, so the stream goes quiet) is resumed once and then fails within its bound; a
-//! halted run exits non-zero naming the halt.
+//! halted run exits non-zero naming the halt. A wave member's run (`--task`) does its one
+//! task and is judged by it.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -10,15 +11,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::e2e::fake_model::{bash, text, Agent, FakeModel, Request, Rule};
-use crate::e2e::runner::{fake_client_env, plugin_root};
+use crate::e2e::fake_model::{bash, text, Agent, Block, FakeModel, Request, Rule};
+use crate::e2e::runner::{self, fake_client_env, plugin_root};
 use crate::e2e::{
-    delegate, executor_steps, honest_executor, phase_check_then_complete, subagent_rules, Harness,
-    ALL_NOTES_VERIFY, SESSION,
+    delegate, executor_steps, honest_executor, phase_check_then_complete, stop_feedback,
+    subagent_rules, write_file, Harness, ALL_NOTES_VERIFY, DEMO_TASKS, SESSION,
 };
 
 /// What one `specrun headless run` left: its output, its wall time, the model's requests.
 struct Headless {
+    client: String,
     out: Output,
     root: PathBuf,
     wall: Duration,
@@ -33,10 +35,7 @@ impl Headless {
     fn describe(&self) -> String {
         let mut logs = String::new();
         for n in 1..=2 {
-            let log = self
-                .root
-                .join(format!(".specrun/headless/demo/attempt-{n}.jsonl"));
-            let text = read(&log);
+            let text = read(&self.stream_log(n));
             let lines: Vec<&str> = text.lines().collect();
             let tail = lines[lines.len().saturating_sub(12)..]
                 .iter()
@@ -49,13 +48,36 @@ impl Headless {
             ));
         }
         format!(
-            "rc={:?} wall={:.1}s, {} model requests\nstdout:\n{}\nstderr:\n{}\n{logs}",
-            self.out.status.code(),
-            self.wall.as_secs_f64(),
-            self.requests.len(),
+            "stdout:\n{}\n{logs}{}",
             self.stdout(),
-            String::from_utf8_lossy(&self.out.stderr)
+            self.as_run().describe()
         )
+    }
+    fn stream_log(&self, n: usize) -> PathBuf {
+        self.root
+            .join(format!(".specrun/headless/demo/attempt-{n}.jsonl"))
+    }
+    /// The run as the e2e runner accounts for one (every model request, the hook
+    /// responses, stderr's tail), its events those of both attempts' stream logs.
+    fn as_run(&self) -> runner::Run {
+        let events = (1..=2)
+            .flat_map(|n| {
+                read(&self.stream_log(n))
+                    .lines()
+                    .filter_map(|l| serde_json::from_str(l).ok())
+                    .collect::<Vec<Value>>()
+            })
+            .collect();
+        runner::Run {
+            client: self.client.clone(),
+            rc: self.out.status.code(),
+            wall: self.wall,
+            stderr: String::from_utf8_lossy(&self.out.stderr).into_owned(),
+            events,
+            requests: self.requests.clone(),
+            home: self.summary_file.parent().unwrap().to_path_buf(),
+            session_id: Some(SESSION.to_string()),
+        }
     }
     fn json(&self) -> Value {
         serde_json::from_slice(&self.out.stdout)
@@ -83,6 +105,7 @@ fn headless(h: &Harness, rules: Vec<Rule>, extra: &[&str]) -> Headless {
     let started = Instant::now();
     let out = cmd.output().expect("run specrun headless run");
     Headless {
+        client: h.client.name(),
         out,
         root: h.root(),
         wall: started.elapsed(),
@@ -231,36 +254,60 @@ fn e2e_29a_headless_run_of_a_completing_spec_exits_0_with_its_report() {
 /// The model never answers (each request is held for two minutes: a hang before the first
 /// response, as users report of headless runs): the attempt is stopped at the no-progress
 /// bound, the session resumed once (`--resume`), the resumed attempt hangs as well, and the
-/// run fails naming the hang, well within its bounds.
+/// run fails naming the hang, within its bounds.
+///
+/// The no-progress bound counts from the client's spawn, so it must outlast the client's
+/// own start-up (about 1.5 s to its first stream line and model request at load 5 here; a
+/// 5 s bound once fired before the first request at load 15). It is 20 s, and the hang is
+/// proven by what the run shows, not by how long it took: each attempt reached the model
+/// once, the held reply never reached either stream, and both attempts ended `hung` (the
+/// no-progress bound), not `out-of-time` (the wall-clock bound).
 #[test]
 fn e2e_29b_a_hanging_run_is_resumed_once_then_fails_within_its_bound() {
     let Some(h) = Harness::new() else {
         return;
     };
-    let rules = vec![Rule::main()
-        .times(0)
-        .stall(Duration::from_secs(120))
-        .reply([text("TOO_LATE")])];
+    const IDLE: u64 = 20;
+    // Held past both attempts' no-progress bounds: only a stop ends an attempt.
+    let stall = Duration::from_secs(6 * IDLE);
+    let rules = vec![Rule::main().times(0).stall(stall).reply([text("TOO_LATE")])];
+    let wall = 10 * IDLE;
 
-    let run = headless(&h, rules, &["--idle-timeout", "5", "--timeout", "40"]);
+    let run = headless(
+        &h,
+        rules,
+        &[
+            "--idle-timeout",
+            &IDLE.to_string(),
+            "--timeout",
+            &wall.to_string(),
+        ],
+    );
 
     assert_eq!(run.out.status.code(), Some(1), "{}", run.describe());
-    // Two attempts of ~5 s of silence each, plus start-up: never the model's 240 s.
+    // Within the run's own wall-clock bound (it stops at that bound, reports and exits).
     assert!(
-        run.wall < Duration::from_secs(90),
+        run.wall < Duration::from_secs(wall),
         "took {:?}\n{}",
         run.wall,
         run.describe()
     );
+    for n in 1..=2 {
+        assert!(
+            !read(&run.stream_log(n)).contains("TOO_LATE"),
+            "attempt {n} got the held reply: it was not stopped at the bound\n{}",
+            run.describe()
+        );
+    }
     let summary = run.json();
     let verdict = summary["verdict"].as_str().unwrap_or_default();
     for said in [
-        "spec demo not completed",
-        "hung: no stream line for 5 s",
-        "2 attempts, resumed once",
+        "spec demo not completed".to_string(),
+        format!("hung: no stream line for {IDLE} s"),
+        "2 attempts, resumed once".to_string(),
     ] {
         assert!(
-            verdict.contains(said),
+            verdict.contains(&said),
             "{said:?} not in {verdict:?}\n{}",
             run.describe()
         );
@@ -327,4 +374,265 @@ fn e2e_29c_a_halted_run_exits_non_zero_naming_the_halt() {
     );
     assert_eq!(summary["attempts"].as_array().map(Vec::len), Some(1));
     assert!(read(&run.summary_file).contains("halted: global-cap"));
+}
+
+/// The demo spec with 1.1 and 1.2 as one `[P]` group: a wave of two members, then the
+/// `[VERIFY]` task (a wave of its own), as `specrun waves` plans it.
+fn member_harness() -> Option<Harness> {
+    let h = Harness::new()?;
+    let tasks = DEMO_TASKS
+        .replace("- [ ] 1.1 Write", "- [ ] 1.1 [P] Write")
+        .replace("- [ ] 1.2 Write", "- [ ] 1.2 [P] Write");
+    h.project.spec("demo", &tasks);
+    h.project.commit_all("demo spec: 1.1 and 1.2 in one wave");
+    Some(h)
+}
+
+/// What the scripted coordinator says when its member's task is done.
+const MEMBER_DONE: &str = "Task 1.2 is done and confirmed; this member's job ends here.";
+
+/// The coordinator of a member's run, as the implement skill (steps 1 to 5, `--manual`)
+/// and references/ci-member.md say: snapshot, `state init --driver manual`, goal,
+/// last-mile, `task start 1.2`, one foreground delegation of 1.2. What it does with the
+/// executor's report is the scenario's.
+fn member_coordinator() -> Vec<Rule> {
+    [
+        bash("specrun snapshot --spec demo"),
+        bash(&format!(
+            "specrun state init --spec demo --session-id {SESSION} --driver manual"
+        )),
+        bash("specrun goal --spec demo"),
+        bash("specrun last-mile --spec demo --record"),
+        bash("specrun task start 1.2 --spec demo"),
+        delegate("specrun:spec-executor", "1.2"),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(turn, step)| Rule::main().turn(turn).reply([step]))
+    .collect()
+}
+
+/// The Agent calls the coordinator made, by the task its prompt names.
+fn delegations(run: &Headless) -> Vec<String> {
+    run.requests
+        .iter()
+        .filter(|r| r.agent == Agent::Main)
+        .flat_map(|r| r.reply.iter())
+        .filter_map(|b| match b {
+            Block::Tool { name, input } if name == "Agent" => {
+                Some(input["prompt"].as_str().unwrap_or_default().to_string())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The checkbox line of each demo task in tasks.md, `[x]` or `[ ]`.
+fn boxes(h: &Harness) -> Vec<(String, bool)> {
+    h.read("specs/demo/tasks.md")
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("- [")?;
+            let (mark, title) = rest.split_once("] ")?;
+            let id = title.split_whitespace().next()?.to_string();
+            Some((id, mark.eq_ignore_ascii_case("x")))
+        })
+        .collect()
+}
+
+/// What a member's run asserts whatever its verdict: the prompt was the member's
+/// (`--manual --task 1.2`, the ci-member reference offered), one delegation, of 1.2
+/// only; the manual driver's Stop hook let every stop go (`allow`), so no Stop-hook
+/// re-prompt reached the coordinator; one attempt (a result is not resumed).
+fn assert_one_member_turn(h: &Harness, run: &Headless) {
+    let first = run
+        .requests
+        .iter()
+        .find(|r| r.agent == Agent::Main)
+        .unwrap_or_else(|| panic!("no model request\n{}", run.describe()));
+    for said in ["demo --manual --task 1.2", "ci-member.md"] {
+        assert!(
+            first.first_user.contains(said),
+            "{said:?} not in the prompt the model got:\n{}",
+            run.describe()
+        );
+    }
+    let delegated = delegations(run);
+    assert_eq!(delegated.len(), 1, "{delegated:?}\n{}", run.describe());
+    assert!(delegated[0].starts_with("[task 1.2]"), "{delegated:?}");
+    for r in run.requests.iter().filter(|r| r.agent == Agent::Sub) {
+        assert!(
+            r.first_user.contains("[task 1.2]"),
+            "a subagent worked on something else: {:?}\n{}",
+            r.first_user,
+            run.describe()
+        );
+    }
+    let run_account = run.as_run();
+    let fed_back = stop_feedback(&run_account, Agent::Main);
+    assert!(fed_back.is_empty(), "{fed_back:?}\n{}", run.describe());
+    let stops: Vec<Value> = h
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "stop")
+        .collect();
+    assert!(
+        !stops.is_empty(),
+        "the Stop hook never ran\n{}",
+        run.describe()
+    );
+    for stop in &stops {
+        assert_eq!(
+            (&stop["decision"], &stop["rule"]),
+            (&json!("allow"), &json!("allow")),
+            "{stop}\n{}",
+            run.describe()
+        );
+    }
+    assert_eq!(h.state()["executionDriver"], "manual");
+    let summary = run.json();
+    let attempts = summary["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{summary:#}");
+    assert_eq!(attempts[0]["ending"], "result", "{summary:#}");
+    assert_eq!(attempts[0]["result"]["subtype"], "success", "{summary:#}");
+}
+
+/// A wave member's job, `headless run --task 1.2`, on a spec of three tasks: the
+/// coordinator delegates 1.2 alone, the executor does it honestly (its Verify, both
+/// critiques, a commit, `task complete --check`), the coordinator confirms it and ends its
+/// turn. Exit 0 naming the task; 1.2 alone is ticked with passing evidence, 1.1 (the
+/// other member, the first unchecked task) and 1.3 are untouched; the execution is not
+/// completed (the merge job finishes the spec).
+#[test]
+fn e2e_29d_a_members_run_does_its_one_task_and_exits_0() {
+    let Some(h) = member_harness() else {
+        return;
+    };
+    let root = h.root();
+    let mut rules = member_coordinator();
+    rules.push(
+        Rule::main()
+            .result("TASK_COMPLETE 1.2")
+            .reply([bash("specrun task complete 1.2 --check --spec demo")]),
+    );
+    rules.push(
+        Rule::main()
+            .last_tool_result("task 1.2 is already complete")
+            .reply([text(MEMBER_DONE)]),
+    );
+    rules.extend(honest_executor(
+        &root,
+        "1.2",
+        Some(("notes/beta.txt", "BETA\n")),
+        "grep -q BETA notes/beta.txt",
+    ));
+
+    let run = headless(
+        &h,
+        rules,
+        &["--task", "1.2", "--idle-timeout", "120", "--timeout", "300"],
+    );
+
+    assert_eq!(run.out.status.code(), Some(0), "{}", run.describe());
+    let summary = run.json();
+    assert_eq!(
+        summary["verdict"], "task 1.2 of spec demo done (1 attempt)",
+        "{summary:#}"
+    );
+    assert_eq!(summary["completed"], true);
+    assert_one_member_turn(&h, &run);
+    // last-mile sees the whole plan and names the whole wave (1.1 with 1.2), as the
+    // coordinator of a whole spec needs; ci-member.md tells a member to start no other.
+    let account = run.as_run();
+    let last_mile = account.tool_result(Some(Agent::Main), "coordinatorInstruction");
+    let said: Value = serde_json::from_str(last_mile).expect("last-mile prints JSON");
+    let instruction = said["coordinatorInstruction"].as_str().unwrap_or_default();
+    assert!(instruction.contains("1.1"), "{instruction}");
+    // The coordinator's last turn was its closing line: nothing asked it for more.
+    let last = run
+        .requests
+        .iter()
+        .rfind(|r| r.agent == Agent::Main)
+        .unwrap();
+    assert!(
+        matches!(last.reply.as_slice(), [Block::Text(t)] if t == MEMBER_DONE),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        boxes(&h),
+        [
+            ("1.1".to_string(), false),
+            ("1.2".to_string(), true),
+            ("1.3".to_string(), false)
+        ],
+        "{}",
+        run.describe()
+    );
+    let state = h.state();
+    assert_ne!(state["phase"], "completed", "{state:#}");
+    assert_eq!(state["taskEvidence"]["1.2"]["exitCode"], 0, "{state:#}");
+    for other in ["1.1", "1.3"] {
+        assert!(state["taskEvidence"][other].is_null(), "{state:#}");
+    }
+    assert!(!root.join("notes/alpha.txt").exists());
+    let log = h.project.git_cmd(&["log", "--format=%s"]);
+    assert!(log.contains("feat(notes): beta"), "{log}");
+    assert!(!log.contains("feat(notes): alpha"), "{log}");
+    let verify = h.specrun_status(&["verify", "status", "--task", "1.2", "--spec", "demo"]);
+    assert!(verify.status.success(), "{verify:?}");
+    assert!(read(&run.summary_file).contains("task 1.2 of spec demo done"));
+}
+
+/// The control: the executor stops after its edit, without its checks or `task
+/// complete`, and the coordinator ends its turn. The manual driver does not push it on,
+/// and the run exits 1 naming the task not done, with its box still open.
+#[test]
+fn e2e_29e_a_member_whose_task_is_not_finished_exits_1_naming_it() {
+    let Some(h) = member_harness() else {
+        return;
+    };
+    let root = h.root();
+    const STOPPED: &str = "Stopping before the checks: out of time for task 1.2.";
+    let mut rules = member_coordinator();
+    rules.push(
+        Rule::main()
+            .result(STOPPED)
+            .reply([text("The executor stopped before finishing task 1.2.")]),
+    );
+    rules.extend(subagent_rules(
+        "1.2",
+        0,
+        vec![
+            bash("specrun task start 1.2 --spec demo"),
+            write_file(&root, "notes/beta.txt", "BETA\n"),
+        ],
+        STOPPED,
+    ));
+
+    let run = headless(
+        &h,
+        rules,
+        &["--task", "1.2", "--idle-timeout", "120", "--timeout", "300"],
+    );
+
+    assert_eq!(run.out.status.code(), Some(1), "{}", run.describe());
+    let summary = run.json();
+    let verdict = summary["verdict"].as_str().unwrap_or_default();
+    assert!(
+        verdict.starts_with(
+            "task 1.2 of spec demo not done (not ticked with passing evidence): the last attempt ended with result success"
+        ),
+        "{verdict:?}\n{}",
+        run.describe()
+    );
+    assert_eq!(summary["completed"], false);
+    assert_one_member_turn(&h, &run);
+    assert!(
+        boxes(&h).iter().all(|(_, ticked)| !ticked),
+        "{:?}",
+        boxes(&h)
+    );
+    assert!(h.state()["taskEvidence"]["1.2"].is_null());
+    assert!(read(&run.summary_file).contains("task 1.2 of spec demo not done"));
 }
