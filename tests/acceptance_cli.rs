@@ -441,18 +441,8 @@ fn deleting_a_test_is_refused_naming_file_and_line_until_justified() {
             .to_string()
     };
     let (removed_id, skip_id) = (fid(removed), fid(skip));
-    let (code, out, err) = run(
-        &p,
-        &[
-            "task",
-            "justify",
-            "1.1",
-            "--finding",
-            &removed_id,
-            "--reason",
-            "subtraction moved to task 2.1",
-        ],
-    );
+    let (code, out, err) =
+        task_helpers::justify(&p, "1.1", &removed_id, "subtraction moved to task 2.1");
     assert_eq!(code, 0, "{out}{err}");
     assert!(p.read("specs/demo/.progress.md").contains(&format!(
         "- task 1.1: {removed_id} removed-test lib/add.test.js:8"

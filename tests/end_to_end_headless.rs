@@ -388,6 +388,15 @@ fn member_harness() -> Option<Harness> {
     Some(h)
 }
 
+/// `headless run --task 1.2`, a member's job, with bounds a loaded runner meets.
+fn member_run(h: &Harness, rules: Vec<Rule>) -> Headless {
+    headless(
+        h,
+        rules,
+        &["--task", "1.2", "--idle-timeout", "120", "--timeout", "300"],
+    )
+}
+
 /// What the scripted coordinator says when its member's task is done.
 const MEMBER_DONE: &str = "Task 1.2 is done and confirmed; this member's job ends here.";
 
@@ -427,16 +436,12 @@ fn delegations(run: &Headless) -> Vec<String> {
         .collect()
 }
 
-/// The checkbox line of each demo task in tasks.md, `[x]` or `[ ]`.
+/// Each demo task's id and whether its box is ticked, as specrun's own parser reads tasks.md.
 fn boxes(h: &Harness) -> Vec<(String, bool)> {
-    h.read("specs/demo/tasks.md")
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("- [")?;
-            let (mark, title) = rest.split_once("] ")?;
-            let id = title.split_whitespace().next()?.to_string();
-            Some((id, mark.eq_ignore_ascii_case("x")))
-        })
+    specrun::api::model::tasks::parse(&h.read("specs/demo/tasks.md"))
+        .tasks
+        .iter()
+        .map(|t| (t.label(), t.checked))
         .collect()
 }
 
@@ -527,11 +532,7 @@ fn e2e_29d_a_members_run_does_its_one_task_and_exits_0() {
         "grep -q BETA notes/beta.txt",
     ));
 
-    let run = headless(
-        &h,
-        rules,
-        &["--task", "1.2", "--idle-timeout", "120", "--timeout", "300"],
-    );
+    let run = member_run(&h, rules);
 
     assert_eq!(run.out.status.code(), Some(0), "{}", run.describe());
     let summary = run.json();
@@ -610,11 +611,7 @@ fn e2e_29e_a_member_whose_task_is_not_finished_exits_1_naming_it() {
         STOPPED,
     ));
 
-    let run = headless(
-        &h,
-        rules,
-        &["--task", "1.2", "--idle-timeout", "120", "--timeout", "300"],
-    );
+    let run = member_run(&h, rules);
 
     assert_eq!(run.out.status.code(), Some(1), "{}", run.describe());
     let summary = run.json();

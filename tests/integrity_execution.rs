@@ -69,18 +69,8 @@ fn a_finding_justified_for_an_earlier_task_is_not_asked_again() {
     p.commit_all("drop a test");
     let found = findings_of(&p, "1.1");
     let id = found[0].split(' ').next().unwrap().to_string();
-    ok(
-        &p,
-        &[
-            "task",
-            "justify",
-            "1.1",
-            "--finding",
-            &id,
-            "--reason",
-            "moved to 2.1",
-        ],
-    );
+    let (code, out, err) = crate::task_helpers::justify(&p, "1.1", &id, "moved to 2.1");
+    assert_eq!(code, 0, "{out}{err}");
     assert_eq!(findings_of(&p, "1.1"), Vec::<String>::new());
     crate::task_helpers::ready_to_complete(&p, "1.1");
     ok(&p, &["task", "complete", "1.1", "--check"]);

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::common::TempProject;
 use crate::integrity_scan::integrity_findings;
-use crate::task_helpers::run;
+use crate::task_helpers::{justify, run};
 
 const TASKS: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `true`\n";
 
@@ -153,18 +153,7 @@ fn a_person_can_waive_the_finding_for_the_file_they_saw_and_a_later_edit_is_new(
     p.write("conftest.py", "# fixtures\n");
     let found = integrity_findings(&p);
     let id = found[0].split(' ').next().unwrap().to_string();
-    let (code, out, err) = run(
-        &p,
-        &[
-            "task",
-            "justify",
-            "1.1",
-            "--finding",
-            &id,
-            "--reason",
-            "shared fixtures",
-        ],
-    );
+    let (code, out, err) = justify(&p, "1.1", &id, "shared fixtures");
     assert_eq!(code, 0, "{out}{err}");
     assert_eq!(integrity_findings(&p), Vec::<String>::new());
     p.write("conftest.py", CHEAT);

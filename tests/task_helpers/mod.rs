@@ -60,6 +60,22 @@ pub fn ready_to_complete(p: &TempProject, id: &str) {
     critique(p, id, "post-test", "2026-01-01T00:01:00Z");
 }
 
+/// `task justify <id> --finding <finding> --reason <reason>`, as a person at a shell.
+pub fn justify(p: &TempProject, id: &str, finding: &str, reason: &str) -> (i32, String, String) {
+    run(
+        p,
+        &[
+            "task",
+            "justify",
+            id,
+            "--finding",
+            finding,
+            "--reason",
+            reason,
+        ],
+    )
+}
+
 pub fn run(p: &TempProject, args: &[&str]) -> (i32, String, String) {
     let out = p.specrun().args(args).output().unwrap();
     (
