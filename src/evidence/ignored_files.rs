@@ -8,7 +8,6 @@
 //! anywhere is looked for, in at most `WALK_LIMIT` entries; `node_modules/` and `target/`
 //! are not walked (pytest does not collect there, and Python does not start from there).
 
-use std::io::Read;
 use std::path::Path;
 
 use indexmap::IndexMap;
@@ -16,7 +15,6 @@ use indexmap::IndexMap;
 use crate::error::Result;
 use crate::evidence::integrity::ignored::{self, INFO_EXCLUDE};
 use crate::io::{git, output};
-use crate::support::sha256::Sha256;
 
 /// Entries of ignored directories looked at, at most.
 const WALK_LIMIT: usize = 100_000;
@@ -107,17 +105,5 @@ fn digest(path: &Path) -> String {
     if !meta.file_type().is_file() {
         return "not-a-file".into();
     }
-    let Ok(Some(mut file)) = crate::io::store::open_foreign(path) else {
-        return "unreadable".into();
-    };
-    let mut hasher = Sha256::default();
-    let mut buf = [0u8; 64 * 1024];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(_) => return "unreadable".into(),
-        }
-    }
-    hasher.finish_hex()
+    crate::evidence::verify::hash_file(path).unwrap_or_else(|_| "unreadable".into())
 }

@@ -189,7 +189,8 @@ fn walk(
     Ok(())
 }
 
-fn hash_file(path: &Path) -> Result<String> {
+/// The SHA-256 of a regular file's contents, read through the store's walked open.
+pub(crate) fn hash_file(path: &Path) -> Result<String> {
     // The store's open: a file swapped for a FIFO, a device or a link after the walk's
     // stat can neither hang the open nor feed the hash without end.
     let mut file = crate::io::store::open_walked(path)?;

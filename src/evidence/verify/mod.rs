@@ -17,6 +17,7 @@ use crate::model::state::State;
 pub use crate::io::project::bookkeeping_paths;
 
 mod files;
+pub(crate) use files::hash_file;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
