@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use serde_json::Value;
+use indexmap::IndexMap;
+use serde_json::{Map, Value};
 
 use crate::cli::{StateCommand, StateInitArgs};
 use crate::commands::exec::Exec;
@@ -241,13 +242,21 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         (doc, continued)
     };
     let mut typed = State::from_json(doc, &path.display().to_string())?;
+    // A continued execution keeps what its first init took.
+    let baseline = if !continued || typed.test_baseline.is_none() {
+        take_baseline(project, spec, &typed, &loaded.list)?
+    } else {
+        None
+    };
+    let ignored = if !continued || typed.ignored_files.is_none() {
+        ignored_files_now(project)?
+    } else {
+        None
+    };
+    if baseline.is_some() || ignored.is_some() {
+        typed = keep_taken(spec, typed, baseline, ignored)?;
+    }
     write_record(project, spec, &typed, continued)?;
-    if !continued || typed.test_baseline.is_none() {
-        typed = take_baseline(project, spec, typed, &loaded.list)?;
-    }
-    if !continued || typed.ignored_files.is_none() {
-        typed = take_ignored_files(project, spec, typed)?;
-    }
     report_init(&spec.name, &typed, counts, continued);
     if let Some(gate) = crate::model::plan::unmet(
         &spec.name,
@@ -269,15 +278,15 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
 /// The baseline of tests that must still run, taken at `state init` rather than at the
 /// first `task start`: it belongs with the plan it is part of, on the tree the plan was
 /// agreed on, and a parallel group's first starts would race to be "first". A continued
-/// execution keeps its own.
+/// execution keeps its own. `None` without a final check.
 fn take_baseline(
     project: &Project,
     spec: &crate::io::project::Spec,
-    typed: State,
+    typed: &State,
     list: &crate::model::tasks::TaskList,
-) -> Result<State> {
+) -> Result<Option<Map<String, Value>>> {
     let Some(check) = crate::model::plan::final_check_of(typed.frozen_plan(), list) else {
-        return Ok(typed);
+        return Ok(None);
     };
     let command = check.command.as_str();
     output::note(&format!(
@@ -285,37 +294,35 @@ fn take_baseline(
     ));
     let at = crate::io::events::now_rfc3339();
     let ran = crate::evidence::verify_run::execute_in(&project.tree, command, None, &[])?;
-    let kept = crate::evidence::baseline_store::take(spec, command, &at, &ran.tests)?;
-    let path = spec.state_path();
-    let kept = match kept {
-        Value::Object(map) => map,
-        _ => return Ok(typed),
-    };
-    state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
-        let Some(mut doc) = current else {
-            return Ok((None, typed));
-        };
-        doc.test_baseline = Some(kept);
-        Ok((Some(doc.clone()), doc))
-    })
+    match crate::evidence::baseline_store::take(spec, command, &at, &ran.tests)? {
+        Value::Object(map) => Ok(Some(map)),
+        _ => Ok(None),
+    }
 }
 
-/// The ignored runner files as the execution starts (`evidence::ignored_files`); a
-/// continued execution keeps its own. Outside git there is nothing git could hide.
-fn take_ignored_files(
-    project: &Project,
+/// The ignored runner files as the execution starts (`evidence::ignored_files`), after
+/// the baseline run (what an honest run leaves is part of the start). Outside git there is
+/// nothing git could hide.
+fn ignored_files_now(project: &Project) -> Result<Option<IndexMap<String, String>>> {
+    if !crate::io::git::is_repo(&project.root) {
+        return Ok(None);
+    }
+    crate::evidence::ignored_files::snapshot(&project.root).map(Some)
+}
+
+/// What `state init` took as the execution starts, written in one update.
+fn keep_taken(
     spec: &crate::io::project::Spec,
     typed: State,
+    baseline: Option<Map<String, Value>>,
+    ignored: Option<IndexMap<String, String>>,
 ) -> Result<State> {
-    if !crate::io::git::is_repo(&project.root) {
-        return Ok(typed);
-    }
-    let found = crate::evidence::ignored_files::snapshot(&project.root)?;
     state::update(&spec.state_path(), store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {
             return Ok((None, typed));
         };
-        doc.ignored_files = Some(found);
+        doc.test_baseline = baseline.or(doc.test_baseline);
+        doc.ignored_files = ignored.or(doc.ignored_files);
         Ok((Some(doc.clone()), doc))
     })
 }
