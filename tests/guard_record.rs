@@ -220,6 +220,30 @@ fn a_deleted_garbled_or_rewound_state_halts() {
 }
 
 #[test]
+fn editing_the_states_snapshot_of_ignored_files_halts_until_a_person_accepts() {
+    let p = executing();
+    let mut s = p.state("demo");
+    assert!(s["ignoredFiles"].is_object(), "{s:#}");
+    s["ignoredFiles"]["conftest.py"] = json!("0".repeat(64));
+    std::fs::write(state_path(&p), serde_json::to_vec(&s).unwrap()).unwrap();
+    let v = halted(&stop(&p));
+    assert!(
+        v["stopReason"].as_str().unwrap().contains("ignoredFiles"),
+        "{v}"
+    );
+    let refused = run(&p, true, &["resume", "--accept-record", "--spec", "demo"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    halted(&stop(&p));
+    let ok = run(&p, false, &["resume", "--accept-record", "--spec", "demo"]);
+    assert!(ok.status.success(), "{}", said(&ok));
+    let answer = stop(&p);
+    assert!(
+        answer.is_empty() || json_of(&answer)["continue"] != false,
+        "{answer}"
+    );
+}
+
+#[test]
 fn only_a_person_at_a_shell_accepts_the_files_over_the_record() {
     let p = executing();
     std::fs::remove_file(p.path("specs/.current-spec")).unwrap();

@@ -201,3 +201,118 @@ fn the_callers_git_variables_do_not_hide_an_ignored_conftest() {
     );
     assert_eq!(ignored_named(&found, "conftest.py").len(), 1, "{found:#?}");
 }
+
+// ---- the model's routes past the finding (inside Claude Code: CLAUDECODE=1) ----
+
+/// `specrun <args>` as the model runs it: exit code and everything it printed.
+fn inside(p: &TempProject, args: &[&str]) -> (Option<i32>, String) {
+    let out = p
+        .specrun()
+        .args(args)
+        .env("CLAUDECODE", "1")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), said)
+}
+
+/// A started task whose tree gained a cheating conftest.py the tree's `.gitignore` hides.
+fn cheated() -> TempProject {
+    let p = started(|p| {
+        p.write(".gitignore", "conftest.py\n");
+    });
+    p.write("conftest.py", CHEAT);
+    p
+}
+
+#[test]
+fn inside_claude_code_the_refusal_names_no_persons_command_and_the_models_justify_is_refused() {
+    let p = cheated();
+    crate::task_helpers::ready_to_complete(&p, "1.1");
+    let (code, said) = inside(&p, &["task", "complete", "1.1", "--check"]);
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("ignored-runner-file at conftest.py:1"),
+        "{said}"
+    );
+    crate::roles::assert_no_persons_command(&said, "the refusal");
+    let id = said
+        .split_whitespace()
+        .find(|w| w.starts_with('F') && w.len() == 9)
+        .unwrap_or_else(|| panic!("no finding id in {said}"))
+        .to_string();
+    let (code, said) = inside(
+        &p,
+        &[
+            "task",
+            "justify",
+            "1.1",
+            "--finding",
+            &id,
+            "--reason",
+            "fine",
+        ],
+    );
+    assert_eq!(code, Some(1), "{said}");
+    assert_eq!(
+        ignored_named(&integrity_findings(&p), "conftest.py").len(),
+        1
+    );
+    assert!(p.read("specs/demo/tasks.md").contains("- [ ] 1.1"));
+}
+
+#[test]
+fn the_models_state_init_or_state_merge_does_not_retake_the_snapshot() {
+    let p = cheated();
+    let file = "specs/demo/.specrun-state.json";
+    let forged = format!(
+        r#"{{"ignoredFiles": {{"conftest.py": "{}"}}}}"#,
+        "0".repeat(64)
+    );
+    let (code, said) = inside(&p, &["state", "merge", file, &forged]);
+    assert_ne!(code, Some(0), "{said}");
+    let (_, said) = inside(&p, &["state", "init", "--spec", "demo"]);
+    assert!(
+        p.state("demo")["ignoredFiles"].get("conftest.py").is_none(),
+        "{said}"
+    );
+    let found = integrity_findings(&p);
+    assert_eq!(ignored_named(&found, "conftest.py").len(), 1, "{found:#?}");
+}
+
+#[test]
+fn a_conftest_a_background_process_writes_after_the_start_is_seen() {
+    let p = started(|p| {
+        p.write(".gitignore", "conftest.py\n");
+    });
+    let mut writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "sleep 0.2; printf '%s' '{}' > conftest.py",
+            "# patched"
+        ))
+        .current_dir(p.root())
+        .spawn()
+        .unwrap();
+    assert!(writer.wait().unwrap().success());
+    let found = integrity_findings(&p);
+    assert_eq!(ignored_named(&found, "conftest.py").len(), 1, "{found:#?}");
+}
+
+#[test]
+fn control_an_honest_task_completes_inside_claude_code_beside_an_ignored_runner_file() {
+    let p = started(|p| {
+        p.write(".gitignore", "conftest.py\n.venv/\n");
+        p.write("conftest.py", "# the project's fixtures\n");
+        p.write(".venv/lib/python3.12/site-packages/dist.pth", "import os\n");
+    });
+    p.write("src/a.py", "def a():\n    return 2\n");
+    crate::task_helpers::ready_to_complete(&p, "1.1");
+    let (code, said) = inside(&p, &["task", "complete", "1.1", "--check"]);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.1"));
+}

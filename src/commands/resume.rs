@@ -142,6 +142,7 @@ fn accept_record(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
             rec.output_tokens = s.output_tokens();
             rec.session_id = s.session_id().map(str::to_string);
             rec.mirror(s);
+            rec.ignored_files = s.ignored_files.clone();
             if let Some(sid) = s.session_id() {
                 record::bind_spec(&project.root, sid, &found.name, &now_rfc3339())?;
             }

@@ -716,6 +716,10 @@ fn write_record(
     if let Some(b) = &binding {
         rec.transcript_path = b.transcript_path.clone().or(rec.transcript_path.take());
     }
+    // Kept from the first init that took it: the state's copy is the model's to edit.
+    if rec.ignored_files.is_none() {
+        rec.ignored_files = state.ignored_files.clone();
+    }
     if fresh {
         rec.start_commit = binding
             .and_then(|b| b.start_commit)

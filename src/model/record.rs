@@ -85,6 +85,9 @@ pub(crate) struct Record {
     pub earned: Vec<String>,
     /// The plan's digest at `state init` (`plan_digest`).
     pub plan_digest: Option<String>,
+    /// The state's `ignoredFiles` as `state init` took them: the integrity findings read
+    /// the state's copy, so one edited there no longer matches this.
+    pub ignored_files: Option<indexmap::IndexMap<String, String>>,
 }
 
 impl Record {
@@ -220,6 +223,12 @@ pub(crate) fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
     let frozen = matches!(state.frozen_plan(), crate::model::plan::Frozen::Plan(_));
     if record.plan_digest.is_some() && !frozen {
         return Some("the state's frozen plan was removed or broken".to_string());
+    }
+    if record.ignored_files.is_some() && state.ignored_files != record.ignored_files {
+        return Some(
+            "the state's snapshot of ignored files (`ignoredFiles`) is not the one `state init` took"
+                .to_string(),
+        );
     }
     let cap_halt = record.halt.as_ref().filter(|h| h.kind != RECORD_HALT);
     if let (Some(h), None) = (cap_halt, state.halt()) {
