@@ -316,3 +316,24 @@ fn control_an_honest_task_completes_inside_claude_code_beside_an_ignored_runner_
     assert_eq!(code, Some(0), "{said}");
     assert!(p.read("specs/demo/tasks.md").contains("- [x] 1.1"));
 }
+
+#[test]
+fn in_a_virtualenv_only_the_packages_directories_start_up_files_count() {
+    let site = "venv/lib/python3.12/site-packages";
+    let p = started(|p| {
+        p.write(".gitignore", "venv/\n");
+        p.write("venv/pyvenv.cfg", "home = /usr/bin\n");
+        p.write(&format!("{site}/pkg/__init__.py"), "");
+    });
+    p.write(&format!("{site}/zz-neuter.pth"), "import neuter\n");
+    p.write(&format!("{site}/pkg/conftest.py"), CHEAT);
+    p.write("venv/conftest.py", CHEAT);
+    p.write("venv/share/data/sitecustomize.py", "import neuter\n");
+    let found = integrity_findings(&p);
+    let ignored: Vec<&String> = found
+        .iter()
+        .filter(|f| f.contains("ignored-runner-file"))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{found:#?}");
+    assert!(ignored[0].contains(&format!("{site}/zz-neuter.pth")));
+}

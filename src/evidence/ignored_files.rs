@@ -5,8 +5,8 @@
 //! tree against it.
 //!
 //! Inside an ignored directory (an in-tree virtualenv, a build folder) only what acts from
-//! anywhere is looked for, in at most `WALK_LIMIT` entries; `node_modules/` and `target/`
-//! are not walked (pytest does not collect there, and Python does not start from there).
+//! there is looked for (`walk`), in at most `WALK_LIMIT` entries; `node_modules/` and
+//! `target/` are not walked (pytest does not collect there, Python does not start there).
 
 use std::path::Path;
 
@@ -58,30 +58,68 @@ pub(crate) fn snapshot(root: &Path) -> Result<IndexMap<String, String>> {
     Ok(found)
 }
 
-/// The runner files below the ignored directory `dir`, depth first, in name order.
+/// The runner files below the ignored directory `dir`, depth first, in name order. Walked
+/// as the runners read a tree: a virtualenv (it holds `pyvenv.cfg`; pytest does not collect
+/// in one) only for its packages directories, and a packages directory only at its top
+/// (Python reads start-up files there, not inside the packages).
 fn walk(root: &Path, dir: &str, budget: &mut usize, found: &mut IndexMap<String, String>) {
-    let Ok(read) = std::fs::read_dir(root.join(dir)) else {
-        return;
-    };
-    let mut entries: Vec<_> = read.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
+    let entries = listing(root, dir);
+    if entries
+        .iter()
+        .any(|(name, is_dir)| name == "pyvenv.cfg" && !is_dir)
+    {
+        return virtualenv(root, dir, budget, found);
+    }
+    let top_only = ignored::is_packages_dir(dir);
+    for (name, is_dir) in entries {
         if *budget == 0 {
             return;
         }
         *budget -= 1;
-        let name = e.file_name().to_string_lossy().into_owned();
         let rel = format!("{dir}/{name}");
-        match e.file_type() {
-            Ok(t) if t.is_dir() && !NOT_WALKED.contains(&name.as_str()) => {
-                walk(root, &rel, budget, found)
-            }
-            Ok(t) if !t.is_dir() && ignored::shapes_runs_nested(&rel) => {
-                found.insert(rel, digest(&e.path()));
-            }
-            _ => {}
+        if is_dir && !top_only && !NOT_WALKED.contains(&name.as_str()) {
+            walk(root, &rel, budget, found);
+        } else if !is_dir && ignored::shapes_runs_nested(&rel) {
+            found.insert(rel.clone(), digest(&root.join(&rel)));
         }
     }
+}
+
+/// A virtualenv's packages directories: `lib*/<python>/site-packages` and, as Windows
+/// lays one out, `Lib/site-packages`.
+fn virtualenv(root: &Path, venv: &str, budget: &mut usize, found: &mut IndexMap<String, String>) {
+    for (lib, is_dir) in listing(root, venv) {
+        if !is_dir || !lib.to_ascii_lowercase().starts_with("lib") {
+            continue;
+        }
+        let lib = format!("{venv}/{lib}");
+        for (sub, is_dir) in listing(root, &lib) {
+            let packages = match sub.as_str() {
+                "site-packages" => format!("{lib}/{sub}"),
+                _ => format!("{lib}/{sub}/site-packages"),
+            };
+            if is_dir && root.join(&packages).is_dir() {
+                walk(root, &packages, budget, found);
+            }
+        }
+    }
+}
+
+/// The entries of `dir` (relative to `root`) by name, each with whether it is a directory
+/// (a link is not: it is never followed).
+fn listing(root: &Path, dir: &str) -> Vec<(String, bool)> {
+    let Ok(read) = std::fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut entries: Vec<(String, bool)> = read
+        .flatten()
+        .map(|e| {
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            (e.file_name().to_string_lossy().into_owned(), is_dir)
+        })
+        .collect();
+    entries.sort();
+    entries
 }
 
 /// The repository's `info/exclude` (the main repository's, from a linked worktree).

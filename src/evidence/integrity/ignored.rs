@@ -70,13 +70,20 @@ pub fn shapes_runs(path: &str) -> bool {
 }
 
 /// Whether a file found inside an ignored directory counts: there only what acts from
-/// anywhere (pytest's conftest.py; Python's start-up files, which site reads from the
-/// packages directories an in-tree virtualenv keeps ignored).
+/// where it stands (pytest's conftest.py; Python's start-up files at the top of a packages
+/// directory, which an in-tree virtualenv keeps ignored).
 pub fn shapes_runs_nested(path: &str) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
+    let (parent, name) = path.rsplit_once('/').unwrap_or(("", path));
+    if is_packages_dir(parent) {
+        return name.ends_with(".pth") || name == "sitecustomize.py" || name == "usercustomize.py";
+    }
     name == "conftest.py"
-        || ((name.ends_with(".pth") || name == "sitecustomize.py" || name == "usercustomize.py")
-            && (path.contains("/site-packages/") || path.contains("/dist-packages/")))
+}
+
+/// Whether `dir` is a packages directory Python reads start-up files from.
+pub fn is_packages_dir(dir: &str) -> bool {
+    let name = dir.rsplit('/').next().unwrap_or(dir);
+    name == "site-packages" || name == "dist-packages"
 }
 
 /// The findings of the ignored runner files now against the execution's snapshot.
@@ -153,6 +160,12 @@ mod tests {
             ".venv/lib/python3.12/site-packages/evil.pth"
         ));
         assert!(shapes_runs_nested("build/gen/conftest.py"));
+        assert!(!shapes_runs_nested(
+            ".venv/lib/python3.12/site-packages/pkg/evil.pth"
+        ));
+        assert!(!shapes_runs_nested(
+            ".venv/lib/python3.12/site-packages/conftest.py"
+        ));
         assert!(!shapes_runs_nested("node_modules/x/package.json"));
         assert!(!shapes_runs_nested("docs/x.pth"));
     }
