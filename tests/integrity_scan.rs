@@ -240,3 +240,21 @@ fn a_truly_binary_file_and_an_unchanged_tree_are_not_judged() {
     assert_eq!(integrity_findings(&p), Vec::<String>::new());
     assert!(Path::new(&p.path("lib/blob.js")).exists());
 }
+
+/// A name shaped like the store's temp files (`.<file>.specrun-tmp-…`) is no hiding place:
+/// the scan reads every file of the tree by content, whatever it is called.
+#[test]
+fn a_disarming_file_named_like_a_store_temp_file_is_still_scanned() {
+    let p = started("lib/add.test.js");
+    p.write(
+        "lib/.add.js.specrun-tmp-1.js",
+        "require('node:assert').strictEqual = () => {};\n",
+    );
+    let found = integrity_findings(&p);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("disarmed-assertion at lib/.add.js.specrun-tmp-1.js:1")),
+        "{found:#?}"
+    );
+}

@@ -50,9 +50,8 @@ pub(crate) fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<
         .into_iter()
         .filter(|(p, _)| keep(p))
         .collect();
-    // Filtered before hashing: another member's verb may be writing (and renaming away) a
-    // temp file in the bookkeeping right now, and a path gone by the time git reads it
-    // fails the whole scan.
+    // Filtered before hashing: the bookkeeping is no part of the change, and other
+    // members' verbs rewrite it right now.
     let new: BTreeMap<String, String> = worktree_entries(root, &keep)?.into_iter().collect();
     let mut changed: Vec<(String, Option<String>, Status)> = Vec::new();
     for (path, (mode, oid)) in &old {
@@ -136,8 +135,7 @@ fn tree_entries(root: &Path, start: &str) -> Result<Vec<(String, (String, String
 /// tracks or would add (ignored by the tree's own `.gitignore` files only: an exclude in
 /// `.git/info/exclude` or the user's excludes file is invisible to a reviewer). Not a
 /// regular file: an id that matches nothing, so it reads as changed.
-/// Only paths `keep` accepts are looked at, and never the store's temp files (transient,
-/// as the fingerprint leaves them out).
+/// Only paths `keep` accepts are looked at.
 fn worktree_entries(root: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Vec<(String, String)>> {
     let out = git::scan_run(
         root,
@@ -154,11 +152,11 @@ fn worktree_entries(root: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Vec<(Str
         .split(|&b| b == 0)
         .filter(|r| !r.is_empty() && !r.ends_with(b"/"))
         .map(|r| String::from_utf8_lossy(r).into_owned())
-        .filter(|p| keep(p) && !crate::io::store::is_temp_name(p.rsplit('/').next().unwrap_or(p)))
+        .filter(|p| keep(p))
         .collect();
     paths.dedup();
-    let mut regular = Vec::new();
     let mut entries = Vec::new();
+    let mut regular = Vec::new();
     for path in paths {
         match std::fs::symlink_metadata(root.join(&path)) {
             Err(_) => {}
@@ -166,21 +164,40 @@ fn worktree_entries(root: &Path, keep: &dyn Fn(&str) -> bool) -> Result<Vec<(Str
             Ok(_) => entries.push((path, String::new())),
         }
     }
-    if !regular.is_empty() {
-        let input = regular.join("\n") + "\n";
-        let out = git::scan_run(
-            root,
-            &["hash-object", "--no-filters", "--stdin-paths"],
-            Some(input.into_bytes()),
-        )?;
-        let ids = String::from_utf8_lossy(&out).into_owned();
-        let mut ids = ids.lines();
-        for path in regular {
-            let id = ids.next().unwrap_or_default().to_string();
-            entries.push((path, id));
+    entries.extend(hash_regular(root, regular)?);
+    Ok(entries)
+}
+
+/// The blob ids of `paths` (regular files when listed). A file gone by the time git reads
+/// it (a temp file another verb renamed away, a file deleted right now) is not in the tree,
+/// as one gone before the listing is not: git is asked again without it, and fails the
+/// scan only when nothing went.
+fn hash_regular(root: &Path, mut paths: Vec<String>) -> Result<Vec<(String, String)>> {
+    loop {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input = paths.join("\n") + "\n";
+        let args = ["hash-object", "--no-filters", "--stdin-paths"];
+        match git::scan_run(root, &args, Some(input.into_bytes())) {
+            Ok(out) => {
+                let ids = String::from_utf8_lossy(&out).into_owned();
+                let ids = ids
+                    .lines()
+                    .map(str::to_string)
+                    .chain(std::iter::repeat(String::new()));
+                return Ok(paths.into_iter().zip(ids).collect());
+            }
+            Err(e) => {
+                let before = paths.len();
+                paths
+                    .retain(|p| std::fs::symlink_metadata(root.join(p)).is_ok_and(|m| m.is_file()));
+                if paths.len() == before {
+                    return Err(e);
+                }
+            }
         }
     }
-    Ok(entries)
 }
 
 enum Content {
@@ -384,4 +401,29 @@ pub(crate) fn complete_unmet(
         }),
     }
     unmet
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // the test sets up files directly
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_gone_before_git_reads_it_is_left_out_and_the_rest_are_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(root)
+            .status()
+            .unwrap();
+        std::fs::write(root.join("a.txt"), "a\n").unwrap();
+        std::fs::write(root.join("c.txt"), "c\n").unwrap();
+        let listed = vec!["a.txt".to_string(), "gone.txt".into(), "c.txt".into()];
+        let ids = hash_regular(root, listed).unwrap();
+        let paths: Vec<&str> = ids.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "c.txt"]);
+        assert!(ids.iter().all(|(_, id)| id.len() == 40), "{ids:?}");
+        assert_ne!(ids[0].1, ids[1].1);
+    }
 }
