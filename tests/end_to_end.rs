@@ -14,7 +14,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::e2e;
-use crate::e2e::fake_model::{bash, text, Agent, Block, Rule};
+use crate::e2e::fake_model::{bash, text, Agent, Rule};
 use crate::e2e::runner::{plugin_root, Run, Session};
 use crate::e2e::{
     commit_subject, delegate, delegate_as, executor_steps, honest_executor, notification_turns,
@@ -1253,12 +1253,7 @@ fn e2e_16_a_coordinator_stopping_while_an_executor_works_is_told_to_wait() {
     assert_eq!(run.rc, Some(0), "{}", run.describe());
     assert_eq!(run.terminal_reason(), "completed", "{}", run.describe());
     let state = h.completed_state(&run);
-    let delegations = run
-        .requests_of(Agent::Main)
-        .iter()
-        .flat_map(|r| r.reply.iter())
-        .filter(|b| matches!(b, Block::Tool { name, .. } if name == "Agent"))
-        .count();
+    let delegations = run.delegations().len();
     assert_eq!(
         delegations,
         1,

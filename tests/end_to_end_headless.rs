@@ -421,21 +421,6 @@ fn member_coordinator() -> Vec<Rule> {
     .collect()
 }
 
-/// The Agent calls the coordinator made, by the task its prompt names.
-fn delegations(run: &Headless) -> Vec<String> {
-    run.requests
-        .iter()
-        .filter(|r| r.agent == Agent::Main)
-        .flat_map(|r| r.reply.iter())
-        .filter_map(|b| match b {
-            Block::Tool { name, input } if name == "Agent" => {
-                Some(input["prompt"].as_str().unwrap_or_default().to_string())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// Each demo task's id and whether its box is ticked, as specrun's own parser reads tasks.md.
 fn boxes(h: &Harness) -> Vec<(String, bool)> {
     specrun::api::model::tasks::parse(&h.read("specs/demo/tasks.md"))
@@ -462,7 +447,7 @@ fn assert_one_member_turn(h: &Harness, run: &Headless) {
             run.describe()
         );
     }
-    let delegated = delegations(run);
+    let delegated = run.as_run().delegations();
     assert_eq!(delegated.len(), 1, "{delegated:?}\n{}", run.describe());
     assert!(delegated[0].starts_with("[task 1.2]"), "{delegated:?}");
     for r in run.requests.iter().filter(|r| r.agent == Agent::Sub) {

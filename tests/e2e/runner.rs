@@ -248,6 +248,20 @@ impl Run {
             .unwrap_or_else(|| panic!("no tool result with {needle:?}\n{}", self.describe()))
     }
 
+    /// The prompts of the Agent calls the coordinator made, in order.
+    pub fn delegations(&self) -> Vec<String> {
+        self.requests_of(Agent::Main)
+            .into_iter()
+            .flat_map(|r| r.reply.iter())
+            .filter_map(|b| match b {
+                Block::Tool { name, input } if name == "Agent" => {
+                    Some(input["prompt"].as_str().unwrap_or_default().to_string())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// `hook_response` events for one hook event name (e.g. "Stop").
     pub fn hook_responses(&self, event: &str) -> Vec<&Value> {
         self.events
