@@ -994,3 +994,64 @@ fn state_init_isolate_outside_git_says_the_tasks_run_in_the_shared_tree() {
         "{err}"
     );
 }
+
+/// A project whose member 1.1 may change a committed test file (its Files name it), and
+/// whose `.gitignore` hides a conftest.py; 1.1 started in its worktree.
+fn member_with_tests() -> (TempProject, PathBuf) {
+    let p = TempProject::git();
+    p.git_cmd(&["config", "user.email", "t@example.com"]);
+    p.git_cmd(&["config", "user.name", "t"]);
+    p.spec(
+        "demo",
+        &TASKS.replace("a.txt, shared.txt", "a.txt, lib/add.test.js"),
+    );
+    p.write("shared.txt", "line one\n");
+    p.write(".gitignore", ".specrun/\nconftest.py\n");
+    p.write("lib/add.test.js", crate::integrity_scan::TWO_TESTS);
+    // The main checkout's own ignored runner file, there at init: no worktree has it.
+    p.write("conftest.py", "# the project's fixtures\n");
+    p.commit_all("spec");
+    p.init_state("demo");
+    let dir = start(&p, "1.1");
+    (p, dir)
+}
+
+fn integrity_unmet(dir: &Path) -> Vec<String> {
+    crate::integrity_scan::findings_in(dir, "1.1", &[])
+}
+
+#[test]
+fn a_member_deleting_a_test_in_its_worktree_is_refused_naming_it() {
+    let (_p, dir) = member_with_tests();
+    std::fs::write(
+        dir.join("lib/add.test.js"),
+        crate::integrity_scan::one_test(),
+    )
+    .unwrap();
+    let found = integrity_unmet(&dir);
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("removed-test at lib/add.test.js:8")),
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_member_adding_an_ignored_conftest_in_its_worktree_is_a_finding_and_main_s_ignored_files_are_not(
+) {
+    let (_p, dir) = member_with_tests();
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::fs::write(
+        dir.join("lib/conftest.py"),
+        "# a hook that passes every test\n",
+    )
+    .unwrap();
+    let found = integrity_unmet(&dir);
+    let ignored: Vec<&String> = found
+        .iter()
+        .filter(|f| f.contains("ignored-runner-file"))
+        .collect();
+    assert_eq!(ignored.len(), 1, "{found:#?}");
+    assert!(ignored[0].contains("at lib/conftest.py:1"), "{found:#?}");
+}

@@ -40,8 +40,15 @@ pub fn integrity_findings(p: &TempProject) -> Vec<String> {
 
 /// The test-integrity findings of `task complete <id> --check` with `env` added.
 pub fn findings_with_env(p: &TempProject, id: &str, env: &[(&str, &str)]) -> Vec<String> {
-    let mut cmd = p.specrun();
-    cmd.args(["task", "complete", id, "--check", "--json"]);
+    findings_in(&p.root(), id, env)
+}
+
+/// The test-integrity findings of `task complete <id> --check` run in `dir` (a member's
+/// worktree, say), one line each.
+pub fn findings_in(dir: &Path, id: &str, env: &[(&str, &str)]) -> Vec<String> {
+    let mut cmd = std::process::Command::new(crate::common::bin_path());
+    cmd.current_dir(dir)
+        .args(["task", "complete", id, "--check", "--json"]);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -1096,10 +1096,22 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
     let Some(task) = list.find(id).ok().filter(|t| !t.checked) else {
         return Vec::new();
     };
-    proof::complete_unmet(&active.project, &active.spec, &active.state, &list, task)
-        .into_iter()
-        .map(|u| format!("{}: {}", u.name, u.detail))
-        .collect()
+    let iso = crate::isolation::worktree::Isolation::of(&active.state);
+    let member = crate::isolation::open_member(&active.project, &active.spec, &iso, id);
+    let tree = member
+        .as_ref()
+        .map_or(active.project.root.as_path(), |(_, dir)| dir.as_path());
+    proof::complete_unmet(
+        &active.project,
+        &active.spec,
+        &active.state,
+        &list,
+        task,
+        tree,
+    )
+    .into_iter()
+    .map(|u| format!("{}: {}", u.name, u.detail))
+    .collect()
 }
 
 fn session_start(input: &HookInput, active: &Active) -> Option<HookAnswer> {

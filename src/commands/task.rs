@@ -290,7 +290,10 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
         now: &now,
     };
     // Criteria and test integrity: kept beside protocol's gates (proof.rs).
-    let mut proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task);
+    let tree = member
+        .as_ref()
+        .map_or(project.root.as_path(), |(_, dir)| dir.as_path());
+    let mut proof = proof::complete_unmet(project, spec, &held.state, &held.tasks.list, task, tree);
     // Red before, green after: the mapped tests run at the attempt's start commit, judged
     // before the lock was taken; again here only when what they were judged from changed.
     proof.extend(match early_red {
@@ -455,7 +458,11 @@ fn justify(
             message: format!("task {id} has no running attempt with a start commit: there is no change to justify (`specrun task start {} {}`)", crate::support::shell::word(&id), crate::support::shell::spec_flag(&spec.name)),
         });
     }
-    let found = proof::findings(project, spec, &state, &id)?;
+    let member = isolation::open_member(project, spec, &Isolation::of(&state), &id);
+    let tree = member
+        .as_ref()
+        .map_or(project.root.as_path(), |(_, dir)| dir.as_path());
+    let found = proof::findings(project, spec, &state, &id, tree)?;
     let Some(f) = found.iter().find(|f| f.id == finding) else {
         let known: Vec<String> = found.iter().map(|f| f.to_string()).collect();
         return Err(Error::bad_input(

@@ -36,8 +36,12 @@ pub(crate) fn attempt_start(state: &State, id: &str) -> Option<String> {
 /// clean filter hides a change), the old contents are read as blobs and the new ones from
 /// the disk, and the lines are compared here, not by `git diff` (whose attributes,
 /// `-diff`/`binary`, textconv, external drivers and prefixes the repository sets).
-pub(crate) fn gather(project: &Project, spec: &Spec, start: &str) -> Result<Vec<FileDiff>> {
-    let root = &project.root;
+pub(crate) fn gather(
+    root: &Path,
+    project: &Project,
+    spec: &Spec,
+    start: &str,
+) -> Result<Vec<FileDiff>> {
     let excluded = crate::io::project::bookkeeping_paths(project, spec);
     let keep = |p: &str| {
         !excluded.iter().any(|e| {
@@ -290,6 +294,7 @@ pub(crate) fn findings(
     spec: &Spec,
     state: &State,
     id: &str,
+    tree: &Path,
 ) -> Result<Vec<Finding>> {
     let Some(current) = attempt_start(state, id) else {
         return Ok(Vec::new());
@@ -313,7 +318,7 @@ pub(crate) fn findings(
     }
     let mut found: Vec<Finding> = Vec::new();
     for start in &starts {
-        let files = gather(project, spec, start).map_err(|e| match e {
+        let files = gather(tree, project, spec, start).map_err(|e| match e {
             Error::Git { args, message } => Error::Git {
                 args,
                 message: format!(
@@ -330,8 +335,11 @@ pub(crate) fn findings(
         }
     }
     if let Some(before) = &state.ignored_files {
-        let now = crate::evidence::ignored_files::snapshot(&project.root)?;
-        found.extend(integrity::ignored::changes(before, &now));
+        // A member's fresh worktree holds none of the main checkout's ignored files: only
+        // what appeared or changed there counts.
+        let in_main = tree == project.root;
+        let now = crate::evidence::ignored_files::snapshot(tree)?;
+        found.extend(integrity::ignored::changes(before, &now, in_main));
     }
     Ok(found)
 }
@@ -344,6 +352,7 @@ pub(crate) fn complete_unmet(
     state: &State,
     list: &TaskList,
     task: &Task,
+    tree: &Path,
 ) -> Vec<Unmet> {
     let id = task.label();
     let id_q = crate::support::shell::word(&id);
@@ -378,7 +387,7 @@ pub(crate) fn complete_unmet(
             .flat_map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())))
             .collect::<BTreeMap<_, _>>()
     });
-    match (findings(project, spec, state, &id), justified) {
+    match (findings(project, spec, state, &id, tree), justified) {
         (Ok(found), Ok(justified)) => {
             for f in found.iter().filter(|f| !justified.contains_key(&f.id)) {
                 unmet.push(Unmet {

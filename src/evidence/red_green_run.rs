@@ -162,7 +162,7 @@ fn run_all(
 /// The test files the execution changed since `start` (the integrity scan's reading of the
 /// change, by content), with how.
 fn test_changes(project: &Project, spec: &Spec, start: &str) -> Result<Vec<(String, Change)>> {
-    Ok(proof::gather(project, spec, start)?
+    Ok(proof::gather(&project.root, project, spec, start)?
         .into_iter()
         .filter(|f| integrity::is_test_path(&f.path))
         .map(|f| (f.path, f.status))

@@ -87,7 +87,12 @@ pub fn is_packages_dir(dir: &str) -> bool {
 }
 
 /// The findings of the ignored runner files now against the execution's snapshot.
-pub fn changes(before: &IndexMap<String, String>, now: &IndexMap<String, String>) -> Vec<Finding> {
+/// A file gone since counts only when `gone_counts` (the tree the snapshot was taken of).
+pub fn changes(
+    before: &IndexMap<String, String>,
+    now: &IndexMap<String, String>,
+    gone_counts: bool,
+) -> Vec<Finding> {
     let mut out = Out {
         findings: Vec::new(),
     };
@@ -99,7 +104,10 @@ pub fn changes(before: &IndexMap<String, String>, now: &IndexMap<String, String>
         };
         out.push(Kind::IgnoredRunnerFile, path, 1, digest, detail(path, what));
     }
-    for path in before.keys().filter(|p| !now.contains_key(*p)) {
+    let gone = before
+        .keys()
+        .filter(|p| gone_counts && !now.contains_key(*p));
+    for path in gone {
         out.push(
             Kind::IgnoredRunnerFile,
             path,
@@ -178,7 +186,7 @@ mod tests {
             ("pytest.ini", "B"),
             ("new/conftest.py", "d"),
         ]);
-        let found = changes(&before, &now);
+        let found = changes(&before, &now, true);
         let files: Vec<(&str, bool)> = found
             .iter()
             .map(|f| (f.file.as_str(), f.detail.contains("changed")))
@@ -192,15 +200,19 @@ mod tests {
             ]
         );
         assert!(found.iter().all(|f| f.kind == Kind::IgnoredRunnerFile));
-        assert!(changes(&before, &before).is_empty());
+        // Another tree (a member's worktree) lacks the snapshot's files without losing them.
+        let elsewhere = changes(&before, &now, false);
+        assert_eq!(elsewhere.len(), 2, "{elsewhere:?}");
+        assert!(elsewhere.iter().all(|f| f.file != "old.pth"));
+        assert!(changes(&before, &before, true).is_empty());
     }
 
     #[test]
     fn a_finding_id_names_the_contents_so_a_waiver_covers_only_what_a_person_saw() {
         let before = snap(&[]);
-        let one = changes(&before, &snap(&[("conftest.py", "a")]));
-        let again = changes(&before, &snap(&[("conftest.py", "a")]));
-        let other = changes(&before, &snap(&[("conftest.py", "b")]));
+        let one = changes(&before, &snap(&[("conftest.py", "a")]), true);
+        let again = changes(&before, &snap(&[("conftest.py", "a")]), true);
+        let other = changes(&before, &snap(&[("conftest.py", "b")]), true);
         assert_eq!(one[0].id, again[0].id);
         assert_ne!(one[0].id, other[0].id);
     }
