@@ -14,7 +14,7 @@ use crate::evidence::verify::{self, Freshness, Slot};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
-use crate::model::state::{self, State};
+use crate::model::state::{self, EvidenceRecord, State};
 
 pub(crate) fn run(project: &Project, cmd: CritiqueCommand) -> Result<ExitStatus> {
     match cmd {
@@ -81,7 +81,7 @@ fn read_input(project: &Project, file: Option<&str>) -> Result<Value> {
 }
 
 /// The task's evidence record, if the state file exists and holds one.
-fn task_evidence(spec: &Spec, task: &str) -> Result<(Option<State>, Option<Value>)> {
+fn task_evidence(spec: &Spec, task: &str) -> Result<(Option<State>, Option<EvidenceRecord>)> {
     let state = state::read_lenient(&spec.state_path())?;
     let record = state
         .as_ref()

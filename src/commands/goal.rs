@@ -4,7 +4,6 @@
 //! the exit code is 0 whatever it says.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::claude::goal::{self, GoalFacts, LengthStatus};
 use crate::claude::probe;
@@ -13,7 +12,7 @@ use crate::commands::exec::Exec;
 use crate::error::{ExitStatus, Result};
 use crate::io::output;
 use crate::io::project::Project;
-use crate::model::state::Phase;
+use crate::model::state::{EvidenceRecord, Phase};
 use crate::next::facts::{self, StateRead};
 
 pub(crate) fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
@@ -44,8 +43,7 @@ pub(crate) fn run(project: &Project, args: GoalArgs) -> Result<ExitStatus> {
             .collect(),
         last_verifier: state_doc
             .and_then(|s| s.verification_block("execution"))
-            .and_then(|b| b.get("command"))
-            .and_then(Value::as_str)
+            .and_then(EvidenceRecord::command)
             .map(str::to_string),
         max_turns: args
             .max_turns

@@ -4,7 +4,6 @@
 //! merged, never merged twice; a merge a crash left half-done is aborted first.
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::cli::{GroupCommand, GroupMergeArgs};
 use crate::commands::exec::Exec;
@@ -18,7 +17,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::isolation::worktree::{self, Group, Isolation, Member, Step, Unavailable};
-use crate::model::state::{Nullable, State, Timestamp};
+use crate::model::state::{EvidenceRecord, Nullable, State, Timestamp};
 use crate::model::tasks::TaskList;
 use crate::model::tasks_file;
 
@@ -246,7 +245,7 @@ impl Ctx<'_> {
         let dir = project.worktrees_dir(&spec.name).join(&m.worktree);
         let mut patch = worktree::member_patch(id, &done);
         if let Some(record) = self.moved_evidence(&state, id, m, &dir, commit.as_deref()) {
-            patch = patch.task_evidence(id, record);
+            patch = patch.task_evidence(id, &record);
         }
         let next = self.ex.write_state(&state, &patch)?;
         self.ex.record_event(&Event::GroupMerge(GroupMerge::Merged {
@@ -275,10 +274,10 @@ impl Ctx<'_> {
         m: &Member,
         dir: &std::path::Path,
         commit: Option<&str>,
-    ) -> Option<Value> {
+    ) -> Option<EvidenceRecord> {
         let record = state
             .task_evidence(id)
-            .filter(|r| r.get("worktree").and_then(Value::as_str) == Some(m.worktree.as_str()))?;
+            .filter(|r| r.worktree() == Some(m.worktree.as_str()))?;
         let members = Isolation::of(state)
             .group
             .map(|g| g.members)
@@ -448,8 +447,7 @@ fn verify_merged(
         .as_ref()
         .and_then(|s| s.verification_block("execution"));
     let recorded = execution
-        .and_then(|r| r.get("command"))
-        .and_then(Value::as_str)
+        .and_then(EvidenceRecord::command)
         .map(str::to_string);
     let (slot, command) = match (verify_task, &args.command, recorded) {
         // The [VERIFY] task's own command, so its evidence counts for it.

@@ -11,7 +11,7 @@
 //! was before that member.
 
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::HeadlessMergeArgs;
 use crate::commands::exec::Exec;
@@ -24,7 +24,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::isolation::worktree::{self, Merger, Step, Unavailable};
-use crate::model::state::{Patch, State};
+use crate::model::state::{Loose, Patch, State};
 use crate::model::tasks_file;
 
 /// One member's bundle, read and checked.
@@ -236,13 +236,14 @@ fn ensure_base_state(ex: &Exec, first: &Member) -> Result<()> {
 /// attempts and ledger account, its events, its other spec files.
 fn take_over(ex: &Exec, members: &[Member], i: usize, merge_commit: Option<&str>) -> Result<()> {
     let m = &members[i];
-    let theirs: Value = m
+    // Read as the read-only views read a state: a field that does not read is left out.
+    let theirs = m
         .bundle
         .body
         .files
         .get(STATE_FILE)
         .and_then(|t| serde_json::from_str(t).ok())
-        .unwrap_or(Value::Null);
+        .map_or_else(State::default, State::lenient_owned);
     let (_lock, state) = ex.lock_state()?;
     if taken_over(&state, m) {
         return Ok(());
@@ -271,8 +272,8 @@ fn take_over(ex: &Exec, members: &[Member], i: usize, merge_commit: Option<&str>
 fn taken_over(state: &State, m: &Member) -> bool {
     state
         .task_evidence(&m.task)
-        .and_then(|r| r.pointer("/mergedFrom/commit"))
-        .and_then(Value::as_str)
+        .and_then(|r| r.merged_from.get()?.commit.get())
+        .map(String::as_str)
         == Some(m.commit.as_str())
 }
 
@@ -297,7 +298,7 @@ fn member_patch(
     ex: &Exec,
     members: &[Member],
     i: usize,
-    theirs: &Value,
+    theirs: &State,
     merge_commit: Option<&str>,
 ) -> Result<Patch> {
     let m = &members[i];
@@ -309,7 +310,7 @@ fn member_patch(
         .collect();
     let others = verify::others_files(&tasks, id);
     let mut patch = Patch::new();
-    if let Some(record) = theirs.pointer(&format!("/taskEvidence/{}", pointer_key(id))) {
+    if let Some(record) = theirs.task_evidence(id) {
         let moved = verify::merged_commit_record(
             ex.project,
             &ex.spec,
@@ -323,27 +324,20 @@ fn member_patch(
                 "task {id}'s evidence was not fresh on its commit: taken over as it is (stale)"
             ));
             let mut r = record.clone();
-            r["mergedFrom"] = json!({"commit": m.commit, "tree": record.get("tree"),
-                "mergeCommit": merge_commit});
+            let from = verify::merged_from(record, Some(&m.commit), merge_commit);
+            r.merged_from = Loose::Typed(from);
             r
         });
-        patch = patch.task_evidence(id, kept);
+        patch = patch.task_evidence(id, &kept);
     }
-    for (field, path) in [("attempts", "/attempts"), ("ledger", "/ledger/tasks")] {
-        if let Some(v) = theirs.pointer(&format!("{path}/{}", pointer_key(id))) {
-            let doc = match field {
-                "ledger" => json!({"ledger": {"tasks": {id: v}}}),
-                _ => json!({"attempts": {id: v}}),
-            };
-            patch = patch.merge(Patch::from_value(doc));
-        }
+    if let Some(list) = theirs.attempts.as_ref().and_then(|a| a.get(id)) {
+        patch = patch.attempts(id, list);
+    }
+    let ledger = theirs.ledger.get().and_then(|l| l.get("tasks"));
+    if let Some(account) = ledger.and_then(|t| t.get(id)) {
+        patch = patch.ledger_task(id, account);
     }
     Ok(patch)
-}
-
-/// A task id as one JSON-pointer segment.
-fn pointer_key(id: &str) -> String {
-    id.replace('~', "~0").replace('/', "~1")
 }
 
 /// The member's other spec files (critiques, test results, criteria): written when this
@@ -551,6 +545,7 @@ fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn fill_missing_adds_only_absent_keys() {

@@ -15,7 +15,7 @@ use crate::evidence::verify::{self, Freshness};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
-use crate::model::state::State;
+use crate::model::state::{EvidenceRecord, State};
 use crate::model::tasks::TaskList;
 use crate::next::pr_body::{self, Body, CriterionRow, Evidence, TaskRow};
 
@@ -103,16 +103,12 @@ fn body_path(project: &Project, spec: &Spec) -> PathBuf {
         .join("pr-body.md")
 }
 
-fn evidence_of(record: Option<&Value>, verdict: String) -> Option<Evidence> {
+fn evidence_of(record: Option<&EvidenceRecord>, verdict: String) -> Option<Evidence> {
     let r = record?;
     Some(Evidence {
-        command: r
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string(),
-        exit_code: r.get("exitCode").and_then(Value::as_i64),
-        tree: r.get("tree").and_then(Value::as_str).map(str::to_string),
+        command: r.command().unwrap_or("").to_string(),
+        exit_code: r.exit_code(),
+        tree: r.tree().map(str::to_string),
         verdict,
     })
 }

@@ -18,7 +18,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::isolation;
 use crate::model::state::ledger::Tokens;
-use crate::model::state::{Phase, State, Timestamp};
+use crate::model::state::{EvidenceRecord, Phase, State, Timestamp};
 use crate::next::facts::{self, collect, Facts, StateRead};
 use crate::next::{self, minutes_since};
 
@@ -112,7 +112,7 @@ struct Answer<'a> {
     #[serde(flatten)]
     snapshot: facts::Snapshot<'a>,
     resume_command: Option<&'a str>,
-    last_evidence: Option<&'a Value>,
+    last_evidence: Option<&'a EvidenceRecord>,
     dashboard: &'a Dashboard,
     cost: Option<&'a CostReport>,
     isolation: Option<&'a isolation::GroupDoc>,
@@ -473,31 +473,17 @@ fn plan_note(
 }
 
 /// The most recent evidence record: the execution block, else the newest task evidence.
-fn last_evidence(facts: &Facts) -> Option<&Value> {
+fn last_evidence(facts: &Facts) -> Option<&EvidenceRecord> {
     let s = facts.state_doc()?;
-    let mut records: Vec<&Value> = Vec::new();
-    for map in [&s.verification_blocks, &s.task_evidence]
-        .into_iter()
-        .flatten()
-    {
-        records.extend(map.values().filter(|v| v.is_object()));
-    }
-    records.into_iter().max_by_key(|r| {
-        r.get("startedAt")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    })
+    let maps = [&s.verification_blocks, &s.task_evidence];
+    let records = maps.into_iter().flatten().flat_map(|m| m.values());
+    records.max_by_key(|r| r.started_at().unwrap_or(""))
 }
 
-fn describe_evidence(ev: &Value) -> String {
-    let code = ev
-        .get("exitCode")
-        .and_then(Value::as_i64)
-        .map(|c| c.to_string())
-        .unwrap_or("?".into());
-    let cmd = ev.get("command").and_then(Value::as_str).unwrap_or("?");
-    let at = ev.get("startedAt").and_then(Value::as_str).unwrap_or("?");
+fn describe_evidence(ev: &EvidenceRecord) -> String {
+    let code = ev.exit_code().map_or("?".into(), |c| c.to_string());
+    let cmd = ev.command().unwrap_or("?");
+    let at = ev.started_at().unwrap_or("?");
     format!("exit {code} at {at}: {cmd}")
 }
 
@@ -508,7 +494,7 @@ pub(crate) fn accepted_other(s: &State) -> Vec<(String, String)> {
         .iter()
         .flatten()
         .filter_map(|(id, r)| {
-            let reason = r.get("acceptedOther")?.get("reason")?.as_str()?;
+            let reason = r.accepted_reason()?;
             Some((id.clone(), reason.to_string()))
         })
         .collect()

@@ -5,7 +5,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::cli::{TaskCommand, TaskVerbArgs};
 use crate::commands::exec::{refuse, report, Exec, Extra};
@@ -27,7 +26,7 @@ use crate::io::store;
 use crate::isolation;
 use crate::isolation::saved_work;
 use crate::isolation::worktree::Isolation;
-use crate::model::state::{Patch, State};
+use crate::model::state::{EvidenceRecord, Patch, State};
 use crate::model::tasks::Task;
 use crate::model::tasks_file::{self, LoadedTasks};
 use crate::next::gates;
@@ -189,7 +188,11 @@ fn start(project: &Project, args: &TaskVerbArgs, isolated: bool) -> Result<ExitS
 
 /// What the evidence facts of a task are judged from: its Verify command and the two
 /// records. Facts computed from one key hold for any state with the same key.
-type EvidenceKey = (Option<String>, Option<Value>, Option<Value>);
+type EvidenceKey = (
+    Option<String>,
+    Option<EvidenceRecord>,
+    Option<EvidenceRecord>,
+);
 
 fn evidence_key(state: &State, task: &Task) -> EvidenceKey {
     let record = |slot: Slot| slot.record_of(state).cloned();

@@ -17,7 +17,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::isolation::worktree::Isolation;
 use crate::model::plan::{verify_of, Frozen};
-use crate::model::state::State;
+use crate::model::state::{EvidenceRecord, State};
 use crate::model::tasks_file;
 
 pub(crate) const DEFAULT_PHASE: &str = "execution";
@@ -98,10 +98,11 @@ fn run_and_record(
 ) -> Result<ExitStatus> {
     let (record, stored) = record_run(project, spec, slot, plan, timeout)?;
     report_run(spec, slot, &record);
-    let mut out = stored;
-    out["spec"] = Value::String(spec.name.clone());
-    out["slot"] = Value::String(slot.describe());
-    output::json_line(&out);
+    output::json_line(&Recorded {
+        record: &stored,
+        spec: &spec.name,
+        slot: slot.describe(),
+    });
     Ok(ExitStatus::Passed(if record.timed_out {
         TIMEOUT_EXIT
     } else {
@@ -161,14 +162,8 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         (Slot::Task(id), Some(fit)) => fit.problem(&spec.name, id),
         _ => None,
     };
-    let field = |k: &str| {
-        record
-            .and_then(|r| r.get(k))
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
     // The record's own fields, as recorded (null when absent).
-    let kept = |k: &str| record.and_then(|r| r.get(k));
+    let kept = |field: fn(&EvidenceRecord) -> Option<Value>| record.and_then(field);
     let reason = match freshness {
         _ if mismatch.is_some() => format!(
             "{} but does not count for the task: {}",
@@ -177,25 +172,20 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
         ),
         Freshness::Fresh => "recorded against the current tree and passing".to_string(),
         Freshness::Stale => {
-            if record
-                .and_then(|r| r.get("treeChanged"))
-                .and_then(Value::as_bool)
-                == Some(true)
-                && current.as_ref().map(|c| c.tree.as_str())
-                    == record
-                        .and_then(|r| r.get("treeAfter"))
-                        .and_then(Value::as_str)
-            {
+            let changed = record.and_then(|r| r.tree_changed.get()) == Some(&true);
+            let after = record.and_then(|r| r.tree_after.get()).map(String::as_str);
+            if changed && current.as_ref().map(|c| c.tree.as_str()) == after {
                 "the command itself changed the working tree; re-run it on the result".to_string()
             } else {
                 "the working tree changed since the evidence was recorded".to_string()
             }
         }
         Freshness::Failed => {
-            if field("timedOut").as_bool() == Some(true) {
+            if record.is_some_and(EvidenceRecord::timed_out) {
                 "the command timed out".to_string()
             } else {
-                format!("the command exited {}", field("exitCode"))
+                let code = kept(|r| r.exit_code.to_json());
+                format!("the command exited {}", code.unwrap_or(Value::Null))
             }
         }
         Freshness::Missing if state.is_none() => format!(
@@ -217,8 +207,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
     };
     let has_own_verify = !matches!(fit, None | Some(verify::CommandFit::NoVerify));
     let rerun = record
-        .and_then(|r| r.get("command"))
-        .and_then(Value::as_str)
+        .and_then(EvidenceRecord::command)
         .filter(|_| freshness != Freshness::Fresh || mismatch.is_some())
         .map(|c| match slot {
             // Without --command, `verify run --task` runs the task's Verify command.
@@ -236,16 +225,16 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             slot: slot.describe(),
             status: freshness.as_str(),
             reason: &reason,
-            command: kept("command"),
-            exit_code: kept("exitCode"),
-            timed_out: kept("timedOut"),
-            started_at: kept("startedAt"),
-            recorded_tree: kept("tree"),
+            command: kept(|r| r.command.to_json()),
+            exit_code: kept(|r| r.exit_code.to_json()),
+            timed_out: kept(|r| r.timed_out.to_json()),
+            started_at: kept(|r| r.started_at.to_json()),
+            recorded_tree: kept(|r| r.tree.to_json()),
             current_tree: current.as_ref().map(|c| c.tree.as_str()),
-            tree_method: method.as_ref().or_else(|| kept("treeMethod")),
+            tree_method: method.or_else(|| kept(|r| r.tree_method.to_json())),
             rerun: rerun.as_deref(),
             counts: freshness.is_ok() && mismatch.is_none(),
-            accepted_other: kept("acceptedOther"),
+            accepted_other: kept(|r| r.accepted_other.to_json()),
         });
     } else {
         let mut line = format!(
@@ -254,10 +243,7 @@ fn status(project: &Project, spec: &Spec, slot: &Slot, json_out: bool) -> Result
             slot.describe(),
             spec.name
         );
-        if let Some(c) = record
-            .and_then(|r| r.get("command"))
-            .and_then(Value::as_str)
-        {
+        if let Some(c) = record.and_then(EvidenceRecord::command) {
             line.push_str(&format!("; command: {c}"));
         }
         output::line(&line);
@@ -277,16 +263,25 @@ struct Status<'a> {
     slot: String,
     status: &'static str,
     reason: &'a str,
-    command: Option<&'a Value>,
-    exit_code: Option<&'a Value>,
-    timed_out: Option<&'a Value>,
-    started_at: Option<&'a Value>,
-    recorded_tree: Option<&'a Value>,
+    command: Option<Value>,
+    exit_code: Option<Value>,
+    timed_out: Option<Value>,
+    started_at: Option<Value>,
+    recorded_tree: Option<Value>,
     current_tree: Option<&'a str>,
-    tree_method: Option<&'a Value>,
+    tree_method: Option<Value>,
     rerun: Option<&'a str>,
     counts: bool,
-    accepted_other: Option<&'a Value>,
+    accepted_other: Option<Value>,
+}
+
+/// `verify run --json`: the record as stored, then where.
+#[derive(Serialize)]
+struct Recorded<'a> {
+    #[serde(flatten)]
+    record: &'a EvidenceRecord,
+    spec: &'a str,
+    slot: String,
 }
 
 /// The command line that records fresh evidence for `slot` again.

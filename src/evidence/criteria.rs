@@ -17,7 +17,7 @@ use crate::io::output;
 use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::model::plan::{verify_of, Frozen};
-use crate::model::state::State;
+use crate::model::state::{EvidenceRecord, State};
 use crate::model::tasks::TaskList;
 
 pub(crate) const STORE_FILE: &str = crate::io::project::ACCEPTANCE_FILE;
@@ -146,9 +146,9 @@ pub(crate) fn note_results(report: &Report) {
 /// The results stored for `slot`, when they are the ones the binary wrote for the record
 /// now in the state: the file's SHA-256 is the record's `tests.digest` (a file edited,
 /// appended to or written by hand proves nothing; so does a record without a digest).
-pub(crate) fn read_results(spec: &Spec, slot: &Slot, record: &Value) -> Option<Report> {
-    let digest = record.get("tests")?.get("digest")?.as_str()?;
-    let started = record.get("startedAt").and_then(Value::as_str)?;
+pub(crate) fn read_results(spec: &Spec, slot: &Slot, record: &EvidenceRecord) -> Option<Report> {
+    let digest = record.tests_digest()?;
+    let started = record.started_at()?;
     let bytes = store::read_optional(&results_path(spec, slot)).ok()??;
     if crate::support::sha256::hex(&bytes) != digest {
         return None;
@@ -167,12 +167,8 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskLis
     // Whether a record's command is the plan's: the final check in any slot, or a task
     // slot's own frozen Verify (or another a person accepted). A plan with no final check
     // at all (a state from before) lets a phase's run count, as it did.
-    let plan_command = |slot: &Slot, record: &Value| {
-        let ran = record
-            .get("command")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim();
+    let plan_command = |slot: &Slot, record: &EvidenceRecord| {
+        let ran = record.command().unwrap_or("").trim();
         match (slot, &final_check) {
             (_, Some(check)) if ran == check.trim() => true,
             (Slot::Task(id), _) => {
@@ -195,9 +191,6 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskLis
             continue;
         };
         for (name, record) in map {
-            if !record.is_object() {
-                continue;
-            }
             let slot = make(name.clone());
             let tree = if verify::passed(record) {
                 let excluded = verify::excluded_paths(Some(record));
@@ -213,16 +206,11 @@ pub(crate) fn runs(project: &Project, spec: &Spec, state: &State, list: &TaskLis
                 None
             };
             let report = read_results(spec, &slot, record);
-            let digest = record.get("tests").and_then(|t| t.get("digest"));
             out.push(Run {
-                untrusted: report.is_none() && digest.is_some(),
+                untrusted: report.is_none() && record.has_tests_digest(),
                 spec: spec.name.clone(),
                 slot: slot.clone(),
-                command: record
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
+                command: record.command().unwrap_or("").to_string(),
                 freshness: verify::assess(Some(record), tree.as_deref()),
                 report,
                 plan_command: plan_command(&slot, record),

@@ -400,7 +400,10 @@ impl PostTestOrder {
 /// (`taskEvidence.<ID>`): the evidence must pass, and the critique must be recorded no
 /// earlier than the evidence's end (`startedAt + durationMs`). Pure; the guard and the
 /// task verbs call it with `Slot::record_in` and `recorded_at`.
-pub fn post_test_order(evidence: Option<&Value>, recorded_at: Option<&str>) -> PostTestOrder {
+pub fn post_test_order(
+    evidence: Option<&crate::model::state::EvidenceRecord>,
+    recorded_at: Option<&str>,
+) -> PostTestOrder {
     let Some(evidence) = evidence else {
         return PostTestOrder::NoEvidence;
     };
@@ -426,6 +429,7 @@ pub fn reviews_run(recorded_at: &str, run_ended_at: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::state::record_for_test as rec;
     use serde_json::json;
 
     /// Regression: task complete (strictly after the start), SubagentStop (not before the
@@ -438,7 +442,8 @@ mod tests {
         ));
         assert!(!reviews_run("2026-01-01T00:04:59Z", "2026-01-01T00:05:00Z"));
         assert!(!reviews_run("not a time", "2026-01-01T00:05:00Z"));
-        let run = serde_json::json!({"exitCode": 0, "startedAt": "2026-01-01T00:00:00Z", "durationMs": 90000});
+        let run =
+            rec(json!({"exitCode": 0, "startedAt": "2026-01-01T00:00:00Z", "durationMs": 90000}));
         assert_eq!(
             crate::evidence::verify::ended_at(&run).as_deref(),
             Some("2026-01-01T00:01:30.000Z")
@@ -599,13 +604,18 @@ mod tests {
 
     #[test]
     fn post_test_must_follow_passing_evidence() {
-        let ev = json!({"exitCode": 0, "timedOut": false, "startedAt": "2026-01-01T00:00:00.000Z", "durationMs": 1500});
+        let ev = rec(
+            json!({"exitCode": 0, "timedOut": false, "startedAt": "2026-01-01T00:00:00.000Z", "durationMs": 1500}),
+        );
         assert_eq!(
             post_test_order(None, Some("2026-01-01T00:00:05Z")),
             PostTestOrder::NoEvidence
         );
         assert_eq!(
-            post_test_order(Some(&json!({"exitCode": 1})), Some("2026-01-01T00:00:05Z")),
+            post_test_order(
+                Some(&rec(json!({"exitCode": 1}))),
+                Some("2026-01-01T00:00:05Z")
+            ),
             PostTestOrder::EvidenceFailed
         );
         assert_eq!(post_test_order(Some(&ev), None), PostTestOrder::NoRecord);

@@ -246,8 +246,8 @@ impl Drop for StartTree {
 /// state and store with the same key.
 pub(crate) type Key = (
     String,
-    Option<serde_json::Value>,
-    Option<serde_json::Value>,
+    Option<crate::model::state::EvidenceRecord>,
+    Option<crate::model::state::EvidenceRecord>,
     Store,
 );
 

@@ -22,7 +22,7 @@ use crate::io::process::{self, Group, KILL_GRACE};
 use crate::io::project::{Project, Spec};
 use crate::io::store;
 use crate::model::plan::{verify_of, Frozen};
-use crate::model::state::{self, Reading, State};
+use crate::model::state::{self, EvidenceRecord, Reading, State};
 use crate::model::tasks_file;
 
 /// Exit code of a command stopped by `--timeout` (as coreutils `timeout`).
@@ -120,7 +120,7 @@ pub(crate) fn record_run(
     slot: &Slot,
     plan: &RunPlan,
     timeout: Option<u64>,
-) -> Result<(RunRecord, Value)> {
+) -> Result<(RunRecord, EvidenceRecord)> {
     let command = plan.command.as_str();
     if command.trim().is_empty() {
         return Err(Error::Usage(
@@ -210,6 +210,7 @@ pub(crate) fn record_run(
         worktree: verify::worktree_name(project, spec),
     })
     .expect("an evidence record serializes");
+    let stored = EvidenceRecord::from_value(stored).expect("an evidence record is an object");
     let joined = joined_baseline(spec, slot, &record, &outcome.tests);
     let path = spec.state_path();
     state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {

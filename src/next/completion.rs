@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::evidence::verify::Freshness;
 use crate::io::project::SpecPlace;
 use crate::model::state::time::parse as parse_time;
-use crate::model::state::{Attempt, Phase, State};
+use crate::model::state::{Attempt, EvidenceRecord, Phase, State};
 use crate::model::tasks::TaskList;
 use crate::protocol::Unmet;
 use crate::support::shell::word as shell_word;
@@ -255,8 +255,7 @@ pub(crate) fn execution_check(name: &str, state: &State, tasks: &TaskList) -> St
     }
     let command = state
         .verification_block("execution")
-        .and_then(|b| b.get("command"))
-        .and_then(Value::as_str)
+        .and_then(EvidenceRecord::command)
         .or_else(|| full_check(tasks))
         .unwrap_or("<full test command>");
     crate::evidence::verify::Slot::Phase("execution".into()).rerun(name, command)
@@ -353,8 +352,7 @@ fn execution_evidence(
     let run = execution_check(name, state, tasks);
     let ran = state
         .verification_block("execution")
-        .and_then(|b| b.get("command"))
-        .and_then(Value::as_str)
+        .and_then(EvidenceRecord::command)
         .map(str::trim);
     let detail = match final_command(state, tasks) {
         Some(check) if evidence != Freshness::Missing && ran != Some(check.trim()) => format!(

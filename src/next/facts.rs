@@ -6,7 +6,6 @@
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::evidence::critique;
@@ -339,11 +338,7 @@ fn task_progress(project: &Project, spec: &Spec, state: &State, id: &str) -> Tas
     TaskProgress {
         evidence: record.is_some_and(|r| {
             verify::check_record(project, spec, Some(r)).is_ok()
-                && after(
-                    r.get("startedAt")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                )
+                && after(r.started_at().map(str::to_string))
         }),
         post_code: after(critique::recorded_at(spec, id, "post-code")),
         post_test: after(critique::recorded_at(spec, id, "post-test")),

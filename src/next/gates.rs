@@ -3,6 +3,7 @@
 //! completion gates (the Stop hook's `ALL_TASKS_COMPLETE`, `finish`, last-mile). The
 //! judging itself is `protocol`'s, `guard`'s and `completion`'s.
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 use crate::evidence::criteria;
@@ -10,7 +11,7 @@ use crate::evidence::followups;
 use crate::evidence::verify::{self, Slot};
 use crate::io::output;
 use crate::io::project::{Project, Spec};
-use crate::model::state::State;
+use crate::model::state::{EvidenceRecord, State};
 use crate::model::tasks_file;
 use crate::next::completion::{Blocker, Gates as CompletionGates};
 use crate::protocol::EvidenceFact;
@@ -69,8 +70,8 @@ pub(crate) fn completion_key(state: &State) -> CompletionKey<'_> {
 /// What `completion_key` compares: `verificationBlocks`, `taskEvidence`, `acceptanceGate`,
 /// `testBaseline`.
 pub(crate) type CompletionKey<'a> = (
-    Option<&'a Map<String, Value>>,
-    Option<&'a Map<String, Value>>,
+    Option<&'a IndexMap<String, EvidenceRecord>>,
+    Option<&'a IndexMap<String, EvidenceRecord>>,
     Option<bool>,
     Option<&'a Map<String, Value>>,
 );

@@ -5,7 +5,6 @@
 //! coordinator. With nothing in the way, that sentence is the "what next" engine's step.
 
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 
 use crate::evidence::verify::{self, Freshness, Slot};
 use crate::model::state::{Attempt, Phase as Run, State};
@@ -656,10 +655,7 @@ fn task_evidence_gaps(input: &Inputs<'_>, list: &TaskList, state: &State) -> Vec
             }),
             Freshness::Failed => out.push(Observed::EvidenceFailed {
                 task,
-                exit: record
-                    .and_then(|r| r.get("exitCode"))
-                    .map(Value::to_string)
-                    .unwrap_or_else(|| "?".into()),
+                exit: record.map_or_else(|| "?".into(), |r| r.exit_code_text()),
             }),
             Freshness::Stale => {
                 let later_started = list.tasks[i + 1..]
@@ -1015,7 +1011,7 @@ fn step_instruction(ctx: &Ctx<'_>) -> String {
 mod tests {
     use super::*;
     use crate::model::tasks::parse;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn always(_: &str) -> bool {
         true

@@ -202,16 +202,12 @@ fn story(input: &Inputs<'_>, t: &crate::model::tasks::Task, now: &str) -> TaskSt
             }
         })
         .collect();
-    let evidence = input
-        .state
-        .task_evidence(&id)
-        .filter(|r| r.is_object())
-        .map(|r| Evidence {
-            command: str_of(r, "command").unwrap_or_default(),
-            exit_code: r.get("exitCode").and_then(Value::as_i64),
-            started_at: str_of(r, "startedAt"),
-            duration_ms: r.get("durationMs").and_then(Value::as_u64),
-        });
+    let evidence = input.state.task_evidence(&id).map(|r| Evidence {
+        command: r.command().unwrap_or_default().to_string(),
+        exit_code: r.exit_code(),
+        started_at: r.started_at().map(str::to_string),
+        duration_ms: r.duration_ms(),
+    });
     let ledger_ok = input.cost.ledger_error.is_none();
     let row = input.cost.tasks.iter().find(|r| r.id == id);
     let (post_code_at, post_test_at) = input

@@ -2,8 +2,9 @@
 //! fingerprint it ran against. Fresh = its tree equals the current tree. Pure assessment
 //! here; the fingerprint itself is computed at the edge (`current_tree`).
 //!
-//! Records sit in the state's `verificationBlocks.<phase>` or `taskEvidence.<id>`; their
-//! fields are `RunRecord::to_json`'s and `verify::run`'s (the table in the design).
+//! Records sit in the state's `verificationBlocks.<phase>` or `taskEvidence.<id>`, one type
+//! (`EvidenceRecord`); their fields are `RunRecord::fields`' and `verify::run`'s (the table
+//! in the design).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -12,7 +13,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::io::project::{Project, Spec};
-use crate::model::state::State;
+use crate::model::state::{EvidenceRecord, Loose, MergedFrom, State};
 
 pub use crate::io::project::bookkeeping_paths;
 
@@ -79,12 +80,11 @@ impl Slot {
     }
 
     /// The record in the typed state, if any.
-    pub fn record_of<'a>(&self, state: &'a crate::model::state::State) -> Option<&'a Value> {
-        let record = match self {
+    pub fn record_of<'a>(&self, state: &'a State) -> Option<&'a EvidenceRecord> {
+        match self {
             Slot::Phase(p) => state.verification_block(p),
             Slot::Task(id) => state.task_evidence(id),
-        };
-        record.filter(|v| v.is_object())
+        }
     }
 }
 
@@ -95,12 +95,8 @@ impl std::fmt::Display for Slot {
 }
 
 /// Whether a record's command succeeded (exit 0, not timed out), whatever the tree.
-pub fn passed(record: &Value) -> bool {
-    record.get("exitCode").and_then(Value::as_i64) == Some(0)
-        && !record
-            .get("timedOut")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
+pub fn passed(record: &EvidenceRecord) -> bool {
+    record.exit_code() == Some(0) && !record.timed_out()
 }
 
 /// Whether a record counts as a task's evidence by its command: a task's evidence must come
@@ -138,22 +134,16 @@ impl CommandFit {
 
 /// Judge a record's command against the task's own Verify command (`own_verify`, as
 /// `Task::verify_command` gives it). Compared exactly, after trimming.
-pub fn command_fit(record: &Value, own_verify: Option<&str>) -> CommandFit {
+pub fn command_fit(record: &EvidenceRecord, own_verify: Option<&str>) -> CommandFit {
     let Some(verify) = own_verify.map(str::trim).filter(|v| !v.is_empty()) else {
         return CommandFit::NoVerify;
     };
-    let ran = record
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .trim();
+    let ran = record.command().unwrap_or("").trim();
     if ran == verify {
         return CommandFit::Own;
     }
     let accepted = record
-        .get("acceptedOther")
-        .and_then(|a| a.get("reason"))
-        .and_then(Value::as_str)
+        .accepted_reason()
         .map(str::trim)
         .filter(|r| !r.is_empty());
     match accepted {
@@ -167,18 +157,14 @@ pub fn command_fit(record: &Value, own_verify: Option<&str>) -> CommandFit {
 
 /// When a record's run ended (`startedAt + durationMs`), RFC 3339; `None` without a
 /// readable `startedAt`. A review of the run must come no earlier than this.
-pub fn ended_at(record: &Value) -> Option<String> {
-    let started = record.get("startedAt").and_then(Value::as_str)?;
-    let started = crate::model::state::time::parse(started)?;
-    let ms = record
-        .get("durationMs")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+pub fn ended_at(record: &EvidenceRecord) -> Option<String> {
+    let started = crate::model::state::time::parse(record.started_at()?)?;
+    let ms = record.duration_ms().unwrap_or(0);
     crate::model::state::time::plus_ms(started, ms).map(crate::model::state::time::format)
 }
 
 /// Judge a record against the current tree fingerprint (`None` when it could not be computed).
-pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
+pub fn assess(record: Option<&EvidenceRecord>, current_tree: Option<&str>) -> Freshness {
     let Some(record) = record else {
         return Freshness::Missing;
     };
@@ -186,15 +172,10 @@ pub fn assess(record: Option<&Value>, current_tree: Option<&str>) -> Freshness {
         return Freshness::Failed;
     }
     // The tree changed while the command ran: it verified no one tree.
-    if record
-        .get("touchedDuringRun")
-        .and_then(Value::as_array)
-        .is_some_and(|t| !t.is_empty())
-    {
+    if record.touched() {
         return Freshness::Stale;
     }
-    let tree = record.get("tree").and_then(Value::as_str);
-    match (tree, current_tree) {
+    match (record.tree(), current_tree) {
         (Some(a), Some(b)) if a == b => Freshness::Fresh,
         _ => Freshness::Stale,
     }
@@ -244,7 +225,7 @@ pub fn fingerprint(project: &Project, spec: &Spec) -> Result<Fingerprint> {
 pub fn fingerprint_for(
     project: &Project,
     spec: &Spec,
-    record: Option<&Value>,
+    record: Option<&EvidenceRecord>,
 ) -> Result<Fingerprint> {
     let dir = record_tree(project, spec, record);
     fingerprint_in(project, spec, &dir, &excluded_paths(record))
@@ -253,7 +234,11 @@ pub fn fingerprint_for(
 /// The work tree a record is judged in: its member worktree while that is on disk; once
 /// it is gone (merged, rolled back, cancelled) the main checkout, where a merged member's
 /// work now lives; a record made outside a worktree, the tree the command stands in.
-pub fn record_tree(project: &Project, spec: &Spec, record: Option<&Value>) -> std::path::PathBuf {
+pub fn record_tree(
+    project: &Project,
+    spec: &Spec,
+    record: Option<&EvidenceRecord>,
+) -> std::path::PathBuf {
     match recorded_worktree(project, spec, record) {
         Some(dir) if dir.join(".git").is_file() => dir,
         Some(_) => project.root.clone(),
@@ -266,9 +251,9 @@ pub fn record_tree(project: &Project, spec: &Spec, record: Option<&Value>) -> st
 pub fn recorded_worktree(
     project: &Project,
     spec: &Spec,
-    record: Option<&Value>,
+    record: Option<&EvidenceRecord>,
 ) -> Option<std::path::PathBuf> {
-    let name = record?.get("worktree")?.as_str()?;
+    let name = record?.worktree()?;
     is_plain_segment(name).then(|| project.worktrees_dir(&spec.name).join(name))
 }
 
@@ -280,11 +265,11 @@ pub fn recorded_worktree(
 pub fn merged_record(
     project: &Project,
     spec: &Spec,
-    record: &Value,
+    record: &EvidenceRecord,
     dir: &Path,
     others: &[String],
     merge_commit: Option<&str>,
-) -> Result<Option<Value>> {
+) -> Result<Option<EvidenceRecord>> {
     let here = fingerprint_in(project, spec, dir, &excluded_paths(Some(record)))?;
     if assess(Some(record), Some(&here.tree)) != Freshness::Fresh {
         return Ok(None);
@@ -294,19 +279,50 @@ pub fn merged_record(
     excluded.sort();
     excluded.dedup();
     let portable = fingerprint_in(project, spec, dir, &excluded)?;
-    let from = serde_json::json!({"worktree": record.get("worktree"),
-        "tree": record.get("tree"), "mergeCommit": merge_commit});
+    let from = MergedFrom {
+        worktree: or_null(&record.worktree),
+        ..merged_from(record, None, merge_commit)
+    };
     Ok(Some(moved_record(record, from, portable.tree, excluded)))
 }
 
+/// `mergedFrom` of `record` made on `commit` (`None`: in a worktree), taken over by
+/// `merge_commit`: the tree it was bound to there.
+pub fn merged_from(
+    record: &EvidenceRecord,
+    commit: Option<&str>,
+    merge_commit: Option<&str>,
+) -> MergedFrom {
+    let text = |s: Option<&str>| s.map_or(Loose::Raw(Value::Null), |s| Loose::Typed(s.into()));
+    MergedFrom {
+        commit: commit.map_or(Loose::Absent, |c| Loose::Typed(c.into())),
+        tree: or_null(&record.tree),
+        merge_commit: text(merge_commit),
+        ..MergedFrom::default()
+    }
+}
+
+/// A field copied into `mergedFrom`: written as null when the record has none.
+fn or_null(field: &Loose<String>) -> Loose<String> {
+    match field {
+        Loose::Absent => Loose::Raw(Value::Null),
+        kept => kept.clone(),
+    }
+}
+
 /// `record` rebound to `tree` (made without `excluded`), `mergedFrom` saying where it was made.
-fn moved_record(record: &Value, from: Value, tree: String, excluded: Vec<String>) -> Value {
+fn moved_record(
+    record: &EvidenceRecord,
+    from: MergedFrom,
+    tree: String,
+    excluded: Vec<String>,
+) -> EvidenceRecord {
     let mut moved = record.clone();
-    moved["mergedFrom"] = from;
-    moved["tree"] = Value::String(tree);
-    moved["excludedPaths"] = serde_json::json!(excluded);
+    moved.merged_from = Loose::Typed(from);
+    moved.tree = Loose::Typed(tree);
+    moved.excluded_paths = Loose::Typed(excluded.into_iter().map(Value::String).collect());
     // Null, not removed: the state patch merges into the record that is there.
-    moved["worktree"] = Value::Null;
+    moved.worktree = Loose::Raw(Value::Null);
     moved
 }
 
@@ -317,11 +333,11 @@ fn moved_record(record: &Value, from: Value, tree: String, excluded: Vec<String>
 pub fn merged_commit_record(
     project: &Project,
     spec: &Spec,
-    record: &Value,
+    record: &EvidenceRecord,
     commit: &str,
     others: &[String],
     merge_commit: Option<&str>,
-) -> Result<Option<Value>> {
+) -> Result<Option<EvidenceRecord>> {
     let own = excluded_paths(Some(record));
     let there = commit_fingerprint(project, spec, commit, &own)?;
     if assess(Some(record), Some(&there)) != Freshness::Fresh {
@@ -332,29 +348,21 @@ pub fn merged_commit_record(
     excluded.sort();
     excluded.dedup();
     let portable = commit_fingerprint(project, spec, commit, &excluded)?;
-    let from = serde_json::json!({"commit": commit, "tree": record.get("tree"),
-        "mergeCommit": merge_commit});
+    let from = merged_from(record, Some(commit), merge_commit);
     Ok(Some(moved_record(record, from, portable, excluded)))
 }
 
 /// Where a record taken to the merged tree by `merged_record` was made, for a reason.
-pub fn merged_note(record: Option<&Value>) -> Option<String> {
-    let from = record?.get("mergedFrom")?;
-    let worktree = match from.get("commit").and_then(Value::as_str) {
+pub fn merged_note(record: Option<&EvidenceRecord>) -> Option<String> {
+    let from = record?.merged_from.get()?;
+    let worktree = match from.commit.get() {
         Some(c) => format!(
             "commit {} (another checkout)",
             crate::io::git::short_commit(c)
         ),
-        None => from
-            .get("worktree")
-            .and_then(Value::as_str)
-            .unwrap_or("?")
-            .to_string(),
+        None => from.worktree.get().map_or("?", String::as_str).to_string(),
     };
-    let commit = from
-        .get("mergeCommit")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
+    let commit = from.merge_commit.get().map_or("?", String::as_str);
     Some(format!(
         "recorded in worktree {worktree}, merged at {}: judged on the main checkout without the other members' Files",
         crate::io::git::short_commit(commit)
@@ -363,7 +371,11 @@ pub fn merged_note(record: Option<&Value>) -> Option<String> {
 
 /// The worktree name of a record whose worktree is gone, so it is judged in the main
 /// checkout instead (see [`record_tree`]).
-pub fn worktree_gone(project: &Project, spec: &Spec, record: Option<&Value>) -> Option<String> {
+pub fn worktree_gone(
+    project: &Project,
+    spec: &Spec,
+    record: Option<&EvidenceRecord>,
+) -> Option<String> {
     let dir = recorded_worktree(project, spec, record)?;
     (!dir.join(".git").is_file()).then(|| dir.file_name()?.to_str().map(str::to_string))?
 }
@@ -385,19 +397,14 @@ fn is_plain_segment(name: &str) -> bool {
 }
 
 /// `excludedPaths` of a record (empty for records without it).
-pub fn excluded_paths(record: Option<&Value>) -> Vec<String> {
-    record
-        .and_then(|r| r.get("excludedPaths"))
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .filter(|p| is_plain_relative(p))
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+pub fn excluded_paths(record: Option<&EvidenceRecord>) -> Vec<String> {
+    let items = record
+        .into_iter()
+        .flat_map(EvidenceRecord::excluded_strings);
+    items
+        .filter(|p| is_plain_relative(p))
+        .map(str::to_string)
+        .collect()
 }
 
 /// A root-relative path with no `..`, no leading `/` and no pathspec magic, so a
@@ -749,9 +756,10 @@ impl RunRecord {
         }
     }
 
-    /// `fields` as a JSON document.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self.fields()).expect("an evidence record serializes")
+    /// `fields` as the stored record.
+    pub fn to_record(&self) -> EvidenceRecord {
+        let doc = serde_json::to_value(self.fields()).expect("an evidence record serializes");
+        EvidenceRecord::from_value(doc).expect("an evidence record is an object")
     }
 }
 
@@ -780,7 +788,7 @@ pub struct RecordFields<'a> {
 }
 
 /// Store `record` in `slot` of the state, replacing the one there.
-pub fn put_record(state: &mut State, slot: &Slot, record: Value) {
+pub fn put_record(state: &mut State, slot: &Slot, record: EvidenceRecord) {
     match slot {
         Slot::Phase(p) => state.put_verification_block(p, record),
         Slot::Task(id) => state.put_task_evidence(id, record),
@@ -788,7 +796,7 @@ pub fn put_record(state: &mut State, slot: &Slot, record: Value) {
 }
 
 /// Assess a slot's record (`Slot::record_of`) against the current tree.
-pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> Freshness {
+pub fn check_record(project: &Project, spec: &Spec, record: Option<&EvidenceRecord>) -> Freshness {
     // Only a passing record needs the current tree (a git process or a walk of the files).
     let tree = record
         .filter(|r| passed(r))
@@ -800,6 +808,7 @@ pub fn check_record(project: &Project, spec: &Spec, record: Option<&Value>) -> F
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::state::record_for_test as rec;
 
     /// Regression (issue 21): a `durationMs` the store accepts (any u64) past the calendar's
     /// end panicked in `DateTime + TimeDelta` (`task complete`, `critique status`,
@@ -807,10 +816,10 @@ mod tests {
     #[test]
     fn an_end_past_the_calendar_is_unknown_not_a_panic() {
         for ms in [9_000_000_000_000_000u64, i64::MAX as u64, u64::MAX] {
-            let run = serde_json::json!({"startedAt": "2026-01-01T00:00:00Z", "durationMs": ms});
+            let run = rec(json!({"startedAt": "2026-01-01T00:00:00Z", "durationMs": ms}));
             assert_eq!(ended_at(&run), None, "{ms}");
         }
-        let late = serde_json::json!({"startedAt": "+262143-12-31T23:59:59Z", "durationMs": 1000});
+        let late = rec(json!({"startedAt": "+262143-12-31T23:59:59Z", "durationMs": 1000}));
         assert_eq!(ended_at(&late), None);
     }
 
@@ -818,10 +827,10 @@ mod tests {
 
     #[test]
     fn a_task_record_counts_only_for_its_own_verify_command_or_an_accepted_one() {
-        let rec = json!({"command": " grep -q A a.txt "});
-        assert_eq!(command_fit(&rec, Some("grep -q A a.txt")), CommandFit::Own);
-        assert_eq!(command_fit(&rec, None), CommandFit::NoVerify);
-        let other = command_fit(&json!({"command": "true"}), Some("grep -q A a.txt"));
+        let own = rec(json!({"command": " grep -q A a.txt "}));
+        assert_eq!(command_fit(&own, Some("grep -q A a.txt")), CommandFit::Own);
+        assert_eq!(command_fit(&own, None), CommandFit::NoVerify);
+        let other = command_fit(&rec(json!({"command": "true"})), Some("grep -q A a.txt"));
         assert!(!other.counts());
         let why = other.problem("demo", "1.1").unwrap();
         assert!(
@@ -832,29 +841,29 @@ mod tests {
             why.contains("`specrun verify run --task 1.1 --spec demo`"),
             "{why}"
         );
-        let accepted = json!({"command": "true", "acceptedOther": {"reason": "flaky CI box"}});
+        let accepted = rec(json!({"command": "true", "acceptedOther": {"reason": "flaky CI box"}}));
         assert_eq!(
             command_fit(&accepted, Some("make test")),
             CommandFit::Accepted("flaky CI box".into())
         );
-        let blank = json!({"command": "true", "acceptedOther": {"reason": "  "}});
+        let blank = rec(json!({"command": "true", "acceptedOther": {"reason": "  "}}));
         assert!(!command_fit(&blank, Some("make test")).counts());
     }
 
     #[test]
     fn assess_covers_every_outcome() {
-        let ok = json!({"exitCode": 0, "tree": "t1", "timedOut": false});
+        let ok = rec(json!({"exitCode": 0, "tree": "t1", "timedOut": false}));
         assert_eq!(assess(None, Some("t1")), Freshness::Missing);
         assert_eq!(assess(Some(&ok), Some("t1")), Freshness::Fresh);
         assert_eq!(assess(Some(&ok), Some("t2")), Freshness::Stale);
         assert_eq!(assess(Some(&ok), None), Freshness::Stale);
         assert_eq!(
-            assess(Some(&json!({"exitCode": 1, "tree": "t1"})), Some("t1")),
+            assess(Some(&rec(json!({"exitCode": 1, "tree": "t1"}))), Some("t1")),
             Freshness::Failed
         );
         assert_eq!(
             assess(
-                Some(&json!({"exitCode": 0, "tree": "t1", "timedOut": true})),
+                Some(&rec(json!({"exitCode": 0, "tree": "t1", "timedOut": true}))),
                 Some("t1")
             ),
             Freshness::Failed
@@ -906,20 +915,23 @@ mod tests {
             excluded_paths: Vec::new(),
             touched: Vec::new(),
         };
-        let json = run.to_json();
+        let json = run.to_record().to_value();
         assert_eq!(json["tree"], "t1");
         assert!(json.get("treeChanged").is_none());
         assert!(json.get("excludedPaths").is_none());
         run.after = fp("t2");
-        let json = run.to_json();
+        let json = run.to_record().to_value();
         assert_eq!(
             (json["tree"].as_str(), json["treeAfter"].as_str()),
             (Some("t1"), Some("t2"))
         );
-        assert_eq!(assess(Some(&json), Some("t2")), Freshness::Stale);
+        assert_eq!(
+            assess(Some(&rec(json.clone())), Some("t2")),
+            Freshness::Stale
+        );
         let mut state = State::lenient(&serde_json::json!({"name": "x", "taskEvidence": 3}));
-        put_record(&mut state, &Slot::Task("1.2".into()), json.clone());
-        put_record(&mut state, &Slot::Phase("execution".into()), json);
+        put_record(&mut state, &Slot::Task("1.2".into()), rec(json.clone()));
+        put_record(&mut state, &Slot::Phase("execution".into()), rec(json));
         assert!(Slot::Task("1.2".into()).record_of(&state).is_some());
         assert!(Slot::Phase("execution".into()).record_of(&state).is_some());
     }
@@ -935,8 +947,7 @@ mod tests {
             sibling_files(&list, "3").is_empty(),
             "3 is not in the group"
         );
-        let record =
-            serde_json::json!({"excludedPaths": ["b.rs", "../etc", "/abs", ":(glob)*", ""]});
+        let record = rec(json!({"excludedPaths": ["b.rs", "../etc", "/abs", ":(glob)*", "", 7]}));
         assert_eq!(excluded_paths(Some(&record)), ["b.rs"]);
     }
 

@@ -19,9 +19,11 @@ use crate::support::json::Split;
 pub use caps::{TimeOrigin, CLOCK_SKEW_MINUTES, DEFAULT_FORECAST_HALT, DEFAULT_FORECAST_WARN};
 pub use patch::Patch;
 pub use time::Timestamp;
+#[cfg(test)]
+pub(crate) use typed::record_for_test;
 pub use typed::{
-    typecheck, Attempt, Budget, Driver, FixEntry, GuardRecord, Halt, Isolation, Loose, Nullable,
-    Phase, State, Usage,
+    typecheck, AcceptedOther, Attempt, Budget, Driver, EvidenceRecord, FixEntry, GuardRecord, Halt,
+    Isolation, Loose, MergedFrom, Nullable, Phase, State, TestsSummary, Usage,
 };
 
 use chrono::{DateTime, Utc};

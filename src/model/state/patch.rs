@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::group::{Group, Member};
 use super::time::Timestamp;
-use super::typed::{Attempt, Driver, FixEntry, Halt, Phase};
+use super::typed::{Attempt, Driver, EvidenceRecord, FixEntry, Halt, Phase};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Patch {
@@ -107,12 +107,16 @@ impl Patch {
     pub fn fix_entry(self, id: &str, entry: &FixEntry) -> Patch {
         self.set(&["fixTaskMap", id], entry)
     }
-    /// Task `id`'s evidence record (merged into what is there; `evidence.rs` owns it).
-    pub fn task_evidence(self, id: &str, record: Value) -> Patch {
+    /// Task `id`'s evidence record (merged into what is there).
+    pub fn task_evidence(self, id: &str, record: &EvidenceRecord) -> Patch {
         self.set(&["taskEvidence", id], record)
     }
+    /// Task `id`'s cost account (`ledger.tasks.<id>`; `ledger.rs` owns its shape).
+    pub fn ledger_task(self, id: &str, account: &Value) -> Patch {
+        self.set(&["ledger", "tasks", id], account)
+    }
     /// Task `id`'s verification block record (merged into what is there).
-    pub fn verification_block(self, id: &str, record: Value) -> Patch {
+    pub fn verification_block(self, id: &str, record: &EvidenceRecord) -> Patch {
         self.set(&["verificationBlocks", id], record)
     }
     /// One isolated member's record (`isolation.members.<id>`; worktree.rs owns its shape).

@@ -84,6 +84,17 @@ impl<T> Loose<T> {
     }
 }
 
+impl<T: Serialize> Loose<T> {
+    /// The value as recorded, whatever its type; `None` when absent.
+    pub fn to_json(&self) -> Option<Value> {
+        match self {
+            Loose::Absent => None,
+            Loose::Typed(v) => serde_json::to_value(v).ok(),
+            Loose::Raw(v) => Some(v.clone()),
+        }
+    }
+}
+
 impl<T: Serialize> Serialize for Loose<T> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
@@ -379,6 +390,11 @@ macro_rules! check_ty {
     };
 }
 
+mod evidence;
+#[cfg(test)]
+pub(crate) use evidence::record_for_test;
+pub use evidence::{AcceptedOther, EvidenceRecord, MergedFrom, TestsSummary};
+
 record! {
 /// `budget`: the caps `state init` and `resume` set.
 pub struct Budget {
@@ -500,11 +516,11 @@ pub struct State {
     quick_mode: Option<bool> = "quickMode",
     recovery_mode: Option<bool> = "recoveryMode",
     awaiting_approval: Option<bool> = "awaitingApproval",
-    /// Per task, the verify gate's block record: an object whose fields the verify verb
-    /// and the guard each add to; open so either can grow it.
-    verification_blocks: Option<Map<String, Value>> = "verificationBlocks" => Records,
-    /// Per task, the evidence record (`evidence.rs` owns its varied body).
-    task_evidence: Option<Map<String, Value>> = "taskEvidence" => Records,
+    /// Per phase, the evidence record `verify run --phase` stores (`EvidenceRecord`; the
+    /// check asks only that each is an object).
+    verification_blocks: Option<IndexMap<String, EvidenceRecord>> = "verificationBlocks" => Records,
+    /// Per task, the evidence record `verify run --task` stores.
+    task_evidence: Option<IndexMap<String, EvidenceRecord>> = "taskEvidence" => Records,
     attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
     fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.
@@ -562,7 +578,7 @@ impl State {
     /// Each top-level field is read as the checked read reads it, and dropped when it does
     /// not read; the checks beyond the types (`maxUsd`'s sign, the ledger's and the
     /// evidence maps' inner shapes) are the accessors' to meet (`ledger()` names a bad
-    /// ledger, `Slot::record_of` skips a record that is not an object). No type check runs
+    /// ledger; an evidence entry that is not an object leaves its map unread). No type check runs
     /// first: the status line reads this way on every refresh.
     pub fn lenient_owned(doc: Value) -> State {
         match doc {
@@ -718,10 +734,10 @@ impl State {
     pub fn fix_entry(&self, id: &str) -> Option<&FixEntry> {
         self.fix_task_map.as_ref()?.get(id)
     }
-    pub fn task_evidence(&self, id: &str) -> Option<&Value> {
+    pub fn task_evidence(&self, id: &str) -> Option<&EvidenceRecord> {
         self.task_evidence.as_ref()?.get(id)
     }
-    pub fn verification_block(&self, id: &str) -> Option<&Value> {
+    pub fn verification_block(&self, id: &str) -> Option<&EvidenceRecord> {
         self.verification_blocks.as_ref()?.get(id)
     }
     /// Ids of the tasks whose latest attempt is still running.
@@ -769,13 +785,13 @@ impl State {
     }
 
     /// Store task `id`'s evidence record, replacing the one there.
-    pub fn put_task_evidence(&mut self, id: &str, record: Value) {
-        let map = self.task_evidence.get_or_insert_with(Map::new);
+    pub fn put_task_evidence(&mut self, id: &str, record: EvidenceRecord) {
+        let map = self.task_evidence.get_or_insert_with(IndexMap::new);
         map.insert(id.to_string(), record);
     }
     /// Store phase `phase`'s verification record, replacing the one there.
-    pub fn put_verification_block(&mut self, phase: &str, record: Value) {
-        let map = self.verification_blocks.get_or_insert_with(Map::new);
+    pub fn put_verification_block(&mut self, phase: &str, record: EvidenceRecord) {
+        let map = self.verification_blocks.get_or_insert_with(IndexMap::new);
         map.insert(phase.to_string(), record);
     }
     /// The frozen plan: none in a state written before plans were frozen; broken when
