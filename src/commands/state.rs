@@ -12,7 +12,7 @@ use crate::io::events::now_rfc3339;
 use crate::io::output;
 use crate::io::project::Project;
 use crate::io::store;
-use crate::model::state::{self, InitParams, State};
+use crate::model::state::{self, InitParams, Loose, Nullable, State};
 use crate::support::shell::word as shell_word;
 
 pub(crate) fn run(cwd: Option<&Path>, cmd: StateCommand) -> Result<ExitStatus> {
@@ -175,7 +175,7 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
         crate::claude::roles::person_only(crate::claude::roles::Decision::ReplaceState)?;
     }
     let now = now_rfc3339();
-    let (doc, continued) = {
+    let (mut typed, continued) = {
         let _lock = store::lock(&path, store::DEFAULT_LOCK_WAIT)?;
         if let Some(detail) = refuse_laundering(project, &spec.name, &path) {
             output::error(&detail);
@@ -227,21 +227,29 @@ fn init(project: &Project, args: StateInitArgs) -> Result<ExitStatus> {
             (false, true) => ticked_at(project, spec, start.as_deref(), baseline),
             _ => baseline,
         };
-        doc["checkedAtInit"] = serde_json::json!(baseline);
-        if !continued || moved_to_another_transcript(&doc, project, session) {
-            count_from_start(&mut doc, project, session);
+        // The document passed the check: the rest of init writes the typed state.
+        let mut typed = State::from_json(doc, &path.display().to_string())?;
+        typed.checked_at_init = Some(baseline.into_iter().map(Value::String).collect());
+        if !continued || moved_to_another_transcript(&typed, project, session) {
+            count_from_start(&mut typed, project, session);
         }
-        freeze_contract(project, &mut doc, &loaded.list, continued, start.as_deref());
+        freeze_contract(
+            project,
+            &mut typed,
+            &loaded.list,
+            continued,
+            start.as_deref(),
+        );
         // Stops a previous execution missed are not this one's to count; a continued
         // execution keeps its own offset (its missed stops are still to be counted).
         let ledger_end = crate::hooks::uncounted::end(project, &spec.name);
         if ledger_end > 0 && !continued {
-            doc["guard"]["uncountedOffset"] = serde_json::json!(ledger_end);
+            let guard = typed.guard.get_or_insert_with(Default::default);
+            guard.uncounted_offset = Loose::Typed(ledger_end);
         }
-        store::write_atomic(&path, &store::to_pretty_bytes(&doc))?;
-        (doc, continued)
+        store::write_atomic(&path, &store::to_pretty_bytes(&typed))?;
+        (typed, continued)
     };
-    let mut typed = State::from_json(doc, &path.display().to_string())?;
     // A continued execution keeps what its first init took.
     let baseline = if !continued || typed.test_baseline.is_none() {
         take_baseline(project, spec, &typed, &loaded.list)?
@@ -332,32 +340,33 @@ fn keep_taken(
 /// a change) and the prices and notify command in force (`cost::settings`).
 fn freeze_contract(
     project: &Project,
-    doc: &mut Value,
+    doc: &mut State,
     list: &crate::model::tasks::TaskList,
     continued: bool,
     start: Option<&str>,
 ) {
     // The plan is frozen as this execution starts; a continued one keeps its own, so
     // a tasks.md rewritten since is judged against it (only a person accepts a change).
-    if !continued || doc.get("plan").is_none() {
-        doc["plan"] = serde_json::json!(crate::model::plan::Plan::freeze(list));
+    if !continued || doc.plan.is_absent() {
+        doc.plan = Loose::Typed(crate::model::plan::Plan::freeze(list));
     }
     // The prices and notify command in force: a person's, taken now (a continued
     // execution inside Claude Code keeps its own: the model may have changed them).
     use crate::cost::settings::Asker;
     let inside = crate::claude::releases::inside();
-    if !(continued && inside && doc.get("settings").is_some()) {
+    if !(continued && inside && doc.other.contains_key("settings")) {
         let asker = if inside {
             Asker::Model(start)
         } else {
             Asker::Person
         };
         let kept = crate::cost::settings::snapshot(&project.root, asker);
-        doc["settings"] = serde_json::json!(kept);
+        let kept = serde_json::to_value(kept).unwrap_or(Value::Null);
+        doc.other.insert("settings".into(), kept);
     }
     // totalTasks counts the frozen plan (a continued execution's, not tasks.md's now).
-    if let Ok(plan) = serde_json::from_value::<crate::model::plan::Plan>(doc["plan"].clone()) {
-        doc["totalTasks"] = serde_json::json!(plan.tasks.len());
+    if let Some(plan) = doc.plan.get() {
+        doc.total_tasks = Some(plan.tasks.len() as u64);
     }
 }
 
@@ -660,18 +669,18 @@ fn ticked_at(
 /// A continued execution taken on by a session with another transcript: that transcript
 /// counts from its size now, not from its size at the first Stop (the output between would
 /// go uncounted). A state with no transcript yet keeps its offset (it counts more).
-fn moved_to_another_transcript(doc: &Value, project: &Project, session: Option<&str>) -> bool {
+fn moved_to_another_transcript(doc: &State, project: &Project, session: Option<&str>) -> bool {
     let bound = session
         .and_then(|sid| crate::model::record::binding(&project.root, sid))
         .and_then(|b| b.transcript_path);
-    let kept = doc["usage"]["transcriptPath"].as_str();
+    let kept = doc.transcript_path();
     matches!((kept, bound.as_deref()), (Some(k), Some(b)) if k != b)
 }
 
 /// A fresh execution's tokens count from its start: the transcript the session was bound
 /// to is read from its size now; with no transcript known, from its beginning (more than
 /// the execution's, never less).
-fn count_from_start(doc: &mut Value, project: &Project, session: Option<&str>) {
+fn count_from_start(doc: &mut State, project: &Project, session: Option<&str>) {
     let bound = session
         .and_then(|sid| crate::model::record::binding(&project.root, sid))
         .and_then(|b| b.transcript_path);
@@ -679,9 +688,10 @@ fn count_from_start(doc: &mut Value, project: &Project, session: Option<&str>) {
         .as_deref()
         .and_then(|p| std::fs::metadata(p).ok())
         .map_or(0, |m| m.len());
-    doc["usage"]["transcriptOffset"] = serde_json::json!(offset);
+    let usage = doc.usage.get_or_insert_with(Default::default);
+    usage.transcript_offset = Nullable::Set(offset);
     if let Some(path) = bound {
-        doc["usage"]["transcriptPath"] = serde_json::json!(path);
+        usage.transcript_path = Nullable::Set(path);
     }
 }
 
