@@ -83,7 +83,11 @@ fn tasks_next_on_a_file_without_tasks_says_there_are_none() {
 #[test]
 fn tasks_list_json_streams_one_valid_document() {
     let p = TempProject::git();
-    let mut text = String::from("# Tasks\n");
+    // One task with every field, quotes, a backslash, a tab and an escape byte, a nested
+    // optional sub-task: the hand-written compact JSON must be serde_json's, byte for byte.
+    let mut text = String::from(
+        "# Tasks\n## Phase \"0\"\n- [x] 0.1 [P] [FIX 0.0] Quote \"it\" \\ \t\u{1b} é\n  - **Do**: a\n    b\n  - **Files**: a.rs, `b.rs`\n  - **Done when**: done\n  - **Verify**: `grep -q \"x\" a.rs`\n  - **Commit**: `feat: a`\n  - **Depends**: 0.0\n  - [ ]* 0.1.1 Sub\n    - **No verify**: docs\n## Phase 1\n",
+    );
     for i in 1..=2000 {
         text.push_str(&format!(
             "- [{}] {i} Task {i}\n",
@@ -95,12 +99,17 @@ fn tasks_list_json_streams_one_valid_document() {
     let ran = run_bounded(&p, &["tasks", "list", "--json"], b"");
     assert_eq!(ran.code, Some(0));
     let doc: serde_json::Value = serde_json::from_str(&ran.stdout).unwrap();
-    assert_eq!(doc["counts"]["total"], 2000);
-    assert_eq!(doc["counts"]["completed"], 666);
-    assert_eq!(doc["tasks"].as_array().unwrap().len(), 2000);
-    assert_eq!(doc["tasks"][2]["checked"], true);
-    // Piped, the list is compact JSON: one line (indentation is for a terminal).
+    assert_eq!(doc["counts"]["total"], 2002);
+    assert_eq!(doc["counts"]["completed"], 667);
+    assert_eq!(doc["tasks"].as_array().unwrap().len(), 2002);
+    assert_eq!(doc["tasks"][4]["checked"], true);
+    assert_eq!(doc["tasks"][0]["verify"], "grep -q \"x\" a.rs");
+    assert_eq!(doc["tasks"][1]["noVerify"], "docs");
+    assert_eq!(doc["tasks"][1]["optional"], true);
+    // Piped, the list is compact JSON: one line (indentation is for a terminal), laid out
+    // as serde_json lays out the same document (its keys in the order written).
     assert_eq!(ran.stdout.trim_end().lines().count(), 1, "not compact");
+    assert_eq!(ran.stdout, serde_json::to_string(&doc).unwrap() + "\n");
     let empty = TempProject::git();
     empty.spec("demo", "# none\n");
     empty.write("specs/.current-spec", "demo\n");

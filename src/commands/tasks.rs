@@ -184,7 +184,7 @@ fn run_first(project: &Project, args: &TasksReadArgs, list: &TaskList) -> Option
 
 fn list_tasks(args: &TasksReadArgs, c: Counts, tasks: impl IntoIterator<Item = Task>) {
     if args.json {
-        output::json_stream("counts", &c, "tasks", tasks);
+        output::json_stream("counts", &c, "tasks", tasks, |t, out| t.write_json(out));
     } else {
         for t in tasks {
             output::line(&summary_line(&t));

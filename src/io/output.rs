@@ -23,14 +23,42 @@ pub(crate) fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) {
 }
 
 /// Print `{"<head_key>": head, "<items_key>": [items…]}` (indented at a terminal), writing each item as it
-/// comes through one serializer (no string per item): a million items never sit in memory
-/// as one document or one string. DEL and C1 are written `\u00NN` as `visible::json` does.
+/// comes: a million items never sit in memory as one document or one string. For a program
+/// (a pipe or a file) each item is `compact`'s JSON (which must be what serde_json writes
+/// for it), put through one reused buffer. DEL and C1 are written `\u00NN` as
+/// `visible::json` does.
 pub(crate) fn json_stream<H: serde::Serialize, T: serde::Serialize>(
     head_key: &str,
     head: &H,
     items_key: &str,
     items: impl IntoIterator<Item = T>,
+    compact: impl Fn(&T, &mut Vec<u8>),
 ) {
+    // The escaping sits under the buffer: it scans 64 KiB at a time, not serde's fragments.
+    let mut out = std::io::BufWriter::with_capacity(
+        1 << 16,
+        visible::JsonWriter::new(std::io::stdout().lock()),
+    );
+    // Indented for a person at a terminal; compact for a program, where a million tasks'
+    // indentation is a third of the bytes and of the time.
+    let written = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        pretty_stream(&mut out, head_key, head, items_key, items)
+    } else {
+        compact_stream(&mut out, head_key, head, items_key, items, compact)
+    };
+    // A closed pipe (`specrun … | head`) is not an error.
+    if written.is_ok() {
+        let _ = out.write_all(b"\n").and_then(|()| out.flush());
+    }
+}
+
+fn pretty_stream<T: serde::Serialize>(
+    out: &mut impl Write,
+    head_key: &str,
+    head: &impl serde::Serialize,
+    items_key: &str,
+    items: impl IntoIterator<Item = T>,
+) -> std::io::Result<()> {
     use serde::ser::Serializer;
     /// The items, serialised once as a sequence as they are drawn.
     struct Seq<I>(std::cell::RefCell<Option<I>>);
@@ -40,34 +68,38 @@ pub(crate) fn json_stream<H: serde::Serialize, T: serde::Serialize>(
         }
     }
     let seq = Seq(std::cell::RefCell::new(Some(items.into_iter())));
-    // The escaping sits under the buffer: it scans 64 KiB at a time, not serde's fragments.
-    let mut out = std::io::BufWriter::with_capacity(
-        1 << 16,
-        visible::JsonWriter::new(std::io::stdout().lock()),
-    );
-    // Indented for a person at a terminal; compact for a program (a pipe or a file),
-    // where a million tasks' indentation is a third of the bytes and of the time.
-    let written = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-        write_map(
-            &mut serde_json::Serializer::pretty(&mut out),
-            head_key,
-            head,
-            items_key,
-            &seq,
-        )
-    } else {
-        write_map(
-            &mut serde_json::Serializer::new(&mut out),
-            head_key,
-            head,
-            items_key,
-            &seq,
-        )
-    };
-    // A closed pipe (`specrun … | head`) is not an error.
-    if written.is_ok() {
-        let _ = out.write_all(b"\n").and_then(|()| out.flush());
+    let ser = &mut serde_json::Serializer::pretty(out);
+    write_map(ser, head_key, head, items_key, &seq).map_err(std::io::Error::other)
+}
+
+/// `{"head_key":head,"items_key":[…]}` as serde_json's compact layout, each item written
+/// into the same buffer and handed on whole.
+fn compact_stream<T>(
+    out: &mut impl Write,
+    head_key: &str,
+    head: &impl serde::Serialize,
+    items_key: &str,
+    items: impl IntoIterator<Item = T>,
+    compact: impl Fn(&T, &mut Vec<u8>),
+) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(1 << 10);
+    buf.push(b'{');
+    serde_json::to_writer(&mut buf, head_key)?;
+    buf.push(b':');
+    serde_json::to_writer(&mut buf, head)?;
+    buf.push(b',');
+    serde_json::to_writer(&mut buf, items_key)?;
+    buf.extend_from_slice(b":[");
+    out.write_all(&buf)?;
+    for (i, item) in items.into_iter().enumerate() {
+        buf.clear();
+        if i > 0 {
+            buf.push(b',');
+        }
+        compact(&item, &mut buf);
+        out.write_all(&buf)?;
     }
+    out.write_all(b"]}")
 }
 
 fn write_map<S: serde::Serializer>(

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::scan::{self, Kind};
-use super::{field_line, TaskList, UnreadKind};
+use super::{field_line, TaskList, UnreadKind, FIELDS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -25,17 +25,6 @@ pub struct Finding {
     pub message: String,
     pub fix: String,
 }
-
-/// The fields the format reads (lowercase), `No verify` included.
-const FIELDS: &[&str] = &[
-    "do",
-    "files",
-    "done when",
-    "verify",
-    "commit",
-    "depends",
-    "no verify",
-];
 
 /// Every finding, in line order.
 pub fn lint(text: &str, list: &TaskList) -> Vec<Finding> {

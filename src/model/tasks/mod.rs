@@ -9,6 +9,7 @@
 //! is a task of its own that runs before its parent (`next_index`). Pure: text in, data out.
 
 pub mod format;
+mod json;
 pub mod lint;
 mod scan;
 pub mod text;
@@ -17,6 +18,17 @@ use scan::{Code, Kind};
 use serde::Serialize;
 
 pub const MAX_PARALLEL_GROUP: usize = 5;
+
+/// The fields the format reads (lowercase), `No verify` included.
+const FIELDS: &[&str] = &[
+    "do",
+    "files",
+    "done when",
+    "verify",
+    "commit",
+    "depends",
+    "no verify",
+];
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
@@ -514,11 +526,17 @@ fn field_line(line: &str) -> Option<(&str, &str)> {
     let t = line.trim_start();
     let t = t.strip_prefix("- ").or_else(|| t.strip_prefix("* "))?;
     let t = t.trim_start().strip_prefix("**")?;
-    let close = t.find("**")?;
+    let close = stars(t)?;
     let name = t[..close].trim_end_matches(':').trim();
     let after = t[close + 2..].trim_start();
     let value = after.strip_prefix(':').unwrap_or(after).trim();
     Some((name, value))
+}
+
+/// Where the first `**` in `t` starts: `str::find("**")` without building a substring
+/// searcher for every field line (a tenth of `tasks list`'s parse).
+fn stars(t: &str) -> Option<usize> {
+    t.as_bytes().windows(2).position(|w| w == b"**")
 }
 
 /// `**Final check**: value` (or `**Final check:**`, a list item too) → the value.
@@ -639,7 +657,8 @@ impl Open {
 }
 
 fn apply_field(task: &mut Task, name: &str, value: &str) -> Option<&'static str> {
-    match name.to_ascii_lowercase().as_str() {
+    // Compared without case and without a lowercased copy of every field name.
+    match *FIELDS.iter().find(|k| name.eq_ignore_ascii_case(k))? {
         "do" => {
             task.do_ = Some(value.to_string());
             Some("do")
