@@ -267,7 +267,7 @@ fn verify_default(list: &mut TaskList, default: Option<&str>, notes: &mut Vec<No
 fn speckit(list: &mut TaskList, notes: &mut Vec<Note>) {
     let mut phases: Vec<(String, Vec<String>)> = Vec::new();
     for t in &list.tasks {
-        let phase = t.phase.clone().unwrap_or_default();
+        let phase = t.phase.as_deref().unwrap_or_default().to_string();
         match phases.last_mut() {
             Some((p, ids)) if *p == phase => ids.push(t.label()),
             _ => phases.push((phase, vec![t.label()])),
@@ -276,7 +276,7 @@ fn speckit(list: &mut TaskList, notes: &mut Vec<Note>) {
     let (mut with_files, mut with_depends) = (0, 0);
     let mut phase_at = 0;
     for t in list.tasks.iter_mut() {
-        let phase = t.phase.clone().unwrap_or_default();
+        let phase = t.phase.as_deref().unwrap_or_default().to_string();
         while phases.get(phase_at).is_some_and(|(p, _)| *p != phase) {
             phase_at += 1;
         }

@@ -53,19 +53,9 @@ impl Task {
     }
 }
 
-/// Decimal digits, as serde writes an integer (without `fmt`'s machinery per number).
-fn number(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
+/// Decimal digits, as serde writes an integer (itoa: serde_json's own digit writer).
+fn number(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 fn opt_str(out: &mut Vec<u8>, s: Option<&str>) {
@@ -89,7 +79,7 @@ fn strings(out: &mut Vec<u8>, items: &[String]) {
 /// A JSON string: copied between quotes when nothing in it needs an escape (nearly every
 /// task's text), else serde_json's escaping, so both agree on every string.
 fn string(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+    if plain(s.as_bytes()) {
         out.reserve(s.len() + 2);
         out.push(b'"');
         out.extend_from_slice(s.as_bytes());
@@ -97,6 +87,30 @@ fn string(out: &mut Vec<u8>, s: &str) {
     } else {
         serde_json::to_writer(&mut *out, s).expect("a string always serialises into a Vec");
     }
+}
+
+/// No byte below 0x20, no `"` and no `\\`: eight bytes at a time (the zero-byte test of
+/// `word ^ needle`, and of `word - 0x20` for the controls), the tail byte by byte.
+fn plain(b: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    let mut words = b.chunks_exact(8);
+    for chunk in words.by_ref() {
+        let w = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
+        // A byte below 0x20 borrows in `w - 0x20…`; one at 0x80 or above may too, so
+        // those are masked out by `!w` (they are never controls).
+        let low = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+        if low | has_zero(w ^ (ONES * u64::from(b'"'))) | has_zero(w ^ (ONES * u64::from(b'\\')))
+            != 0
+        {
+            return false;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .all(|&c| c >= 0x20 && c != b'"' && c != b'\\')
 }
 
 #[cfg(test)]
@@ -121,6 +135,24 @@ mod tests {
     fn written_as_serde_writes_it() {
         same_as_serde("# Tasks\n## Phase 1: \"Core\" \\ é\n- [x] 1.1 [P] [FIX 1.0] Add \"it\" \t\u{1b}\u{7f}\u{9b}\n  - **Do**: a\n    b\\c\n  - **Files**: src/a.rs, `src/b.rs`\n  - **Done when**: it parses\n  - **Verify**: `cargo test parser`\n  - **Commit**: `feat: add`\n  - **Depends**: 1.0, 0.9\n- [ ] Untitled\n  - [ ]* 1.1.1 Nested optional\n    - **No verify**: docs \"only\"\n- [-] V4 [VERIFY] Check\n");
         same_as_serde("- [ ] \n- [X] T001 [P] x\r\n  - **Verify**:\n    ```\n    make\n    ```\n");
+    }
+
+    #[test]
+    fn plain_agrees_with_the_byte_test_at_every_byte_and_place() {
+        let slow = |b: &[u8]| b.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\');
+        for len in 0..20 {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    let mut hay = vec![b'a'; len];
+                    hay[at] = byte;
+                    // A neighbour at 0x80 or above must not hide or invent a control.
+                    if at + 1 < len {
+                        hay[at + 1] = 0xc3;
+                    }
+                    assert_eq!(super::plain(&hay), slow(&hay), "{hay:?}");
+                }
+            }
+        }
     }
 
     #[test]

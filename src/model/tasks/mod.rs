@@ -16,6 +16,7 @@ pub mod text;
 
 use scan::{Code, Kind};
 use serde::Serialize;
+use std::sync::Arc;
 
 pub const MAX_PARALLEL_GROUP: usize = 5;
 
@@ -47,8 +48,9 @@ pub struct Task {
     /// 1-based first and last line of the task's block (trailing blank lines excluded).
     pub line_start: usize,
     pub line_end: usize,
-    /// Text of the nearest heading above the task (`Phase 1: Core`), if any.
-    pub phase: Option<String>,
+    /// Text of the nearest heading above the task (`Phase 1: Core`), if any: shared by the
+    /// phase's tasks (a copy per task was a twentieth of `tasks list`).
+    pub phase: Option<Arc<str>>,
     #[serde(rename = "do")]
     pub do_: Option<String>,
     pub files: Vec<String>,
@@ -518,7 +520,23 @@ fn split_marker_strs(mut rest: &str) -> (Vec<&str>, &str) {
         markers.push(name);
         rest = &inner[close + 1..];
     }
-    (markers, rest.trim())
+    (markers, trim(rest))
+}
+
+/// `str::trim`, by bytes while the ends are ASCII: decoding chars for `char::is_whitespace`
+/// was a twentieth of `tasks list`. Stops at the first non-ASCII byte and leaves the rest
+/// to `str::trim`, so Unicode spaces are trimmed as before.
+fn trim(s: &str) -> &str {
+    // `char::is_whitespace` in ASCII: \t \n \x0b \x0c \r and space.
+    let space = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    let b = s.as_bytes();
+    let start = b.iter().take_while(|c| space(c)).count();
+    let end = b.len() - b[start..].iter().rev().take_while(|c| space(c)).count();
+    let inner = &s[start..end];
+    match (inner.as_bytes().first(), inner.as_bytes().last()) {
+        (Some(f), Some(l)) if !f.is_ascii() || !l.is_ascii() => inner.trim(),
+        _ => inner,
+    }
 }
 
 /// `- **Do**: text` or `- **Do:** text` (any indent, `-` or `*`) → ("Do", "text").
@@ -527,9 +545,9 @@ fn field_line(line: &str) -> Option<(&str, &str)> {
     let t = t.strip_prefix("- ").or_else(|| t.strip_prefix("* "))?;
     let t = t.trim_start().strip_prefix("**")?;
     let close = stars(t)?;
-    let name = t[..close].trim_end_matches(':').trim();
+    let name = trim(t[..close].trim_end_matches(':'));
     let after = t[close + 2..].trim_start();
-    let value = after.strip_prefix(':').unwrap_or(after).trim();
+    let value = trim(after.strip_prefix(':').unwrap_or(after));
     Some((name, value))
 }
 
@@ -566,12 +584,12 @@ pub fn verify_command(field: &str) -> &str {
 }
 
 fn strip_code(value: &str) -> String {
-    let v = value.trim();
+    let v = trim(value);
     let inner = v
         .strip_prefix('`')
         .and_then(|s| s.strip_suffix('`'))
         .filter(|s| !s.contains('`'));
-    inner.unwrap_or(v).trim().to_string()
+    trim(inner.unwrap_or(v)).to_string()
 }
 
 fn split_list(value: &str) -> Vec<String> {
@@ -879,7 +897,7 @@ pub struct Tasks<'a> {
     open: Option<Open>,
     index: usize,
     section: usize,
-    phase: Option<String>,
+    phase: Option<Arc<str>>,
     /// The lines read so far that look like tasks and are not.
     pub unread: Vec<Unread>,
     /// The `**Final check**` line's value, read before the first task.
@@ -909,7 +927,7 @@ impl Iterator for Tasks<'_> {
                 Kind::Heading(line) => {
                     self.section += 1;
                     let phase = line.trim_start_matches('#').trim();
-                    self.phase = Some(phase.to_string()).filter(|p| !p.is_empty());
+                    self.phase = (!phase.is_empty()).then(|| Arc::from(phase));
                     match self.open.take() {
                         Some(done) => return Some(done.close()),
                         None => continue,
@@ -931,7 +949,7 @@ impl Iterator for Tasks<'_> {
                 }
                 continue;
             };
-            if line.trim().is_empty() {
+            if trim(line).is_empty() {
                 continue;
             }
             o.last_content_line = number;
@@ -951,7 +969,7 @@ fn new_task(
     index: usize,
     item: scan::Item<'_>,
     line: usize,
-    phase: &Option<String>,
+    phase: &Option<Arc<str>>,
     section: usize,
 ) -> Task {
     let (id, rest) = split_id(item.rest);
@@ -993,6 +1011,31 @@ pub fn set_checked(text: &str, task: &Task, checked: bool) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn trim_agrees_with_str_trim() {
+        let ends = [
+            "",
+            " ",
+            "\t",
+            "\x0b",
+            "\x0c",
+            "\r\n",
+            "\u{a0}",
+            "\u{3000}",
+            " \u{2003} ",
+            "é",
+            "x",
+        ];
+        for a in ends {
+            for mid in ["", "a", "a b", "\u{a0}", "é", " "] {
+                for b in ends {
+                    let s = format!("{a}{mid}{b}");
+                    assert_eq!(super::trim(&s), s.trim(), "{s:?}");
+                }
+            }
+        }
+    }
+
     use super::*;
 
     fn ids(list: &TaskList) -> Vec<String> {
