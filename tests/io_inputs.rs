@@ -79,6 +79,48 @@ fn tasks_next_on_a_file_without_tasks_says_there_are_none() {
     assert!(ran.stdout.contains("holds no tasks"), "{}", ran.stdout);
 }
 
+/// `tasks list` streams into a pipe: a reader that closes it after the first bytes must see
+/// the command stop and exit 0 (a closed pipe is not an error), not write on or hang.
+#[test]
+fn tasks_list_into_a_pipe_closed_early_exits_0_without_hanging() {
+    use std::io::Read;
+    let p = TempProject::git();
+    let mut text = String::from("# Tasks\n## Phase 1\n");
+    // Far more than a pipe's buffer holds, so the writer is blocked when the pipe closes.
+    for i in 1..=40_000 {
+        text.push_str(&format!("- [ ] {i} Task {i}\n  - **Verify**: `true`\n"));
+    }
+    p.spec("demo", &text);
+    p.write("specs/.current-spec", "demo\n");
+    for json in [true, false] {
+        let args: &[&str] = if json {
+            &["tasks", "list", "--json"]
+        } else {
+            &["tasks", "list"]
+        };
+        let mut child = std::process::Command::new(crate::common::bin_path())
+            .args(args)
+            .current_dir(p.root())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 100];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let start = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                start.elapsed() < crate::common::BOUND,
+                "{args:?} hung on a closed pipe"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{args:?}");
+    }
+}
+
 /// `tasks list --json` is streamed: the same document, written task by task.
 #[test]
 fn tasks_list_json_streams_one_valid_document() {
