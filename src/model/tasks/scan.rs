@@ -66,10 +66,16 @@ pub(super) struct Unclosed(pub Option<usize>);
 pub(super) struct Lines<'a> {
     text: &'a str,
     start: usize,
+    /// The newlines of the whole text, found by one memchr iterator as the walk reaches them.
+    ends: memchr::Memchr<'a>,
 }
 
 pub(super) fn lines_with_offsets(text: &str) -> Lines<'_> {
-    Lines { text, start: 0 }
+    Lines {
+        text,
+        start: 0,
+        ends: memchr::memchr_iter(b'\n', text.as_bytes()),
+    }
 }
 
 impl<'a> Iterator for Lines<'a> {
@@ -80,7 +86,7 @@ impl<'a> Iterator for Lines<'a> {
         if self.start >= text.len() {
             return None;
         }
-        let end = next_line_end(text.as_bytes(), self.start);
+        let end = self.ends.next().map_or(text.len(), |n| n + 1);
         let raw = &text[self.start..end];
         let line_start = std::mem::replace(&mut self.start, end);
         let line = raw.strip_suffix('\n').unwrap_or(raw);
@@ -219,12 +225,6 @@ fn span_close(text: &str, from: usize, len: usize) -> Option<usize> {
 
 fn line_end(text: &str, at: usize) -> usize {
     memchr::memchr(b'\n', &text.as_bytes()[at..]).map_or(text.len(), |n| at + n + 1)
-}
-
-/// `line_end` for the line-by-line walk: a plan's lines are short (30 bytes is typical),
-/// where memchr's set-up costs more than the search: `find` reads them a word at a time.
-fn next_line_end(b: &[u8], at: usize) -> usize {
-    find(b'\n', &b[at..]).map_or(b.len(), |n| at + n + 1)
 }
 
 /// The first `needle` in `hay`. The first 64 bytes are read a word at a time (the zero-byte
