@@ -148,7 +148,7 @@ fn fields(text: &str, list: &TaskList, out: &mut Vec<Finding>) {
         match kind {
             Kind::Task(_) => task = tasks.next(),
             Kind::Heading(_) => task = None,
-            Kind::Other(line) => {
+            Kind::Other { line, .. } => {
                 if let Some(t) = task {
                     field(number, line, t, out);
                 }

@@ -21,6 +21,12 @@
 //!   its lines up to the line holding `-->`: `specrun new` writes an example task inside
 //!   one. A comment that never closes is not a comment, so an unfinished `<!--` cannot
 //!   hide the rest of the plan.
+//!
+//! The walk reads the text 64 bytes at a time as bitmasks (`blocks`): a line's end, its
+//! first backtick and whether it holds a `<` or a `[` come from a few bit operations, so the
+//! classifier looks further only at lines that may open a string or be a malformed box.
+
+use super::blocks::Block;
 
 /// One task item line as the scanner reads it.
 #[derive(Debug, Clone, Copy)]
@@ -54,7 +60,11 @@ pub(super) enum Kind<'a> {
     Code(Code, &'a str),
     Heading(&'a str),
     Task(Item<'a>),
-    Other(&'a str),
+    /// Any other line; `bracket`: it holds a `[` (else it cannot be a malformed box).
+    Other {
+        line: &'a str,
+        bracket: bool,
+    },
 }
 
 /// A fence that was never closed: its 1-based opening line.
@@ -62,7 +72,8 @@ pub(super) enum Kind<'a> {
 pub(super) struct Unclosed(pub Option<usize>);
 
 /// The lines of `text`: (byte offset of line start, line without `\n`/`\r\n`). As
-/// `split_inclusive('\n')`, with memchr: half of `tasks count` was the line search.
+/// `split_inclusive('\n')`, with memchr: for the look-aheads (a fence's closer, a heredoc's
+/// word); the scanner's own walk is `BlockLines`.
 pub(super) struct Lines<'a> {
     text: &'a str,
     start: usize,
@@ -304,34 +315,135 @@ fn string_end(text: &str, line: &str, next: usize, tick: Option<usize>, lt: bool
     }
 }
 
-/// The next place one byte occurs in the text at or after the line being read. A backtick
-/// or a `<` is in few lines of a plan: one search answers "not on this line" for every line
-/// up to the next one, where searching each line cost a fifth of `count`. `find`, not
-/// memchr: in a plan with a Verify command per task the next backtick is a line or two on.
-struct NextByte {
-    byte: u8,
-    at: usize,
+/// One line as the walk reads it, with what its block masks say about it.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    /// Byte offset of the line's start in the whole text.
+    offset: usize,
+    /// The line without its `\n` or `\r\n`.
+    text: &'a str,
+    /// The line's first backtick.
+    tick: Option<usize>,
+    /// Whether it holds a `<`.
+    lt: bool,
+    /// Whether it holds a `[`.
+    bracket: bool,
 }
 
-impl NextByte {
-    fn new(byte: u8, text: &[u8]) -> NextByte {
-        let at = memchr::memchr(byte, text).unwrap_or(text.len());
-        NextByte { byte, at }
+/// The line walk: each line's end and its backtick, `<` and `[` from two 64-byte blocks
+/// of masks (`lo` at `base`, `hi` after it), so a short line costs a few bit operations.
+struct BlockLines<'a> {
+    text: &'a str,
+    start: usize,
+    base: usize,
+    lo: Block,
+    hi: Block,
+}
+
+impl<'a> BlockLines<'a> {
+    fn new(text: &'a str) -> BlockLines<'a> {
+        let b = text.as_bytes();
+        BlockLines {
+            text,
+            start: 0,
+            base: 0,
+            lo: Block::at(b, 0),
+            hi: Block::at(b, 64),
+        }
     }
 
-    /// Where the byte first occurs in `text[start..end]`; lines are asked in file order.
-    fn within(&mut self, text: &[u8], start: usize, end: usize) -> Option<usize> {
-        if self.at < start {
-            self.at = find(self.byte, &text[start..]).map_or(text.len(), |n| start + n);
+    /// The masks of the 64 bytes from `at`, which lies in `lo`.
+    #[inline(always)]
+    fn window(&self, at: usize) -> Block {
+        let shift = at - self.base;
+        let join = |lo: u64, hi: u64| ((u128::from(hi) << 64 | u128::from(lo)) >> shift) as u64;
+        Block {
+            newline: join(self.lo.newline, self.hi.newline),
+            tick: join(self.lo.tick, self.hi.tick),
+            lt: join(self.lo.lt, self.hi.lt),
+            bracket: join(self.lo.bracket, self.hi.bracket),
         }
-        (self.at < end).then_some(self.at)
+    }
+
+    /// Moves the blocks on so that byte `at` lies in `lo`.
+    #[inline(always)]
+    fn reach(&mut self, at: usize) {
+        if at < self.base + 64 {
+            return;
+        }
+        let b = self.text.as_bytes();
+        if at < self.base + 128 {
+            self.lo = self.hi;
+            self.base += 64;
+        } else {
+            self.base = at & !63;
+            self.lo = Block::at(b, self.base);
+        }
+        self.hi = Block::at(b, self.base + 64);
+    }
+
+    #[inline(always)]
+    fn next_line(&mut self) -> Option<Line<'a>> {
+        let (text, start) = (self.text, self.start);
+        if start >= text.len() {
+            return None;
+        }
+        self.reach(start);
+        let w = self.window(start);
+        let left = text.len() - start;
+        let (len, tick, lt, bracket) = if w.newline != 0 {
+            // The bits below the line's newline.
+            let len = w.newline.trailing_zeros() as usize;
+            let inside = (w.newline & w.newline.wrapping_neg()) - 1;
+            (
+                len,
+                w.tick & inside,
+                w.lt & inside != 0,
+                w.bracket & inside != 0,
+            )
+        } else if left <= 64 {
+            (left, w.tick, w.lt != 0, w.bracket != 0)
+        } else {
+            return Some(self.long_line());
+        };
+        self.start = start + len + 1;
+        let tick = (tick != 0).then(|| tick.trailing_zeros() as usize);
+        let line = &text[start..start + len];
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        Some(Line {
+            offset: start,
+            text: line,
+            tick,
+            lt,
+            bracket,
+        })
+    }
+
+    /// A line of 64 bytes or more: searched byte by byte.
+    #[inline(never)]
+    fn long_line(&mut self) -> Line<'a> {
+        let (text, start) = (self.text, self.start);
+        let b = text.as_bytes();
+        let end = memchr::memchr(b'\n', &b[start..]).map_or(text.len(), |n| start + n);
+        self.start = end + 1;
+        let raw = &b[start..end];
+        let line = &text[start..end];
+        Line {
+            offset: start,
+            text: line.strip_suffix('\r').unwrap_or(line),
+            tick: memchr::memchr(b'`', raw),
+            lt: memchr::memchr(b'<', raw).is_some(),
+            bracket: memchr::memchr(b'[', raw).is_some(),
+        }
     }
 }
 
 /// The line classifier; an iterator so `count` allocates nothing per line.
 pub(super) struct Scanner<'a> {
     text: &'a str,
-    lines: std::iter::Enumerate<Lines<'a>>,
+    lines: BlockLines<'a>,
+    /// The 1-based number of the last line read.
+    number: usize,
     bom: bool,
     fence: Option<Fence>,
     /// Byte offset the current multi-line string ends at (lines before it are code).
@@ -346,15 +458,14 @@ pub(super) struct Scanner<'a> {
     /// Per fence character, the shortest run no closer was found for past `.1`: a later
     /// opener at least that long has none either (keeps the look-ahead linear).
     no_closer: [Option<(usize, usize)>; 2],
-    tick: NextByte,
-    lt: NextByte,
     pub unclosed: Unclosed,
 }
 
 pub(super) fn scan(text: &str) -> Scanner<'_> {
     Scanner {
         text,
-        lines: lines_with_offsets(text).enumerate(),
+        lines: BlockLines::new(text),
+        number: 0,
         bom: text.starts_with('\u{feff}'),
         fence: None,
         string_until: 0,
@@ -363,8 +474,6 @@ pub(super) fn scan(text: &str) -> Scanner<'_> {
         stack: Vec::new(),
         in_task: false,
         no_closer: [None, None],
-        tick: NextByte::new(b'`', text.as_bytes()),
-        lt: NextByte::new(b'<', text.as_bytes()),
         unclosed: Unclosed::default(),
     }
 }
@@ -409,7 +518,9 @@ impl<'a> Scanner<'a> {
         Some(memchr::memchr(b'\n', &bytes[close..]).map_or(bytes.len(), |n| close + n + 1))
     }
 
-    fn classify(&mut self, number: usize, offset: usize, line: &'a str) -> Kind<'a> {
+    #[inline(always)]
+    fn classify(&mut self, number: usize, at: Line<'a>) -> Kind<'a> {
+        let (offset, line) = (at.offset, at.text);
         if offset < self.string_until {
             return Kind::Code(Code::String, line);
         }
@@ -434,9 +545,10 @@ impl<'a> Scanner<'a> {
                     return Kind::Code(Code::Fence, line);
                 }
                 // A heredoc in the block may dedent to column 0 without ending the block.
-                let lt = self.lt.within(text.as_bytes(), offset, offset + line.len());
-                if let Some(end) = lt
-                    .and_then(|_| heredoc_word(line))
+                if let Some(end) = at
+                    .lt
+                    .then(|| heredoc_word(line))
+                    .flatten()
                     .and_then(|w| heredoc_close(self.text, next(), w))
                 {
                     self.string_until = end;
@@ -485,18 +597,16 @@ impl<'a> Scanner<'a> {
             while self.stack.last().is_some_and(|&i| i >= indent) {
                 self.stack.pop();
             }
-            if self.in_task {
-                let (b, end) = (text.as_bytes(), offset + line.len());
-                let tick = self.tick.within(b, offset, end).map(|at| at - offset);
-                let lt = self.lt.within(b, offset, end).is_some();
-                if tick.is_some() || lt {
-                    if let Some(end) = string_end(self.text, line, next(), tick, lt) {
-                        self.string_until = end;
-                    }
+            if self.in_task && (at.tick.is_some() || at.lt) {
+                if let Some(end) = string_end(self.text, line, next(), at.tick, at.lt) {
+                    self.string_until = end;
                 }
             }
         }
-        Kind::Other(line)
+        Kind::Other {
+            line,
+            bracket: at.bracket,
+        }
     }
 
     /// A task item at `indent`: nested under the items before it that are less indented.
@@ -524,29 +634,86 @@ impl<'a> Scanner<'a> {
     }
 }
 
-impl<'a> Iterator for Scanner<'a> {
-    /// (1-based line number, byte offset of the line, kind).
-    type Item = (usize, Kind<'a>);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let Some((line_no, (mut offset, mut line))) = self.lines.next() else {
+impl<'a> Scanner<'a> {
+    /// The next line and its kind; `next` and `fold` both run on it, so `count`'s loop
+    /// holds the whole walk in one function.
+    #[inline(always)]
+    fn step(&mut self) -> Option<(usize, Kind<'a>)> {
+        let Some(mut line) = self.lines.next_line() else {
             if let Some(f) = self.fence.take() {
                 self.unclosed = Unclosed(Some(f.line));
             }
             return None;
         };
-        let number = line_no + 1;
-        if number == 1 && self.bom {
-            line = &line[3..];
-            offset += 3;
+        self.number += 1;
+        if self.number == 1 && self.bom {
+            line.text = &line.text[3..];
+            line.offset += 3;
+            line.tick = line.tick.map(|t| t - 3);
         }
-        Some((number, self.classify(number, offset, line)))
+        Some((self.number, self.classify(self.number, line)))
+    }
+}
+
+impl<'a> Iterator for Scanner<'a> {
+    /// (1-based line number, kind).
+    type Item = (usize, Kind<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.step()
+    }
+
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        while let Some(item) = self.step() {
+            acc = f(acc, item);
+        }
+        acc
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_block_walk_reads_every_line_as_a_byte_search_does() {
+        // Lines of every length from 0 to 200 (across one, two and three blocks), with the
+        // four bytes the masks hold at random places, `\r\n` endings and no final newline.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n) as usize
+        };
+        for round in 0..300 {
+            let mut text = String::new();
+            for _ in 0..rand(12) {
+                let len = rand(if round % 3 == 0 { 200 } else { 70 });
+                for _ in 0..len {
+                    text.push(['a', '`', '<', '[', ' ', 'é', '\r'][rand(7)]);
+                }
+                text.push_str(["\n", "\r\n"][rand(2)]);
+            }
+            if round % 2 == 0 {
+                text.push_str("tail`[<");
+            }
+            let mut walk = BlockLines::new(&text);
+            for (offset, line) in lines_with_offsets(&text) {
+                let got = walk.next_line().expect("a line");
+                assert_eq!((got.offset, got.text), (offset, line), "{text:?}");
+                let raw = &text.as_bytes()[offset..offset + line.len()];
+                assert_eq!(got.tick, raw.iter().position(|&b| b == b'`'), "{line:?}");
+                assert_eq!(got.lt, raw.contains(&b'<'), "{line:?}");
+                assert_eq!(got.bracket, raw.contains(&b'['), "{line:?}");
+            }
+            assert!(walk.next_line().is_none());
+        }
+    }
 
     #[test]
     fn find_agrees_with_memchr_at_every_length_and_place() {
