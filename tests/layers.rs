@@ -382,3 +382,106 @@ fn the_layer_check_reports_what_it_should() {
     );
     assert_eq!(found.len(), 4, "{found:?}");
 }
+
+/// The files and subfolders of the layer folders that ARCHITECTURE.md's map of the tree
+/// does not name, one line each. Each folder's paragraph in the map (from its `name/` line
+/// to the next folder's) must name every file stem and subfolder below it as a word;
+/// `commands/` is "one file per verb" and `mod.rs` is its folder.
+pub fn unnamed(architecture: &str, src: &Path) -> Vec<String> {
+    let map = map_paragraphs(architecture);
+    let mut found = Vec::new();
+    for layer in LAYERS.iter().filter(|l| src.join(l).is_dir()) {
+        let Some(paragraph) = map.get(*layer) else {
+            found.push(format!("src/{layer}/: no paragraph in the map"));
+            continue;
+        };
+        if *layer == "commands" {
+            continue;
+        }
+        let mut files = Vec::new();
+        walk(src, &src.join(layer), &mut files);
+        for (module, rel) in files {
+            for name in module.iter().skip(1).filter(|n| !names_word(paragraph, n)) {
+                found.push(format!("src/{rel}: `{name}` is not named"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The map's paragraphs by folder: the fenced block after "## Layers", split at each line
+/// that starts with `name/`.
+fn map_paragraphs(architecture: &str) -> BTreeMap<String, String> {
+    let block = architecture
+        .split("## Layers")
+        .nth(1)
+        .and_then(|rest| rest.split("```").nth(1))
+        .unwrap_or_default();
+    let mut map = BTreeMap::<String, String>::new();
+    let mut current = None;
+    for line in block.lines() {
+        let head = line.split_whitespace().next().unwrap_or_default();
+        if let Some(name) = head.strip_suffix('/').filter(|_| !line.starts_with(' ')) {
+            current = Some(name.to_string());
+        }
+        if let Some(name) = &current {
+            map.entry(name.clone()).or_default().push_str(line);
+        }
+    }
+    map
+}
+
+fn names_word(paragraph: &str, name: &str) -> bool {
+    let b = paragraph.as_bytes();
+    paragraph.match_indices(name).any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| b[i]);
+        let after = b.get(at + name.len()).copied();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+#[test]
+fn the_architecture_map_names_every_file_of_each_layer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let found = unnamed(&architecture, &root.join("src"));
+    assert!(
+        found.is_empty(),
+        "ARCHITECTURE.md's map of the tree misses {} file(s) a newcomer would look for:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+/// The map check itself: an unnamed file, an unnamed subfolder and a folder with no
+/// paragraph are reported; a name inside a longer word does not count as named.
+#[test]
+fn the_map_check_reports_what_it_should() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    for rel in [
+        "io/mod.rs",
+        "io/store.rs",
+        "io/gitx.rs",
+        "io/deep/mod.rs",
+        "io/deep/leaf.rs",
+    ] {
+        let path = src.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "\n").unwrap();
+    }
+    std::fs::create_dir_all(src.join("model")).unwrap();
+    std::fs::write(src.join("model/mod.rs"), "\n").unwrap();
+    let architecture = "# A\n\n## Layers: the tree\n\n```\nio/    store (the reader), \
+                        git (the repository),\n       leaf\n```\n";
+    assert_eq!(
+        unnamed(architecture, &src),
+        [
+            "src/io/deep/leaf.rs: `deep` is not named",
+            "src/io/deep/mod.rs: `deep` is not named",
+            "src/io/gitx.rs: `gitx` is not named",
+            "src/model/: no paragraph in the map",
+        ]
+    );
+}
