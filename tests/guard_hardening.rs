@@ -758,3 +758,62 @@ fn a_model_cannot_restart_its_way_out_of_a_halt() {
     ok(&p, &["state", "init", "--spec", "demo", "--restart"]);
     assert_eq!(p.state("demo")["phase"], "execution");
 }
+
+/// A model that writes its own evidence entry by hand, as a bare value instead of a record
+/// (`"passed"`, `true`, a list, a number), inside Claude Code: the state reads as broken,
+/// never as evidence. `task complete` is refused without touching the files, re-running
+/// `state init` over it is a person's decision, and the Stop hook halts the spec instead
+/// of letting the loop go on.
+#[test]
+fn a_hand_written_evidence_entry_that_is_not_a_record_earns_nothing() {
+    for forged in [json!("passed"), json!(true), json!(["ok"]), json!(0)] {
+        let p = executing(THREE, &[]);
+        ok(&p, &["task", "start", "1.2", "--spec", "demo"]);
+        p.write("b.txt", "b\n");
+        tick(&p, "1.2");
+        let path = "specs/demo/.specrun-state.json";
+        let mut state = p.state("demo");
+        state["taskEvidence"] = json!({ "1.2": forged });
+        p.write(path, &serde_json::to_string_pretty(&state).unwrap());
+        let (before, tasks) = (p.read(path), p.read("specs/demo/tasks.md"));
+        let inside = |args: &[&str]| {
+            p.specrun()
+                .args(args)
+                .env("CLAUDECODE", "1")
+                .output()
+                .expect("specrun runs")
+        };
+
+        let complete = inside(&["task", "complete", "1.2", "--spec", "demo"]);
+        assert_eq!(
+            complete.status.code(),
+            Some(2),
+            "{forged}: {}",
+            said(&complete)
+        );
+        assert!(
+            said(&complete).contains("field `taskEvidence.1.2` must be an object"),
+            "{forged}: {}",
+            said(&complete)
+        );
+        let init = inside(&["state", "init", "--spec", "demo", "--session-id", SESSION]);
+        assert_ne!(init.status.code(), Some(0), "{forged}: {}", said(&init));
+        assert!(
+            said(&init).contains("a person's decision"),
+            "{forged}: {}",
+            said(&init)
+        );
+        assert_eq!(
+            (p.read(path), p.read("specs/demo/tasks.md")),
+            (before, tasks)
+        );
+
+        let answer = json_of(&stop(&p, "Task 1.2 done.", false));
+        assert_eq!(answer["continue"], false, "{forged}: {answer}");
+        let reason = answer["stopReason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("state file cannot be read") && reason.contains("a person decides"),
+            "{forged}: {reason}"
+        );
+    }
+}
