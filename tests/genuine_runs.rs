@@ -244,10 +244,15 @@ fn executor_stop(p: &TempProject, message: &str) -> String {
         "stop_hook_active": false, "agent_transcript_path": "/nonexistent/a.jsonl",
         "last_assistant_message": message,
     });
+    hook(p, "subagent-stop", &input)
+}
+
+/// `specrun hook EVENT` inside Claude Code with `input` on stdin: its stdout.
+fn hook(p: &TempProject, event: &str, input: &Value) -> String {
     let out = p
         .specrun()
         .env("CLAUDECODE", "1")
-        .args(["hook", "subagent-stop"])
+        .args(["hook", event])
         .write_stdin(input.to_string())
         .output()
         .unwrap();
@@ -352,14 +357,7 @@ fn shell(p: &TempProject, args: &[&str]) -> (i32, String) {
 /// accepts it; a new test that passes joins; an edited baseline file proves nothing.
 #[test]
 fn a_baseline_test_that_no_longer_runs_is_a_finding_only_a_person_accepts() {
-    let p = TempProject::git();
-    p.spec(
-        SPEC,
-        "# Tasks\n\n**Final check**: `node --test`\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `node --test`\n",
-    );
-    p.write("lib/a.test.js", &node_test("adds"));
-    p.write("lib/b.test.js", &node_test("subs"));
-    p.commit_all("spec");
+    let p = two_node_tests();
     let (code, said) = shell(&p, &["state", "init", "--spec", SPEC]);
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("the baseline holds 2 test(s)"), "{said}");
@@ -514,4 +512,86 @@ fn a_test_name_two_runners_share_is_one_baseline_test_of_each() {
     p.write("tests/three.rs", ADDS_RS);
     let said = finish(&p);
     assert!(!said.contains("baseline-test-missing"), "{said}");
+}
+
+/// The Stop hook's answer for session `s-1`, as Claude Code sends it.
+fn stop_answer(p: &TempProject) -> String {
+    let input = serde_json::json!({
+        "session_id": "s-1", "transcript_path": "/nonexistent/t.jsonl", "cwd": p.root(),
+        "hook_event_name": "Stop", "stop_hook_active": false,
+    });
+    hook(p, "stop", &input)
+}
+
+/// A committed spec whose final check, `node --test`, runs two tests (`adds`, `subs`).
+fn two_node_tests() -> TempProject {
+    let p = TempProject::git();
+    p.spec(
+        SPEC,
+        "# Tasks\n\n**Final check**: `node --test`\n\n## Phase 1\n- [ ] 1.1 Adder\n  - **Verify**: `node --test`\n",
+    );
+    p.write("lib/a.test.js", &node_test("adds"));
+    p.write("lib/b.test.js", &node_test("subs"));
+    p.commit_all("spec");
+    p
+}
+
+/// An execution owned by session `s-1` whose final check (`node --test`) ran two tests at
+/// `state init`.
+fn baseline_execution() -> TempProject {
+    let p = two_node_tests();
+    let (code, said) = shell(
+        &p,
+        &["state", "init", "--spec", SPEC, "--session-id", "s-1"],
+    );
+    assert_eq!(code, 0, "{said}");
+    assert_eq!(p.state(SPEC)["testBaseline"]["tests"], 2);
+    p
+}
+
+/// The baseline of tests that must still run lives in the state, which the model can
+/// edit: removing `testBaseline` (so no test is held to run), or rewriting the baseline
+/// file with fewer tests and its digest in the state (so the file still "matches"), is a
+/// mismatch with the guard's record and halts the execution at the next hook. The honest
+/// control: a new test that joins through a final run of `verify run` halts nothing.
+#[test]
+fn a_baseline_removed_or_rewritten_by_hand_halts_the_execution() {
+    let p = baseline_execution();
+    assert!(!stop_answer(&p).contains("halted"), "{}", stop_answer(&p));
+    p.write("lib/c.test.js", &node_test("muls"));
+    let (code, _, err) = model(&p, &["verify", "run", "--final"], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(p.state(SPEC)["testBaseline"]["tests"], 3, "{err}");
+    let answer = stop_answer(&p);
+    assert!(!answer.contains("halted"), "{answer}");
+
+    let state_file = format!("specs/{SPEC}/.specrun-state.json");
+    let mut state = p.state(SPEC);
+    state.as_object_mut().unwrap().remove("testBaseline");
+    p.write(&state_file, &serde_json::to_string_pretty(&state).unwrap());
+    let answer = stop_answer(&p);
+    assert!(
+        answer.contains("halted") && answer.contains("`testBaseline`"),
+        "{answer}"
+    );
+
+    // The same cheat done carefully: a file holding one test, its own digest in the state.
+    let p = baseline_execution();
+    let file = format!("specs/{SPEC}/test-results/baseline.json");
+    let fewer = p.read(&file).replace(",\"subs\":1", "");
+    assert_ne!(fewer, p.read(&file));
+    p.write(&file, &fewer);
+    let sum = std::process::Command::new("sha256sum")
+        .arg(p.path(&file))
+        .output()
+        .unwrap();
+    let digest = String::from_utf8_lossy(&sum.stdout)[..64].to_string();
+    let mut state = p.state(SPEC);
+    state["testBaseline"]["digest"] = Value::String(digest);
+    p.write(&state_file, &serde_json::to_string_pretty(&state).unwrap());
+    let answer = stop_answer(&p);
+    assert!(
+        answer.contains("halted") && answer.contains("`testBaseline`"),
+        "{answer}"
+    );
 }

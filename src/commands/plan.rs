@@ -183,6 +183,9 @@ fn accept_missing(
     let ex = Exec::new(project, spec)?;
     let (_lock, state) = ex.lock_state()?;
     let kept = crate::evidence::baseline_store::accept(&ex.spec, &state, names, reason.trim())?;
+    if let Some(digest) = kept.get("digest").and_then(serde_json::Value::as_str) {
+        crate::model::record::allow_baseline(&project.root, &ex.spec.name, digest)?;
+    }
     ex.write_state(&state, &Patch::new().test_baseline(&kept))?;
     output::line(&format!(
         "{}: accepted as no longer running: {} ({})",

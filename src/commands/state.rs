@@ -730,6 +730,12 @@ fn write_record(
     if rec.ignored_files.is_none() {
         rec.ignored_files = state.ignored_files.clone();
     }
+    if rec.baseline_digests.is_empty() {
+        rec.baseline_digests = record::baseline_digest(state)
+            .map(String::from)
+            .into_iter()
+            .collect();
+    }
     if fresh {
         rec.start_commit = binding
             .and_then(|b| b.start_commit)

@@ -212,6 +212,9 @@ pub(crate) fn record_run(
     .expect("an evidence record serializes");
     let stored = EvidenceRecord::from_value(stored).expect("an evidence record is an object");
     let joined = joined_baseline(spec, slot, &record, &outcome.tests);
+    if let Some(digest) = joined.as_ref().and_then(|k| k.get("digest")?.as_str()) {
+        crate::model::record::allow_baseline(&project.root, &spec.name, digest)?;
+    }
     let path = spec.state_path();
     state::update(&path, store::DEFAULT_LOCK_WAIT, |current| {
         let Some(mut doc) = current else {

@@ -111,7 +111,22 @@ pub(crate) fn mirror(project: &Project, bound: &Bound, after: &State, estimated:
     rec.mirror(after);
     rec.estimated_output_tokens = rec.estimated_output_tokens.saturating_add(estimated);
     if rec != bound.record {
+        // A verb may have added to the record since this hook read it (an earned box, a
+        // baseline digest a final run wrote): what it added stays.
+        if let Read::Valid(now) = record::execution(&project.root, &rec.spec) {
+            union(&mut rec.earned, now.earned);
+            union(&mut rec.baseline_digests, now.baseline_digests);
+        }
         let _ = record::save(&project.root, &rec);
+    }
+}
+
+/// Add to `kept` what `more` holds that it does not, in order.
+fn union(kept: &mut Vec<String>, more: Vec<String>) {
+    for item in more {
+        if !kept.contains(&item) {
+            kept.push(item);
+        }
     }
 }
 

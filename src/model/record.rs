@@ -88,6 +88,10 @@ pub(crate) struct Record {
     /// The state's `ignoredFiles` as `state init` took them: the integrity findings read
     /// the state's copy, so one edited there no longer matches this.
     pub ignored_files: Option<indexmap::IndexMap<String, String>>,
+    /// Every `testBaseline.digest` specrun wrote in this execution (`state init`, a final
+    /// check's run that joined tests, a person's `plan accept-missing`); the state's must
+    /// be one of them. Empty: not tracked (an execution from before it, or no final check).
+    pub baseline_digests: Vec<String>,
 }
 
 impl Record {
@@ -224,6 +228,14 @@ pub(crate) fn mismatch(record: &Record, found: Found<'_>) -> Option<String> {
     if record.plan_digest.is_some() && !frozen {
         return Some("the state's frozen plan was removed or broken".to_string());
     }
+    let baseline = baseline_digest(state);
+    let known = |d: &str| record.baseline_digests.iter().any(|k| k == d);
+    if !record.baseline_digests.is_empty() && !baseline.is_some_and(known) {
+        return Some(
+            "the state's baseline of tests that must still run (`testBaseline`) is not one specrun wrote (removed or edited)"
+                .to_string(),
+        );
+    }
     if record.ignored_files.is_some() && state.ignored_files != record.ignored_files {
         return Some(
             "the state's snapshot of ignored files (`ignoredFiles`) is not the one `state init` took"
@@ -325,6 +337,24 @@ pub(crate) fn earn(root: &Path, name: &str, id: &str) -> Result<()> {
     save(root, &rec)
 }
 
+/// The digest of the baseline file the state vouches for (`testBaseline.digest`).
+pub(crate) fn baseline_digest(state: &State) -> Option<&str> {
+    state.test_baseline.as_ref()?.get("digest")?.as_str()
+}
+
+/// Note a baseline digest specrun is about to write into spec `name`'s state, before the
+/// state is written: at every moment the state's digest is one the record knows.
+pub(crate) fn allow_baseline(root: &Path, name: &str, digest: &str) -> Result<()> {
+    let record::Read::Valid(mut rec) = execution(root, name) else {
+        return Ok(());
+    };
+    if rec.baseline_digests.is_empty() || rec.baseline_digests.iter().any(|d| d == digest) {
+        return Ok(());
+    }
+    rec.baseline_digests.push(digest.to_string());
+    save(root, &rec)
+}
+
 /// Bring spec `name`'s record up to `state` after a person's verb changed it (resume's
 /// raises, a new session): counters, caps, halt and session follow.
 pub(crate) fn follow(root: &Path, name: &str, state: &State) -> Result<()> {
@@ -406,6 +436,27 @@ mod tests {
         // Mirroring a state without a halt keeps the record's own.
         rec.mirror(&cleared);
         assert_eq!(rec.record_halt(), Some("gone"));
+    }
+
+    /// The baseline of tests that must still run: a digest specrun wrote (the first, or one
+    /// a later join or accept added) matches; one removed or put there by hand does not.
+    #[test]
+    fn a_baseline_the_record_does_not_know_is_a_mismatch() {
+        let mut rec = record();
+        let with = |d: &str| state(json!({"testBaseline": {"digest": d, "tests": 3}}));
+        // Not tracked: any baseline, or none, matches.
+        assert_eq!(mismatch(&rec, Found::State(&with("x"))), None);
+        rec.baseline_digests = vec!["a".into(), "b".into()];
+        assert_eq!(mismatch(&rec, Found::State(&with("a"))), None);
+        assert_eq!(mismatch(&rec, Found::State(&with("b"))), None);
+        for forged in [
+            with("c"),
+            state(json!({})),
+            state(json!({"testBaseline": {}})),
+        ] {
+            let why = mismatch(&rec, Found::State(&forged)).unwrap();
+            assert!(why.contains("`testBaseline`"), "{why}");
+        }
     }
 
     #[test]
