@@ -290,3 +290,41 @@ fn cargo_a_test_passing_before_is_refused_and_one_red_before_completes() {
     // The project's own build is not touched: the start commit builds elsewhere.
     no_worktree_left(&p);
 }
+
+/// An isolated member's tests are read where the member writes them, its worktree (the
+/// main checkout holds none of them until `group merge`): a test written there that fails
+/// without the change completes; one that passes without it is refused as it is outside
+/// isolation.
+#[test]
+fn a_members_tests_are_run_at_the_start_commit_from_its_own_worktree() {
+    const PARALLEL: &str = "# Tasks\n\n## Phase 1\n- [ ] 1.1 [P] Adder\n  - **Files**: lib/add.js, test/add.test.js\n  - **Verify**: `node --test`\n  - **Done when**: adding two numbers works\n- [ ] 1.2 [P] Other\n  - **Files**: b.txt\n  - **Verify**: `test -f b.txt`\n";
+    for (body, completes) in [(PROVES_IT, true), (PROVES_NOTHING, false)] {
+        let p = project(PARALLEL, &[]);
+        p.write(".gitignore", ".specrun/\n");
+        p.write("lib/add.js", ADD_BEFORE);
+        p.commit_all("the adder, not adding yet");
+        let dir = crate::group_isolation::start(&p, "1.1");
+        std::fs::write(dir.join("lib/add.js"), ADD_AFTER).unwrap();
+        std::fs::create_dir_all(dir.join("test")).unwrap();
+        let test = node_test("adding two numbers works", body);
+        std::fs::write(dir.join("test/add.test.js"), test).unwrap();
+        let verify = ["verify", "run", "--task", "1.1", "--command", "node --test"];
+        crate::group_isolation::ok_in(&dir, &verify);
+        task_helpers::critique(&p, "1.1", "post-code", "2099-01-01T00:00:00Z");
+        task_helpers::critique(&p, "1.1", "post-test", "2099-01-01T00:00:01Z");
+        let map = ["ac", "map", "1.1/AC1", "--test", "adding two numbers works"];
+        crate::group_isolation::ok_in(&p.root(), &map);
+        let complete = ["task", "complete", "1.1", "--check"];
+        let (code, out, err) = crate::group_isolation::run_in(&dir, &complete);
+        let said = format!("{out}{err}");
+        if completes {
+            assert_eq!(code, 0, "{said}");
+        } else {
+            assert_eq!(code, 1, "{said}");
+            assert!(
+                said.contains("red-before") && said.contains("1.1/AC1"),
+                "{said}"
+            );
+        }
+    }
+}

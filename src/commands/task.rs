@@ -246,7 +246,9 @@ fn before_lock(project: &Project, args: &TaskVerbArgs) -> Option<BeforeLock> {
     let tasks = ex.tasks().ok()?;
     let task = tasks.find(&args.id).ok()?;
     let facts = evidence_facts(project, &ex.spec, &state, task);
-    let red = red_green_run::check(project, &ex.spec, &state, &tasks.list, task);
+    let member = isolation::open_member(project, &ex.spec, &Isolation::of(&state), &task.label());
+    let work = member.map_or_else(|| project.root.clone(), |(_, dir)| dir);
+    let red = red_green_run::check(project, &ex.spec, &state, &tasks.list, task, &work);
     Some(BeforeLock {
         evidence: (evidence_key(&state, task), facts),
         red: (red_green_run::key(&ex.spec, &state, task), red),
@@ -305,7 +307,7 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
         {
             lines
         }
-        _ => red_green_run::check(project, spec, &held.state, &held.tasks.list, task),
+        _ => red_green_run::check(project, spec, &held.state, &held.tasks.list, task, tree),
     });
     let mut out = match protocol::complete(&input) {
         Err(mut unmet) => {

@@ -81,6 +81,7 @@ pub(crate) fn unmet(
     matrix: &Matrix,
     task: &str,
     start: &str,
+    tree: &Path,
 ) -> Vec<String> {
     let probes = probes(matrix, task);
     if probes.is_empty() {
@@ -99,7 +100,7 @@ pub(crate) fn unmet(
             ids(&probes)
         )];
     }
-    match run_all(project, spec, &probes, start, &short) {
+    match run_all(project, spec, &probes, start, &short, tree) {
         Ok(lines) => lines,
         Err(e) => vec![format!(
             "the criteria {} could not be run at the start commit {short}: {e}",
@@ -120,16 +121,14 @@ fn run_all(
     probes: &[Probe],
     start: &str,
     short: &str,
+    work: &Path,
 ) -> Result<Vec<String>> {
-    let tests = test_changes(project, spec, start)?;
-    let tree = StartTree::add(&project.tree, start)?;
-    let prefix = String::from_utf8_lossy(&git::scan_run(
-        &project.tree,
-        &["rev-parse", "--show-prefix"],
-        None,
-    )?)
-    .trim()
-    .to_string();
+    let tests = test_changes(project, spec, start, work)?;
+    let tree = StartTree::add(work, start)?;
+    let prefix =
+        String::from_utf8_lossy(&git::scan_run(work, &["rev-parse", "--show-prefix"], None)?)
+            .trim()
+            .to_string();
     let dir = tree.path.join(&prefix);
     for (path, change) in &tests {
         let to = dir.join(path);
@@ -137,7 +136,7 @@ fn run_all(
             let _ = std::fs::remove_file(&to);
             continue;
         }
-        let Some(bytes) = store::read_foreign(&project.tree.join(path), MAX_COPY_BYTES)? else {
+        let Some(bytes) = store::read_foreign(&work.join(path), MAX_COPY_BYTES)? else {
             continue;
         };
         if let Some(parent) = to.parent() {
@@ -145,7 +144,7 @@ fn run_all(
         }
         store::write_atomic(&to, &bytes)?;
     }
-    link_dependencies(&project.tree, &dir);
+    link_dependencies(work, &dir);
     let mut out = Vec::new();
     for plan in red_green::plan(probes) {
         let outcome = verify_run::execute_in(&dir, &plan.command, Some(RUN_LIMIT), &env(project))?;
@@ -159,10 +158,15 @@ fn run_all(
     Ok(out)
 }
 
-/// The test files the execution changed since `start` (the integrity scan's reading of the
-/// change, by content), with how.
-fn test_changes(project: &Project, spec: &Spec, start: &str) -> Result<Vec<(String, Change)>> {
-    Ok(proof::gather(&project.root, project, spec, start)?
+/// The test files the execution changed since `start` in `work` (the tree the task works
+/// in: an isolated member's worktree, else the project), by content, with how.
+fn test_changes(
+    project: &Project,
+    spec: &Spec,
+    start: &str,
+    work: &Path,
+) -> Result<Vec<(String, Change)>> {
+    Ok(proof::gather(work, project, spec, start)?
         .into_iter()
         .filter(|f| integrity::is_test_path(&f.path))
         .map(|f| (f.path, f.status))
@@ -278,6 +282,7 @@ pub(crate) fn check(
     state: &State,
     list: &TaskList,
     task: &Task,
+    work: &Path,
 ) -> Vec<Unmet> {
     let id = task.label();
     let Some(start) = proof::attempt_start(state, &id) else {
@@ -292,7 +297,7 @@ pub(crate) fn check(
     if matrix.for_task(&id).any(|r| !r.status.settled_for_task()) {
         return Vec::new();
     }
-    unmet(project, spec, &matrix, &id, &start)
+    unmet(project, spec, &matrix, &id, &start, work)
         .into_iter()
         .map(|detail| Unmet {
             name: "red-before",
