@@ -996,7 +996,8 @@ fn state_init_isolate_outside_git_says_the_tasks_run_in_the_shared_tree() {
 }
 
 /// A project whose member 1.1 may change a committed test file (its Files name it), and
-/// whose `.gitignore` hides a conftest.py; 1.1 started in its worktree.
+/// whose `.gitignore` hides a conftest.py; owned by session `s-1`, 1.1 started in its
+/// worktree.
 fn member_with_tests() -> (TempProject, PathBuf) {
     let p = TempProject::git();
     p.git_cmd(&["config", "user.email", "t@example.com"]);
@@ -1011,7 +1012,10 @@ fn member_with_tests() -> (TempProject, PathBuf) {
     // The main checkout's own ignored runner file, there at init: no worktree has it.
     p.write("conftest.py", "# the project's fixtures\n");
     p.commit_all("spec");
-    p.init_state("demo");
+    ok_in(
+        &p.root(),
+        &["state", "init", "--spec", "demo", "--session-id", "s-1"],
+    );
     let dir = start(&p, "1.1");
     (p, dir)
 }
@@ -1054,4 +1058,36 @@ fn a_member_adding_an_ignored_conftest_in_its_worktree_is_a_finding_and_main_s_i
         .collect();
     assert_eq!(ignored.len(), 1, "{found:#?}");
     assert!(ignored[0].contains("at lib/conftest.py:1"), "{found:#?}");
+}
+
+/// The executor's claim for a member that deleted a test in its worktree: SubagentStop
+/// scans the member's tree (as `task complete` does) and the re-prompt names the finding.
+#[test]
+fn a_members_claim_after_deleting_a_test_in_its_worktree_is_sent_back_naming_it() {
+    let (p, dir) = member_with_tests();
+    std::fs::write(
+        dir.join("lib/add.test.js"),
+        crate::integrity_scan::one_test(),
+    )
+    .unwrap();
+    let input = serde_json::json!({
+        "session_id": "s-1", "transcript_path": "/nonexistent/t.jsonl", "cwd": p.root(),
+        "agent_id": "agent-7", "agent_type": "specrun:spec-executor",
+        "hook_event_name": "SubagentStop", "stop_hook_active": false,
+        "last_assistant_message": "Done.\nTASK_COMPLETE 1.1",
+    });
+    let out = p
+        .specrun()
+        .args(["hook", "subagent-stop"])
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let reason = answer["reason"].as_str().unwrap_or_default();
+    assert_eq!(answer["decision"], "block", "{answer}");
+    assert!(
+        reason.contains("removed-test at lib/add.test.js:8"),
+        "{reason}"
+    );
 }
