@@ -217,7 +217,7 @@ fn bookkeeping_written_in_flight_while_the_command_runs_leaves_the_record_fresh(
     p.commit_all("adder");
     let in_flight = format!(
         "t=specs/{SPEC}/..specrun-state.json.specrun-tmp-Ab12Cd; echo '{{' > $t; rm $t; \
-         : > specs/{SPEC}/.progress.md.lock; t=specs/.current-spec.specrun-tmp-x9; echo x > $t; rm $t; \
+         : > specs/{SPEC}/.progress.md.lock; t=specs/..current-spec.specrun-tmp-x9; echo x > $t; rm $t; \
          node --test"
     );
     let (code, err) = verify(&p, &in_flight, &[]);
@@ -229,6 +229,14 @@ fn bookkeeping_written_in_flight_while_the_command_runs_leaves_the_record_fresh(
     let (code, err) = verify(
         &p,
         "echo x > lib/specrun-tmp-x.js; rm lib/specrun-tmp-x.js; node --test",
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("changed while"), "{err}");
+    // Nor is one shaped like the store's but beside no bookkeeping file.
+    let (code, err) = verify(
+        &p,
+        "echo x > lib/.add.js.specrun-tmp-x; rm lib/.add.js.specrun-tmp-x; node --test",
         &[],
     );
     assert_eq!(code, 0, "{err}");

@@ -154,3 +154,22 @@ fn a_project_below_the_work_tree_top_fingerprints_its_own_directory() {
     p.write("app/main.rs", "fn main() { 1; }\n");
     in_app(&["verify", "status"]).assert().code(1);
 }
+
+/// A file named like the store's temp files (`.<name>.specrun-tmp-…`) outside the
+/// bookkeeping is the project's own: a helper a test loads could be so named, so an edit
+/// to it stales the evidence, in git and outside it. Beside the state file it is a write in
+/// flight and is left out.
+#[test]
+fn a_temp_shaped_file_outside_the_bookkeeping_is_part_of_the_tree() {
+    for p in [TempProject::git(), TempProject::bare()] {
+        p.spec("demo", TASKS);
+        p.write("lib/.helper.js.specrun-tmp-1", "module.exports = 1;\n");
+        init_state(&p);
+        run_json(&p);
+        assert_eq!(freshness(&p), "fresh");
+        p.write("specs/demo/..specrun-state.json.specrun-tmp-9", "{");
+        assert_eq!(freshness(&p), "fresh", "a state write in flight staled it");
+        p.write("lib/.helper.js.specrun-tmp-1", "module.exports = 2;\n");
+        assert_eq!(freshness(&p), "stale", "an edit to the helper went unseen");
+    }
+}

@@ -312,8 +312,8 @@ fn watched_dirs(tree: &std::path::Path) -> Option<std::collections::BTreeSet<Str
     Some(dirs)
 }
 
-/// What the watch saw that belongs to the fingerprinted tree: not the bookkeeping (nor the
-/// store's temp files), not the paths left out, not what git ignores, not a directory itself (its files are named).
+/// What the watch saw that belongs to the fingerprinted tree: not the bookkeeping (nor its
+/// temp files), not the paths left out, not what git ignores, not a directory itself (its files are named).
 /// An overflow of the kernel's queue is a change of unknown paths.
 fn touched_paths(
     project: &Project,
@@ -331,9 +331,9 @@ fn touched_paths(
         .paths
         .into_iter()
         .filter(|p| !left_out.iter().any(|b| under(p, b)))
-        // The store's temp files (a sibling's state write in flight): the fingerprint
-        // leaves them out too.
-        .filter(|p| !store::is_temp_name(p.rsplit('/').next().unwrap_or(p)))
+        // The store's temp files of the bookkeeping (a sibling's state write in flight):
+        // the fingerprint leaves them out too.
+        .filter(|p| !crate::io::project::is_bookkeeping_temp(p, &left_out))
         .filter(|p| !watched.contains(p) && !project.tree.join(p).is_dir())
         .collect();
     let mut out: Vec<String> = if candidates.is_empty() {

@@ -454,10 +454,43 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
     paths
 }
 
+/// Whether root-relative `rel` is a temp file of one of the `bookkeeping` files: the store
+/// writes `.<name>.specrun-tmp-…` beside the file it replaces (a sibling's state write in
+/// flight). Only these temp-shaped names are left out of a fingerprint; one anywhere else
+/// is the project's own file (a helper a test loads could be so named).
+pub fn is_bookkeeping_temp(rel: &str, bookkeeping: &[String]) -> bool {
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    bookkeeping.iter().any(|b| {
+        let (b_dir, b_name) = b.rsplit_once('/').unwrap_or(("", b));
+        dir == b_dir
+            && name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_prefix(b_name))
+                .is_some_and(|r| r.starts_with(crate::io::store::TEMP_MARK))
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests set up and inspect files directly
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_bookkeeping_files_own_temp_is_a_bookkeeping_temp() {
+        let kept = [
+            "specs/demo/.specrun-state.json".to_string(),
+            "specs/demo/tasks.md".into(),
+        ];
+        let is = |rel: &str| is_bookkeeping_temp(rel, &kept);
+        assert!(is("specs/demo/..specrun-state.json.specrun-tmp-1a2b"));
+        assert!(is("specs/demo/.tasks.md.specrun-tmp-x"));
+        // Shaped like one, but beside no bookkeeping file, or of another file.
+        assert!(!is("lib/.helper.js.specrun-tmp-1"));
+        assert!(!is(".tasks.md.specrun-tmp-x"));
+        assert!(!is("specs/demo/.notes.md.specrun-tmp-x"));
+        assert!(!is("specs/other/.tasks.md.specrun-tmp-x"));
+        assert!(!is("specs/demo/tasks.md"));
+    }
 
     #[test]
     fn spec_names_are_validated() {

@@ -158,7 +158,7 @@ fn walk(
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();
-        if name == ".git" || crate::io::store::is_temp_name(&name.to_string_lossy()) {
+        if name == ".git" {
             continue;
         }
         let name_str = String::from_utf8_lossy(name.as_bytes());
@@ -170,6 +170,7 @@ fn walk(
         if excluded
             .iter()
             .any(|x| child_rel == *x || child_rel.starts_with(&format!("{x}/")))
+            || crate::io::project::is_bookkeeping_temp(&child_rel, excluded)
         {
             continue;
         }

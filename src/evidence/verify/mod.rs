@@ -472,22 +472,25 @@ pub fn fingerprint_in(
     }
 }
 
-/// The tree of the temporary index in `env` once `excluded` and the store's temp files
-/// are taken out of it.
+/// The tree of the temporary index in `env` once `excluded` and the store's temp files of
+/// the excluded files (`io::project::is_bookkeeping_temp`) are taken out of it.
 fn write_without(
     dir: &Path,
     repo: &GitLocation,
     env: &[(&str, &std::ffi::OsStr)],
     excluded: &[String],
 ) -> Result<String> {
-    let temps = format!(":(glob)**/.*{}*", crate::io::store::TEMP_MARK);
+    let temps = bookkeeping_temp_globs(excluded);
     // `-f`: a bookkeeping or sibling file rewritten since the add (an events line, a state
     // write) leaves a staged copy that differs from both HEAD and the file, which plain
     // `rm --cached` refuses to drop; this index is ours and thrown away.
     let mut rm_args = vec!["rm", "--cached", "-f", "-r", "-q", "--ignore-unmatch", "--"];
     rm_args.extend(excluded.iter().map(String::as_str));
-    rm_args.push(&temps);
-    crate::io::git::run(dir, &rm_args, env)?;
+    rm_args.extend(temps.iter().map(String::as_str));
+    // A submodule's own tree has nothing to leave out (git refuses an empty pathspec).
+    if !excluded.is_empty() {
+        crate::io::git::run(dir, &rm_args, env)?;
+    }
     let prefix_arg = format!("--prefix={}", repo.prefix);
     let mut write_args = vec!["write-tree"];
     if !repo.prefix.is_empty() {
@@ -523,6 +526,24 @@ pub fn commit_fingerprint(
     let mut excluded = bookkeeping_paths(project, spec);
     excluded.extend(extra.iter().filter(|p| is_plain_relative(p)).cloned());
     write_without(dir, &repo, &env, &excluded)
+}
+
+/// A pathspec for the temp files of each excluded path, beside it (`.<name>.specrun-tmp-*`);
+/// a path holding a glob character gets none (its temps are matched literally nowhere).
+fn bookkeeping_temp_globs(excluded: &[String]) -> Vec<String> {
+    excluded
+        .iter()
+        .filter(|p| !p.contains(['*', '?', '[', '\\']))
+        .map(|p| {
+            let (dir, name) = p.rsplit_once('/').map_or(("", p.as_str()), |(d, n)| (d, n));
+            let dir = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            format!(":(glob){dir}.{name}{}*", crate::io::store::TEMP_MARK)
+        })
+        .collect()
 }
 
 /// Where a directory's repository keeps its index, and the directory's path inside the
@@ -643,8 +664,7 @@ fn only_excluded_failed(message: &str, excluded: &[String]) -> bool {
         })
         .collect();
     let dropped = |path: &str| {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        crate::io::store::is_temp_name(name)
+        crate::io::project::is_bookkeeping_temp(path, excluded)
             || excluded.iter().any(|e| {
                 path == e
                     || path
@@ -1011,7 +1031,7 @@ mod tree_tests {
             "{",
         )
         .unwrap();
-        std::fs::write(root.join("specs/.current-spec.specrun-tmp-b2"), "x").unwrap();
+        std::fs::write(root.join("specs/..current-spec.specrun-tmp-b2"), "x").unwrap();
         assert_eq!(
             current_tree(&project, &spec).unwrap(),
             t1,
@@ -1027,6 +1047,14 @@ mod tree_tests {
             "an untracked file was missed"
         );
         std::fs::remove_file(root.join("new.rs")).unwrap();
+        // A temp-shaped name beside no bookkeeping file is code like any other.
+        std::fs::write(root.join(".a.rs.specrun-tmp-c3"), "x").unwrap();
+        assert_ne!(
+            current_tree(&project, &spec).unwrap(),
+            t2,
+            "a temp-shaped file was missed"
+        );
+        std::fs::remove_file(root.join(".a.rs.specrun-tmp-c3")).unwrap();
         std::fs::write(root.join("a.rs"), "fn a() {}\n").unwrap();
         assert_eq!(
             current_tree(&project, &spec).unwrap(),
@@ -1045,7 +1073,11 @@ mod tree_tests {
 
     #[test]
     fn an_add_that_failed_only_on_dropped_files_did_its_work() {
-        let ex = vec!["b.txt".to_string(), ".specrun".to_string()];
+        let ex = vec![
+            "b.txt".to_string(),
+            ".specrun".to_string(),
+            "specs/x/s.json".to_string(),
+        ];
         let msg = |p: &str| {
             format!("error: short read while indexing {p}\nerror: {p}: failed to insert into database\nerror: unable to index file '{p}'")
         };
@@ -1056,6 +1088,7 @@ mod tree_tests {
             &ex
         ));
         assert!(!only_excluded_failed(&msg("b.txt.bak"), &ex));
+        assert!(!only_excluded_failed(&msg("lib/.a.js.specrun-tmp-1"), &ex));
         assert!(!only_excluded_failed(&msg(".specrunx/a"), &ex));
         let both = format!("{}\n{}", msg("b.txt"), msg("src/a.rs"));
         assert!(!only_excluded_failed(&both, &ex));
