@@ -582,6 +582,12 @@ fn a_baseline_removed_or_rewritten_by_hand_halts_the_execution() {
         answer.contains("halted") && answer.contains("`testBaseline`"),
         "{answer}"
     );
+    // A person who checked the files accepts them at a shell: the record takes the state's
+    // baseline (here none) and the next Stop goes on.
+    let (code, said) = shell(&p, &["resume", "--accept-record", "--spec", SPEC]);
+    assert_eq!(code, 0, "{said}");
+    let answer = stop_answer(&p);
+    assert!(!answer.contains("halted"), "{answer}");
 
     // The same cheat done carefully: a file holding one test, its own digest in the state.
     let p = baseline_execution();

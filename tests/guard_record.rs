@@ -525,3 +525,27 @@ fn a_person_s_init_before_the_session_counts_the_session_s_first_turn() {
     stop(&p);
     assert_eq!(p.state("demo")["usage"]["outputTokens"], 40);
 }
+
+/// Removing the state's frozen plan halts; a person who checked the files and accepts them
+/// at a shell lets the execution go on (the record takes the state's plan, here none),
+/// instead of halting again at the next Stop.
+#[test]
+fn a_removed_plan_halts_until_a_person_accepts_and_then_goes_on() {
+    let p = executing();
+    let mut s = p.state("demo");
+    assert!(s["plan"].is_object(), "{s:#}");
+    s.as_object_mut().unwrap().remove("plan");
+    std::fs::write(state_path(&p), serde_json::to_vec(&s).unwrap()).unwrap();
+    let v = halted(&stop(&p));
+    assert!(
+        v["stopReason"].as_str().unwrap().contains("frozen plan"),
+        "{v}"
+    );
+    let ok = run(&p, false, &["resume", "--accept-record", "--spec", "demo"]);
+    assert!(ok.status.success(), "{}", said(&ok));
+    let answer = stop(&p);
+    assert!(
+        answer.is_empty() || json_of(&answer)["continue"] != false,
+        "{answer}"
+    );
+}

@@ -143,6 +143,15 @@ fn accept_record(project: &Project, spec: Option<&str>) -> Result<ExitStatus> {
             rec.session_id = s.session_id().map(str::to_string);
             rec.mirror(s);
             rec.ignored_files = s.ignored_files.clone();
+            // The plan and the baseline of tests as they are now are what the person accepts.
+            rec.baseline_digests = record::baseline_digest(s)
+                .map(String::from)
+                .into_iter()
+                .collect();
+            rec.plan_digest = match s.frozen_plan() {
+                crate::model::plan::Frozen::Plan(p) => Some(p.digest.clone()),
+                _ => None,
+            };
             if let Some(sid) = s.session_id() {
                 record::bind_spec(&project.root, sid, &found.name, &now_rfc3339())?;
             }
