@@ -99,6 +99,17 @@ fn halted(answer: &str) -> Value {
     v
 }
 
+/// A person accepts the files at a shell; the next Stop does not halt.
+fn accept_and_go_on(p: &TempProject) {
+    let ok = run(p, false, &["resume", "--accept-record", "--spec", "demo"]);
+    assert!(ok.status.success(), "{}", said(&ok));
+    let answer = stop(p);
+    assert!(
+        answer.is_empty() || json_of(&answer)["continue"] != false,
+        "{answer}"
+    );
+}
+
 fn state_path(p: &TempProject) -> std::path::PathBuf {
     p.path("specs/demo/.specrun-state.json")
 }
@@ -234,13 +245,7 @@ fn editing_the_states_snapshot_of_ignored_files_halts_until_a_person_accepts() {
     let refused = run(&p, true, &["resume", "--accept-record", "--spec", "demo"]);
     assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
     halted(&stop(&p));
-    let ok = run(&p, false, &["resume", "--accept-record", "--spec", "demo"]);
-    assert!(ok.status.success(), "{}", said(&ok));
-    let answer = stop(&p);
-    assert!(
-        answer.is_empty() || json_of(&answer)["continue"] != false,
-        "{answer}"
-    );
+    accept_and_go_on(&p);
 }
 
 #[test]
@@ -253,13 +258,7 @@ fn only_a_person_at_a_shell_accepts_the_files_over_the_record() {
     halted(&stop(&p));
     // A person puts .current-spec back and accepts: the execution goes on.
     p.write("specs/.current-spec", "demo\n");
-    let ok = run(&p, false, &["resume", "--accept-record", "--spec", "demo"]);
-    assert!(ok.status.success(), "{}", said(&ok));
-    let answer = stop(&p);
-    assert!(
-        answer.is_empty() || json_of(&answer)["continue"] != false,
-        "{answer}"
-    );
+    accept_and_go_on(&p);
 }
 
 #[test]
@@ -541,11 +540,5 @@ fn a_removed_plan_halts_until_a_person_accepts_and_then_goes_on() {
         v["stopReason"].as_str().unwrap().contains("frozen plan"),
         "{v}"
     );
-    let ok = run(&p, false, &["resume", "--accept-record", "--spec", "demo"]);
-    assert!(ok.status.success(), "{}", said(&ok));
-    let answer = stop(&p);
-    assert!(
-        answer.is_empty() || json_of(&answer)["continue"] != false,
-        "{answer}"
-    );
+    accept_and_go_on(&p);
 }
