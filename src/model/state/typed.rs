@@ -963,6 +963,10 @@ mod tests {
             "guard.clockStartedAt",
             "guard.stallStops",
             "usage.agents",
+            "taskEvidence.*.exitCode",
+            "taskEvidence.*.tests.digest",
+            "verificationBlocks.*.treeAfter",
+            "verificationBlocks.*.acceptedOther.reason",
         ];
         for path in tables
             .chain(attempt)
