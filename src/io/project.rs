@@ -460,13 +460,12 @@ pub fn bookkeeping_paths(project: &Project, spec: &Spec) -> Vec<String> {
 /// is the project's own file (a helper a test loads could be so named).
 pub fn is_bookkeeping_temp(rel: &str, bookkeeping: &[String]) -> bool {
     let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    if !crate::io::store::is_temp_name(name) {
+        return false;
+    }
     bookkeeping.iter().any(|b| {
         let (b_dir, b_name) = b.rsplit_once('/').unwrap_or(("", b));
-        dir == b_dir
-            && name
-                .strip_prefix('.')
-                .and_then(|n| n.strip_prefix(b_name))
-                .is_some_and(|r| r.starts_with(crate::io::store::TEMP_MARK))
+        dir == b_dir && name.starts_with(&crate::io::store::temp_prefix_of(b_name))
     })
 }
 

@@ -750,11 +750,15 @@ pub const TEMP_MARK: &str = ".specrun-tmp-";
 /// Temp files for `path` are named `.<file name>.specrun-tmp-…`, so the holder of the file's
 /// lock knows which leftovers (from a writer killed mid-write) are its own to remove.
 fn temp_prefix(path: &Path) -> String {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    temp_prefix_of(&path.file_name().unwrap_or_default().to_string_lossy())
+}
+
+/// The start of every temp file's name for the file named `name`: `.<name>.specrun-tmp-`.
+pub fn temp_prefix_of(name: &str) -> String {
     format!(".{name}{TEMP_MARK}")
 }
 
-/// Whether a file name is one of the store's temp files (never part of the evidence).
+/// Whether a file name is shaped like one of the store's temp files, of any file.
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with('.') && name.contains(TEMP_MARK)
 }

@@ -528,20 +528,17 @@ pub fn commit_fingerprint(
     write_without(dir, &repo, &env, &excluded)
 }
 
-/// A pathspec for the temp files of each excluded path, beside it (`.<name>.specrun-tmp-*`);
-/// a path holding a glob character gets none (its temps are matched literally nowhere).
+/// A pathspec for the store's temp files of each excluded path, beside it: what
+/// `io::project::is_bookkeeping_temp` tells, as git reads it. A path holding a glob
+/// character gets none.
 fn bookkeeping_temp_globs(excluded: &[String]) -> Vec<String> {
+    use crate::io::store::temp_prefix_of;
     excluded
         .iter()
         .filter(|p| !p.contains(['*', '?', '[', '\\']))
-        .map(|p| {
-            let (dir, name) = p.rsplit_once('/').map_or(("", p.as_str()), |(d, n)| (d, n));
-            let dir = if dir.is_empty() {
-                String::new()
-            } else {
-                format!("{dir}/")
-            };
-            format!(":(glob){dir}.{name}{}*", crate::io::store::TEMP_MARK)
+        .map(|p| match p.rsplit_once('/') {
+            Some((dir, name)) => format!(":(glob){dir}/{}*", temp_prefix_of(name)),
+            None => format!(":(glob){}*", temp_prefix_of(p)),
         })
         .collect()
 }
