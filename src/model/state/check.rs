@@ -185,16 +185,34 @@ impl Check for Unchecked {
     }
 }
 
-/// A map of open records (`taskEvidence`, `verificationBlocks`): every entry an object.
-pub(crate) struct Records;
+/// A map of open records `T` (`taskEvidence`, `verificationBlocks`): every entry an
+/// object, its fields not checked (`T`'s are all `Loose`) but named (`paths`).
+pub(crate) struct Records<T>(std::marker::PhantomData<T>);
 
-impl Check for Records {
+impl<T: Check> Check for Records<T> {
     const EXPECTED: &'static str = "an object";
     fn accepts(v: &Value) -> bool {
         v.is_object()
     }
     fn check_entries(v: &Value, at: &str) -> Checked {
         entries_are_objects(v, at)
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(&join(at, "*"), out)
+    }
+}
+
+/// A `Loose` field holding a record `T`: anything is accepted, as for `Loose`, and `T`'s
+/// fields are named (`paths`).
+pub(crate) struct LooseRecord<T>(std::marker::PhantomData<T>);
+
+impl<T: Check> Check for LooseRecord<T> {
+    const EXPECTED: &'static str = "anything";
+    fn accepts(_: &Value) -> bool {
+        true
+    }
+    fn paths(at: &str, out: &mut Vec<String>) {
+        T::paths(at, out)
     }
 }
 

@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
-use super::check::{self, join, Check, Checked, LooseRecords, Records, Unchecked};
+use super::check::{self, join, Check, Checked, LooseRecord, LooseRecords, Records, Unchecked};
 use super::time::Timestamp;
 use super::{DEFAULT_MAX_GLOBAL_ITERATIONS, DEFAULT_MAX_STALL_STOPS, DEFAULT_MAX_TASK_ITERATIONS};
 use crate::error::{Error, Result};
@@ -518,9 +518,9 @@ pub struct State {
     awaiting_approval: Option<bool> = "awaitingApproval",
     /// Per phase, the evidence record `verify run --phase` stores (`EvidenceRecord`; the
     /// check asks only that each is an object).
-    verification_blocks: Option<IndexMap<String, EvidenceRecord>> = "verificationBlocks" => Records,
+    verification_blocks: Option<IndexMap<String, EvidenceRecord>> = "verificationBlocks" => Records<EvidenceRecord>,
     /// Per task, the evidence record `verify run --task` stores.
-    task_evidence: Option<IndexMap<String, EvidenceRecord>> = "taskEvidence" => Records,
+    task_evidence: Option<IndexMap<String, EvidenceRecord>> = "taskEvidence" => Records<EvidenceRecord>,
     attempts: Option<IndexMap<String, Vec<Attempt>>> = "attempts",
     fix_task_map: Option<IndexMap<String, FixEntry>> = "fixTaskMap",
     /// Per task, the files a task may touch: `tasks.rs` owns its shape.

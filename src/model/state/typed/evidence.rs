@@ -28,14 +28,14 @@ pub struct EvidenceRecord {
     /// Files changed while the command ran (any JSON: a non-empty list stales the record).
     touched_during_run: Loose<Vec<Value>> = "touchedDuringRun",
     /// What the run's output told about tests (`criteria::write_results`).
-    tests: Loose<TestsSummary> = "tests",
+    tests: Loose<TestsSummary> = "tests" => LooseRecord<TestsSummary>,
     verify_command: Loose<String> = "verifyCommand",
     own_verify: Loose<bool> = "ownVerify",
-    accepted_other: Loose<AcceptedOther> = "acceptedOther",
+    accepted_other: Loose<AcceptedOther> = "acceptedOther" => LooseRecord<AcceptedOther>,
     /// The member worktree it was made in (null once taken to the main checkout).
     worktree: Loose<String> = "worktree",
     /// Where a record taken to the merged tree was made (`verify::merged_record`).
-    merged_from: Loose<MergedFrom> = "mergedFrom",
+    merged_from: Loose<MergedFrom> = "mergedFrom" => LooseRecord<MergedFrom>,
 }
 }
 
