@@ -1097,17 +1097,14 @@ fn proof_unmet(active: &Active, id: &str) -> Vec<String> {
         return Vec::new();
     };
     let iso = crate::isolation::worktree::Isolation::of(&active.state);
-    let member = crate::isolation::open_member(&active.project, &active.spec, &iso, id);
-    let tree = member
-        .as_ref()
-        .map_or(active.project.root.as_path(), |(_, dir)| dir.as_path());
+    let tree = crate::isolation::task_tree(&active.project, &active.spec, &iso, id);
     proof::complete_unmet(
         &active.project,
         &active.spec,
         &active.state,
         &list,
         task,
-        tree,
+        &tree,
     )
     .into_iter()
     .map(|u| format!("{}: {}", u.name, u.detail))

@@ -233,7 +233,8 @@ fn evidence_facts(
 /// hook waits on it).
 struct BeforeLock {
     evidence: (EvidenceKey, (EvidenceFact, EvidenceFact)),
-    red: (Option<red_green_run::Key>, Vec<Unmet>),
+    /// The key, the tree the tests were read from, the refusals.
+    red: (Option<red_green_run::Key>, PathBuf, Vec<Unmet>),
 }
 
 fn before_lock(project: &Project, args: &TaskVerbArgs) -> Option<BeforeLock> {
@@ -246,12 +247,11 @@ fn before_lock(project: &Project, args: &TaskVerbArgs) -> Option<BeforeLock> {
     let tasks = ex.tasks().ok()?;
     let task = tasks.find(&args.id).ok()?;
     let facts = evidence_facts(project, &ex.spec, &state, task);
-    let member = isolation::open_member(project, &ex.spec, &Isolation::of(&state), &task.label());
-    let work = member.map_or_else(|| project.root.clone(), |(_, dir)| dir);
+    let work = isolation::task_tree(project, &ex.spec, &Isolation::of(&state), &task.label());
     let red = red_green_run::check(project, &ex.spec, &state, &tasks.list, task, &work);
     Some(BeforeLock {
         evidence: (evidence_key(&state, task), facts),
-        red: (red_green_run::key(&ex.spec, &state, task), red),
+        red: (red_green_run::key(&ex.spec, &state, task), work, red),
     })
 }
 
@@ -302,8 +302,8 @@ fn complete(project: &Project, args: &TaskVerbArgs, check: bool) -> Result<ExitS
     // Red before, green after: the mapped tests run at the attempt's start commit, judged
     // before the lock was taken; again here only when what they were judged from changed.
     proof.extend(match early_red {
-        Some((Some(k), lines))
-            if red_green_run::key(spec, &held.state, task).as_ref() == Some(&k) =>
+        Some((Some(k), work, lines))
+            if work == tree && red_green_run::key(spec, &held.state, task).as_ref() == Some(&k) =>
         {
             lines
         }

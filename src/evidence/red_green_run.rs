@@ -81,7 +81,7 @@ pub(crate) fn unmet(
     matrix: &Matrix,
     task: &str,
     start: &str,
-    tree: &Path,
+    work: &Path,
 ) -> Vec<String> {
     let probes = probes(matrix, task);
     if probes.is_empty() {
@@ -100,7 +100,7 @@ pub(crate) fn unmet(
             ids(&probes)
         )];
     }
-    match run_all(project, spec, &probes, start, &short, tree) {
+    match run_all(project, spec, &probes, start, &short, work) {
         Ok(lines) => lines,
         Err(e) => vec![format!(
             "the criteria {} could not be run at the start commit {short}: {e}",

@@ -157,6 +157,11 @@ pub(crate) fn open_member(
     member_on_disk(project, spec, iso, id, |m| m.status == worktree::RUNNING)
 }
 
+/// The tree task `id` works in: its running member's worktree, else the project root.
+pub(crate) fn task_tree(project: &Project, spec: &Spec, iso: &Isolation, id: &str) -> PathBuf {
+    open_member(project, spec, iso, id).map_or_else(|| project.root.clone(), |(_, dir)| dir)
+}
+
 /// A member `task rollback` acts on: open, not yet committed as complete.
 pub(crate) fn rollback_target(
     project: &Project,
