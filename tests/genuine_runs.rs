@@ -225,22 +225,13 @@ fn bookkeeping_written_in_flight_while_the_command_runs_leaves_the_record_fresh(
     assert!(!err.contains("changed while"), "{err}");
     let (_, out, _) = model(&p, &["verify", "status", "--task", "1.1", "--json"], &[]);
     assert!(out.contains("\"fresh\""), "{out}");
-    // The control: a temp-looking name that is not the store's (no leading dot) is a file.
-    let (code, err) = verify(
-        &p,
-        "echo x > lib/specrun-tmp-x.js; rm lib/specrun-tmp-x.js; node --test",
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("changed while"), "{err}");
-    // Nor is one shaped like the store's but beside no bookkeeping file.
-    let (code, err) = verify(
-        &p,
-        "echo x > lib/.add.js.specrun-tmp-x; rm lib/.add.js.specrun-tmp-x; node --test",
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    assert!(err.contains("changed while"), "{err}");
+    // The controls: a temp-looking name that is not the store's (no leading dot), and one
+    // shaped like the store's but beside no bookkeeping file, are files of the tree.
+    for name in ["lib/specrun-tmp-x.js", "lib/.add.js.specrun-tmp-x"] {
+        let (code, err) = verify(&p, &format!("echo x > {name}; rm {name}; node --test"), &[]);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("changed while"), "{name}: {err}");
+    }
 }
 
 /// The executor's SubagentStop with `message`, as Claude Code sends it: the hook's stdout.
@@ -582,6 +573,33 @@ fn a_baseline_removed_or_rewritten_by_hand_halts_the_execution() {
         answer.contains("halted") && answer.contains("`testBaseline`"),
         "{answer}"
     );
+    // The halt names no person's verb, and none of specrun's verbs gets the model past it
+    // inside Claude Code: not the merge, not a fresh init, not the person's accept.
+    for verb in ["resume", "accept", "justify", "confirm", "raise", "restart"] {
+        assert!(!answer.contains(verb), "{verb}: {answer}");
+    }
+    let patch = r#"{"testBaseline": null}"#;
+    for args in [
+        vec!["state", "merge", state_file.as_str(), patch],
+        vec![
+            "state",
+            "init",
+            "--spec",
+            SPEC,
+            "--session-id",
+            "s-1",
+            "--force",
+        ],
+        vec!["resume", "--accept-record", "--spec", SPEC],
+    ] {
+        let (code, _, err) = model(&p, &args, &[]);
+        assert_ne!(code, 0, "{args:?}: {err}");
+        assert!(
+            err.contains("refused inside Claude Code"),
+            "{args:?}: {err}"
+        );
+        assert!(stop_answer(&p).contains("halted"), "{args:?}");
+    }
     // A person who checked the files accepts them at a shell: the record takes the state's
     // baseline (here none) and the next Stop goes on.
     let (code, said) = shell(&p, &["resume", "--accept-record", "--spec", SPEC]);

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::common;
 use crate::common::TempProject;
+use crate::hook_common::{json_of, run_hook};
 
 const TASKS: &str = "# Tasks
 
@@ -1020,6 +1021,15 @@ fn member_with_tests() -> (TempProject, PathBuf) {
     (p, dir)
 }
 
+/// The member's test file with its second test removed.
+fn delete_a_test(dir: &Path) {
+    std::fs::write(
+        dir.join("lib/add.test.js"),
+        crate::integrity_scan::one_test(),
+    )
+    .unwrap();
+}
+
 fn integrity_unmet(dir: &Path) -> Vec<String> {
     crate::integrity_scan::findings_in(dir, "1.1", &[])
 }
@@ -1027,11 +1037,7 @@ fn integrity_unmet(dir: &Path) -> Vec<String> {
 #[test]
 fn a_member_deleting_a_test_in_its_worktree_is_refused_naming_it() {
     let (_p, dir) = member_with_tests();
-    std::fs::write(
-        dir.join("lib/add.test.js"),
-        crate::integrity_scan::one_test(),
-    )
-    .unwrap();
+    delete_a_test(&dir);
     let found = integrity_unmet(&dir);
     assert!(
         found
@@ -1065,25 +1071,14 @@ fn a_member_adding_an_ignored_conftest_in_its_worktree_is_a_finding_and_main_s_i
 #[test]
 fn a_members_claim_after_deleting_a_test_in_its_worktree_is_sent_back_naming_it() {
     let (p, dir) = member_with_tests();
-    std::fs::write(
-        dir.join("lib/add.test.js"),
-        crate::integrity_scan::one_test(),
-    )
-    .unwrap();
+    delete_a_test(&dir);
     let input = serde_json::json!({
         "session_id": "s-1", "transcript_path": "/nonexistent/t.jsonl", "cwd": p.root(),
         "agent_id": "agent-7", "agent_type": "specrun:spec-executor",
         "hook_event_name": "SubagentStop", "stop_hook_active": false,
         "last_assistant_message": "Done.\nTASK_COMPLETE 1.1",
     });
-    let out = p
-        .specrun()
-        .args(["hook", "subagent-stop"])
-        .write_stdin(input.to_string())
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&out.stdout);
-    let answer: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let answer = json_of(&run_hook(&p, "subagent-stop", input.to_string()));
     let reason = answer["reason"].as_str().unwrap_or_default();
     assert_eq!(answer["decision"], "block", "{answer}");
     assert!(
